@@ -1,0 +1,139 @@
+# Offline GPU trace analysis toolkit.  `make help` lists the targets.
+#
+#   make                 build the tools into $(BUILD)/bin
+#   make test            install missing build deps, build, run every test
+#                        (plain and under ASan+UBSan)
+#   make demo            ingest the bundled sample and print its table
+#   make SAN=address,undefined   sanitizer build (in build-san/)
+#   make DEBUG=1         -O0 -g -Werror build (in build-debug/)
+#   make V=1             show the commands
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+DESTDIR ?=
+SAN     ?=
+DEBUG   ?=
+V       ?=
+
+BUILD ?= build$(if $(SAN),-san)$(if $(DEBUG),-debug)
+
+PKGS := sqlite3 libpcre2-8 libcjson cunit zlib
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs sqlite3 libpcre2-8 libcjson zlib 2>/dev/null)
+CUNIT_LIBS := $(shell pkg-config --libs cunit 2>/dev/null || echo -lcunit)
+
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-missing-field-initializers
+CFLAGS  ?= $(if $(DEBUG),-O0 -g3,-O2 -g)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(if $(DEBUG),-Werror) $(CFLAGS) \
+              -iquote . $(PKG_CFLAGS) -MMD -MP
+ifneq ($(SAN),)
+ALL_CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all
+SAN_LDFLAGS := -fsanitize=$(SAN)
+endif
+ALL_LDFLAGS := $(LDFLAGS) $(SAN_LDFLAGS)
+LIBS := $(PKG_LIBS) -lstdc++ -lm
+
+Q := $(if $(V),,@)
+say = $(if $(V),,@printf '  %-8s %s\n' $(1) $(2);)
+
+# The core library: everything except the tools' mains.
+CORE_SRC := $(wildcard lib/*.c) \
+            $(filter-out ingest/main.c,$(wildcard ingest/*.c ingest/readers/*.c)) \
+            $(filter-out analyze/main.c,$(wildcard analyze/*.c)) \
+            $(filter-out export/main.c,$(wildcard export/*.c))
+CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
+CORE_LIB := $(BUILD)/libtracekit.a
+
+TOOLS := trace-ingest trace-analyze
+TOOL_MAIN_trace-ingest := ingest/main.c
+TOOL_MAIN_trace-analyze := analyze/main.c
+ifneq ($(wildcard export/main.c),)
+TOOLS += trace-export
+TOOL_MAIN_trace-export := export/main.c
+endif
+TOOL_BINS := $(TOOLS:%=$(BUILD)/bin/%)
+
+UNIT_SRC := $(wildcard tests/unit/*.c)
+UNIT_BIN := $(BUILD)/tests/unit-tests
+GEN_NVPROF := $(BUILD)/bin/gen-nvprof
+
+SAMPLE := sample-traces/lm-step.nvvp
+
+-include record/record.mk
+
+.PHONY: all setup test check unit cli demo bench install uninstall clean help
+all: $(TOOL_BINS) $(RECORD_TARGETS)
+
+setup:
+	$(Q)scripts/setup-deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(CORE_LIB): $(CORE_OBJ)
+	$(call say,AR,$@)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(BUILD)/bin/%: $(BUILD)/obj/%.o
+$(foreach t,$(TOOLS),$(eval $(BUILD)/bin/$(t): $(TOOL_MAIN_$(t):%.c=$(BUILD)/obj/%.o) $(CORE_LIB) ; \
+	$$(call say,LD,$$@) mkdir -p $$(dir $$@) && $$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(LIBS)))
+
+$(GEN_NVPROF): $(BUILD)/obj/bench/gen_nvprof.o $(CORE_LIB)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(UNIT_BIN): $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(CORE_LIB)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CUNIT_LIBS) $(LIBS)
+
+# `check` runs the suites on an existing build; `test` is the full job.
+check: all $(UNIT_BIN)
+	$(Q)$(UNIT_BIN)
+	$(Q)BIN=$(BUILD)/bin tests/cli/run.sh
+	$(Q)$(if $(RECORD_TEST),$(RECORD_TEST))
+
+test: setup
+	$(Q)$(MAKE) --no-print-directory check
+	$(Q)$(MAKE) --no-print-directory check SAN=address,undefined
+
+demo: setup
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(BUILD)/bin/trace-ingest -q -o $(BUILD)/demo.db $(SAMPLE)
+	$(Q)$(BUILD)/bin/trace-analyze --limit 15 $(BUILD)/demo.db
+	$(Q)$(if $(wildcard export/main.c),$(BUILD)/bin/trace-export --flamegraph -o $(BUILD)/demo.svg $(BUILD)/demo.db && echo "flamegraph: $(BUILD)/demo.svg")
+
+bench: setup
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)BIN=$(BUILD)/bin bench/run.sh
+
+install: all
+	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
+	$(Q)install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
+	$(Q)install -d $(DESTDIR)$(PREFIX)/share/doc/tracekit
+	$(Q)install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/tracekit/
+
+uninstall:
+	$(Q)rm -f $(TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%)
+	$(Q)rm -rf $(DESTDIR)$(PREFIX)/share/doc/tracekit
+
+clean:
+	rm -rf build build-san build-debug build-san-debug build-fuzz
+
+help:
+	@echo "targets:"
+	@echo "  all        build the tools (trace-ingest, trace-analyze, ...) into $(BUILD)/bin"
+	@echo "  setup      install missing Debian build dependencies (apt-get, as root)"
+	@echo "  test       setup, build, run unit + CLI tests, then again under ASan+UBSan"
+	@echo "  check      run the tests on the current build only"
+	@echo "  demo       setup, build, ingest the bundled sample, print the table"
+	@echo "  bench      measure speed and memory (prints figures, never fails on time)"
+	@echo "  install    install to DESTDIR/PREFIX (PREFIX=$(PREFIX))"
+	@echo "  clean      remove build directories"
+	@echo "variables: SAN=address,undefined  DEBUG=1 (-Werror)  V=1  PREFIX=  DESTDIR=  BUILD="
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

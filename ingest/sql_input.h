@@ -1,0 +1,52 @@
+/*
+ * sql_input.h - reading tables of a third-party SQLite export (nvprof, nsys)
+ * whose columns vary between versions.
+ *
+ * tr_sql_select() builds "SELECT <cols> FROM <table>" from a column list in
+ * which optional columns that the file lacks read as NULL, and reports a
+ * missing table or a missing required column as bad input with the path and
+ * table named.  Ownership: the caller finalizes the returned statement.
+ */
+#ifndef TR_INGEST_SQL_INPUT_H
+#define TR_INGEST_SQL_INPUT_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "lib/error.h"
+
+typedef struct {
+    const char *name;
+    int required;
+} tr_col;
+
+typedef struct {
+    sqlite3 *db;
+    const char *path;
+    const char *what;   /* "nvprof database", used in messages */
+} tr_sql_input;
+
+/* Opens path read-only; fails with TR_ERR_INPUT if it is not a readable SQLite file. */
+tr_status tr_sql_open(tr_sql_input *in, const char *path, const char *what, tr_error *err);
+void tr_sql_close(tr_sql_input *in);
+
+int tr_sql_has_table(tr_sql_input *in, const char *table);
+
+/* *st = NULL (and TR_OK) when the table does not exist.  `tail` is appended
+ * verbatim (e.g. " ORDER BY start"), may be NULL. */
+tr_status tr_sql_select(tr_sql_input *in, const char *table, const tr_col *cols, size_t ncols,
+                        const char *tail, sqlite3_stmt **st, tr_error *err);
+
+/* sqlite3_step() with errors turned into a bad-input failure naming the table.
+ * Returns 1 for a row, 0 at the end, -1 on error (err filled). */
+int tr_sql_next(tr_sql_input *in, sqlite3_stmt *st, const char *table, tr_error *err);
+
+/* Runs a single-value query; returns def when there is no row or on error. */
+int64_t tr_sql_int(tr_sql_input *in, const char *sql, int64_t def);
+
+static inline int64_t tr_col_i64(sqlite3_stmt *st, int i, int64_t def)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? def : sqlite3_column_int64(st, i);
+}
+
+#endif

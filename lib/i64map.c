@@ -1,0 +1,99 @@
+#include "lib/i64map.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t slot_of(int64_t key, size_t cap)
+{
+    uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h ^ (h >> 31)) & (cap - 1);
+}
+
+void tr_i64map_init(tr_i64map *m)
+{
+    memset(m, 0, sizeof *m);
+}
+
+void tr_i64map_free(tr_i64map *m)
+{
+    free(m->slots);
+    memset(m, 0, sizeof *m);
+}
+
+static int grow(tr_i64map *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 64;
+    struct tr_i64slot *ns = calloc(ncap, sizeof *ns);
+    if (!ns)
+        return -1;
+    for (size_t j = 0; j < m->cap; j++) {
+        if (!m->slots[j].used)
+            continue;
+        size_t i = slot_of(m->slots[j].key, ncap);
+        while (ns[i].used)
+            i = (i + 1) & (ncap - 1);
+        ns[i] = m->slots[j];
+    }
+    free(m->slots);
+    m->slots = ns;
+    m->cap = ncap;
+    return 0;
+}
+
+int tr_i64map_put(tr_i64map *m, int64_t key, int64_t val)
+{
+    if ((m->n + 1) * 2 > m->cap && grow(m) < 0)
+        return -1;
+    size_t i = slot_of(key, m->cap);
+    while (m->slots[i].used && m->slots[i].key != key)
+        i = (i + 1) & (m->cap - 1);
+    if (!m->slots[i].used)
+        m->n++;
+    m->slots[i] = (struct tr_i64slot){key, val, 1};
+    return 0;
+}
+
+int tr_i64map_get(const tr_i64map *m, int64_t key, int64_t *val)
+{
+    if (!m->cap)
+        return 0;
+    size_t i = slot_of(key, m->cap);
+    while (m->slots[i].used) {
+        if (m->slots[i].key == key) {
+            *val = m->slots[i].val;
+            return 1;
+        }
+        i = (i + 1) & (m->cap - 1);
+    }
+    return 0;
+}
+
+int tr_i64map_del(tr_i64map *m, int64_t key)
+{
+    if (!m->cap)
+        return 0;
+    size_t i = slot_of(key, m->cap);
+    while (m->slots[i].used && m->slots[i].key != key)
+        i = (i + 1) & (m->cap - 1);
+    if (!m->slots[i].used)
+        return 0;
+    /* backward-shift deletion keeps probe chains intact without tombstones */
+    size_t j = i;
+    for (;;) {
+        m->slots[i].used = 0;
+        for (;;) {
+            j = (j + 1) & (m->cap - 1);
+            if (!m->slots[j].used)
+                goto done;
+            size_t home = slot_of(m->slots[j].key, m->cap);
+            /* move j to i if its home is not cyclically in (i, j] */
+            if (i <= j ? (home <= i || home > j) : (home <= i && home > j))
+                break;
+        }
+        m->slots[i] = m->slots[j];
+        i = j;
+    }
+done:
+    m->n--;
+    return 1;
+}

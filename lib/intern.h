@@ -1,0 +1,50 @@
+/*
+ * intern.h - a string table that gives each distinct string a small id.
+ *
+ * Ids start at 1; id 0 means "no string".  Strings live in an arena owned by
+ * the table and stay valid (same address) until tr_intern_free().  The table
+ * grows as needed; memory is the sum of distinct strings, not of lookups.
+ */
+#ifndef TR_LIB_INTERN_H
+#define TR_LIB_INTERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *str;
+    uint32_t len;
+    uint32_t hash;
+} tr_intern_entry;
+
+typedef struct tr_arena_block tr_arena_block;
+
+typedef struct {
+    tr_intern_entry *entries;   /* index = id; entries[0] unused */
+    size_t count;               /* number of ids handed out + 1 */
+    size_t cap;
+    uint32_t *slots;            /* open addressing; 0 = empty, else id */
+    size_t nslots;
+    tr_arena_block *arena;
+} tr_intern;
+
+void tr_intern_init(tr_intern *t);
+void tr_intern_free(tr_intern *t);
+
+/* Returns the id of s[0..len), adding it if new; 0 on out-of-memory. */
+uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len);
+uint32_t tr_intern_cstr(tr_intern *t, const char *s);
+/* Returns the id if present, else 0. */
+uint32_t tr_intern_find(const tr_intern *t, const char *s, size_t len);
+
+static inline const char *tr_intern_str(const tr_intern *t, uint32_t id)
+{
+    return id && id < t->count ? t->entries[id].str : "";
+}
+
+static inline size_t tr_intern_count(const tr_intern *t)
+{
+    return t->count ? t->count - 1 : 0;
+}
+
+#endif

@@ -1,0 +1,263 @@
+#include "lib/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const tr_kind_info tr_kinds[] = {
+    [TR_KIND_RANGE] = {TR_KIND_RANGE, "range", 0, 0, 1},
+    [TR_KIND_OP] = {TR_KIND_OP, "op", 0, 0, 1},
+    [TR_KIND_MARK] = {TR_KIND_MARK, "mark", 0, 0, 0},
+    [TR_KIND_RUNTIME] = {TR_KIND_RUNTIME, "runtime", 0, 1, 0},
+    [TR_KIND_DRIVER] = {TR_KIND_DRIVER, "driver", 0, 1, 0},
+    [TR_KIND_SYNC] = {TR_KIND_SYNC, "sync", 0, 0, 0},
+    [TR_KIND_KERNEL] = {TR_KIND_KERNEL, "kernel", 1, 0, 0},
+    [TR_KIND_MEMCPY] = {TR_KIND_MEMCPY, "memcpy", 1, 0, 0},
+    [TR_KIND_MEMSET] = {TR_KIND_MEMSET, "memset", 1, 0, 0},
+    [TR_KIND_MEMORY] = {TR_KIND_MEMORY, "memory", 0, 0, 0},
+    [TR_KIND_PYTHON] = {TR_KIND_PYTHON, "python", 0, 0, 1},
+};
+
+const tr_kind_info *tr_kind_lookup(const char *name)
+{
+    for (int k = 1; k < TR_KIND_COUNT_; k++)
+        if (strcmp(tr_kinds[k].name, name) == 0)
+            return &tr_kinds[k];
+    return NULL;
+}
+
+/* A map from up to three int64 keys to a 1-based index, open addressing. */
+typedef struct tr_idmap {
+    struct slot { int64_t k[3]; uint32_t val; } *slots;
+    size_t n, cap;
+} tr_idmap;
+
+static uint64_t mix3(const int64_t k[3])
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 3; i++) {
+        h ^= (uint64_t)k[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h *= 0xff51afd7ed558ccdull;
+    }
+    return h ^ (h >> 33);
+}
+
+static uint32_t idmap_find(const tr_idmap *m, const int64_t k[3])
+{
+    if (!m || !m->cap)
+        return 0;
+    size_t i = mix3(k) & (m->cap - 1);
+    while (m->slots[i].val) {
+        if (!memcmp(m->slots[i].k, k, sizeof m->slots[i].k))
+            return m->slots[i].val;
+        i = (i + 1) & (m->cap - 1);
+    }
+    return 0;
+}
+
+static int idmap_put(tr_idmap **mp, const int64_t k[3], uint32_t val)
+{
+    tr_idmap *m = *mp;
+    if (!m) {
+        m = calloc(1, sizeof *m);
+        if (!m)
+            return -1;
+        *mp = m;
+    }
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 64;
+        struct slot *ns = calloc(ncap, sizeof *ns);
+        if (!ns)
+            return -1;
+        for (size_t j = 0; j < m->cap; j++) {
+            if (!m->slots[j].val)
+                continue;
+            size_t i = mix3(m->slots[j].k) & (ncap - 1);
+            while (ns[i].val)
+                i = (i + 1) & (ncap - 1);
+            ns[i] = m->slots[j];
+        }
+        free(m->slots);
+        m->slots = ns;
+        m->cap = ncap;
+    }
+    size_t i = mix3(k) & (m->cap - 1);
+    while (m->slots[i].val)
+        i = (i + 1) & (m->cap - 1);
+    memcpy(m->slots[i].k, k, sizeof m->slots[i].k);
+    m->slots[i].val = val;
+    m->n++;
+    return 0;
+}
+
+static void idmap_free(tr_idmap *m)
+{
+    if (m) {
+        free(m->slots);
+        free(m);
+    }
+}
+
+int tr_vec_reserve_(void **v, size_t *cap, size_t need, size_t elsize)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : 16;
+    while (ncap < need)
+        ncap *= 2;
+    void *nv = realloc(*v, ncap * elsize);
+    if (!nv)
+        return -1;
+    memset((char *)nv + *cap * elsize, 0, (ncap - *cap) * elsize);
+    *v = nv;
+    *cap = ncap;
+    return 0;
+}
+
+/* 1-based vectors keep element 0 as a placeholder so index 0 can mean "none". */
+#define ONE_BASED_PUSH(t, vec, value)                                          \
+    ((tr_vec_reserve((vec), ((vec).n ? (vec).n : 1) + 1) < 0)                  \
+         ? 0u                                                                  \
+         : ((vec).n = (vec).n ? (vec).n : 1, (vec).v[(vec).n] = (value),       \
+            (uint32_t)(vec).n++))
+
+tr_status tr_trace_init(tr_trace *t, tr_error *err)
+{
+    (void)err;
+    memset(t, 0, sizeof *t);
+    tr_intern_init(&t->strings);
+    return TR_OK;
+}
+
+void tr_trace_free(tr_trace *t)
+{
+    tr_intern_free(&t->strings);
+    free(t->events.v);
+    free(t->sources.v);
+    free(t->processes.v);
+    free(t->threads.v);
+    free(t->devices.v);
+    free(t->streams.v);
+    free(t->stack_nodes.v);
+    free(t->kernels.v);
+    free(t->copies.v);
+    free(t->apis.v);
+    free(t->memset_values.v);
+    idmap_free(t->thread_map);
+    idmap_free(t->stream_map);
+    idmap_free(t->device_map);
+    idmap_free(t->process_map);
+    idmap_free(t->stack_map);
+    memset(t, 0, sizeof *t);
+}
+
+uint32_t tr_add_source(tr_trace *t, const char *path, const char *format, const char *format_version)
+{
+    tr_source s = {tr_str(t, path), tr_str(t, format),
+                   format_version ? tr_str(t, format_version) : 0, 0};
+    return ONE_BASED_PUSH(t, t->sources, s);
+}
+
+uint32_t tr_process_get(tr_trace *t, uint32_t source, int64_t pid)
+{
+    int64_t k[3] = {source, pid, 0};
+    uint32_t id = idmap_find(t->process_map, k);
+    if (id)
+        return id;
+    tr_process p = {source, pid, 0};
+    id = ONE_BASED_PUSH(t, t->processes, p);
+    if (id && idmap_put(&t->process_map, k, id) < 0)
+        return 0;
+    return id;
+}
+
+uint32_t tr_thread_get(tr_trace *t, uint32_t process, int64_t tid)
+{
+    int64_t k[3] = {process, tid, 0};
+    uint32_t id = idmap_find(t->thread_map, k);
+    if (id)
+        return id;
+    tr_thread th = {process, tid, 0};
+    id = ONE_BASED_PUSH(t, t->threads, th);
+    if (id && idmap_put(&t->thread_map, k, id) < 0)
+        return 0;
+    return id;
+}
+
+uint32_t tr_device_get(tr_trace *t, uint32_t source, int64_t device)
+{
+    int64_t k[3] = {source, device, 0};
+    uint32_t id = idmap_find(t->device_map, k);
+    if (id)
+        return id;
+    tr_device d = {source, device, 0, -1, -1, -1, -1};
+    id = ONE_BASED_PUSH(t, t->devices, d);
+    if (id && idmap_put(&t->device_map, k, id) < 0)
+        return 0;
+    return id;
+}
+
+uint32_t tr_stream_get(tr_trace *t, uint32_t device, int64_t context, int64_t stream)
+{
+    int64_t k[3] = {device, context, stream};
+    uint32_t id = idmap_find(t->stream_map, k);
+    if (id)
+        return id;
+    tr_stream s = {device, context, stream};
+    id = ONE_BASED_PUSH(t, t->streams, s);
+    if (id && idmap_put(&t->stream_map, k, id) < 0)
+        return 0;
+    return id;
+}
+
+uint32_t tr_stack_get(tr_trace *t, const uint32_t *frames, size_t nframes)
+{
+    uint32_t node = 0;
+    for (size_t i = 0; i < nframes; i++) {
+        int64_t k[3] = {node, frames[i], 0};
+        uint32_t id = idmap_find(t->stack_map, k);
+        if (!id) {
+            tr_stack_node sn = {node, frames[i]};
+            id = ONE_BASED_PUSH(t, t->stack_nodes, sn);
+            if (!id || idmap_put(&t->stack_map, k, id) < 0)
+                return 0;
+        }
+        node = id;
+    }
+    return node;
+}
+
+tr_event *tr_add_event(tr_trace *t, tr_kind kind)
+{
+    if (tr_vec_reserve(t->events, t->events.n + 1) < 0)
+        return NULL;
+    tr_event *e = &t->events.v[t->events.n++];
+    memset(e, 0, sizeof *e);
+    e->kind = (uint8_t)kind;
+    e->correlation = -1;
+    e->seq = -1;
+    e->op_id = -1;
+    e->flops = -1;
+    e->parent = -1;
+    t->tree_built = 0;
+    return e;
+}
+
+uint32_t tr_add_kernel_detail(tr_trace *t, const tr_kernel_detail *d)
+{
+    return ONE_BASED_PUSH(t, t->kernels, *d);
+}
+
+uint32_t tr_add_copy_detail(tr_trace *t, const tr_copy_detail *d)
+{
+    return ONE_BASED_PUSH(t, t->copies, *d);
+}
+
+uint32_t tr_add_api_detail(tr_trace *t, const tr_api_detail *d)
+{
+    return ONE_BASED_PUSH(t, t->apis, *d);
+}
+
+uint32_t tr_add_memset_value(tr_trace *t, int64_t value)
+{
+    return ONE_BASED_PUSH(t, t->memset_values, value);
+}

@@ -1,0 +1,149 @@
+/*
+ * model.h - the in-memory event model that every input reader fills and the
+ * run database is written from.
+ *
+ * A reader creates a tr_trace, registers a source, then adds processes,
+ * threads, devices, streams and events; strings are interned in trace->strings.
+ * tr_tree_build() (tree.h) then links the events into the call tree and
+ * computes the derived metrics, and tr_rundb_write() (rundb.h) stores it.
+ *
+ * Times are integer nanoseconds on the source's clock.  Indices into the
+ * arrays are 1-based (0 = none) for threads, streams, devices and strings;
+ * event parents are 0-based event indices with -1 for none.
+ *
+ * Ownership: the trace owns every array and string; pointers returned by the
+ * add functions stay valid only until the next add of the same kind.
+ */
+#ifndef TR_LIB_MODEL_H
+#define TR_LIB_MODEL_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "lib/error.h"
+#include "lib/intern.h"
+
+/* Event kinds.  The numbers are stored in run.db (kinds table): append only. */
+typedef enum {
+    TR_KIND_RANGE = 1,    /* NVTX range or user annotation (CPU) */
+    TR_KIND_OP = 2,       /* framework operator, e.g. a PyTorch aten:: op (CPU) */
+    TR_KIND_MARK = 3,     /* instantaneous marker (CPU, zero length) */
+    TR_KIND_RUNTIME = 4,  /* CUDA runtime API call (CPU) */
+    TR_KIND_DRIVER = 5,   /* CUDA driver API call (CPU) */
+    TR_KIND_SYNC = 6,     /* host-side synchronisation wait (CPU) */
+    TR_KIND_KERNEL = 7,   /* GPU kernel */
+    TR_KIND_MEMCPY = 8,   /* GPU copy */
+    TR_KIND_MEMSET = 9,   /* GPU memset */
+    TR_KIND_MEMORY = 10,  /* allocation (+bytes) or free (-bytes), zero length (CPU) */
+    TR_KIND_PYTHON = 11,  /* Python function frame (CPU) */
+    TR_KIND_COUNT_
+} tr_kind;
+
+typedef struct {
+    tr_kind kind;
+    const char *name;   /* as stored in run.db and accepted by --kind */
+    int on_gpu;         /* executes on a device stream, not on a CPU thread */
+    int is_api;         /* a CUDA API call: GPU work hangs off it by correlation */
+    int is_range;       /* a CPU interval that receives GPU time of the API calls it encloses */
+} tr_kind_info;
+
+extern const tr_kind_info tr_kinds[];   /* indexed by tr_kind; [0] unused */
+const tr_kind_info *tr_kind_lookup(const char *name);
+
+/* Event flags (bitmask), stored in run.db. */
+enum {
+    TR_FLAG_ASYNC = 1,          /* began and ended on different threads: not nested */
+    TR_FLAG_UNTERMINATED = 2,   /* range start without an end: closed at the trace's last timestamp */
+    TR_FLAG_DEMANGLED = 4,      /* name is the demangled form of raw_name */
+    TR_FLAG_GPU_MEMORY = 8      /* a memory event on a device, not on the host */
+};
+
+typedef struct {
+    int64_t start, end;          /* ns, half-open [start, end) */
+    int64_t correlation;         /* API <-> GPU activity link; -1 = none */
+    int64_t seq, op_id;          /* emit_nvtx / autograd sequence and op id; -1 = none */
+    int64_t bytes;               /* copies, sets, memory events; 0 otherwise */
+    int64_t flops;               /* -1 = unknown */
+    /* derived by tr_tree_build() */
+    int64_t cpu_self, gpu_self, gpu_total;
+    int64_t mem_cpu_total, mem_cpu_self, mem_gpu_total, mem_gpu_self;
+    int64_t parent;              /* event index, -1 = none */
+    uint32_t name, raw_name;     /* string ids; raw_name 0 = same as name */
+    uint32_t shape;              /* string id of the Python-style shape list, 0 = none */
+    uint32_t stack;              /* stack node id, 0 = none */
+    uint32_t thread;             /* thread index, 0 = none (GPU activities) */
+    uint32_t stream;             /* stream index, 0 = none (CPU events) */
+    uint32_t detail;             /* index into the kind's detail array, 0 = none */
+    uint32_t depth;
+    uint8_t kind;
+    uint8_t flags;
+} tr_event;
+
+typedef struct { uint32_t source; int64_t pid; uint32_t name; } tr_process;
+typedef struct { uint32_t process; int64_t tid; uint32_t name; } tr_thread;
+typedef struct {
+    uint32_t source; int64_t device; uint32_t name;
+    int32_t cc_major, cc_minor; int64_t memory_bytes; int32_t sm_count;
+} tr_device;
+typedef struct { uint32_t device; int64_t context; int64_t stream; } tr_stream;
+typedef struct { uint32_t path, format, format_version; int64_t events; } tr_source;
+typedef struct { uint32_t parent; uint32_t frame; } tr_stack_node;
+
+typedef struct {
+    int32_t grid[3], block[3];
+    int32_t registers, static_smem, dynamic_smem;
+} tr_kernel_detail;
+typedef struct { uint32_t copy_kind, src_kind, dst_kind; } tr_copy_detail;
+typedef struct { int32_t cbid; int64_t return_value; } tr_api_detail;
+
+#define TR_VEC(type) struct { type *v; size_t n, cap; }
+
+typedef struct {
+    tr_intern strings;
+    TR_VEC(tr_event) events;
+    TR_VEC(tr_source) sources;       /* 1-based: v[0] unused */
+    TR_VEC(tr_process) processes;
+    TR_VEC(tr_thread) threads;
+    TR_VEC(tr_device) devices;
+    TR_VEC(tr_stream) streams;
+    TR_VEC(tr_stack_node) stack_nodes;
+    TR_VEC(tr_kernel_detail) kernels;
+    TR_VEC(tr_copy_detail) copies;
+    TR_VEC(tr_api_detail) apis;
+    TR_VEC(int64_t) memset_values;
+    int tree_built;
+    /* lookup tables, rebuilt on demand */
+    struct tr_idmap *thread_map, *stream_map, *device_map, *process_map, *stack_map;
+} tr_trace;
+
+tr_status tr_trace_init(tr_trace *t, tr_error *err);
+void tr_trace_free(tr_trace *t);
+
+/* Grows a vector to hold at least `need` elements; -1 on out-of-memory. */
+int tr_vec_reserve_(void **v, size_t *cap, size_t need, size_t elsize);
+#define tr_vec_reserve(vec, need) \
+    tr_vec_reserve_((void **)&(vec).v, &(vec).cap, (need), sizeof *(vec).v)
+
+/* Each returns a 1-based index (0 on out-of-memory); lookups by natural key
+ * return the existing entry. */
+uint32_t tr_add_source(tr_trace *t, const char *path, const char *format, const char *format_version);
+uint32_t tr_process_get(tr_trace *t, uint32_t source, int64_t pid);
+uint32_t tr_thread_get(tr_trace *t, uint32_t process, int64_t tid);
+uint32_t tr_device_get(tr_trace *t, uint32_t source, int64_t device);
+uint32_t tr_stream_get(tr_trace *t, uint32_t device, int64_t context, int64_t stream);
+/* Interns a frame list (outermost first) as a stack; returns the leaf node id. */
+uint32_t tr_stack_get(tr_trace *t, const uint32_t *frames, size_t nframes);
+
+/* Appends a zeroed event (correlation/seq/op_id/flops = -1, parent = -1); NULL on OOM. */
+tr_event *tr_add_event(tr_trace *t, tr_kind kind);
+
+/* Detail rows: each returns the 1-based detail index to store in event->detail, 0 on OOM. */
+uint32_t tr_add_kernel_detail(tr_trace *t, const tr_kernel_detail *d);
+uint32_t tr_add_copy_detail(tr_trace *t, const tr_copy_detail *d);
+uint32_t tr_add_api_detail(tr_trace *t, const tr_api_detail *d);
+uint32_t tr_add_memset_value(tr_trace *t, int64_t value);
+
+static inline uint32_t tr_str(tr_trace *t, const char *s) { return tr_intern_cstr(&t->strings, s); }
+static inline const char *tr_str_of(const tr_trace *t, uint32_t id) { return tr_intern_str(&t->strings, id); }
+
+#endif

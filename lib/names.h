@@ -1,0 +1,42 @@
+/*
+ * names.h - turning recorded names into display names.
+ *
+ *  - C++/CUDA symbols: demangled when they are mangled (_Z...), raw kept by caller.
+ *  - CUDA API callback ids: the API function's name (cudaLaunchKernel, cuLaunchKernel).
+ *  - emit_nvtx annotations ("aten::addmm, seq = 12, op_id = 345, sizes = [[..]], ..."):
+ *    split into the op name, seq, op_id, input shapes and input op ids, in every
+ *    format PyTorch has produced (see docs/semantics.md).
+ *
+ * Ownership: tr_demangle returns a malloc'd string the caller frees (or NULL when
+ * the name is not mangled); the parse result points into the caller's message.
+ */
+#ifndef TR_LIB_NAMES_H
+#define TR_LIB_NAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/error.h"
+
+char *tr_demangle(const char *name);
+
+/* NULL when the id is unknown. */
+const char *tr_runtime_cbid_name(int cbid);
+const char *tr_driver_cbid_name(int cbid);
+
+typedef struct {
+    const char *name; size_t name_len;      /* the op name, never empty if the message is not */
+    int64_t seq, op_id;                      /* -1 when absent */
+    const char *sizes; size_t sizes_len;     /* "[[..], ..]" Python-style, or NULL */
+    const char *input_op_ids; size_t input_op_ids_len;  /* "[(a,b), ..]" or NULL */
+    int annotated;                           /* 1 if any suffix was found */
+} tr_nvtx_annotation;
+
+typedef struct tr_nvtx_parser tr_nvtx_parser;
+
+tr_status tr_nvtx_parser_new(tr_nvtx_parser **p, tr_error *err);
+void tr_nvtx_parser_free(tr_nvtx_parser *p);
+/* Never fails: a message that is not an annotation comes back as its own name. */
+void tr_nvtx_parse(tr_nvtx_parser *p, const char *msg, size_t len, tr_nvtx_annotation *out);
+
+#endif

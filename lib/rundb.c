@@ -1,0 +1,440 @@
+#include "lib/rundb.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/atomic_file.h"
+#include "lib/version.h"
+
+const tr_rundb_table tr_rundb_tables[] = {
+    {"meta", "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"},
+    {"strings", "CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT NOT NULL)"},
+    {"sources", "CREATE TABLE sources(id INTEGER PRIMARY KEY, path TEXT NOT NULL, "
+                "format TEXT NOT NULL, format_version TEXT, event_count INTEGER NOT NULL)"},
+    {"processes", "CREATE TABLE processes(id INTEGER PRIMARY KEY, "
+                  "source_id INTEGER NOT NULL REFERENCES sources(id), pid INTEGER NOT NULL, "
+                  "name_id INTEGER REFERENCES strings(id))"},
+    {"threads", "CREATE TABLE threads(id INTEGER PRIMARY KEY, "
+                "process_id INTEGER NOT NULL REFERENCES processes(id), tid INTEGER NOT NULL, "
+                "name_id INTEGER REFERENCES strings(id))"},
+    {"devices", "CREATE TABLE devices(id INTEGER PRIMARY KEY, "
+                "source_id INTEGER NOT NULL REFERENCES sources(id), device INTEGER NOT NULL, "
+                "name_id INTEGER REFERENCES strings(id), compute_major INTEGER, "
+                "compute_minor INTEGER, memory_bytes INTEGER, sm_count INTEGER)"},
+    {"streams", "CREATE TABLE streams(id INTEGER PRIMARY KEY, "
+                "device_id INTEGER NOT NULL REFERENCES devices(id), context INTEGER, "
+                "stream INTEGER NOT NULL)"},
+    {"kinds", "CREATE TABLE kinds(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, "
+              "on_gpu INTEGER NOT NULL)"},
+    {"events", "CREATE TABLE events(id INTEGER PRIMARY KEY, "
+               "kind INTEGER NOT NULL REFERENCES kinds(id), "
+               "name_id INTEGER NOT NULL REFERENCES strings(id), "
+               "raw_name_id INTEGER REFERENCES strings(id), "
+               "start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, "
+               "thread_id INTEGER REFERENCES threads(id), "
+               "stream_id INTEGER REFERENCES streams(id), "
+               "correlation INTEGER, parent_id INTEGER REFERENCES events(id), "
+               "depth INTEGER NOT NULL, shape_id INTEGER REFERENCES strings(id), "
+               "stack_id INTEGER REFERENCES stack_nodes(id), seq INTEGER, op_id INTEGER, "
+               "bytes INTEGER, flops INTEGER, flags INTEGER NOT NULL, "
+               "cpu_total_ns INTEGER NOT NULL, cpu_self_ns INTEGER NOT NULL, "
+               "gpu_total_ns INTEGER NOT NULL, gpu_self_ns INTEGER NOT NULL, "
+               "cpu_mem_total INTEGER NOT NULL, cpu_mem_self INTEGER NOT NULL, "
+               "gpu_mem_total INTEGER NOT NULL, gpu_mem_self INTEGER NOT NULL)"},
+    {"stack_nodes", "CREATE TABLE stack_nodes(id INTEGER PRIMARY KEY, "
+                    "parent_id INTEGER REFERENCES stack_nodes(id), "
+                    "frame_id INTEGER NOT NULL REFERENCES strings(id))"},
+    {"kernels", "CREATE TABLE kernels(event_id INTEGER PRIMARY KEY REFERENCES events(id), "
+                "grid_x INTEGER, grid_y INTEGER, grid_z INTEGER, block_x INTEGER, "
+                "block_y INTEGER, block_z INTEGER, registers_per_thread INTEGER, "
+                "static_shared_bytes INTEGER, dynamic_shared_bytes INTEGER)"},
+    {"copies", "CREATE TABLE copies(event_id INTEGER PRIMARY KEY REFERENCES events(id), "
+               "copy_kind TEXT, src_kind TEXT, dst_kind TEXT)"},
+    {"memsets", "CREATE TABLE memsets(event_id INTEGER PRIMARY KEY REFERENCES events(id), "
+                "value INTEGER)"},
+    {"api_calls", "CREATE TABLE api_calls(event_id INTEGER PRIMARY KEY REFERENCES events(id), "
+                  "cbid INTEGER NOT NULL, return_value INTEGER)"},
+};
+const size_t tr_rundb_ntables = sizeof tr_rundb_tables / sizeof tr_rundb_tables[0];
+
+static const char *const rundb_indexes[] = {
+    "CREATE INDEX events_parent ON events(parent_id)",
+    "CREATE INDEX events_thread_start ON events(thread_id, start_ns)",
+    "CREATE INDEX events_stream_start ON events(stream_id, start_ns)",
+    "CREATE INDEX events_name ON events(name_id)",
+};
+
+static tr_status sql_exec(sqlite3 *db, const char *sql, tr_error *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        tr_fail(err, TR_ERR_RUNTIME, "SQLite: %s (in: %.80s)", msg ? msg : "error", sql);
+        sqlite3_free(msg);
+        return TR_ERR_RUNTIME;
+    }
+    return TR_OK;
+}
+
+tr_status tr_rundb_create_schema(sqlite3 *db, tr_error *err)
+{
+    tr_status st;
+    for (size_t i = 0; i < tr_rundb_ntables; i++)
+        if ((st = sql_exec(db, tr_rundb_tables[i].ddl, err)) != TR_OK)
+            return st;
+    char pragma[64];
+    snprintf(pragma, sizeof pragma, "PRAGMA user_version=%d", TR_RUNDB_SCHEMA_VERSION);
+    return sql_exec(db, pragma, err);
+}
+
+int tr_file_is_sqlite(const char *path)
+{
+    char hdr[16];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t got = fread(hdr, 1, sizeof hdr, f);
+    fclose(f);
+    return got == sizeof hdr && memcmp(hdr, "SQLite format 3", 16) == 0;
+}
+
+/* Prepared insert with positional binds. */
+typedef struct {
+    sqlite3_stmt *st;
+    int col;
+} ins;
+
+static void b_int(ins *s, int64_t v) { sqlite3_bind_int64(s->st, ++s->col, v); }
+static void b_null(ins *s) { sqlite3_bind_null(s->st, ++s->col); }
+static void b_opt(ins *s, int64_t v, int64_t none) { if (v == none) b_null(s); else b_int(s, v); }
+static void b_text(ins *s, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(s->st, ++s->col, v, -1, SQLITE_STATIC);
+    else
+        b_null(s);
+}
+
+static tr_status step(sqlite3 *db, ins *s, tr_error *err)
+{
+    int rc = sqlite3_step(s->st);
+    sqlite3_reset(s->st);
+    sqlite3_clear_bindings(s->st);
+    s->col = 0;
+    if (rc != SQLITE_DONE)
+        return tr_fail(err, TR_ERR_RUNTIME, "SQLite: %s", sqlite3_errmsg(db));
+    return TR_OK;
+}
+
+static tr_status prep(sqlite3 *db, const char *sql, ins *s, tr_error *err)
+{
+    s->col = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &s->st, NULL) != SQLITE_OK)
+        return tr_fail(err, TR_ERR_RUNTIME, "SQLite: %s", sqlite3_errmsg(db));
+    return TR_OK;
+}
+
+#define ID_OR_NULL(s, v) b_opt((s), (int64_t)(v), 0)
+
+static tr_status write_all(sqlite3 *db, const tr_trace *t, const tr_meta_kv *meta,
+                           size_t nmeta, tr_error *err)
+{
+    tr_status st = TR_OK;
+    ins s = {0};
+#define PREP(sql) do { if ((st = prep(db, (sql), &s, err)) != TR_OK) goto out; } while (0)
+#define STEP() do { if ((st = step(db, &s, err)) != TR_OK) goto out; } while (0)
+#define DONE() do { sqlite3_finalize(s.st); s.st = NULL; } while (0)
+
+    PREP("INSERT INTO meta(key, value) VALUES(?, ?)");
+    char ver[16];
+    snprintf(ver, sizeof ver, "%d", TR_RUNDB_SCHEMA_VERSION);
+    const tr_meta_kv fixed[] = {
+        {"schema_version", ver},
+        {"tool_version", TR_VERSION},
+        {"time_unit", "ns"},
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        b_text(&s, fixed[i].key);
+        b_text(&s, fixed[i].value);
+        STEP();
+    }
+    for (size_t i = 0; i < nmeta; i++) {
+        b_text(&s, meta[i].key);
+        b_text(&s, meta[i].value);
+        STEP();
+    }
+    DONE();
+
+    PREP("INSERT INTO strings(id, value) VALUES(?, ?)");
+    for (size_t id = 1; id < t->strings.count; id++) {
+        b_int(&s, (int64_t)id);
+        sqlite3_bind_text(s.st, ++s.col, t->strings.entries[id].str,
+                          (int)t->strings.entries[id].len, SQLITE_STATIC);
+        STEP();
+    }
+    DONE();
+
+    PREP("INSERT INTO kinds(id, name, on_gpu) VALUES(?, ?, ?)");
+    for (int k = 1; k < TR_KIND_COUNT_; k++) {
+        b_int(&s, k);
+        b_text(&s, tr_kinds[k].name);
+        b_int(&s, tr_kinds[k].on_gpu);
+        STEP();
+    }
+    DONE();
+
+    PREP("INSERT INTO sources(id, path, format, format_version, event_count) VALUES(?,?,?,?,?)");
+    for (size_t i = 1; i < t->sources.n; i++) {
+        const tr_source *src = &t->sources.v[i];
+        b_int(&s, (int64_t)i);
+        b_text(&s, tr_str_of(t, src->path));
+        b_text(&s, tr_str_of(t, src->format));
+        b_text(&s, src->format_version ? tr_str_of(t, src->format_version) : NULL);
+        b_int(&s, src->events);
+        STEP();
+    }
+    DONE();
+
+    PREP("INSERT INTO processes(id, source_id, pid, name_id) VALUES(?,?,?,?)");
+    for (size_t i = 1; i < t->processes.n; i++) {
+        const tr_process *p = &t->processes.v[i];
+        b_int(&s, (int64_t)i);
+        b_int(&s, p->source);
+        b_int(&s, p->pid);
+        ID_OR_NULL(&s, p->name);
+        STEP();
+    }
+    DONE();
+
+    PREP("INSERT INTO threads(id, process_id, tid, name_id) VALUES(?,?,?,?)");
+    for (size_t i = 1; i < t->threads.n; i++) {
+        const tr_thread *th = &t->threads.v[i];
+        b_int(&s, (int64_t)i);
+        b_int(&s, th->process);
+        b_int(&s, th->tid);
+        ID_OR_NULL(&s, th->name);
+        STEP();
+    }
+    DONE();
+
+    PREP("INSERT INTO devices(id, source_id, device, name_id, compute_major, compute_minor, "
+         "memory_bytes, sm_count) VALUES(?,?,?,?,?,?,?,?)");
+    for (size_t i = 1; i < t->devices.n; i++) {
+        const tr_device *d = &t->devices.v[i];
+        b_int(&s, (int64_t)i);
+        b_int(&s, d->source);
+        b_int(&s, d->device);
+        ID_OR_NULL(&s, d->name);
+        b_opt(&s, d->cc_major, -1);
+        b_opt(&s, d->cc_minor, -1);
+        b_opt(&s, d->memory_bytes, -1);
+        b_opt(&s, d->sm_count, -1);
+        STEP();
+    }
+    DONE();
+
+    PREP("INSERT INTO streams(id, device_id, context, stream) VALUES(?,?,?,?)");
+    for (size_t i = 1; i < t->streams.n; i++) {
+        const tr_stream *sr = &t->streams.v[i];
+        b_int(&s, (int64_t)i);
+        b_int(&s, sr->device);
+        b_opt(&s, sr->context, -1);
+        b_int(&s, sr->stream);
+        STEP();
+    }
+    DONE();
+
+    PREP("INSERT INTO stack_nodes(id, parent_id, frame_id) VALUES(?,?,?)");
+    for (size_t i = 1; i < t->stack_nodes.n; i++) {
+        b_int(&s, (int64_t)i);
+        ID_OR_NULL(&s, t->stack_nodes.v[i].parent);
+        b_int(&s, t->stack_nodes.v[i].frame);
+        STEP();
+    }
+    DONE();
+
+    PREP("INSERT INTO events(id, kind, name_id, raw_name_id, start_ns, end_ns, thread_id, "
+         "stream_id, correlation, parent_id, depth, shape_id, stack_id, seq, op_id, bytes, "
+         "flops, flags, cpu_total_ns, cpu_self_ns, gpu_total_ns, gpu_self_ns, cpu_mem_total, "
+         "cpu_mem_self, gpu_mem_total, gpu_mem_self) "
+         "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    for (size_t i = 0; i < t->events.n; i++) {
+        const tr_event *e = &t->events.v[i];
+        const tr_kind_info *ki = &tr_kinds[e->kind];
+        b_int(&s, (int64_t)i + 1);
+        b_int(&s, e->kind);
+        b_int(&s, e->name);
+        ID_OR_NULL(&s, e->raw_name);
+        b_int(&s, e->start);
+        b_int(&s, e->end);
+        ID_OR_NULL(&s, e->thread);
+        ID_OR_NULL(&s, e->stream);
+        b_opt(&s, e->correlation, -1);
+        b_opt(&s, e->parent + 1, 0);
+        b_int(&s, e->depth);
+        ID_OR_NULL(&s, e->shape);
+        ID_OR_NULL(&s, e->stack);
+        b_opt(&s, e->seq, -1);
+        b_opt(&s, e->op_id, -1);
+        b_int(&s, e->bytes);
+        b_opt(&s, e->flops, -1);
+        b_int(&s, e->flags);
+        b_int(&s, ki->on_gpu ? 0 : e->end - e->start);
+        b_int(&s, e->cpu_self);
+        b_int(&s, e->gpu_total);
+        b_int(&s, e->gpu_self);
+        b_int(&s, e->mem_cpu_total);
+        b_int(&s, e->mem_cpu_self);
+        b_int(&s, e->mem_gpu_total);
+        b_int(&s, e->mem_gpu_self);
+        STEP();
+    }
+    DONE();
+
+    PREP("INSERT INTO kernels VALUES(?,?,?,?,?,?,?,?,?,?)");
+    for (size_t i = 0; i < t->events.n; i++) {
+        const tr_event *e = &t->events.v[i];
+        if (e->kind != TR_KIND_KERNEL || !e->detail)
+            continue;
+        const tr_kernel_detail *k = &t->kernels.v[e->detail];
+        b_int(&s, (int64_t)i + 1);
+        for (int j = 0; j < 3; j++)
+            b_int(&s, k->grid[j]);
+        for (int j = 0; j < 3; j++)
+            b_int(&s, k->block[j]);
+        b_int(&s, k->registers);
+        b_int(&s, k->static_smem);
+        b_int(&s, k->dynamic_smem);
+        STEP();
+    }
+    DONE();
+
+    PREP("INSERT INTO copies VALUES(?,?,?,?)");
+    for (size_t i = 0; i < t->events.n; i++) {
+        const tr_event *e = &t->events.v[i];
+        if (e->kind != TR_KIND_MEMCPY || !e->detail)
+            continue;
+        const tr_copy_detail *c = &t->copies.v[e->detail];
+        b_int(&s, (int64_t)i + 1);
+        b_text(&s, c->copy_kind ? tr_str_of(t, c->copy_kind) : NULL);
+        b_text(&s, c->src_kind ? tr_str_of(t, c->src_kind) : NULL);
+        b_text(&s, c->dst_kind ? tr_str_of(t, c->dst_kind) : NULL);
+        STEP();
+    }
+    DONE();
+
+    PREP("INSERT INTO memsets VALUES(?,?)");
+    for (size_t i = 0; i < t->events.n; i++) {
+        const tr_event *e = &t->events.v[i];
+        if (e->kind != TR_KIND_MEMSET || !e->detail)
+            continue;
+        b_int(&s, (int64_t)i + 1);
+        b_int(&s, t->memset_values.v[e->detail]);
+        STEP();
+    }
+    DONE();
+
+    PREP("INSERT INTO api_calls VALUES(?,?,?)");
+    for (size_t i = 0; i < t->events.n; i++) {
+        const tr_event *e = &t->events.v[i];
+        if (!tr_kinds[e->kind].is_api || !e->detail)
+            continue;
+        const tr_api_detail *a = &t->apis.v[e->detail];
+        b_int(&s, (int64_t)i + 1);
+        b_int(&s, a->cbid);
+        b_int(&s, a->return_value);
+        STEP();
+    }
+    DONE();
+
+    for (size_t i = 0; i < sizeof rundb_indexes / sizeof rundb_indexes[0]; i++)
+        if ((st = sql_exec(db, rundb_indexes[i], err)) != TR_OK)
+            goto out;
+out:
+    if (s.st)
+        sqlite3_finalize(s.st);
+    return st;
+#undef PREP
+#undef STEP
+#undef DONE
+}
+
+tr_status tr_rundb_write(const tr_trace *t, const char *path,
+                         const tr_meta_kv *meta, size_t nmeta, tr_error *err)
+{
+    tr_atomic_file af;
+    tr_status st = tr_atomic_begin(&af, path, err);
+    if (st != TR_OK)
+        return st;
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(af.tmp_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL)
+        != SQLITE_OK) {
+        st = tr_fail(err, TR_ERR_RUNTIME, "cannot create %s: %s", path,
+                     db ? sqlite3_errmsg(db) : "out of memory");
+        goto fail;
+    }
+    if ((st = sql_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
+                           "PRAGMA page_size=8192; BEGIN", err)) != TR_OK
+        || (st = tr_rundb_create_schema(db, err)) != TR_OK
+        || (st = write_all(db, t, meta, nmeta, err)) != TR_OK
+        || (st = sql_exec(db, "COMMIT", err)) != TR_OK) {
+        tr_error_prefix(err, "cannot write %s: ", path);
+        goto fail;
+    }
+    if (sqlite3_close(db) != SQLITE_OK) {
+        st = tr_fail(err, TR_ERR_RUNTIME, "cannot write %s: %s", path, sqlite3_errmsg(db));
+        db = NULL;
+        goto fail;
+    }
+    db = NULL;
+    return tr_atomic_commit(&af, err);
+fail:
+    if (db)
+        sqlite3_close(db);
+    tr_atomic_abort(&af);
+    return st;
+}
+
+tr_status tr_rundb_open(const char *path, sqlite3 **out, tr_error *err)
+{
+    *out = NULL;
+    if (access(path, R_OK) != 0)
+        return tr_fail(err, TR_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
+    if (!tr_file_is_sqlite(path))
+        return tr_fail(err, TR_ERR_INPUT, "%s: not a run database (not an SQLite file)", path);
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        tr_fail(err, TR_ERR_INPUT, "cannot open %s: %s", path,
+                db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        return TR_ERR_INPUT;
+    }
+    sqlite3_stmt *st = NULL;
+    int version = -1;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK
+        && sqlite3_step(st) == SQLITE_ROW)
+        version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    int has_meta = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'",
+                           -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        has_meta = 1;
+    sqlite3_finalize(st);
+    if (version < 0) {
+        tr_fail(err, TR_ERR_INPUT, "%s: not a readable SQLite database: %s", path, sqlite3_errmsg(db));
+    } else if (version > TR_RUNDB_SCHEMA_VERSION) {
+        tr_fail(err, TR_ERR_INPUT,
+                "%s: run database schema version %d is newer than this tool reads (%d); "
+                "upgrade the toolkit", path, version, TR_RUNDB_SCHEMA_VERSION);
+    } else if (version < 1 || !has_meta) {
+        tr_fail(err, TR_ERR_INPUT, "%s: not a run database (schema version %d, no events table)",
+                path, version);
+    } else {
+        *out = db;
+        return TR_OK;
+    }
+    sqlite3_close(db);
+    return TR_ERR_INPUT;
+}

@@ -1,0 +1,50 @@
+/*
+ * rundb.h - the run database (run.db): schema v1, writing a trace into it,
+ * and opening one for analysis.
+ *
+ * The schema lives in one place (rundb_schema[] in rundb.c) and is described
+ * column by column in docs/schema.md; a unit test keeps the two in agreement.
+ * Every time is integer nanoseconds.
+ *
+ * Writing is atomic: the database is built in a temporary file beside the
+ * destination and renamed over it only when complete, so a failure never
+ * leaves a half-written run.db.
+ *
+ * Ownership: tr_rundb_open() hands back an sqlite3 handle the caller closes
+ * with sqlite3_close().
+ */
+#ifndef TR_LIB_RUNDB_H
+#define TR_LIB_RUNDB_H
+
+#include <sqlite3.h>
+
+#include "lib/model.h"
+
+#define TR_RUNDB_SCHEMA_VERSION 1
+
+/* The tables and columns of schema v1, for the documentation test. */
+typedef struct {
+    const char *table;
+    const char *ddl;
+} tr_rundb_table;
+extern const tr_rundb_table tr_rundb_tables[];
+extern const size_t tr_rundb_ntables;
+
+typedef struct {
+    const char *key, *value;
+} tr_meta_kv;
+
+/* Creates the schema in an open, empty database. */
+tr_status tr_rundb_create_schema(sqlite3 *db, tr_error *err);
+
+/* Writes the (tree-built) trace to path atomically; extra meta rows may be NULL. */
+tr_status tr_rundb_write(const tr_trace *t, const char *path,
+                         const tr_meta_kv *meta, size_t nmeta, tr_error *err);
+
+/* Opens a run.db read-only after checking it is one and of a version we read. */
+tr_status tr_rundb_open(const char *path, sqlite3 **db, tr_error *err);
+
+/* True when the file starts with the SQLite header. */
+int tr_file_is_sqlite(const char *path);
+
+#endif
