@@ -62,7 +62,7 @@ SAMPLE := sample-traces/lm-step.nvvp
 -include record/record.mk
 
 .PHONY: all setup test check unit cli demo bench install uninstall clean help
-all: $(TOOL_BINS) $(RECORD_TARGETS)
+all: $(TOOL_BINS) $(GEN_NVPROF) $(RECORD_TARGETS)
 
 setup:
 	$(Q)scripts/setup-deps.sh

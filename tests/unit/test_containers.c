@@ -1,0 +1,86 @@
+/* String interning, the int64 map, formatting. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/format.h"
+#include "lib/i64map.h"
+#include "lib/intern.h"
+#include "tests/unit/unit.h"
+
+static void test_intern(void)
+{
+    tr_intern t;
+    tr_intern_init(&t);
+    uint32_t a = tr_intern_cstr(&t, "alpha");
+    uint32_t b = tr_intern_cstr(&t, "beta");
+    CU_ASSERT(a != 0 && b != 0 && a != b);
+    CU_ASSERT_EQUAL(tr_intern_cstr(&t, "alpha"), a);
+    CU_ASSERT_EQUAL(tr_intern_add(&t, "al", 2), tr_intern_cstr(&t, "al"));
+    CU_ASSERT_NOT_EQUAL(tr_intern_add(&t, "al", 2), a);
+    char buf[32];
+    for (int i = 0; i < 100000; i++) {
+        snprintf(buf, sizeof buf, "s%d", i);
+        tr_intern_cstr(&t, buf);
+    }
+    CU_ASSERT_STRING_EQUAL(tr_intern_str(&t, a), "alpha");
+    CU_ASSERT_EQUAL(tr_intern_find(&t, "s99999", 6), tr_intern_cstr(&t, "s99999"));
+    CU_ASSERT_EQUAL(tr_intern_count(&t), 100003);
+    CU_ASSERT_STRING_EQUAL(tr_intern_str(&t, 0), "");
+    tr_intern_free(&t);
+}
+
+static void test_i64map(void)
+{
+    tr_i64map m;
+    tr_i64map_init(&m);
+    for (int64_t k = -5000; k < 5000; k++)
+        CU_ASSERT_EQUAL(tr_i64map_put(&m, k * 7919, k), 0);
+    int64_t v;
+    CU_ASSERT(tr_i64map_get(&m, 7919 * 42, &v) && v == 42);
+    for (int64_t k = -5000; k < 5000; k += 2)
+        CU_ASSERT(tr_i64map_del(&m, k * 7919));
+    int ok = 1;
+    for (int64_t k = -5000; k < 5000; k++) {
+        int found = tr_i64map_get(&m, k * 7919, &v);
+        if (found != (k % 2 != 0) || (found && v != k))
+            ok = 0;
+    }
+    CU_ASSERT(ok);
+    CU_ASSERT_EQUAL(m.n, 5000);
+    CU_ASSERT_FALSE(tr_i64map_del(&m, 1));
+    tr_i64map_free(&m);
+}
+
+static void test_format(void)
+{
+    char b[64];
+    tr_fmt_time(b, sizeof b, 340.0, TR_UNIT_AUTO);
+    CU_ASSERT_STRING_EQUAL(b, "340.000us");
+    tr_fmt_time(b, sizeof b, 1045.0, TR_UNIT_AUTO);
+    CU_ASSERT_STRING_EQUAL(b, "1.045ms");
+    tr_fmt_time(b, sizeof b, 999.9995, TR_UNIT_AUTO);
+    CU_ASSERT_STRING_EQUAL(b, "1000.000us");   /* threshold tested before rounding */
+    tr_fmt_time(b, sizeof b, 2.5e6, TR_UNIT_AUTO);
+    CU_ASSERT_STRING_EQUAL(b, "2.500s");
+    tr_fmt_time(b, sizeof b, -5000.0, TR_UNIT_AUTO);
+    CU_ASSERT_STRING_EQUAL(b, "-5000.000us");
+    tr_fmt_time(b, sizeof b, 1500.0, TR_UNIT_US);
+    CU_ASSERT_STRING_EQUAL(b, "1500.000us");
+    tr_fmt_share(b, sizeof b, 340.0, 1045.0);
+    CU_ASSERT_STRING_EQUAL(b, "32.54%");
+    tr_fmt_share(b, sizeof b, 0, 0);
+    CU_ASSERT_STRING_EQUAL(b, "NaN");
+    tr_fmt_mem(b, sizeof b, -16384);
+    CU_ASSERT_STRING_EQUAL(b, "-16.00 Kb");
+    tr_fmt_mem(b, sizeof b, 0);
+    CU_ASSERT_STRING_EQUAL(b, "0 b");
+    tr_fmt_mem(b, sizeof b, 3ll << 30);
+    CU_ASSERT_STRING_EQUAL(b, "3.00 Gb");
+    CU_ASSERT_EQUAL(tr_utf8_len("h\xc3\xa9llo", 6), 5);
+    CU_ASSERT_EQUAL(tr_utf8_prefix("h\xc3\xa9llo", 6, 2), 3);
+}
+
+TR_SUITE(containers,
+         {"string interning", test_intern},
+         {"int64 map with deletion", test_i64map},
+         {"PyTorch number formats", test_format})

@@ -1,0 +1,119 @@
+/* NVTX annotation parsing (every emit_nvtx era), demangling, API names. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/names.h"
+#include "tests/unit/unit.h"
+
+static tr_nvtx_parser *p;
+
+static void parse(const char *msg, tr_nvtx_annotation *a)
+{
+    if (!p)
+        CU_ASSERT_EQUAL_FATAL(tr_nvtx_parser_new(&p, NULL), TR_OK);
+    tr_nvtx_parse(p, msg, strlen(msg), a);
+}
+
+static int name_is(const tr_nvtx_annotation *a, const char *want)
+{
+    return a->name_len == strlen(want) && memcmp(a->name, want, a->name_len) == 0;
+}
+
+static void test_current_format(void)
+{
+    tr_nvtx_annotation a;
+    parse("aten::addmm, seq = 12, op_id = 345, sizes = [[32], [128, 64], [64, 32], [], []], "
+          "input_op_ids = [(0,-1), (340,0), (0,-1), (0,-1), (0,-1)]", &a);
+    CU_ASSERT(name_is(&a, "aten::addmm"));
+    CU_ASSERT_EQUAL(a.seq, 12);
+    CU_ASSERT_EQUAL(a.op_id, 345);
+    CU_ASSERT_EQUAL(a.sizes_len, strlen("[[32], [128, 64], [64, 32], [], []]"));
+    CU_ASSERT_NSTRING_EQUAL(a.sizes, "[[32], [128, 64], [64, 32], [], []]", a.sizes_len);
+    CU_ASSERT_PTR_NOT_NULL(a.input_op_ids);
+    parse("aten::empty, op_id = 17", &a);
+    CU_ASSERT(name_is(&a, "aten::empty"));
+    CU_ASSERT_EQUAL(a.seq, -1);
+    CU_ASSERT_EQUAL(a.op_id, 17);
+    parse("autograd::engine::evaluate_function: MulBackward0, seq = 7, op_id = 310", &a);
+    CU_ASSERT(name_is(&a, "autograd::engine::evaluate_function: MulBackward0"));
+    CU_ASSERT_EQUAL(a.seq, 7);
+}
+
+static void test_old_formats(void)
+{
+    tr_nvtx_annotation a;
+    parse("embedding, seq = 65", &a);
+    CU_ASSERT(name_is(&a, "embedding"));
+    CU_ASSERT_EQUAL(a.seq, 65);
+    parse("MulBackward, seq=3", &a);
+    CU_ASSERT(name_is(&a, "MulBackward"));
+    CU_ASSERT_EQUAL(a.seq, 3);
+    parse("AddBackward, stashed seq=9", &a);
+    CU_ASSERT(name_is(&a, "AddBackward"));
+    CU_ASSERT_EQUAL(a.seq, 9);
+    parse("aten::cat, seq = 3, sizes = [[2, 3], [4, 3], []]", &a);
+    CU_ASSERT(name_is(&a, "aten::cat"));
+    CU_ASSERT_NSTRING_EQUAL(a.sizes, "[[2, 3], [4, 3], []]", a.sizes_len);
+    /* pre-1.5 builds dropped the name when seq < 0: keep the whole message */
+    parse(", sizes = [[2, 3]]", &a);
+    CU_ASSERT(name_is(&a, ", sizes = [[2, 3]]"));
+}
+
+static void test_not_annotations(void)
+{
+    tr_nvtx_annotation a;
+    parse("my label, with commas, op_id = x", &a);
+    CU_ASSERT_FALSE(a.annotated);
+    CU_ASSERT(name_is(&a, "my label, with commas, op_id = x"));
+    parse("{'mod': 'torch', 'op': 'embedding'}", &a);
+    CU_ASSERT_FALSE(a.annotated);
+    parse("", &a);
+    CU_ASSERT_EQUAL(a.name_len, 0);
+    /* a user label containing commas keeps them in the name */
+    parse("fwd, block 3, seq = 4, op_id = 5", &a);
+    CU_ASSERT(name_is(&a, "fwd, block 3"));
+}
+
+static void test_hostile_length(void)
+{
+    /* a long message with many commas must be handled quickly and safely */
+    size_t n = 200000;
+    char *m = malloc(n + 1);
+    for (size_t i = 0; i < n; i++)
+        m[i] = i % 2 ? ',' : ' ';
+    m[n] = '\0';
+    tr_nvtx_annotation a;
+    parse(m, &a);
+    CU_ASSERT_EQUAL(a.name_len, n);
+    free(m);
+}
+
+static void test_demangle(void)
+{
+    char *d = tr_demangle("_Z3foov");
+    CU_ASSERT_STRING_EQUAL(d, "foo()");
+    free(d);
+    CU_ASSERT_PTR_NULL(tr_demangle("t"));          /* not "unsigned short" */
+    CU_ASSERT_PTR_NULL(tr_demangle("volta_sgemm_128x64_nn"));
+    CU_ASSERT_PTR_NULL(tr_demangle("_Zgarbage"));
+}
+
+static void test_api_names(void)
+{
+    CU_ASSERT_STRING_EQUAL(tr_runtime_cbid_name(211), "cudaLaunchKernel");
+    CU_ASSERT_STRING_EQUAL(tr_runtime_cbid_name(214), "cudaLaunchKernel_ptsz");
+    CU_ASSERT_STRING_EQUAL(tr_runtime_cbid_name(13), "cudaLaunch");
+    CU_ASSERT_STRING_EQUAL(tr_driver_cbid_name(307), "cuLaunchKernel");
+    CU_ASSERT_PTR_NULL(tr_runtime_cbid_name(-1));
+    CU_ASSERT_PTR_NULL(tr_runtime_cbid_name(100000));
+    tr_nvtx_parser_free(p);
+    p = NULL;
+}
+
+TR_SUITE(names,
+         {"emit_nvtx 1.13 format", test_current_format},
+         {"older emit_nvtx formats", test_old_formats},
+         {"plain names stay whole", test_not_annotations},
+         {"hostile long message", test_hostile_length},
+         {"demangle only mangled names", test_demangle},
+         {"API names by callback id", test_api_names})
