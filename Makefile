@@ -37,17 +37,15 @@ Q := $(if $(V),,@)
 say = $(if $(V),,@printf '  %-8s %s\n' $(1) $(2);)
 
 # The core library: everything except the tools' mains.
-CORE_SRC := $(wildcard lib/*.c) \
-            $(filter-out ingest/main.c,$(wildcard ingest/*.c ingest/readers/*.c)) \
-            $(filter-out analyze/main.c,$(wildcard analyze/*.c)) \
-            $(filter-out export/main.c,$(wildcard export/*.c))
+CORE_DIRS ?= lib ingest ingest/readers analyze export
+CORE_SRC := $(filter-out %/main.c,$(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c)))
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/obj/%.o)
 CORE_LIB := $(BUILD)/libtracekit.a
 
 TOOLS := trace-ingest trace-analyze
 TOOL_MAIN_trace-ingest := ingest/main.c
 TOOL_MAIN_trace-analyze := analyze/main.c
-ifneq ($(wildcard export/main.c),)
+ifneq ($(and $(filter export,$(CORE_DIRS)),$(wildcard export/main.c)),)
 TOOLS += trace-export
 TOOL_MAIN_trace-export := export/main.c
 endif
@@ -61,7 +59,7 @@ SAMPLE := sample-traces/lm-step.nvvp
 
 -include record/record.mk
 
-.PHONY: all setup test check unit cli demo bench install uninstall clean help
+.PHONY: all setup test check unit cli demo bench install uninstall clean help fuzz fuzz-replay
 all: $(TOOL_BINS) $(GEN_NVPROF) $(RECORD_TARGETS)
 
 setup:
@@ -100,6 +98,24 @@ check: all $(UNIT_BIN)
 test: setup
 	$(Q)$(MAKE) --no-print-directory check
 	$(Q)$(MAKE) --no-print-directory check SAN=address,undefined
+	$(Q)$(MAKE) --no-print-directory fuzz-replay
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang into build-fuzz/.
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/fuzz/%)
+FUZZ_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
+fuzz:
+	$(Q)$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang \
+	    CFLAGS="-O1 -g -fsanitize=fuzzer-no-link $(FUZZ_FLAGS)" $(FUZZ_BINS)
+build-fuzz/fuzz/%: tests/fuzz/%.c $(CORE_LIB)
+	$(call say,FUZZ,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer $(FUZZ_FLAGS) -o $@ $< $(CORE_LIB) $(LIBS)
+# Replays each target's seed corpus (no mutation): keeps the targets building and the seeds clean.
+fuzz-replay: fuzz
+	$(Q)for f in $(FUZZ_BINS); do n=$${f##*/fuzz_}; \
+	    $$f -runs=0 tests/fuzz/corpus/$$n >/dev/null 2>&1 || { echo "fuzz: $$f failed on its corpus"; exit 1; }; \
+	    echo "fuzz: $$n corpus clean"; done
 
 demo: setup
 	$(Q)$(MAKE) --no-print-directory all
