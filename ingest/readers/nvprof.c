@@ -255,8 +255,8 @@ static uint32_t api_name(nv_reader *r, int driver, int cbid)
 
 static tr_status read_api(nv_reader *r, int driver, tr_error *err)
 {
-    static const tr_col cols[] = {{"cbid", 1}, {"start", 1}, {"end", 1}, {"processId", 1},
-                                  {"threadId", 1}, {"correlationId", 1}, {"returnValue", 0}};
+    static const tr_col cols[] = {{"cbid", 1}, {"start", 1}, {"end", 1}, {"processId", 0},
+                                  {"threadId", 0}, {"correlationId", 0}, {"returnValue", 0}};
     const char *tab = driver ? "CUPTI_ACTIVITY_KIND_DRIVER" : "CUPTI_ACTIVITY_KIND_RUNTIME";
     sqlite3_stmt *st;
     tr_status s = tr_sql_select(&r->in, tab, cols, 7, " ORDER BY _id_", &st, err);
@@ -273,8 +273,8 @@ static tr_status read_api(nv_reader *r, int driver, tr_error *err)
         e->name = api_name(r, driver, cbid);
         e->start = sqlite3_column_int64(st, 1);
         e->end = sqlite3_column_int64(st, 2);
-        e->thread = thread_of(r, sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4));
-        e->correlation = sqlite3_column_int64(st, 5);
+        e->thread = thread_of(r, tr_col_i64(st, 3, 0), tr_col_i64(st, 4, 0));
+        e->correlation = tr_col_i64(st, 5, -1);
         tr_api_detail d = {cbid, tr_col_i64(st, 6, 0)};
         e->detail = tr_add_api_detail(r->t, &d);
         note_ts(r, e->end);
@@ -286,8 +286,8 @@ static tr_status read_api(nv_reader *r, int driver, tr_error *err)
 static tr_status read_kernels(nv_reader *r, const char *tab, tr_error *err)
 {
     static const tr_col cols[] = {
-        {"start", 1}, {"end", 1}, {"deviceId", 1}, {"contextId", 0}, {"streamId", 1},
-        {"correlationId", 1}, {"name", 1}, {"gridX", 0}, {"gridY", 0}, {"gridZ", 0},
+        {"start", 1}, {"end", 1}, {"deviceId", 0}, {"contextId", 0}, {"streamId", 0},
+        {"correlationId", 0}, {"name", 1}, {"gridX", 0}, {"gridY", 0}, {"gridZ", 0},
         {"blockX", 0}, {"blockY", 0}, {"blockZ", 0}, {"registersPerThread", 0},
         {"staticSharedMemory", 0}, {"dynamicSharedMemory", 0}};
     sqlite3_stmt *st;
@@ -304,9 +304,8 @@ static tr_status read_kernels(nv_reader *r, const char *tab, tr_error *err)
         }
         e->start = sqlite3_column_int64(st, 0);
         e->end = sqlite3_column_int64(st, 1);
-        e->stream = stream_of(r, sqlite3_column_int64(st, 2), tr_col_i64(st, 3, -1),
-                              sqlite3_column_int64(st, 4));
-        e->correlation = sqlite3_column_int64(st, 5);
+        e->stream = stream_of(r, tr_col_i64(st, 2, 0), tr_col_i64(st, 3, -1), tr_col_i64(st, 4, 0));
+        e->correlation = tr_col_i64(st, 5, -1);
         kernel_name(r, sqlite3_column_int64(st, 6), e);
         tr_kernel_detail d;
         for (int j = 0; j < 3; j++) {
@@ -341,8 +340,8 @@ static uint32_t enum_name(nv_reader *r, const char *const *names, size_t n, int6
 static tr_status read_memcpy(nv_reader *r, const char *tab, tr_error *err)
 {
     static const tr_col cols[] = {{"copyKind", 1}, {"srcKind", 0}, {"dstKind", 0}, {"bytes", 1},
-                                  {"start", 1}, {"end", 1}, {"deviceId", 1}, {"contextId", 0},
-                                  {"streamId", 1}, {"correlationId", 1}};
+                                  {"start", 1}, {"end", 1}, {"deviceId", 0}, {"contextId", 0},
+                                  {"streamId", 0}, {"correlationId", 0}};
     sqlite3_stmt *st;
     tr_status s = tr_sql_select(&r->in, tab, cols, 10, " ORDER BY _id_", &st, err);
     if (s != TR_OK || !st)
@@ -366,9 +365,8 @@ static tr_status read_memcpy(nv_reader *r, const char *tab, tr_error *err)
         e->bytes = sqlite3_column_int64(st, 3);
         e->start = sqlite3_column_int64(st, 4);
         e->end = sqlite3_column_int64(st, 5);
-        e->stream = stream_of(r, sqlite3_column_int64(st, 6), tr_col_i64(st, 7, -1),
-                              sqlite3_column_int64(st, 8));
-        e->correlation = sqlite3_column_int64(st, 9);
+        e->stream = stream_of(r, tr_col_i64(st, 6, 0), tr_col_i64(st, 7, -1), tr_col_i64(st, 8, 0));
+        e->correlation = tr_col_i64(st, 9, -1);
         e->detail = tr_add_copy_detail(r->t, &d);
         note_ts(r, e->end);
     }
@@ -379,8 +377,8 @@ static tr_status read_memcpy(nv_reader *r, const char *tab, tr_error *err)
 static tr_status read_memset(nv_reader *r, tr_error *err)
 {
     static const tr_col cols[] = {{"value", 0}, {"bytes", 1}, {"start", 1}, {"end", 1},
-                                  {"deviceId", 1}, {"contextId", 0}, {"streamId", 1},
-                                  {"correlationId", 1}};
+                                  {"deviceId", 0}, {"contextId", 0}, {"streamId", 0},
+                                  {"correlationId", 0}};
     const char *tab = "CUPTI_ACTIVITY_KIND_MEMSET";
     sqlite3_stmt *st;
     tr_status s = tr_sql_select(&r->in, tab, cols, 8, " ORDER BY _id_", &st, err);
@@ -399,9 +397,8 @@ static tr_status read_memset(nv_reader *r, tr_error *err)
         e->bytes = sqlite3_column_int64(st, 1);
         e->start = sqlite3_column_int64(st, 2);
         e->end = sqlite3_column_int64(st, 3);
-        e->stream = stream_of(r, sqlite3_column_int64(st, 4), tr_col_i64(st, 5, -1),
-                              sqlite3_column_int64(st, 6));
-        e->correlation = sqlite3_column_int64(st, 7);
+        e->stream = stream_of(r, tr_col_i64(st, 4, 0), tr_col_i64(st, 5, -1), tr_col_i64(st, 6, 0));
+        e->correlation = tr_col_i64(st, 7, -1);
         note_ts(r, e->end);
     }
     sqlite3_finalize(st);
@@ -415,7 +412,7 @@ static const char *const sync_names[] = {"[sync] unknown", "[sync] event synchro
 
 static tr_status read_sync(nv_reader *r, tr_error *err)
 {
-    static const tr_col cols[] = {{"type", 1}, {"start", 1}, {"end", 1}, {"correlationId", 1},
+    static const tr_col cols[] = {{"type", 0}, {"start", 1}, {"end", 1}, {"correlationId", 0},
                                   {"contextId", 0}, {"streamId", 0}};
     const char *tab = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
     sqlite3_stmt *st;
@@ -429,11 +426,11 @@ static tr_status read_sync(nv_reader *r, tr_error *err)
             sqlite3_finalize(st);
             return oom(err);
         }
-        int64_t type = sqlite3_column_int64(st, 0);
+        int64_t type = tr_col_i64(st, 0, 0);
         e->name = tr_str(r->t, sync_names[type >= 0 && type < 5 ? type : 0]);
         e->start = sqlite3_column_int64(st, 1);
         e->end = sqlite3_column_int64(st, 2);
-        e->correlation = sqlite3_column_int64(st, 3);
+        e->correlation = tr_col_i64(st, 3, -1);
         /* The wait happens on the calling thread (found through the correlation
          * id at tree build); the stream says what was waited for. */
         int64_t ctx = tr_col_i64(st, 4, -1), device = 0;
