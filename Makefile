@@ -95,7 +95,8 @@ check: all $(UNIT_BIN)
 	$(Q)BIN=$(BUILD)/bin tests/cli/run.sh
 	$(Q)$(if $(RECORD_TEST),$(RECORD_TEST))
 
-test: setup
+test:
+	$(Q)WITH_TEST_TOOLS=1 scripts/setup-deps.sh
 	$(Q)$(MAKE) --no-print-directory check
 	$(Q)$(MAKE) --no-print-directory check SAN=address,undefined
 	$(Q)$(MAKE) --no-print-directory fuzz-replay

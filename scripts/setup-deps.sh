@@ -3,7 +3,8 @@
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -eu
 pkgs="build-essential pkg-config sqlite3 libsqlite3-dev libcjson-dev libpcre2-dev libcunit1-dev zlib1g-dev clang libclang-rt-dev"
-[ "${WITH_TEST_TOOLS:-0}" = 1 ] && pkgs="$pkgs valgrind"
+# the browser test of the flamegraph needs a real browser
+[ "${WITH_TEST_TOOLS:-0}" = 1 ] && pkgs="$pkgs chromium"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -1,0 +1,198 @@
+/* trace-export: folded stacks, a flamegraph SVG or a chrome trace from a run database. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/export.h"
+#include "lib/atomic_file.h"
+#include "lib/rundb.h"
+#include "lib/version.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: trace-export --stacks|--flamegraph|--chrome [-o FILE] [options] run.db\n"
+            "\n"
+            "  --stacks              folded stacks 'root;...;leaf VALUE', one line per stack\n"
+            "  --flamegraph          an interactive flamegraph SVG (self-contained)\n"
+            "  --chrome              chrome trace JSON for Perfetto UI / chrome://tracing\n"
+            "  -o, --output FILE     write FILE atomically (default: standard output)\n"
+            "  --metric M            value of a stack (default self_cpu; self_gpu when the\n"
+            "                        trace has GPU time but no CPU time)\n"
+            "  --stack-source S      frames (recorded call stacks) or tree (range ancestry);\n"
+            "                        default: frames when the run.db has them\n"
+            "  --compat torch        --stacks exactly as PyTorch 1.13's export_stacks()\n"
+            "  --time-range A:B      events starting in [A, B) ns after the trace start\n"
+            "                        ('@A:B': absolute ns; either side may be empty)\n"
+            "  --thread TID          events of one CPU thread (and the GPU work it launched)\n"
+            "  --device N            GPU activities of device N only\n"
+            "  --include REGEX       stacks with a frame matching REGEX (PCRE2)\n"
+            "  --exclude REGEX       drop stacks with a frame matching REGEX\n"
+            "  --title T, --width PX, --minwidth PX, --inverted   flamegraph layout\n"
+            "  -h, --help, --version\n"
+            "\nMetrics:");
+    for (const tr_export_metric *m = tr_export_metrics; m->name; m++)
+        fprintf(f, " %s", m->name);
+    fprintf(f, "\n\nExit status: 0 ok, 1 runtime failure, 2 usage error, 3 bad input.\n");
+}
+
+static int usage_error(const char *msg, const char *arg)
+{
+    fprintf(stderr, "trace-export: ");
+    fprintf(stderr, msg, arg);
+    fputc('\n', stderr);
+    return TR_ERR_USAGE;
+}
+
+static int parse_long(const char *s, long long lo, long long hi, long long *v)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (!*s || *end || errno || x < lo || x > hi)
+        return 0;
+    *v = x;
+    return 1;
+}
+
+enum { O_STACKS = 256, O_FLAME, O_CHROME, O_METRIC, O_SOURCE, O_COMPAT, O_TIME, O_THREAD,
+       O_DEVICE, O_INCLUDE, O_EXCLUDE, O_TITLE, O_WIDTH, O_MINWIDTH, O_INVERTED, O_VERSION };
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"stacks", no_argument, NULL, O_STACKS},     {"flamegraph", no_argument, NULL, O_FLAME},
+        {"chrome", no_argument, NULL, O_CHROME},     {"output", required_argument, NULL, 'o'},
+        {"metric", required_argument, NULL, O_METRIC},
+        {"stack-source", required_argument, NULL, O_SOURCE},
+        {"compat", required_argument, NULL, O_COMPAT},
+        {"time-range", required_argument, NULL, O_TIME},
+        {"thread", required_argument, NULL, O_THREAD},
+        {"device", required_argument, NULL, O_DEVICE},
+        {"include", required_argument, NULL, O_INCLUDE},
+        {"exclude", required_argument, NULL, O_EXCLUDE},
+        {"title", required_argument, NULL, O_TITLE}, {"width", required_argument, NULL, O_WIDTH},
+        {"minwidth", required_argument, NULL, O_MINWIDTH},
+        {"inverted", no_argument, NULL, O_INVERTED}, {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, O_VERSION},   {NULL, 0, NULL, 0}};
+    static const char *const format_of[] = {[O_STACKS - O_STACKS] = "stacks",
+                                            [O_FLAME - O_STACKS] = "flamegraph",
+                                            [O_CHROME - O_STACKS] = "chrome"};
+    tr_export_opts o;
+    tr_export_opts_init(&o);
+    tr_error err;
+    tr_error_clear(&err);
+    const char *output = NULL;
+    int c, rc = 0, selection = 0;
+    long long v;
+    while (rc == 0 && (c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_STACKS: case O_FLAME: case O_CHROME: {
+            const tr_export_format *f = tr_export_format_lookup(format_of[c - O_STACKS]);
+            if (o.format && o.format != f)
+                rc = usage_error("%s", "choose one of --stacks, --flamegraph, --chrome");
+            o.format = f;
+            break;
+        }
+        case 'o': output = optarg; break;
+        case O_METRIC:
+            if (!(o.metric = tr_export_metric_lookup(optarg))) {
+                fprintf(stderr, "trace-export: unknown metric '%s' (valid:", optarg);
+                for (const tr_export_metric *m = tr_export_metrics; m->name; m++)
+                    fprintf(stderr, " %s", m->name);
+                fprintf(stderr, ")\n");
+                rc = TR_ERR_USAGE;
+            }
+            break;
+        case O_SOURCE:
+            if (!strcmp(optarg, "frames")) o.source = TR_SRC_FRAMES;
+            else if (!strcmp(optarg, "tree")) o.source = TR_SRC_TREE;
+            else rc = usage_error("unknown stack source '%s' (valid: frames tree)", optarg);
+            break;
+        case O_COMPAT:
+            if (strcmp(optarg, "torch") != 0)
+                rc = usage_error("unknown --compat '%s' (valid: torch)", optarg);
+            o.compat_torch = 1;
+            break;
+        case O_TIME:
+            if (tr_export_parse_time_range(&o, optarg, &err) != TR_OK)
+                rc = usage_error("%s", err.msg);
+            selection = 1;
+            break;
+        case O_THREAD:
+            if (!parse_long(optarg, INT64_MIN, INT64_MAX, &v))
+                rc = usage_error("invalid --thread '%s' (a thread id)", optarg);
+            o.has_thread = 1, o.thread_tid = v, selection = 1;
+            break;
+        case O_DEVICE:
+            if (!parse_long(optarg, 0, INT64_MAX, &v))
+                rc = usage_error("invalid --device '%s' (a device number)", optarg);
+            o.has_device = 1, o.device = v, selection = 1;
+            break;
+        case O_INCLUDE: case O_EXCLUDE:
+            if (tr_export_set_regex(&o, c == O_EXCLUDE, optarg, &err) != TR_OK)
+                rc = usage_error("%s", err.msg);
+            selection = 1;
+            break;
+        case O_TITLE: o.title = optarg; break;
+        case O_WIDTH:
+            if (!parse_long(optarg, 100, 1000000, &v))
+                rc = usage_error("invalid --width '%s' (pixels, 100..1000000)", optarg);
+            o.width = (int)v;
+            break;
+        case O_MINWIDTH: {
+            char *end;
+            o.minwidth = strtod(optarg, &end);
+            if (!*optarg || *end || !(o.minwidth >= 0 && o.minwidth <= 1e6))
+                rc = usage_error("invalid --minwidth '%s' (pixels)", optarg);
+            break;
+        }
+        case O_INVERTED: o.inverted = 1; break;
+        case 'h': usage(stdout); tr_export_opts_free(&o); return 0;
+        case O_VERSION: printf("trace-export %s\n", TR_VERSION); tr_export_opts_free(&o); return 0;
+        default: rc = usage_error("%s", "try 'trace-export --help'");
+        }
+    }
+    if (rc == 0 && !o.format)
+        rc = usage_error("%s", "choose an output: --stacks, --flamegraph or --chrome "
+                               "(try 'trace-export --help')");
+    else if (rc == 0 && optind != argc - 1)
+        rc = usage_error("%s", optind >= argc ? "no run database given" : "exactly one run database expected");
+    else if (rc == 0 && o.compat_torch && (o.format != tr_export_format_lookup("stacks") || selection))
+        rc = usage_error("%s", "--compat torch goes with --stacks only, without selection options");
+    if (rc) {
+        tr_export_opts_free(&o);
+        return rc;
+    }
+    sqlite3 *db = NULL;
+    tr_status st = tr_rundb_open(argv[optind], &db, &err);
+    if (st == TR_OK) {
+        tr_atomic_file af;
+        FILE *out = output ? tr_atomic_fopen(&af, output, &err) : stdout;
+        if (!out) {
+            st = err.status ? err.status : TR_ERR_RUNTIME;
+        } else {
+            st = tr_export_run(db, &o, out, &err);
+            if (output) {
+                if (st == TR_OK) {
+                    st = tr_atomic_fclose(&af, out, &err);
+                } else {
+                    fclose(out);
+                    tr_atomic_abort(&af);
+                }
+            } else if (st == TR_OK && fflush(stdout) != 0) {
+                st = tr_fail(&err, TR_ERR_RUNTIME, "write error on standard output");
+            }
+        }
+    }
+    if (db)
+        sqlite3_close(db);
+    tr_export_opts_free(&o);
+    if (st != TR_OK) {
+        fprintf(stderr, "trace-export: %s\n", err.msg);
+        return st;
+    }
+    return 0;
+}

@@ -1,0 +1,603 @@
+/* scan.c - the ordered event scan, selection and frame tree (see scan.h). */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/scan.h"
+#include "lib/i64map.h"
+#include "lib/model.h"
+
+#define MAX_ANCESTRY 100000   /* guards the parent walks against cycles in a hostile file */
+
+static tr_status nomem(tr_error *err) { return tr_fail(err, TR_ERR_RUNTIME, "out of memory"); }
+
+static tr_status dberr(tr_scan *sc, tr_error *err, const char *what)
+{
+    return tr_fail(err, TR_ERR_INPUT, "run database: cannot read %s: %s", what,
+                   sqlite3_errmsg(sc->db));
+}
+
+const char *tr_scan_string(tr_scan *sc, int64_t id, size_t *len)
+{
+    static const char empty[] = "";
+    const char *v = NULL;
+    *len = 0;
+    sqlite3_reset(sc->q_str);
+    sqlite3_bind_int64(sc->q_str, 1, id);
+    if (sqlite3_step(sc->q_str) == SQLITE_ROW) {
+        v = (const char *)sqlite3_column_text(sc->q_str, 0);
+        *len = (size_t)sqlite3_column_bytes(sc->q_str, 0);
+    }
+    return v ? v : empty;
+}
+
+static uint64_t node_hash(uint32_t parent, int64_t name_id, uint8_t kind)
+{
+    uint64_t h = (uint64_t)parent * 0x9e3779b97f4a7c15ULL;
+    h ^= (uint64_t)name_id * 0xc2b2ae3d27d4eb4fULL + kind;
+    h ^= h >> 31;
+    return h * 0x94d049bb133111ebULL;
+}
+
+static int hash_grow(tr_scan *sc)
+{
+    size_t ncap = sc->hcap ? sc->hcap * 2 : 1024;
+    uint32_t *nh = calloc(ncap, sizeof *nh);
+    if (!nh)
+        return -1;
+    for (size_t i = 1; i < sc->nnodes; i++) {
+        const tr_fnode *n = &sc->nodes[i];
+        size_t j = node_hash(n->parent, n->name_id, n->kind) & (ncap - 1);
+        while (nh[j])
+            j = (j + 1) & (ncap - 1);
+        nh[j] = (uint32_t)i + 1;
+    }
+    free(sc->hash);
+    sc->hash = nh;
+    sc->hcap = ncap;
+    return 0;
+}
+
+/* The child of `parent` named name_id with this kind, made on first use. */
+static tr_status node_child(tr_scan *sc, uint32_t parent, int64_t name_id, int kind,
+                            uint32_t *out, tr_error *err)
+{
+    uint8_t k = (uint8_t)(kind > 0 && kind < TR_KIND_COUNT_ ? kind : TR_KIND_FRAME);
+    if ((sc->nnodes + 1) * 2 > sc->hcap && hash_grow(sc) < 0)
+        return nomem(err);
+    size_t j = node_hash(parent, name_id, k) & (sc->hcap - 1);
+    for (; sc->hash[j]; j = (j + 1) & (sc->hcap - 1)) {
+        const tr_fnode *n = &sc->nodes[sc->hash[j] - 1];
+        if (n->parent == parent && n->name_id == name_id && n->kind == k) {
+            *out = sc->hash[j] - 1;
+            return TR_OK;
+        }
+    }
+    if (sc->nnodes >= UINT32_MAX - 1)
+        return tr_fail(err, TR_ERR_RUNTIME, "too many distinct stacks");
+    if (sc->nnodes == sc->cap) {
+        size_t ncap = sc->cap * 2;
+        tr_fnode *nn = realloc(sc->nodes, ncap * sizeof *nn);
+        if (!nn)
+            return nomem(err);
+        sc->nodes = nn;
+        sc->cap = ncap;
+    }
+    size_t len;
+    const char *name = tr_scan_string(sc, name_id, &len);
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return nomem(err);
+    memcpy(copy, name, len);
+    copy[len] = 0;
+    uint32_t idx = (uint32_t)sc->nnodes++;
+    tr_fnode *n = &sc->nodes[idx];
+    memset(n, 0, sizeof *n);
+    n->parent = parent;
+    n->name_id = name_id;
+    n->kind = k;
+    n->match = -1;
+    n->name = copy;
+    n->name_len = len;
+    sc->hash[j] = idx + 1;
+    *out = idx;
+    return TR_OK;
+}
+
+/* Frame-tree node of a stack_nodes row (its frames, outermost first). */
+tr_status tr_scan_frames_node(tr_scan *sc, int64_t stack_id, uint32_t *out, tr_error *err)
+{
+    tr_i64map *idx = sc->frame_memo_map;
+    int64_t i;
+    *out = 0;
+    if (!tr_i64map_get(idx, stack_id, &i))
+        return TR_OK;   /* a dangling stack id: no frames */
+    if (sc->frame_memo[i]) {
+        *out = sc->frame_memo[i] - 1;
+        return TR_OK;
+    }
+    /* walk up to the first known node, then build down */
+    size_t n = 0, cap = 16;
+    int64_t *chain = malloc(cap * sizeof *chain);
+    if (!chain)
+        return nomem(err);
+    uint32_t base = 0;
+    for (int64_t cur = i;;) {
+        if (sc->frame_memo[cur]) {
+            base = sc->frame_memo[cur] - 1;
+            break;
+        }
+        if (n == cap) {
+            int64_t *nc = realloc(chain, 2 * cap * sizeof *nc);
+            if (!nc) {
+                free(chain);
+                return nomem(err);
+            }
+            chain = nc;
+            cap *= 2;
+        }
+        chain[n++] = cur;
+        if (n > sc->nframes) {
+            free(chain);
+            return tr_fail(err, TR_ERR_INPUT, "run database: stack_nodes has a cycle at id %lld",
+                           (long long)stack_id);
+        }
+        int64_t p;
+        if (!sc->frame_parent[cur] || !tr_i64map_get(idx, sc->frame_parent[cur], &p))
+            break;
+        cur = p;
+    }
+    tr_status st = TR_OK;
+    while (n > 0) {
+        int64_t cur = chain[--n];
+        if ((st = node_child(sc, base, sc->frame_name[cur], TR_KIND_FRAME, &base, err)) != TR_OK)
+            break;
+        sc->frame_memo[cur] = base + 1;
+    }
+    free(chain);
+    *out = base;
+    return st;
+}
+
+/* The node of an event found by walking its parents (events not on the open stack). */
+static tr_status event_node(tr_scan *sc, int64_t id, int depth, uint32_t *out, tr_error *err)
+{
+    if (depth > MAX_ANCESTRY)
+        return tr_fail(err, TR_ERR_INPUT, "run database: events.parent_id has a cycle at id %lld",
+                       (long long)id);
+    sqlite3_reset(sc->q_event);
+    sqlite3_bind_int64(sc->q_event, 1, id);
+    int rc = sqlite3_step(sc->q_event);
+    if (rc != SQLITE_ROW) {
+        *out = 0;
+        return rc == SQLITE_DONE ? TR_OK : dberr(sc, err, "events");
+    }
+    int has_parent = sqlite3_column_type(sc->q_event, 0) != SQLITE_NULL;
+    int64_t parent = sqlite3_column_int64(sc->q_event, 0);
+    int kind = sqlite3_column_int(sc->q_event, 1);
+    int64_t name = sqlite3_column_int64(sc->q_event, 2);
+    int has_stack = sqlite3_column_type(sc->q_event, 3) != SQLITE_NULL;
+    int64_t stack = sqlite3_column_int64(sc->q_event, 3);
+    uint32_t ctx = 0;
+    tr_status st = TR_OK;
+    if (sc->use_frames && has_stack)
+        st = tr_scan_frames_node(sc, stack, &ctx, err);
+    else if (has_parent)
+        st = event_node(sc, parent, depth + 1, &ctx, err);
+    if (st != TR_OK)
+        return st;
+    return node_child(sc, ctx, name, kind, out, err);
+}
+
+static int re_match(void *re, const char *s, size_t len)
+{
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    if (!md)
+        return 0;
+    int rc = pcre2_match(re, (PCRE2_SPTR)s, len, 0, 0, md, NULL);
+    pcre2_match_data_free(md);
+    return rc >= 0;
+}
+
+/* Bit 0: some frame of the path matches --include; bit 1: some frame matches --exclude. */
+static int node_match(tr_scan *sc, uint32_t idx)
+{
+    tr_fnode *n = &sc->nodes[idx];
+    if (n->match >= 0)
+        return n->match;
+    int m = idx ? node_match(sc, n->parent) : 0;
+    n = &sc->nodes[idx];
+    if (idx) {
+        if (sc->o->include_re && !(m & 1) && re_match(sc->o->include_re, n->name, n->name_len))
+            m |= 1;
+        if (sc->o->exclude_re && !(m & 2) && re_match(sc->o->exclude_re, n->name, n->name_len))
+            m |= 2;
+    }
+    n->match = (int8_t)m;
+    return m;
+}
+
+static tr_status load_frames(tr_scan *sc, tr_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t count = 0;
+    if (sqlite3_prepare_v2(sc->db, "SELECT count(*) FROM stack_nodes", -1, &st, NULL) != SQLITE_OK)
+        return dberr(sc, err, "stack_nodes");
+    if (sqlite3_step(st) == SQLITE_ROW)
+        count = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    size_t n = (size_t)(count > 0 ? count : 0);
+    sc->frame_memo = calloc(n + 1, sizeof *sc->frame_memo);
+    sc->frame_parent = calloc(n + 1, sizeof *sc->frame_parent);
+    sc->frame_name = calloc(n + 1, sizeof *sc->frame_name);
+    tr_i64map *map = malloc(sizeof *map);
+    if (!sc->frame_memo || !sc->frame_parent || !sc->frame_name || !map) {
+        free(map);
+        return nomem(err);
+    }
+    tr_i64map_init(map);
+    sc->frame_memo_map = map;
+    if (sqlite3_prepare_v2(sc->db, "SELECT id, parent_id, frame_id FROM stack_nodes", -1, &st,
+                           NULL) != SQLITE_OK)
+        return dberr(sc, err, "stack_nodes");
+    size_t i = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && i < n) {
+        sc->frame_parent[i] = sqlite3_column_int64(st, 1);   /* NULL reads as 0 = none */
+        sc->frame_name[i] = sqlite3_column_int64(st, 2);
+        if (tr_i64map_put(map, sqlite3_column_int64(st, 0), (int64_t)i) < 0) {
+            sqlite3_finalize(st);
+            return nomem(err);
+        }
+        i++;
+    }
+    sqlite3_finalize(st);
+    sc->nframes = i;
+    return TR_OK;
+}
+
+static tr_status load_ids(tr_scan *sc, const char *sql, tr_i64map *map, int64_t (*vals)[2],
+                          size_t max, size_t *n, tr_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(sc->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return dberr(sc, err, "threads/streams");
+    size_t i = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && i < max) {
+        vals[i][0] = sqlite3_column_int64(st, 1);
+        vals[i][1] = sqlite3_column_int64(st, 2);
+        if (tr_i64map_put(map, sqlite3_column_int64(st, 0), (int64_t)i) < 0) {
+            sqlite3_finalize(st);
+            return nomem(err);
+        }
+        i++;
+    }
+    sqlite3_finalize(st);
+    *n = i;
+    return TR_OK;
+}
+
+static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = dflt;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW
+        && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+tr_status tr_scan_init(tr_scan *sc, sqlite3 *db, const tr_export_opts *o, tr_error *err)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->db = db;
+    sc->o = o;
+    tr_i64map_init(&sc->thread_map);
+    tr_i64map_init(&sc->stream_map);
+    sc->cap = 1024;
+    sc->nodes = calloc(sc->cap, sizeof *sc->nodes);
+    if (!sc->nodes || hash_grow(sc) < 0)
+        return nomem(err);
+    sc->nnodes = 1;
+    sc->nodes[0].match = -1;
+    sc->nodes[0].name = strdup("all");
+    if (!sc->nodes[0].name)
+        return nomem(err);
+    sc->nodes[0].name_len = 3;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &sc->q_str, NULL)
+        != SQLITE_OK)
+        return dberr(sc, err, "strings");
+    if (sqlite3_prepare_v2(db, "SELECT parent_id, kind, name_id, stack_id FROM events WHERE id = ?",
+                           -1, &sc->q_event, NULL) != SQLITE_OK)
+        return dberr(sc, err, "events");
+    sc->trace_start = scalar(db, "SELECT min(start_ns) FROM events", 0);
+    int has_frames = scalar(db, "SELECT EXISTS(SELECT 1 FROM events e JOIN stack_nodes s "
+                                "ON s.id = e.stack_id)", 0) != 0;
+    sc->use_frames = o->source == TR_SRC_FRAMES || (o->source == TR_SRC_AUTO && has_frames);
+    tr_status st;
+    if (sc->use_frames && (st = load_frames(sc, err)) != TR_OK)
+        return st;
+    size_t nthreads = (size_t)scalar(db, "SELECT count(*) FROM threads", 0);
+    size_t nstreams = (size_t)scalar(db, "SELECT count(*) FROM streams", 0);
+    sc->threads = calloc(nthreads + 1, sizeof *sc->threads);
+    sc->streams = calloc(nstreams + 1, sizeof *sc->streams);
+    if (!sc->threads || !sc->streams)
+        return nomem(err);
+    if ((st = load_ids(sc, "SELECT t.id, p.pid, t.tid FROM threads t "
+                           "LEFT JOIN processes p ON p.id = t.process_id ORDER BY t.id",
+                       &sc->thread_map, sc->threads, nthreads, &sc->nthreads, err)) != TR_OK
+        || (st = load_ids(sc, "SELECT s.id, d.device, s.stream FROM streams s "
+                              "LEFT JOIN devices d ON d.id = s.device_id ORDER BY s.id",
+                          &sc->stream_map, sc->streams, nstreams, &sc->nstreams, err)) != TR_OK)
+        return st;
+    return TR_OK;
+}
+
+void tr_scan_free(tr_scan *sc)
+{
+    for (size_t i = 0; i < sc->nnodes; i++)
+        free(sc->nodes[i].name);
+    free(sc->nodes);
+    free(sc->hash);
+    free(sc->frame_memo);
+    free(sc->frame_parent);
+    free(sc->frame_name);
+    if (sc->frame_memo_map) {
+        tr_i64map_free(sc->frame_memo_map);
+        free(sc->frame_memo_map);
+    }
+    free(sc->open);
+    free(sc->threads);
+    free(sc->streams);
+    tr_i64map_free(&sc->thread_map);
+    tr_i64map_free(&sc->stream_map);
+    sqlite3_finalize(sc->q_str);
+    sqlite3_finalize(sc->q_event);
+    memset(sc, 0, sizeof *sc);
+}
+
+int tr_scan_thread(const tr_scan *sc, int64_t thread_id, int64_t *pid, int64_t *tid)
+{
+    int64_t i;
+    if (!tr_i64map_get(&sc->thread_map, thread_id, &i))
+        return 0;
+    *pid = sc->threads[i][0];
+    *tid = sc->threads[i][1];
+    return 1;
+}
+
+int tr_scan_stream(const tr_scan *sc, int64_t stream_id, int64_t *device, int64_t *stream)
+{
+    int64_t i;
+    if (!tr_i64map_get(&sc->stream_map, stream_id, &i))
+        return 0;
+    *device = sc->streams[i][0];
+    *stream = sc->streams[i][1];
+    return 1;
+}
+
+static const char scan_sql[] =
+    "SELECT e.id, e.kind, e.name_id, e.parent_id, e.stack_id, e.start_ns, e.end_ns, "
+    "e.thread_id, e.stream_id, e.correlation, e.bytes, e.shape_id, e.cpu_self_ns, "
+    "e.cpu_total_ns, e.gpu_self_ns, e.gpu_total_ns, e.cpu_mem_self, e.gpu_mem_self, k.on_gpu, "
+    "(k.on_gpu AND p.id IS NOT NULL) AS vp, "
+    "CASE WHEN k.on_gpu AND p.id IS NOT NULL THEN p.thread_id ELSE e.thread_id END AS oth, "
+    "CASE WHEN k.on_gpu AND p.id IS NOT NULL THEN p.start_ns ELSE e.start_ns END AS os, "
+    "CASE WHEN k.on_gpu AND p.id IS NOT NULL THEN p.end_ns ELSE e.end_ns END AS oe, "
+    "CASE WHEN k.on_gpu AND p.id IS NOT NULL THEN p.id ELSE e.id END AS oid";
+static const char scan_details[] =
+    ", kn.event_id, kn.grid_x, kn.grid_y, kn.grid_z, kn.block_x, kn.block_y, kn.block_z, "
+    "kn.registers_per_thread, kn.static_shared_bytes, kn.dynamic_shared_bytes, cp.copy_kind, "
+    "ms.event_id, ms.value, ac.event_id, ac.cbid";
+static const char scan_from[] =
+    " FROM events e JOIN kinds k ON k.id = e.kind "
+    "LEFT JOIN events p ON k.on_gpu AND p.id = e.parent_id";
+static const char scan_details_from[] =
+    " LEFT JOIN kernels kn ON kn.event_id = e.id LEFT JOIN copies cp ON cp.event_id = e.id "
+    "LEFT JOIN memsets ms ON ms.event_id = e.id LEFT JOIN api_calls ac ON ac.event_id = e.id";
+static const char scan_order[] = " ORDER BY oth, os, oe DESC, oid, vp, e.start_ns, e.id";
+
+static void read_row(sqlite3_stmt *st, int details, tr_xrow *r, int64_t *oth, int *has_oth)
+{
+    memset(r, 0, sizeof *r);
+    r->id = sqlite3_column_int64(st, 0);
+    r->kind = sqlite3_column_int64(st, 1);
+    r->name_id = sqlite3_column_int64(st, 2);
+    r->parent_id = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
+    r->stack_id = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4);
+    r->start = sqlite3_column_int64(st, 5);
+    r->end = sqlite3_column_int64(st, 6);
+    r->thread_id = sqlite3_column_type(st, 7) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 7);
+    r->stream_id = sqlite3_column_type(st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 8);
+    r->correlation = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9);
+    r->bytes = sqlite3_column_int64(st, 10);
+    r->shape_id = sqlite3_column_int64(st, 11);
+    r->cpu_self = sqlite3_column_int64(st, 12);
+    r->cpu_total = sqlite3_column_int64(st, 13);
+    r->gpu_self = sqlite3_column_int64(st, 14);
+    r->gpu_total = sqlite3_column_int64(st, 15);
+    r->mem_cpu_self = sqlite3_column_int64(st, 16);
+    r->mem_gpu_self = sqlite3_column_int64(st, 17);
+    r->on_gpu = sqlite3_column_int(st, 18) != 0;
+    r->via_parent = sqlite3_column_int(st, 19) != 0;
+    *has_oth = sqlite3_column_type(st, 20) != SQLITE_NULL;
+    *oth = sqlite3_column_int64(st, 20);
+    if (!details)
+        return;
+    int c = 24;
+    r->has_kernel = sqlite3_column_type(st, c) != SQLITE_NULL;
+    for (int i = 0; i < 3; i++) {
+        r->grid[i] = sqlite3_column_int64(st, c + 1 + i);
+        r->block[i] = sqlite3_column_int64(st, c + 4 + i);
+    }
+    r->registers = sqlite3_column_int64(st, c + 7);
+    r->smem_static = sqlite3_column_int64(st, c + 8);
+    r->smem_dynamic = sqlite3_column_int64(st, c + 9);
+    r->copy_kind = (const char *)sqlite3_column_text(st, c + 10);
+    r->has_memset = sqlite3_column_type(st, c + 11) != SQLITE_NULL;
+    r->memset_value = sqlite3_column_int64(st, c + 12);
+    r->has_api = sqlite3_column_type(st, c + 13) != SQLITE_NULL;
+    r->cbid = sqlite3_column_int64(st, c + 14);
+}
+
+static int row_selected(tr_scan *sc, const tr_xrow *r, int64_t oth, int has_oth)
+{
+    const tr_export_opts *o = sc->o;
+    if (o->has_time_range) {
+        int64_t t = o->time_absolute ? r->start : r->start - sc->trace_start;
+        if (t < o->t_start || t >= o->t_end)
+            return 0;
+    }
+    if (o->has_thread) {
+        int64_t pid, tid;
+        if (!has_oth || !tr_scan_thread(sc, oth, &pid, &tid) || tid != o->thread_tid)
+            return 0;
+    }
+    if (o->has_device && r->on_gpu) {
+        int64_t dev, stream;
+        if (!tr_scan_stream(sc, r->stream_id, &dev, &stream) || dev != o->device)
+            return 0;
+    }
+    if (o->include_re || o->exclude_re) {
+        int m = node_match(sc, r->node);
+        if (o->include_re && !(m & 1))
+            return 0;
+        if (o->exclude_re && (m & 2))
+            return 0;
+    }
+    return 1;
+}
+
+static int find_open(const tr_scan *sc, int64_t id)
+{
+    for (size_t i = sc->nopen; i-- > 0;)
+        if (sc->open[i].id == id)
+            return (int)i;
+    return -1;
+}
+
+tr_status tr_scan_run(tr_scan *sc, int flags, tr_row_fn fn, void *ctx, tr_error *err)
+{
+    int details = (flags & TR_SCAN_DETAILS) != 0;
+    char sql[2048];
+    snprintf(sql, sizeof sql, "%s%s%s%s%s", scan_sql, details ? scan_details : "", scan_from,
+             details ? scan_details_from : "", scan_order);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(sc->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return dberr(sc, err, "events");
+    tr_status status = TR_OK;
+    int64_t cur_thread = 0;
+    int have_thread = 0, rc;
+    tr_xrow r;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t oth;
+        int has_oth;
+        read_row(st, details, &r, &oth, &has_oth);
+        if (!has_oth || !have_thread || oth != cur_thread) {
+            sc->nopen = 0;
+            cur_thread = oth;
+            have_thread = has_oth;
+        }
+        if (!r.via_parent) {
+            /* close the events that ended before this one starts (zero-length ones stay
+             * open for the events that start at the same instant) */
+            while (sc->nopen > 0) {
+                const tr_open *t = &sc->open[sc->nopen - 1];
+                if (t->end < r.start || (t->end == r.start && t->end > t->start))
+                    sc->nopen--;
+                else
+                    break;
+            }
+        }
+        uint32_t parent_node = 0;
+        int at = r.parent_id >= 0 ? find_open(sc, r.parent_id) : -1;
+        if (sc->use_frames && r.stack_id >= 0)
+            status = tr_scan_frames_node(sc, r.stack_id, &parent_node, err);
+        else if (at >= 0)
+            parent_node = sc->open[at].node;
+        else if (r.parent_id >= 0)
+            status = event_node(sc, r.parent_id, 0, &parent_node, err);
+        if (status != TR_OK
+            || (status = node_child(sc, parent_node, r.name_id, (int)r.kind, &r.node, err)) != TR_OK)
+            break;
+        r.launcher = r.via_parent && at >= 0 ? &sc->open[at] : NULL;
+        r.selected = row_selected(sc, &r, oth, has_oth);
+        if (r.selected) {
+            tr_fnode *n = &sc->nodes[r.node];
+            for (int m = 0; m < TR_M_COUNT_; m++)
+                n->v[m] += tr_export_metrics[m].value(&r);
+        }
+        if (fn && (status = fn(sc, &r, ctx, err)) != TR_OK)
+            break;
+        if (!r.via_parent && !r.on_gpu) {
+            if (sc->nopen == sc->opencap) {
+                size_t ncap = sc->opencap ? sc->opencap * 2 : 64;
+                tr_open *no = realloc(sc->open, ncap * sizeof *no);
+                if (!no) {
+                    status = nomem(err);
+                    break;
+                }
+                sc->open = no;
+                sc->opencap = ncap;
+            }
+            sc->open[sc->nopen++] = (tr_open){r.id, r.start, r.end, r.thread_id, r.node, r.selected};
+        }
+    }
+    if (status == TR_OK && rc != SQLITE_DONE)
+        status = dberr(sc, err, "events");
+    sqlite3_finalize(st);
+    return status;
+}
+
+static tr_scan *sort_sc;
+
+static int cmp_child(const void *a, const void *b)
+{
+    const tr_fnode *x = &sort_sc->nodes[*(const uint32_t *)a];
+    const tr_fnode *y = &sort_sc->nodes[*(const uint32_t *)b];
+    size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+    int c = memcmp(x->name, y->name, n);
+    if (c)
+        return c;
+    if (x->name_len != y->name_len)
+        return x->name_len < y->name_len ? -1 : 1;
+    return (int)x->kind - (int)y->kind;
+}
+
+tr_status tr_scan_sort_children(tr_scan *sc, tr_error *err)
+{
+    size_t n = sc->nnodes;
+    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order)
+        return nomem(err);
+    for (size_t i = 0; i < n; i++) {
+        order[i] = (uint32_t)i;
+        sc->nodes[i].first_child = sc->nodes[i].next_sibling = 0;
+    }
+    sort_sc = sc;
+    if (n > 2)
+        qsort(order + 1, n - 1, sizeof *order, cmp_child);
+    sort_sc = NULL;
+    /* link in reverse so each child list ends up in sorted order */
+    for (size_t i = n; i-- > 1;) {
+        tr_fnode *c = &sc->nodes[order[i]];
+        c->next_sibling = sc->nodes[c->parent].first_child;
+        sc->nodes[c->parent].first_child = order[i];
+    }
+    free(order);
+    return TR_OK;
+}
+
+const tr_export_metric *tr_scan_metric(const tr_scan *sc)
+{
+    if (sc->o->metric)
+        return sc->o->metric;
+    int64_t cpu = 0, gpu = 0;
+    for (size_t i = 0; i < sc->nnodes; i++) {
+        cpu += sc->nodes[i].v[TR_M_SELF_CPU];
+        gpu += sc->nodes[i].v[TR_M_SELF_GPU];
+    }
+    return &tr_export_metrics[cpu == 0 && gpu > 0 ? TR_M_SELF_GPU : TR_M_SELF_CPU];
+}

@@ -1,0 +1,109 @@
+/*
+ * scan.h - the ordered event scan and the frame tree shared by the writers
+ * (internal to export/).
+ *
+ * The scan visits every event once, grouped by CPU thread in start order,
+ * each GPU activity right after the API call that launched it.  A stack of
+ * the open events on the current thread (bounded by the nesting depth) gives
+ * each event its frame-tree node without keeping anything per event.
+ *
+ * Ownership: the frame tree owns its nodes and their names; tr_scan_free().
+ */
+#ifndef TR_EXPORT_SCAN_H
+#define TR_EXPORT_SCAN_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "export/export.h"
+#include "lib/i64map.h"
+
+#define TR_KIND_FRAME 0   /* node kind of a recorded source/Python/native frame */
+
+typedef struct {
+    uint32_t parent;          /* node index; node 0 is the root */
+    uint32_t first_child, next_sibling;
+    int64_t name_id;          /* strings.id (frames and events alike) */
+    uint8_t kind;             /* tr_kind, or TR_KIND_FRAME */
+    int8_t match;             /* -1 unknown, 0/1: the path matches --include; +2 if --exclude */
+    char *name;               /* resolved name (raw, unescaped) */
+    size_t name_len;
+    int64_t v[TR_M_COUNT_];   /* metric sums of the selected events at exactly this stack */
+    int64_t w;                /* drawn width (flamegraph) */
+    int64_t x;                /* drawn offset (flamegraph) */
+} tr_fnode;
+
+struct tr_xrow {
+    int64_t id, kind, name_id, parent_id, stack_id;
+    int64_t start, end, thread_id, stream_id, correlation, bytes, shape_id;
+    int64_t cpu_self, cpu_total, gpu_self, gpu_total, mem_cpu_self, mem_gpu_self;
+    int on_gpu;
+    int via_parent;           /* a GPU activity ordered after its launching call */
+    /* chrome details (only with TR_SCAN_DETAILS) */
+    int has_kernel, has_memset, has_api;
+    int64_t grid[3], block[3], registers, smem_static, smem_dynamic, memset_value, cbid;
+    const char *copy_kind;
+    /* filled by the scan */
+    uint32_t node;
+    int selected;
+    const struct tr_open *launcher;   /* the launching call, when on the stack */
+};
+
+typedef struct tr_open {
+    int64_t id, start, end, thread_id;
+    uint32_t node;
+    int selected;
+} tr_open;
+
+typedef struct {
+    sqlite3 *db;
+    const tr_export_opts *o;
+    int use_frames;
+    int64_t trace_start;      /* earliest event start (ns), 0 when empty */
+    /* frame tree */
+    tr_fnode *nodes;
+    size_t nnodes, cap;
+    uint32_t *hash;           /* open addressing: node index + 1, 0 = empty */
+    size_t hcap;
+    /* stack_nodes id -> frame-tree node + 1 (0 = not yet made) */
+    uint32_t *frame_memo;
+    int64_t *frame_parent, *frame_name;
+    size_t nframes;
+    tr_i64map *frame_memo_map;    /* stack_nodes id -> row index */
+    /* threads.id -> (pid, tid), streams.id -> (device, stream) */
+    tr_i64map thread_map, stream_map;
+    int64_t (*threads)[2], (*streams)[2];
+    size_t nthreads, nstreams;
+    /* open events of the current thread */
+    tr_open *open;
+    size_t nopen, opencap;
+    sqlite3_stmt *q_str, *q_event;
+} tr_scan;
+
+enum { TR_SCAN_DETAILS = 1 };
+
+typedef tr_status (*tr_row_fn)(tr_scan *sc, tr_xrow *r, void *ctx, tr_error *err);
+
+tr_status tr_scan_init(tr_scan *sc, sqlite3 *db, const tr_export_opts *o, tr_error *err);
+/* Visits every event; r->node, r->selected and r->launcher are set before fn runs. */
+tr_status tr_scan_run(tr_scan *sc, int flags, tr_row_fn fn, void *ctx, tr_error *err);
+void tr_scan_free(tr_scan *sc);
+
+/* pid/tid of a threads.id, device/stream of a streams.id; 0 when unknown. */
+int tr_scan_thread(const tr_scan *sc, int64_t thread_id, int64_t *pid, int64_t *tid);
+int tr_scan_stream(const tr_scan *sc, int64_t stream_id, int64_t *device, int64_t *stream);
+
+/* Frame-tree node of a stack_nodes id (0 = the root when it has no frames). */
+tr_status tr_scan_frames_node(tr_scan *sc, int64_t stack_id, uint32_t *out, tr_error *err);
+
+/* The metric to show: o->metric, else self_cpu, or self_gpu when the selection has GPU
+ * time but no CPU time (call after the scan). */
+const tr_export_metric *tr_scan_metric(const tr_scan *sc);
+
+/* Name of a string id (empty string when missing); valid until the next call. */
+const char *tr_scan_string(tr_scan *sc, int64_t id, size_t *len);
+
+/* Children lists sorted by name (then kind) for deterministic output. */
+tr_status tr_scan_sort_children(tr_scan *sc, tr_error *err);
+
+#endif

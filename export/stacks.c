@@ -1,0 +1,141 @@
+/* stacks.c - folded stacks ("root;...;leaf VALUE"), and PyTorch 1.13's export_stacks layout. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/export.h"
+#include "export/scan.h"
+
+typedef struct {
+    char *path;
+    size_t len;
+    int64_t value;
+} line;
+
+/* Writes the escaped path of node idx (root excluded) to f. */
+static void put_path(FILE *f, const tr_scan *sc, uint32_t idx)
+{
+    const tr_fnode *n = &sc->nodes[idx];
+    if (n->parent) {
+        put_path(f, sc, n->parent);
+        putc(';', f);
+    }
+    tr_put_folded_frame(f, n->name, n->name_len);
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+    const line *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->path, y->path, n);
+    if (c)
+        return c;
+    return x->len < y->len ? -1 : x->len > y->len;
+}
+
+static tr_status write_folded(tr_scan *sc, FILE *out, tr_error *err)
+{
+    int m = (int)(tr_scan_metric(sc) - tr_export_metrics);
+    size_t n = 0;
+    for (size_t i = 1; i < sc->nnodes; i++)
+        n += sc->nodes[i].v[m] != 0;
+    line *lines = calloc(n ? n : 1, sizeof *lines);
+    if (!lines)
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    tr_status st = TR_OK;
+    size_t k = 0;
+    for (size_t i = 1; i < sc->nnodes && st == TR_OK; i++) {
+        if (!sc->nodes[i].v[m])
+            continue;
+        FILE *f = open_memstream(&lines[k].path, &lines[k].len);
+        if (!f) {
+            st = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+            break;
+        }
+        put_path(f, sc, (uint32_t)i);
+        if (fclose(f) != 0)
+            st = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+        lines[k++].value = sc->nodes[i].v[m];
+    }
+    if (st == TR_OK) {
+        qsort(lines, k, sizeof *lines, cmp_line);
+        /* two stacks can escape to the same text: merge them */
+        for (size_t i = 0; i < k;) {
+            int64_t v = lines[i].value;
+            size_t j = i + 1;
+            for (; j < k && !cmp_line(&lines[i], &lines[j]); j++)
+                v += lines[j].value;
+            if (v != 0) {
+                fwrite(lines[i].path, 1, lines[i].len, out);
+                fprintf(out, " %lld\n", (long long)v);
+            }
+            i = j;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(lines[i].path);
+    free(lines);
+    return st;
+}
+
+static void put_torch_path(FILE *f, const tr_scan *sc, uint32_t idx)
+{
+    const tr_fnode *n = &sc->nodes[idx];
+    if (n->parent) {
+        put_torch_path(f, sc, n->parent);
+        putc(';', f);
+    }
+    tr_put_torch_frame(f, n->name, n->name_len);
+}
+
+/* PyTorch 1.13 export_stacks(path, metric): one line per event that has frames, in
+ * (start, -end) order, frames only (no event name), value truncated to whole µs, lines
+ * under 1 µs dropped, nothing merged (SEMANTICS.md §5). */
+static tr_status write_torch(tr_scan *sc, FILE *out, tr_error *err)
+{
+    const tr_export_metric *metric = sc->o->metric ? sc->o->metric
+                                                   : &tr_export_metrics[TR_M_SELF_CPU];
+    int gpu = metric == &tr_export_metrics[TR_M_SELF_GPU];
+    if (metric != &tr_export_metrics[TR_M_SELF_CPU] && !gpu)
+        return tr_fail(err, TR_ERR_USAGE, "metric should be one of: ['self_cpu_time_total', "
+                       "'self_cuda_time_total'] with --compat torch");
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(sc->db, "SELECT e.stack_id, e.cpu_self_ns, e.gpu_self_ns FROM events e "
+                           "JOIN kinds k ON k.id = e.kind WHERE e.stack_id IS NOT NULL "
+                           "ORDER BY e.start_ns, e.end_ns DESC, e.id", -1, &st, NULL) != SQLITE_OK)
+        return tr_fail(err, TR_ERR_INPUT, "run database: cannot read events: %s",
+                       sqlite3_errmsg(sc->db));
+    tr_status status = TR_OK;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t v = sqlite3_column_int64(st, gpu ? 2 : 1) / 1000;   /* ns -> whole µs, toward 0 */
+        if (v <= 0)
+            continue;
+        uint32_t node;
+        if ((status = tr_scan_frames_node(sc, sqlite3_column_int64(st, 0), &node, err)) != TR_OK)
+            break;
+        if (!node)
+            continue;
+        put_torch_path(out, sc, node);
+        fprintf(out, " %lld\n", (long long)v);
+    }
+    if (status == TR_OK && rc != SQLITE_DONE)
+        status = tr_fail(err, TR_ERR_INPUT, "run database: cannot read events: %s",
+                         sqlite3_errmsg(sc->db));
+    sqlite3_finalize(st);
+    return status;
+}
+
+tr_status tr_export_stacks(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err)
+{
+    tr_scan sc;
+    tr_export_opts oo = *o;
+    if (o->compat_torch)
+        oo.source = TR_SRC_FRAMES;
+    tr_status st = tr_scan_init(&sc, db, &oo, err);
+    if (st == TR_OK)
+        st = o->compat_torch ? write_torch(&sc, out, err)
+                             : (st = tr_scan_run(&sc, 0, NULL, NULL, err)) != TR_OK
+                                   ? st : write_folded(&sc, out, err);
+    tr_scan_free(&sc);
+    return st;
+}
