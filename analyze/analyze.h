@@ -1,40 +1,51 @@
 /*
  * analyze.h - PyTorch key_averages()-style summaries of a run database.
  *
- * tr_summarize() makes one scan of the events table and folds the events
- * into groups (by name; optionally by name + input shapes); memory is bounded
- * by the number of groups.  tr_print_table() renders the groups in the layout
- * of PyTorch 1.13's key_averages().table() (docs/semantics.md says where and
- * why the numbers differ).  Sort keys and columns are tables of rows.
+ * tr_summarize() scans the events table once (twice when grouping by range
+ * ancestry: host events in tree order, then device activities) and folds the
+ * selected events into groups keyed by name, host/device, and optionally input
+ * shapes and the innermost N stack frames.  Memory is bounded by the number of
+ * groups and distinct stacks (plus, with --stats, one duration per event).
  *
- * Ownership: a tr_summary owns its groups and names; free with tr_summary_free().
+ * Output is data-driven: sort keys (tr_sort_keys[]), table columns and output
+ * formats (text, csv, json, markdown) are rows of tables.
+ *
+ * Ownership: a tr_summary owns its groups, names and frames; free it with
+ * tr_summary_free().  tr_selection owns its compiled regexes; free it with
+ * tr_selection_free().
  */
 #ifndef TR_ANALYZE_ANALYZE_H
 #define TR_ANALYZE_ANALYZE_H
 
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "lib/error.h"
 #include "lib/format.h"
 
 typedef struct {
-    int64_t name_id, shape_id;
+    int64_t name_id, shape_id, stack_key;
     int on_gpu;
     int64_t count;
     int64_t cpu_total, cpu_self, gpu_total, gpu_self;
     int64_t cpu_mem, cpu_mem_self, gpu_mem, gpu_mem_self;
     int64_t flops;
     int64_t first_start, first_end, first_id;   /* first appearance, for stable order */
+    int64_t *durations;                          /* --stats only */
+    size_t ndur, capdur;
     char *name, *shape;                          /* resolved after the scan */
+    char **frames;                               /* innermost first */
+    size_t nframes;
 } tr_group;
 
 typedef struct {
     tr_group *groups;
     size_t n, cap;
     int64_t events;
-    int64_t sum_cpu_self, sum_gpu_self_device;   /* table denominators */
-    int has_shapes, has_mem, has_gpu;
+    int64_t sum_cpu_self, sum_gpu_self_device;   /* the table's denominators */
+    int has_shapes, has_mem, has_gpu_mem, has_gpu, has_flops, has_frames;
+    const char *stack_source;                    /* "frames" or "tree" when grouping by stack */
 } tr_summary;
 
 typedef struct {
@@ -47,18 +58,59 @@ extern const tr_sort_key tr_sort_keys[];
 extern const size_t tr_nsort_keys;
 const tr_sort_key *tr_sort_key_lookup(const char *name);
 
+/* Which events count.  All filters combine with AND; 0/NULL = no filter. */
+typedef struct tr_selection {
+    struct tr_regex *include, *exclude;
+    unsigned kind_mask;             /* bit per tr_kind; 0 = all */
+    int has_thread; int64_t thread; /* OS thread id; GPU work matches its launching thread */
+    int has_device; int64_t device; /* device ordinal: only GPU activities on it */
+    int has_stream; int64_t stream; /* stream id: only GPU activities on it */
+    int has_time; int64_t time_start, time_end;  /* ns from the trace's first event; start in [s, e) */
+    int top_level;                  /* host events without a parent, and device activities */
+} tr_selection;
+
+/* Parse helpers; each fills err with a usage message on failure. */
+tr_status tr_selection_add_regex(tr_selection *s, int exclude, const char *pattern, tr_error *err);
+tr_status tr_selection_parse_kinds(tr_selection *s, const char *list, tr_error *err);
+tr_status tr_parse_time_range(const char *text, int64_t *start, int64_t *end, tr_error *err);
+void tr_selection_free(tr_selection *s);
+/* Names of the --kind choices, for help and error messages. */
+const char *tr_kind_choices(void);
+
+typedef enum { TR_STACK_AUTO = 0, TR_STACK_FRAMES, TR_STACK_TREE } tr_stack_source;
+
+typedef struct tr_output_format tr_output_format;
+
 typedef struct {
     int group_by_shape;
-    const tr_sort_key *sort;   /* NULL: first-appearance order */
-    long limit;                /* rows; < 0 = all */
+    long group_by_stack;        /* innermost N frames; 0 = not grouped by stack */
+    tr_stack_source stack_source;
+    const tr_sort_key *sort;    /* NULL: first-appearance order */
+    long limit;                 /* rows; < 0 = all */
     tr_time_unit unit;
+    int stats;                  /* min/max/median/stddev columns */
+    const tr_output_format *format;
+    const tr_selection *select;
 } tr_analyze_opts;
 
 tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_error *err);
 void tr_summary_sort(tr_summary *s, const tr_sort_key *key);
 void tr_summary_free(tr_summary *s);
 
-/* Writes the table; nothing at all for an empty summary (as PyTorch). */
+/* Output formats (rows of a table). */
+struct tr_output_format {
+    const char *name;
+    tr_status (*write)(FILE *out, const tr_summary *s, const tr_analyze_opts *o, tr_error *err);
+};
+extern const tr_output_format tr_output_formats[];
+extern const size_t tr_noutput_formats;
+const tr_output_format *tr_output_format_lookup(const char *name);
+
+/* The text table in PyTorch 1.13's layout; nothing for an empty summary. */
 tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *o, tr_error *err);
+
+/* Per-group duration statistics in ns (valid when stats were collected). */
+typedef struct { int64_t min, max; double median, stddev; } tr_group_stats;
+void tr_group_stats_get(const tr_group *g, tr_group_stats *st);
 
 #endif

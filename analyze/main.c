@@ -13,102 +13,200 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: trace-analyze [options] run.db\n"
             "\n"
-            "Prints a table of the events grouped by name, in the layout of PyTorch's\n"
-            "prof.key_averages().table().  Times are wall-clock durations.\n"
+            "Prints the events grouped by name in the layout of PyTorch's\n"
+            "prof.key_averages().table(), with correct numbers (docs/semantics.md).\n"
             "\n"
-            "  -s, --sort KEY        sort descending by KEY (default: self_cuda_time_total when the\n"
-            "                        trace has GPU time, else self_cpu_time_total)\n"
-            "  -n, --limit N         at most N rows (default 100; -1 = all)\n"
-            "      --group-by-shape  group by name and input shapes\n"
-            "      --units U         auto|us|ms|s (default auto)\n"
-            "  -h, --help            this help\n"
-            "      --version         print the version\n"
+            "Grouping and order:\n"
+            "      --group-by-shape        group by name and input shapes\n"
+            "      --group-by-stack N      group by name and the innermost N stack frames (recorded\n"
+            "                              frames, or the range ancestry when there are none)\n"
+            "      --stack-source S        auto|frames|tree (default auto)\n"
+            "  -s, --sort KEY              sort descending by KEY (default self_cuda_time_total when\n"
+            "                              the trace has GPU time, else self_cpu_time_total)\n"
+            "  -n, --limit N               at most N rows (default 100; -1 = all)\n"
+            "Selection (combined with AND):\n"
+            "      --top-level             host events without a parent (device activities always count)\n"
+            "      --include REGEX         only names matching REGEX (PCRE2; repeatable: any)\n"
+            "      --exclude REGEX         not names matching REGEX (repeatable)\n"
+            "      --kind K[,K...]         only these kinds: %s\n"
+            "      --thread TID            host events of OS thread TID, and GPU work launched from it\n"
+            "      --device N              GPU activities on device N\n"
+            "      --stream S              GPU activities on stream S\n"
+            "      --time-range START:END  events starting in [START, END) after the first event;\n"
+            "                              units ns (default), us, ms, s; either end may be empty\n"
+            "Output:\n"
+            "      --format F              text (default) | csv | json | markdown; csv and json carry\n"
+            "                              raw numbers (ns, bytes, counts)\n"
+            "      --units U               auto|us|ms|s (text and markdown)\n"
+            "      --stats                 add min, max, median and standard deviation of durations\n"
+            "  -h, --help                  this help\n"
+            "      --version               print the version\n"
             "\n"
-            "Sort keys:");
+            "Sort keys:", tr_kind_choices());
     for (size_t i = 0; i < tr_nsort_keys; i++)
         fprintf(f, " %s%s%s%s", tr_sort_keys[i].name, *tr_sort_keys[i].aliases ? " (" : "",
                 tr_sort_keys[i].aliases, *tr_sort_keys[i].aliases ? ")" : "");
     fprintf(f, "\n\nExit status: 0 ok, 1 runtime failure, 2 usage error, 3 bad input.\n");
 }
 
-static int bad_usage(const char *fmt, const char *arg)
+static int parse_long(const char *s, long min, long *out)
 {
-    fprintf(stderr, "trace-analyze: ");
-    fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
-    return TR_ERR_USAGE;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < min)
+        return 0;
+    *out = v;
+    return 1;
 }
+
+static int parse_i64(const char *s, int64_t *out)
+{
+    char *end;
+    long long v = strtoll(s, &end, 0);
+    if (!*s || *end)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static void list_choices(FILE *f, const char *what, const char *got)
+{
+    fprintf(f, "trace-analyze: unknown %s '%s' (valid:", what, got);
+    if (!strcmp(what, "sort key"))
+        for (size_t i = 0; i < tr_nsort_keys; i++)
+            fprintf(f, " %s", tr_sort_keys[i].name);
+    else
+        for (size_t i = 0; i < tr_noutput_formats; i++)
+            fprintf(f, " %s", tr_output_formats[i].name);
+    fprintf(f, ")\n");
+}
+
+enum { O_SHAPE = 256, O_STACK, O_STACK_SRC, O_TOP, O_INCLUDE, O_EXCLUDE, O_KIND, O_THREAD, O_DEVICE,
+       O_STREAM, O_TIME, O_FORMAT, O_UNITS, O_STATS, O_VERSION };
 
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"sort", required_argument, NULL, 's'},  {"limit", required_argument, NULL, 'n'},
-        {"group-by-shape", no_argument, NULL, 'S'}, {"units", required_argument, NULL, 'u'},
-        {"help", no_argument, NULL, 'h'},        {"version", no_argument, NULL, 'V'},
+        {"sort", required_argument, NULL, 's'},           {"limit", required_argument, NULL, 'n'},
+        {"group-by-shape", no_argument, NULL, O_SHAPE},   {"group-by-stack", required_argument, NULL, O_STACK},
+        {"stack-source", required_argument, NULL, O_STACK_SRC}, {"top-level", no_argument, NULL, O_TOP},
+        {"include", required_argument, NULL, O_INCLUDE},  {"exclude", required_argument, NULL, O_EXCLUDE},
+        {"kind", required_argument, NULL, O_KIND},        {"thread", required_argument, NULL, O_THREAD},
+        {"device", required_argument, NULL, O_DEVICE},    {"stream", required_argument, NULL, O_STREAM},
+        {"time-range", required_argument, NULL, O_TIME},  {"format", required_argument, NULL, O_FORMAT},
+        {"units", required_argument, NULL, O_UNITS},      {"stats", no_argument, NULL, O_STATS},
+        {"help", no_argument, NULL, 'h'},                 {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0}};
-    tr_analyze_opts o = {0, NULL, 100, TR_UNIT_AUTO};
-    const char *sort_name = NULL;
+    tr_selection sel;
+    memset(&sel, 0, sizeof sel);
+    tr_analyze_opts o;
+    memset(&o, 0, sizeof o);
+    o.limit = 100;
+    o.select = &sel;
+    o.format = &tr_output_formats[0];
+    const tr_sort_key *sort = NULL;
+    tr_error err;
+    tr_error_clear(&err);
+    tr_status st = TR_OK;
     int c;
-    while ((c = getopt_long(argc, argv, "s:n:h", longopts, NULL)) != -1) {
+    while (st == TR_OK && (c = getopt_long(argc, argv, "s:n:h", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
-            if (!tr_sort_key_lookup(optarg)) {
-                fprintf(stderr, "trace-analyze: unknown sort key '%s' (valid:", optarg);
-                for (size_t i = 0; i < tr_nsort_keys; i++)
-                    fprintf(stderr, " %s", tr_sort_keys[i].name);
-                fprintf(stderr, ")\n");
-                return TR_ERR_USAGE;
+            if (!(sort = tr_sort_key_lookup(optarg))) {
+                list_choices(stderr, "sort key", optarg);
+                st = TR_ERR_USAGE;
+                err.msg[0] = '\0';
             }
-            sort_name = optarg;
             break;
-        case 'n': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (!*optarg || *end || v < -1)
-                return bad_usage("invalid --limit '%s' (a row count, or -1 for all)", optarg);
-            o.limit = v;
+        case 'n':
+            if (!parse_long(optarg, -1, &o.limit))
+                st = tr_fail(&err, TR_ERR_USAGE, "invalid --limit '%s' (a row count, or -1 for all)", optarg);
             break;
-        }
-        case 'S': o.group_by_shape = 1; break;
-        case 'u':
+        case O_SHAPE: o.group_by_shape = 1; break;
+        case O_STACK:
+            if (!parse_long(optarg, 1, &o.group_by_stack))
+                st = tr_fail(&err, TR_ERR_USAGE, "invalid --group-by-stack '%s' (a frame count >= 1)", optarg);
+            break;
+        case O_STACK_SRC:
+            if (!strcmp(optarg, "auto")) o.stack_source = TR_STACK_AUTO;
+            else if (!strcmp(optarg, "frames")) o.stack_source = TR_STACK_FRAMES;
+            else if (!strcmp(optarg, "tree")) o.stack_source = TR_STACK_TREE;
+            else st = tr_fail(&err, TR_ERR_USAGE, "unknown stack source '%s' (valid: auto frames tree)", optarg);
+            break;
+        case O_TOP: sel.top_level = 1; break;
+        case O_INCLUDE: st = tr_selection_add_regex(&sel, 0, optarg, &err); break;
+        case O_EXCLUDE: st = tr_selection_add_regex(&sel, 1, optarg, &err); break;
+        case O_KIND: st = tr_selection_parse_kinds(&sel, optarg, &err); break;
+        case O_THREAD:
+            if (!parse_i64(optarg, &sel.thread))
+                st = tr_fail(&err, TR_ERR_USAGE, "invalid --thread '%s' (an OS thread id)", optarg);
+            sel.has_thread = 1;
+            break;
+        case O_DEVICE:
+            if (!parse_i64(optarg, &sel.device))
+                st = tr_fail(&err, TR_ERR_USAGE, "invalid --device '%s' (a device ordinal)", optarg);
+            sel.has_device = 1;
+            break;
+        case O_STREAM:
+            if (!parse_i64(optarg, &sel.stream))
+                st = tr_fail(&err, TR_ERR_USAGE, "invalid --stream '%s' (a stream id)", optarg);
+            sel.has_stream = 1;
+            break;
+        case O_TIME:
+            st = tr_parse_time_range(optarg, &sel.time_start, &sel.time_end, &err);
+            sel.has_time = 1;
+            break;
+        case O_FORMAT:
+            if (!(o.format = tr_output_format_lookup(optarg))) {
+                list_choices(stderr, "format", optarg);
+                st = TR_ERR_USAGE;
+                err.msg[0] = '\0';
+            }
+            break;
+        case O_UNITS:
             if (!strcmp(optarg, "auto")) o.unit = TR_UNIT_AUTO;
             else if (!strcmp(optarg, "us")) o.unit = TR_UNIT_US;
             else if (!strcmp(optarg, "ms")) o.unit = TR_UNIT_MS;
             else if (!strcmp(optarg, "s")) o.unit = TR_UNIT_S;
-            else return bad_usage("unknown unit '%s' (valid: auto us ms s)", optarg);
+            else st = tr_fail(&err, TR_ERR_USAGE, "unknown unit '%s' (valid: auto us ms s)", optarg);
             break;
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("trace-analyze %s\n", TR_VERSION); return 0;
-        default: fprintf(stderr, "trace-analyze: try 'trace-analyze --help'\n"); return TR_ERR_USAGE;
+        case O_STATS: o.stats = 1; break;
+        case 'h': usage(stdout); tr_selection_free(&sel); return 0;
+        case O_VERSION: printf("trace-analyze %s\n", TR_VERSION); tr_selection_free(&sel); return 0;
+        default:
+            st = tr_fail(&err, TR_ERR_USAGE, "try 'trace-analyze --help'");
         }
     }
-    if (optind != argc - 1)
-        return bad_usage("%s", optind >= argc ? "no run database given (try 'trace-analyze --help')"
-                                              : "exactly one run database expected");
-    tr_error err;
-    tr_error_clear(&err);
+    if (st == TR_OK && optind != argc - 1)
+        st = tr_fail(&err, TR_ERR_USAGE, "%s", optind >= argc
+                     ? "no run database given (try 'trace-analyze --help')"
+                     : "exactly one run database expected");
     sqlite3 *db = NULL;
     tr_summary s;
     memset(&s, 0, sizeof s);
-    tr_status st = tr_rundb_open(argv[optind], &db, &err);
+    if (st == TR_OK)
+        st = tr_rundb_open(argv[optind], &db, &err);
     if (st == TR_OK)
         st = tr_summarize(db, &o, &s, &err);
     if (st == TR_OK) {
-        o.sort = sort_name ? tr_sort_key_lookup(sort_name)
-                           : tr_sort_key_lookup(s.has_gpu ? "self_cuda_time_total"
-                                                          : "self_cpu_time_total");
+        o.sort = sort ? sort : tr_sort_key_lookup(s.has_gpu ? "self_cuda_time_total" : "self_cpu_time_total");
         tr_summary_sort(&s, o.sort);
         if (s.n == 0)
-            fprintf(stderr, "trace-analyze: %s: no events\n", argv[optind]);
-        st = tr_print_table(stdout, &s, &o, &err);
+            fprintf(stderr, "trace-analyze: %s: no events%s\n", argv[optind],
+                    s.events == 0 && (sel.kind_mask || sel.include || sel.exclude || sel.has_thread
+                                      || sel.has_device || sel.has_stream || sel.has_time || sel.top_level)
+                        ? " selected" : "");
+        st = o.format->write(stdout, &s, &o, &err);
     }
     tr_summary_free(&s);
+    tr_selection_free(&sel);
     if (db)
         sqlite3_close(db);
     if (st == TR_OK && fflush(stdout) != 0)
         st = tr_fail(&err, TR_ERR_RUNTIME, "write error on standard output");
     if (st != TR_OK) {
-        fprintf(stderr, "trace-analyze: %s\n", err.msg);
+        if (err.msg[0])
+            fprintf(stderr, "trace-analyze: %s\n", err.msg);
         return st;
     }
     return 0;

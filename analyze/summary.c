@@ -1,10 +1,13 @@
+/* Grouping events into key_averages()-style rows: one scan, bounded by groups. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyze/analyze.h"
 #include "lib/i64map.h"
+#include "lib/model.h"
 
-#define US(ns) ((double)(ns) / 1000.0)
+int tr_selection_name_ok(const tr_selection *s, const char *name, size_t len);
 
 static double v_cpu_total(const tr_group *g) { return (double)g->cpu_total; }
 static double v_cpu_self(const tr_group *g) { return (double)g->cpu_self; }
@@ -22,16 +25,17 @@ static double v_flops(const tr_group *g) { return (double)g->flops; }
 const tr_sort_key tr_sort_keys[] = {
     {"cpu_time_total", "cpu_total", v_cpu_total},
     {"self_cpu_time_total", "self_cpu", v_cpu_self},
-    {"cuda_time_total", "gpu_total cuda_total", v_gpu_total},
-    {"self_cuda_time_total", "self_gpu self_cuda", v_gpu_self},
+    {"cuda_time_total", "gpu_total cuda_total device_time_total", v_gpu_total},
+    {"self_cuda_time_total", "self_gpu self_cuda self_device_time_total", v_gpu_self},
     {"cpu_time", "cpu_avg", v_cpu_avg},
-    {"cuda_time", "gpu_avg cuda_avg", v_gpu_avg},
+    {"cuda_time", "gpu_avg cuda_avg device_time", v_gpu_avg},
     {"count", "calls", v_count},
     {"cpu_memory_usage", "cpu_mem", v_cpu_mem},
     {"self_cpu_memory_usage", "self_cpu_mem", v_cpu_mem_self},
-    {"cuda_memory_usage", "gpu_mem cuda_mem", v_gpu_mem},
-    {"self_cuda_memory_usage", "self_gpu_mem self_cuda_mem", v_gpu_mem_self},
+    {"cuda_memory_usage", "gpu_mem cuda_mem device_memory_usage", v_gpu_mem},
+    {"self_cuda_memory_usage", "self_gpu_mem self_cuda_mem self_device_memory_usage", v_gpu_mem_self},
     {"flops", "", v_flops},
+    {"none", "first", NULL},
 };
 const size_t tr_nsort_keys = sizeof tr_sort_keys / sizeof tr_sort_keys[0];
 
@@ -52,143 +56,541 @@ const tr_sort_key *tr_sort_key_lookup(const char *name)
     return NULL;
 }
 
-static int before(int64_t s1, int64_t e1, int64_t i1, int64_t s2, int64_t e2, int64_t i2)
+/* ---- an interner of (parent, label) pairs: the nodes of a path trie ---- */
+typedef struct {
+    struct pair_slot { int64_t parent, label; int64_t id; } *slots;
+    size_t cap, n;
+    int64_t *parent, *label;   /* by id (1-based) */
+    size_t arr_cap;
+} pair_trie;
+
+static uint64_t pair_hash(int64_t a, int64_t b)
 {
-    if (s1 != s2)
-        return s1 < s2;
-    if (e1 != e2)
-        return e1 > e2;
-    return i1 < i2;
+    uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15ull ^ ((uint64_t)b + 0x7f4a7c159e3779b9ull);
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
 }
 
-static tr_status resolve_strings(sqlite3 *db, tr_summary *s, tr_error *err)
+static int64_t trie_get(pair_trie *t, int64_t parent, int64_t label)
+{
+    if ((t->n + 1) * 2 > t->cap) {
+        size_t ncap = t->cap ? t->cap * 2 : 1024;
+        struct pair_slot *ns = calloc(ncap, sizeof *ns);
+        if (!ns)
+            return -1;
+        for (size_t i = 0; i < t->cap; i++) {
+            if (!t->slots[i].id)
+                continue;
+            size_t j = pair_hash(t->slots[i].parent, t->slots[i].label) & (ncap - 1);
+            while (ns[j].id)
+                j = (j + 1) & (ncap - 1);
+            ns[j] = t->slots[i];
+        }
+        free(t->slots);
+        t->slots = ns;
+        t->cap = ncap;
+    }
+    size_t j = pair_hash(parent, label) & (t->cap - 1);
+    while (t->slots[j].id) {
+        if (t->slots[j].parent == parent && t->slots[j].label == label)
+            return t->slots[j].id;
+        j = (j + 1) & (t->cap - 1);
+    }
+    int64_t id = (int64_t)++t->n;
+    if ((size_t)id >= t->arr_cap) {
+        size_t nc = t->arr_cap ? t->arr_cap * 2 : 1024;
+        int64_t *np = realloc(t->parent, nc * sizeof *np);
+        if (!np)
+            return -1;
+        t->parent = np;
+        int64_t *nl = realloc(t->label, nc * sizeof *nl);
+        if (!nl)
+            return -1;
+        t->label = nl;
+        t->arr_cap = nc;
+    }
+    t->parent[id] = parent;
+    t->label[id] = label;
+    t->slots[j] = (struct pair_slot){parent, label, id};
+    return id;
+}
+
+static void trie_free(pair_trie *t)
+{
+    free(t->slots);
+    free(t->parent);
+    free(t->label);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- group index: (name, host/device, shape, stack key) -> group ---- */
+typedef struct {
+    struct gslot { int64_t name, shape, stack; int gpu; int64_t idx; int used; } *slots;
+    size_t cap, n;
+} group_map;
+
+static int64_t *group_find(group_map *m, int64_t name, int gpu, int64_t shape, int64_t stack, int *fresh)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 1024;
+        struct gslot *ns = calloc(ncap, sizeof *ns);
+        if (!ns)
+            return NULL;
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->slots[i].used)
+                continue;
+            struct gslot *o = &m->slots[i];
+            size_t j = pair_hash(o->name * 2 + o->gpu, o->shape * 31 + o->stack) & (ncap - 1);
+            while (ns[j].used)
+                j = (j + 1) & (ncap - 1);
+            ns[j] = *o;
+        }
+        free(m->slots);
+        m->slots = ns;
+        m->cap = ncap;
+    }
+    size_t j = pair_hash(name * 2 + gpu, shape * 31 + stack) & (m->cap - 1);
+    while (m->slots[j].used) {
+        struct gslot *o = &m->slots[j];
+        if (o->name == name && o->gpu == gpu && o->shape == shape && o->stack == stack) {
+            *fresh = 0;
+            return &o->idx;
+        }
+        j = (j + 1) & (m->cap - 1);
+    }
+    m->slots[j] = (struct gslot){name, shape, stack, gpu, -1, 1};
+    m->n++;
+    *fresh = 1;
+    return &m->slots[j].idx;
+}
+
+/* ---- the scan ---- */
+enum { C_ID, C_KIND, C_GPU, C_NAME, C_SHAPE, C_STACK, C_PARENT, C_FLAGS, C_TID, C_DEVICE, C_STREAM,
+       C_START, C_END, C_CPU_TOTAL, C_CPU_SELF, C_GPU_TOTAL, C_GPU_SELF, C_CMEM, C_CMEM_SELF,
+       C_GMEM, C_GMEM_SELF, C_FLOPS };
+
+static const char scan_sql[] =
+    "SELECT e.id, e.kind, k.on_gpu, e.name_id, e.shape_id, e.stack_id, e.parent_id, e.flags, "
+    "coalesce(t.tid, pt.tid), d.device, s.stream, e.start_ns, e.end_ns, e.cpu_total_ns, "
+    "e.cpu_self_ns, e.gpu_total_ns, e.gpu_self_ns, e.cpu_mem_total, e.cpu_mem_self, "
+    "e.gpu_mem_total, e.gpu_mem_self, e.flops "
+    "FROM events e JOIN kinds k ON k.id = e.kind "
+    "LEFT JOIN threads t ON t.id = e.thread_id "
+    "LEFT JOIN events pe ON pe.id = e.parent_id AND e.thread_id IS NULL "
+    "LEFT JOIN threads pt ON pt.id = pe.thread_id "
+    "LEFT JOIN streams s ON s.id = e.stream_id LEFT JOIN devices d ON d.id = s.device_id";
+
+typedef struct {
+    sqlite3 *db;
+    const tr_analyze_opts *o;
+    const tr_selection *sel;
+    tr_summary *s;
+    tr_error *err;
+    group_map groups;
+    pair_trie paths;        /* tree mode: (ancestor path, name) */
+    pair_trie keys;         /* innermost-first frame lists, at most N long */
+    tr_i64map key_cache;    /* path node -> key node */
+    tr_i64map name_ok;      /* name id -> 1 pass / 0 fail */
+    int64_t *frame_parent, *frame_label;   /* frames mode: stack_nodes */
+    size_t nframes_nodes;
+    int tree_mode;
+    int64_t t0;
+    sqlite3_stmt *name_stmt;
+} scan_ctx;
+
+static tr_status nomem(scan_ctx *c)
+{
+    return tr_fail(c->err, TR_ERR_RUNTIME, "out of memory while grouping events");
+}
+
+static int name_passes(scan_ctx *c, int64_t name_id)
+{
+    if (!c->sel || (!c->sel->include && !c->sel->exclude))
+        return 1;
+    int64_t ok;
+    if (tr_i64map_get(&c->name_ok, name_id, &ok))
+        return (int)ok;
+    const char *v = "";
+    int len = 0;
+    sqlite3_bind_int64(c->name_stmt, 1, name_id);
+    if (sqlite3_step(c->name_stmt) == SQLITE_ROW && sqlite3_column_text(c->name_stmt, 0)) {
+        v = (const char *)sqlite3_column_text(c->name_stmt, 0);
+        len = sqlite3_column_bytes(c->name_stmt, 0);
+    }
+    ok = tr_selection_name_ok(c->sel, v, (size_t)len);
+    sqlite3_reset(c->name_stmt);
+    tr_i64map_put(&c->name_ok, name_id, ok);
+    return (int)ok;
+}
+
+static int selected(scan_ctx *c, sqlite3_stmt *st)
+{
+    const tr_selection *sel = c->sel;
+    if (!sel)
+        return 1;
+    int kind = sqlite3_column_int(st, C_KIND), gpu = sqlite3_column_int(st, C_GPU);
+    if (sel->kind_mask && (kind < 0 || kind >= 32 || !(sel->kind_mask & (1u << kind))))
+        return 0;
+    if (sel->top_level && !gpu && sqlite3_column_type(st, C_PARENT) != SQLITE_NULL)
+        return 0;
+    if (sel->has_thread && (sqlite3_column_type(st, C_TID) == SQLITE_NULL
+                            || sqlite3_column_int64(st, C_TID) != sel->thread))
+        return 0;
+    if (sel->has_device && (!gpu || sqlite3_column_type(st, C_DEVICE) == SQLITE_NULL
+                            || sqlite3_column_int64(st, C_DEVICE) != sel->device))
+        return 0;
+    if (sel->has_stream && (!gpu || sqlite3_column_type(st, C_STREAM) == SQLITE_NULL
+                            || sqlite3_column_int64(st, C_STREAM) != sel->stream))
+        return 0;
+    if (sel->has_time) {
+        int64_t rel = sqlite3_column_int64(st, C_START) - c->t0;
+        if (rel < sel->time_start || rel >= sel->time_end)
+            return 0;
+    }
+    return name_passes(c, sqlite3_column_int64(st, C_NAME));
+}
+
+/* Key of the innermost N labels above path node `node`. */
+static int64_t stack_key(scan_ctx *c, int64_t node)
+{
+    if (c->o->group_by_stack <= 0 || node <= 0)
+        return 0;
+    int64_t key;
+    if (tr_i64map_get(&c->key_cache, node, &key))
+        return key;
+    key = 0;
+    int64_t n = node;
+    for (long i = 0; i < c->o->group_by_stack && n > 0; i++) {
+        int64_t label, up;
+        if (c->tree_mode) {
+            label = c->paths.label[n];
+            up = c->paths.parent[n];
+        } else {
+            if ((size_t)n >= c->nframes_nodes)
+                break;
+            label = c->frame_label[n];
+            up = c->frame_parent[n];
+        }
+        key = trie_get(&c->keys, key, label);
+        if (key < 0)
+            return -1;
+        n = up;
+    }
+    if (tr_i64map_put(&c->key_cache, node, key) < 0)
+        return -1;
+    return key;
+}
+
+static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, int64_t path)
+{
+    if (!selected(c, st))
+        return TR_OK;
+    tr_summary *s = c->s;
+    int64_t name = sqlite3_column_int64(st, C_NAME);
+    int gpu = sqlite3_column_int(st, C_GPU) != 0;
+    int64_t shape = c->o->group_by_shape ? sqlite3_column_int64(st, C_SHAPE) : 0;
+    int64_t key = stack_key(c, path);
+    if (key < 0)
+        return nomem(c);
+    int fresh;
+    int64_t *slot = group_find(&c->groups, name, gpu, shape, key, &fresh);
+    if (!slot)
+        return nomem(c);
+    if (fresh) {
+        if (s->n == s->cap) {
+            size_t ncap = s->cap ? s->cap * 2 : 256;
+            tr_group *ng = realloc(s->groups, ncap * sizeof *ng);
+            if (!ng)
+                return nomem(c);
+            s->groups = ng;
+            s->cap = ncap;
+        }
+        *slot = (int64_t)s->n;
+        tr_group *g = &s->groups[s->n++];
+        memset(g, 0, sizeof *g);
+        g->name_id = name;
+        g->shape_id = shape;
+        g->stack_key = key;
+        g->on_gpu = gpu;
+        g->first_start = INT64_MAX;
+    }
+    tr_group *g = &s->groups[*slot];
+    int64_t id = sqlite3_column_int64(st, C_ID);
+    int64_t start = sqlite3_column_int64(st, C_START), end = sqlite3_column_int64(st, C_END);
+    if (start < g->first_start || (start == g->first_start && (end > g->first_end
+                                   || (end == g->first_end && id < g->first_id)))) {
+        g->first_start = start;
+        g->first_end = end;
+        g->first_id = id;
+    }
+    g->count++;
+    g->cpu_total += sqlite3_column_int64(st, C_CPU_TOTAL);
+    g->cpu_self += sqlite3_column_int64(st, C_CPU_SELF);
+    g->gpu_total += sqlite3_column_int64(st, C_GPU_TOTAL);
+    g->gpu_self += sqlite3_column_int64(st, C_GPU_SELF);
+    g->cpu_mem += sqlite3_column_int64(st, C_CMEM);
+    g->cpu_mem_self += sqlite3_column_int64(st, C_CMEM_SELF);
+    g->gpu_mem += sqlite3_column_int64(st, C_GMEM);
+    g->gpu_mem_self += sqlite3_column_int64(st, C_GMEM_SELF);
+    if (sqlite3_column_type(st, C_FLOPS) != SQLITE_NULL)
+        g->flops += sqlite3_column_int64(st, C_FLOPS);
+    if (c->o->stats) {
+        if (g->ndur == g->capdur) {
+            size_t nc = g->capdur ? g->capdur * 2 : 8;
+            int64_t *nd = realloc(g->durations, nc * sizeof *nd);
+            if (!nd)
+                return nomem(c);
+            g->durations = nd;
+            g->capdur = nc;
+        }
+        g->durations[g->ndur++] = end - start;
+    }
+    s->events++;
+    return TR_OK;
+}
+
+static tr_status run_query(scan_ctx *c, const char *where_order, sqlite3_stmt **out)
+{
+    char sql[2048];
+    snprintf(sql, sizeof sql, "%s %s", scan_sql, where_order);
+    if (sqlite3_prepare_v2(c->db, sql, -1, out, NULL) != SQLITE_OK)
+        return tr_fail(c->err, TR_ERR_INPUT, "run database: cannot read events: %s", sqlite3_errmsg(c->db));
+    return TR_OK;
+}
+
+static tr_status step_error(scan_ctx *c)
+{
+    return tr_fail(c->err, TR_ERR_INPUT, "run database: cannot read events: %s", sqlite3_errmsg(c->db));
+}
+
+/* Host events in tree order, keeping the open ancestors on a stack so each
+ * event's ancestry path is known without lookups; then device activities,
+ * whose ancestry is their launching call's. */
+static tr_status scan_tree(scan_ctx *c)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
-        return tr_fail(err, TR_ERR_INPUT, "run database: %s", sqlite3_errmsg(db));
-    for (size_t i = 0; i < s->n; i++) {
-        for (int which = 0; which < 2; which++) {
-            int64_t id = which ? s->groups[i].shape_id : s->groups[i].name_id;
-            char **dst = which ? &s->groups[i].shape : &s->groups[i].name;
-            const char *v = "";
-            sqlite3_bind_int64(st, 1, id);
-            if (id && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-                v = (const char *)sqlite3_column_text(st, 0);
-            *dst = strdup(v);
-            sqlite3_reset(st);
-            if (!*dst) {
-                sqlite3_finalize(st);
-                return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    tr_i64map api_path;
+    tr_i64map_init(&api_path);
+    struct open { int64_t id, path; } *stack = NULL;
+    size_t depth = 0, cap = 0;
+    tr_status rc = run_query(c, "WHERE k.on_gpu = 0 ORDER BY e.thread_id, e.start_ns, e.end_ns DESC, e.depth, e.id", &st);
+    int r;
+    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, C_ID);
+        int has_parent = sqlite3_column_type(st, C_PARENT) != SQLITE_NULL;
+        int64_t parent = sqlite3_column_int64(st, C_PARENT);
+        int64_t anc = 0;
+        if (sqlite3_column_int(st, C_FLAGS) & TR_FLAG_ASYNC) {
+            rc = add_event(c, st, 0);
+            continue;
+        }
+        while (depth && (!has_parent || stack[depth - 1].id != parent))
+            depth--;
+        if (depth)
+            anc = stack[depth - 1].path;
+        int64_t self = trie_get(&c->paths, anc, sqlite3_column_int64(st, C_NAME));
+        if (self < 0) {
+            rc = nomem(c);
+            break;
+        }
+        if (depth == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            struct open *ns = realloc(stack, nc * sizeof *ns);
+            if (!ns) {
+                rc = nomem(c);
+                break;
             }
+            stack = ns;
+            cap = nc;
+        }
+        stack[depth++] = (struct open){id, self};
+        if (tr_kinds[(unsigned)sqlite3_column_int(st, C_KIND) % TR_KIND_COUNT_].is_api
+            && tr_i64map_put(&api_path, id, self) < 0) {
+            rc = nomem(c);
+            break;
+        }
+        rc = add_event(c, st, anc);
+    }
+    if (rc == TR_OK && r != SQLITE_DONE)
+        rc = step_error(c);
+    sqlite3_finalize(st);
+    free(stack);
+    if (rc == TR_OK)
+        rc = run_query(c, "WHERE k.on_gpu = 1", &st);
+    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t anc = 0;
+        if (sqlite3_column_type(st, C_PARENT) != SQLITE_NULL)
+            tr_i64map_get(&api_path, sqlite3_column_int64(st, C_PARENT), &anc);
+        rc = add_event(c, st, anc);
+    }
+    if (rc == TR_OK && st && r != SQLITE_DONE)
+        rc = step_error(c);
+    sqlite3_finalize(st);
+    tr_i64map_free(&api_path);
+    return rc;
+}
+
+static tr_status scan_flat(scan_ctx *c)
+{
+    sqlite3_stmt *st = NULL;
+    tr_status rc = run_query(c, "", &st);
+    int r = SQLITE_DONE;
+    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
+        rc = add_event(c, st, sqlite3_column_int64(st, C_STACK));
+    if (rc == TR_OK && r != SQLITE_DONE)
+        rc = step_error(c);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static tr_status load_stack_nodes(scan_ctx *c)
+{
+    sqlite3_stmt *st;
+    int64_t max = 0;
+    if (sqlite3_prepare_v2(c->db, "SELECT max(id) FROM stack_nodes", -1, &st, NULL) != SQLITE_OK)
+        return step_error(c);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        max = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (max <= 0 || max > (1ll << 32))
+        return TR_OK;
+    c->nframes_nodes = (size_t)max + 1;
+    c->frame_parent = calloc(c->nframes_nodes, sizeof *c->frame_parent);
+    c->frame_label = calloc(c->nframes_nodes, sizeof *c->frame_label);
+    if (!c->frame_parent || !c->frame_label)
+        return nomem(c);
+    if (sqlite3_prepare_v2(c->db, "SELECT id, coalesce(parent_id, 0), frame_id FROM stack_nodes", -1, &st, NULL) != SQLITE_OK)
+        return step_error(c);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0), parent = sqlite3_column_int64(st, 1);
+        if (id > 0 && id <= max && parent >= 0 && parent < id) {   /* parents first: no cycles */
+            c->frame_parent[id] = parent;
+            c->frame_label[id] = sqlite3_column_int64(st, 2);
         }
     }
     sqlite3_finalize(st);
     return TR_OK;
 }
 
+static char *string_of(scan_ctx *c, int64_t id)
+{
+    const char *v = "";
+    sqlite3_bind_int64(c->name_stmt, 1, id);
+    if (id && sqlite3_step(c->name_stmt) == SQLITE_ROW && sqlite3_column_text(c->name_stmt, 0))
+        v = (const char *)sqlite3_column_text(c->name_stmt, 0);
+    char *r = strdup(v);
+    sqlite3_reset(c->name_stmt);
+    return r;
+}
+
+static tr_status resolve(scan_ctx *c)
+{
+    tr_summary *s = c->s;
+    for (size_t i = 0; i < s->n; i++) {
+        tr_group *g = &s->groups[i];
+        g->name = string_of(c, g->name_id);
+        g->shape = string_of(c, g->shape_id);
+        if (!g->name || !g->shape)
+            return nomem(c);
+        size_t n = 0;
+        for (int64_t k = g->stack_key; k > 0; k = c->keys.parent[k])
+            n++;
+        if (!n)
+            continue;
+        g->frames = calloc(n, sizeof *g->frames);
+        if (!g->frames)
+            return nomem(c);
+        g->nframes = n;
+        /* the key trie is built innermost first: walking up yields outermost first */
+        size_t j = n;
+        for (int64_t k = g->stack_key; k > 0; k = c->keys.parent[k])
+            if (!(g->frames[--j] = string_of(c, c->keys.label[k])))
+                return nomem(c);
+    }
+    return TR_OK;
+}
+
 tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_error *err)
 {
     memset(s, 0, sizeof *s);
-    static const char sql[] =
-        "SELECT e.id, e.name_id, e.shape_id, k.on_gpu, e.start_ns, e.end_ns, e.cpu_total_ns, "
-        "e.cpu_self_ns, e.gpu_total_ns, e.gpu_self_ns, e.cpu_mem_total, e.cpu_mem_self, "
-        "e.gpu_mem_total, e.gpu_mem_self, e.flops "
-        "FROM events e JOIN kinds k ON k.id = e.kind";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return tr_fail(err, TR_ERR_INPUT, "run database: cannot read events: %s", sqlite3_errmsg(db));
-    tr_i64map index;
-    tr_i64map_init(&index);
-    tr_status status = TR_OK;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        int64_t name = sqlite3_column_int64(st, 1);
-        int64_t shape = o->group_by_shape ? sqlite3_column_int64(st, 2) : 0;
-        int on_gpu = sqlite3_column_int(st, 3) != 0;
-        int64_t key = (name << 32) ^ (shape << 1) ^ on_gpu;
-        int64_t gi;
-        if (!tr_i64map_get(&index, key, &gi)) {
-            if (s->n == s->cap) {
-                size_t ncap = s->cap ? s->cap * 2 : 256;
-                tr_group *ng = realloc(s->groups, ncap * sizeof *ng);
-                if (!ng)
-                    goto nomem;
-                s->groups = ng;
-                s->cap = ncap;
-            }
-            gi = (int64_t)s->n++;
-            tr_group *g = &s->groups[gi];
-            memset(g, 0, sizeof *g);
-            g->name_id = name;
-            g->shape_id = shape;
-            g->on_gpu = on_gpu;
-            g->first_start = INT64_MAX;
-            if (tr_i64map_put(&index, key, gi) < 0)
-                goto nomem;
-        }
-        tr_group *g = &s->groups[gi];
-        int64_t start = sqlite3_column_int64(st, 4), end = sqlite3_column_int64(st, 5);
-        if (before(start, end, id, g->first_start, g->first_end, g->first_id)) {
-            g->first_start = start;
-            g->first_end = end;
-            g->first_id = id;
-        }
-        g->count++;
-        g->cpu_total += sqlite3_column_int64(st, 6);
-        g->cpu_self += sqlite3_column_int64(st, 7);
-        g->gpu_total += sqlite3_column_int64(st, 8);
-        g->gpu_self += sqlite3_column_int64(st, 9);
-        g->cpu_mem += sqlite3_column_int64(st, 10);
-        g->cpu_mem_self += sqlite3_column_int64(st, 11);
-        g->gpu_mem += sqlite3_column_int64(st, 12);
-        g->gpu_mem_self += sqlite3_column_int64(st, 13);
-        if (sqlite3_column_type(st, 14) != SQLITE_NULL)
-            g->flops += sqlite3_column_int64(st, 14);
-        s->events++;
-    }
-    if (rc != SQLITE_DONE) {
-        status = tr_fail(err, TR_ERR_INPUT, "run database: cannot read events: %s", sqlite3_errmsg(db));
+    scan_ctx c;
+    memset(&c, 0, sizeof c);
+    c.db = db;
+    c.o = o;
+    c.sel = o->select;
+    c.s = s;
+    c.err = err;
+    tr_i64map_init(&c.key_cache);
+    tr_i64map_init(&c.name_ok);
+    tr_status rc = TR_OK;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &c.name_stmt, NULL) != SQLITE_OK) {
+        rc = step_error(&c);
         goto out;
     }
+    if (c.sel && c.sel->has_time) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, "SELECT coalesce(min(start_ns), 0) FROM events", -1, &st, NULL) == SQLITE_OK
+            && sqlite3_step(st) == SQLITE_ROW)
+            c.t0 = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    if (o->group_by_stack > 0) {
+        if ((rc = load_stack_nodes(&c)) != TR_OK)
+            goto out;
+        c.tree_mode = o->stack_source == TR_STACK_TREE
+                      || (o->stack_source == TR_STACK_AUTO && c.nframes_nodes == 0);
+        s->stack_source = c.tree_mode ? "tree" : "frames";
+    }
+    rc = c.tree_mode ? scan_tree(&c) : scan_flat(&c);
+    if (rc != TR_OK)
+        goto out;
     for (size_t i = 0; i < s->n; i++) {
         tr_group *g = &s->groups[i];
         s->sum_cpu_self += g->cpu_self;
         if (g->on_gpu)
             s->sum_gpu_self_device += g->gpu_self;
-        if (g->gpu_self > 0)
-            s->has_gpu = 1;
-        if (g->shape_id)
-            s->has_shapes = 1;
-        if (g->cpu_mem || g->gpu_mem || g->cpu_mem_self || g->gpu_mem_self)
-            s->has_mem = 1;
+        s->has_gpu |= g->gpu_self > 0;
+        s->has_shapes |= g->shape_id != 0;
+        s->has_mem |= g->cpu_mem || g->gpu_mem || g->cpu_mem_self || g->gpu_mem_self;
+        s->has_gpu_mem |= g->gpu_mem_self > 0;
+        s->has_flops |= g->flops > 0;
+        s->has_frames |= g->stack_key > 0;
     }
-    /* First-appearance order, the order PyTorch's key_averages() yields. */
     tr_summary_sort(s, NULL);
-    status = resolve_strings(db, s, err);
-    goto out;
-nomem:
-    status = tr_fail(err, TR_ERR_RUNTIME, "out of memory while grouping events");
+    rc = resolve(&c);
 out:
-    sqlite3_finalize(st);
-    tr_i64map_free(&index);
-    return status;
+    sqlite3_finalize(c.name_stmt);
+    trie_free(&c.paths);
+    trie_free(&c.keys);
+    tr_i64map_free(&c.key_cache);
+    tr_i64map_free(&c.name_ok);
+    free(c.frame_parent);
+    free(c.frame_label);
+    return rc;
 }
 
 static const tr_sort_key *sort_by;
 
+static int first_before(const tr_group *a, const tr_group *b)
+{
+    if (a->first_start != b->first_start)
+        return a->first_start < b->first_start;
+    if (a->first_end != b->first_end)
+        return a->first_end > b->first_end;
+    return a->first_id < b->first_id;
+}
+
 static int cmp_groups(const void *pa, const void *pb)
 {
     const tr_group *a = pa, *b = pb;
-    if (sort_by) {
+    if (sort_by && sort_by->value) {
         double va = sort_by->value(a), vb = sort_by->value(b);
         if (va != vb)
             return va > vb ? -1 : 1;
     }
-    /* ties keep first-appearance order: PyTorch's sort is stable */
-    if (before(a->first_start, a->first_end, a->first_id, b->first_start, b->first_end, b->first_id))
-        return -1;
-    return before(b->first_start, b->first_end, b->first_id, a->first_start, a->first_end, a->first_id);
+    /* ties keep first-appearance order: PyTorch's sorts are stable */
+    return first_before(a, b) ? -1 : first_before(b, a);
 }
 
 void tr_summary_sort(tr_summary *s, const tr_sort_key *key)
@@ -198,11 +600,44 @@ void tr_summary_sort(tr_summary *s, const tr_sort_key *key)
         qsort(s->groups, s->n, sizeof *s->groups, cmp_groups);
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+void tr_group_stats_get(const tr_group *g, tr_group_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    if (!g->ndur)
+        return;
+    qsort(g->durations, g->ndur, sizeof *g->durations, cmp_i64);
+    st->min = g->durations[0];
+    st->max = g->durations[g->ndur - 1];
+    size_t m = g->ndur / 2;
+    st->median = g->ndur % 2 ? (double)g->durations[m]
+                             : ((double)g->durations[m - 1] + (double)g->durations[m]) / 2.0;
+    double mean = 0;
+    for (size_t i = 0; i < g->ndur; i++)
+        mean += (double)g->durations[i];
+    mean /= (double)g->ndur;
+    double var = 0;
+    for (size_t i = 0; i < g->ndur; i++)
+        var += ((double)g->durations[i] - mean) * ((double)g->durations[i] - mean);
+    /* sample standard deviation, as nsys stats reports */
+    st->stddev = g->ndur > 1 ? sqrt(var / (double)(g->ndur - 1)) : 0;
+}
+
 void tr_summary_free(tr_summary *s)
 {
     for (size_t i = 0; i < s->n; i++) {
-        free(s->groups[i].name);
-        free(s->groups[i].shape);
+        tr_group *g = &s->groups[i];
+        free(g->name);
+        free(g->shape);
+        for (size_t j = 0; j < g->nframes; j++)
+            free(g->frames[j]);
+        free(g->frames);
+        free(g->durations);
     }
     free(s->groups);
     memset(s, 0, sizeof *s);

@@ -1,7 +1,13 @@
 /*
- * table.c - the key_averages().table() layout: each column is a row of
- * `columns[]` (header, width, alignment, when it is shown, how a cell reads).
+ * table.c - the columns of a summary and the output formats that print them.
+ *
+ * Each column is a row of columns[]: its PyTorch header, its key in csv/json,
+ * its width and alignment in the text table, when it is shown, its formatted
+ * cell and its raw value (ns, bytes, counts) for machine-readable formats.
+ * The text format reproduces PyTorch 1.13's key_averages().table() layout.
  */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyze/analyze.h"
@@ -9,97 +15,160 @@
 #define US(ns) ((double)(ns) / 1000.0)
 #define NAME_MAX_WIDTH 55
 #define SHAPES_MAX_WIDTH 80
+#define SOURCE_MAX_WIDTH 75
+#define SOURCE_EXTRA_FRAMES 4   /* PyTorch 1.13 prints the first frame and at most 4 more */
 
 typedef struct {
     const tr_summary *s;
     const tr_analyze_opts *o;
-    int name_width, shapes_width;
+    int name_width, shapes_width, source_width;
+    double flops_scale;
+    const char *flops_header;
+    tr_group_stats stats;   /* of the row being printed */
 } table_ctx;
+
+typedef enum { RAW_INT, RAW_REAL, RAW_STRING, RAW_FRAMES } raw_type;
 
 typedef struct {
     const char *header;
-    int width;          /* 0: computed (name, shapes) */
-    int left;           /* left-aligned */
+    const char *key;
+    int width;          /* 0: computed (name, shapes, source location) */
+    int left;
     int (*shown)(const table_ctx *c);
     void (*cell)(char *buf, size_t n, const tr_group *g, const table_ctx *c);
+    raw_type raw;
+    double (*value)(const tr_group *g, const table_ctx *c);   /* RAW_INT / RAW_REAL */
+    const char *(*text)(const tr_group *g);                   /* RAW_STRING */
 } column;
 
 static int always(const table_ctx *c) { (void)c; return 1; }
 static int with_gpu(const table_ctx *c) { return c->s->has_gpu; }
 static int with_mem(const table_ctx *c) { return c->s->has_mem; }
-static int with_gpu_mem(const table_ctx *c)
-{
-    for (size_t i = 0; i < c->s->n; i++)
-        if (c->s->groups[i].gpu_mem_self > 0)
-            return c->s->has_mem;
-    return 0;
-}
+static int with_gpu_mem(const table_ctx *c) { return c->s->has_mem && c->s->has_gpu_mem; }
 static int with_shapes(const table_ctx *c) { return c->o->group_by_shape && c->s->has_shapes; }
+static int with_source(const table_ctx *c) { return c->s->has_frames; }
+static int with_flops(const table_ctx *c) { return c->s->has_flops; }
+static int with_stats(const table_ctx *c) { return c->o->stats; }
+
+static double r_count(const tr_group *g, const table_ctx *c) { (void)c; return (double)g->count; }
+static double r_cpu_self(const tr_group *g, const table_ctx *c) { (void)c; return (double)g->cpu_self; }
+static double r_cpu_total(const tr_group *g, const table_ctx *c) { (void)c; return (double)g->cpu_total; }
+static double r_cpu_avg(const tr_group *g, const table_ctx *c) { (void)c; return g->count ? (double)g->cpu_total / (double)g->count : 0; }
+static double r_gpu_self(const tr_group *g, const table_ctx *c) { (void)c; return (double)g->gpu_self; }
+static double r_gpu_total(const tr_group *g, const table_ctx *c) { (void)c; return (double)g->gpu_total; }
+static double r_gpu_avg(const tr_group *g, const table_ctx *c) { (void)c; return g->count ? (double)g->gpu_total / (double)g->count : 0; }
+static double r_cpu_mem(const tr_group *g, const table_ctx *c) { (void)c; return (double)g->cpu_mem; }
+static double r_cpu_mem_self(const tr_group *g, const table_ctx *c) { (void)c; return (double)g->cpu_mem_self; }
+static double r_gpu_mem(const tr_group *g, const table_ctx *c) { (void)c; return (double)g->gpu_mem; }
+static double r_gpu_mem_self(const tr_group *g, const table_ctx *c) { (void)c; return (double)g->gpu_mem_self; }
+static double r_flops(const tr_group *g, const table_ctx *c) { (void)c; return (double)g->flops; }
+static double r_min(const tr_group *g, const table_ctx *c) { (void)g; return (double)c->stats.min; }
+static double r_max(const tr_group *g, const table_ctx *c) { (void)g; return (double)c->stats.max; }
+static double r_median(const tr_group *g, const table_ctx *c) { (void)g; return c->stats.median; }
+static double r_stddev(const tr_group *g, const table_ctx *c) { (void)g; return c->stats.stddev; }
+static double r_self_cpu_pct(const tr_group *g, const table_ctx *c)
+{ return c->s->sum_cpu_self ? (double)g->cpu_self * 100.0 / (double)c->s->sum_cpu_self : NAN; }
+static double r_cpu_total_pct(const tr_group *g, const table_ctx *c)
+{ return c->s->sum_cpu_self ? (double)g->cpu_total * 100.0 / (double)c->s->sum_cpu_self : NAN; }
+static double r_self_gpu_pct(const tr_group *g, const table_ctx *c)
+{ return c->s->sum_gpu_self_device ? (double)g->gpu_self * 100.0 / (double)c->s->sum_gpu_self_device : NAN; }
+static const char *t_name(const tr_group *g) { return g->name; }
+static const char *t_shape(const tr_group *g) { return g->shape_id ? g->shape : "[]"; }
+static const char *t_device(const tr_group *g) { return g->on_gpu ? "gpu" : "cpu"; }
 
 static void c_name(char *b, size_t n, const tr_group *g, const table_ctx *c)
 {
-    size_t len = strlen(g->name), cps = tr_utf8_len(g->name, len);
+    size_t len = strlen(g->name);
     size_t keep = (size_t)NAME_MAX_WIDTH - 3;
-    /* PyTorch also appends "..." to a name of exactly 52 characters; we only
-     * mark names that were really cut. */
     (void)c;
-    if (cps > keep)
+    /* PyTorch also appends "..." to a name of exactly 52 characters; only cut names are marked */
+    if (tr_utf8_len(g->name, len) > keep)
         snprintf(b, n, "%.*s...", (int)tr_utf8_prefix(g->name, len, keep), g->name);
     else
         snprintf(b, n, "%s", g->name);
 }
+static void c_time_of(char *b, size_t n, double ns, const table_ctx *c) { tr_fmt_time(b, n, US(ns), c->o->unit); }
 static void c_self_cpu_pct(char *b, size_t n, const tr_group *g, const table_ctx *c)
 { tr_fmt_share(b, n, US(g->cpu_self), US(c->s->sum_cpu_self)); }
-static void c_self_cpu(char *b, size_t n, const tr_group *g, const table_ctx *c)
-{ tr_fmt_time(b, n, US(g->cpu_self), c->o->unit); }
+static void c_self_cpu(char *b, size_t n, const tr_group *g, const table_ctx *c) { c_time_of(b, n, (double)g->cpu_self, c); }
 static void c_cpu_total_pct(char *b, size_t n, const tr_group *g, const table_ctx *c)
 { tr_fmt_share(b, n, US(g->cpu_total), US(c->s->sum_cpu_self)); }
-static void c_cpu_total(char *b, size_t n, const tr_group *g, const table_ctx *c)
-{ tr_fmt_time(b, n, US(g->cpu_total), c->o->unit); }
+static void c_cpu_total(char *b, size_t n, const tr_group *g, const table_ctx *c) { c_time_of(b, n, (double)g->cpu_total, c); }
 static void c_cpu_avg(char *b, size_t n, const tr_group *g, const table_ctx *c)
 { tr_fmt_time(b, n, g->count ? US(g->cpu_total) / (double)g->count : 0, c->o->unit); }
-static void c_self_gpu(char *b, size_t n, const tr_group *g, const table_ctx *c)
-{ tr_fmt_time(b, n, US(g->gpu_self), c->o->unit); }
+static void c_self_gpu(char *b, size_t n, const tr_group *g, const table_ctx *c) { c_time_of(b, n, (double)g->gpu_self, c); }
 static void c_self_gpu_pct(char *b, size_t n, const tr_group *g, const table_ctx *c)
 { tr_fmt_share(b, n, US(g->gpu_self), US(c->s->sum_gpu_self_device)); }
-static void c_gpu_total(char *b, size_t n, const tr_group *g, const table_ctx *c)
-{ tr_fmt_time(b, n, US(g->gpu_total), c->o->unit); }
+static void c_gpu_total(char *b, size_t n, const tr_group *g, const table_ctx *c) { c_time_of(b, n, (double)g->gpu_total, c); }
 static void c_gpu_avg(char *b, size_t n, const tr_group *g, const table_ctx *c)
 { tr_fmt_time(b, n, g->count ? US(g->gpu_total) / (double)g->count : 0, c->o->unit); }
-static void c_cpu_mem(char *b, size_t n, const tr_group *g, const table_ctx *c)
-{ (void)c; tr_fmt_mem(b, n, g->cpu_mem); }
-static void c_cpu_mem_self(char *b, size_t n, const tr_group *g, const table_ctx *c)
-{ (void)c; tr_fmt_mem(b, n, g->cpu_mem_self); }
-static void c_gpu_mem(char *b, size_t n, const tr_group *g, const table_ctx *c)
-{ (void)c; tr_fmt_mem(b, n, g->gpu_mem); }
-static void c_gpu_mem_self(char *b, size_t n, const tr_group *g, const table_ctx *c)
-{ (void)c; tr_fmt_mem(b, n, g->gpu_mem_self); }
-static void c_calls(char *b, size_t n, const tr_group *g, const table_ctx *c)
-{ (void)c; snprintf(b, n, "%lld", (long long)g->count); }
+static void c_cpu_mem(char *b, size_t n, const tr_group *g, const table_ctx *c) { (void)c; tr_fmt_mem(b, n, g->cpu_mem); }
+static void c_cpu_mem_self(char *b, size_t n, const tr_group *g, const table_ctx *c) { (void)c; tr_fmt_mem(b, n, g->cpu_mem_self); }
+static void c_gpu_mem(char *b, size_t n, const tr_group *g, const table_ctx *c) { (void)c; tr_fmt_mem(b, n, g->gpu_mem); }
+static void c_gpu_mem_self(char *b, size_t n, const tr_group *g, const table_ctx *c) { (void)c; tr_fmt_mem(b, n, g->gpu_mem_self); }
+static void c_calls(char *b, size_t n, const tr_group *g, const table_ctx *c) { (void)c; snprintf(b, n, "%lld", (long long)g->count); }
+static void c_min(char *b, size_t n, const tr_group *g, const table_ctx *c) { (void)g; c_time_of(b, n, (double)c->stats.min, c); }
+static void c_max(char *b, size_t n, const tr_group *g, const table_ctx *c) { (void)g; c_time_of(b, n, (double)c->stats.max, c); }
+static void c_median(char *b, size_t n, const tr_group *g, const table_ctx *c) { (void)g; c_time_of(b, n, c->stats.median, c); }
+static void c_stddev(char *b, size_t n, const tr_group *g, const table_ctx *c) { (void)g; c_time_of(b, n, c->stats.stddev, c); }
 static void c_shapes(char *b, size_t n, const tr_group *g, const table_ctx *c)
 {
-    const char *v = g->shape_id ? g->shape : "[]";
-    size_t len = strlen(v);
-    snprintf(b, n, "%.*s", (int)tr_utf8_prefix(v, len, (size_t)c->shapes_width), v);
+    const char *v = t_shape(g);
+    snprintf(b, n, "%.*s", (int)tr_utf8_prefix(v, strlen(v), (size_t)c->shapes_width), v);
+}
+/* PyTorch's trim: keep the last W characters and mark the cut with "...". */
+static void trim_frame(char *b, size_t n, const char *f, int width)
+{
+    size_t len = strlen(f), cps = tr_utf8_len(f, len);
+    if (cps <= (size_t)width) {
+        snprintf(b, n, "%s", f);
+        return;
+    }
+    const char *tail = f + tr_utf8_prefix(f, len, cps - (size_t)width);
+    if (width > 3)
+        snprintf(b, n, "...%s", tail + tr_utf8_prefix(tail, strlen(tail), 3));
+    else
+        snprintf(b, n, "%s", tail);
+}
+static void c_source(char *b, size_t n, const tr_group *g, const table_ctx *c)
+{
+    if (g->nframes)
+        trim_frame(b, n, g->frames[0], c->source_width);
+    else
+        b[0] = '\0';
+}
+static void c_flops(char *b, size_t n, const tr_group *g, const table_ctx *c)
+{
+    if (g->flops <= 0)
+        snprintf(b, n, "--");
+    else
+        snprintf(b, n, "%8.3f", (double)g->flops * c->flops_scale);
 }
 
 static const column columns[] = {
-    {"Name", 0, 0, always, c_name},
-    {"Self CPU %", 12, 0, always, c_self_cpu_pct},
-    {"Self CPU", 12, 0, always, c_self_cpu},
-    {"CPU total %", 12, 0, always, c_cpu_total_pct},
-    {"CPU total", 12, 0, always, c_cpu_total},
-    {"CPU time avg", 12, 0, always, c_cpu_avg},
-    {"Self CUDA", 12, 0, with_gpu, c_self_gpu},
-    {"Self CUDA %", 12, 0, with_gpu, c_self_gpu_pct},
-    {"CUDA total", 12, 0, with_gpu, c_gpu_total},
-    {"CUDA time avg", 12, 0, with_gpu, c_gpu_avg},
-    {"CPU Mem", 12, 0, with_mem, c_cpu_mem},
-    {"Self CPU Mem", 12, 0, with_mem, c_cpu_mem_self},
-    {"CUDA Mem", 12, 0, with_gpu_mem, c_gpu_mem},
-    {"Self CUDA Mem", 12, 0, with_gpu_mem, c_gpu_mem_self},
-    {"# of Calls", 12, 0, always, c_calls},
-    {"Input Shapes", 0, 0, with_shapes, c_shapes},
+    {"Name", "name", 0, 0, always, c_name, RAW_STRING, NULL, t_name},
+    {NULL, "device", 0, 0, NULL, NULL, RAW_STRING, NULL, t_device},   /* machine formats only */
+    {"Self CPU %", "self_cpu_pct", 12, 0, always, c_self_cpu_pct, RAW_REAL, r_self_cpu_pct, NULL},
+    {"Self CPU", "self_cpu_ns", 12, 0, always, c_self_cpu, RAW_INT, r_cpu_self, NULL},
+    {"CPU total %", "cpu_total_pct", 12, 0, always, c_cpu_total_pct, RAW_REAL, r_cpu_total_pct, NULL},
+    {"CPU total", "cpu_total_ns", 12, 0, always, c_cpu_total, RAW_INT, r_cpu_total, NULL},
+    {"CPU time avg", "cpu_avg_ns", 12, 0, always, c_cpu_avg, RAW_REAL, r_cpu_avg, NULL},
+    {"Self CUDA", "self_gpu_ns", 12, 0, with_gpu, c_self_gpu, RAW_INT, r_gpu_self, NULL},
+    {"Self CUDA %", "self_gpu_pct", 12, 0, with_gpu, c_self_gpu_pct, RAW_REAL, r_self_gpu_pct, NULL},
+    {"CUDA total", "gpu_total_ns", 12, 0, with_gpu, c_gpu_total, RAW_INT, r_gpu_total, NULL},
+    {"CUDA time avg", "gpu_avg_ns", 12, 0, with_gpu, c_gpu_avg, RAW_REAL, r_gpu_avg, NULL},
+    {"CPU Mem", "cpu_mem_bytes", 12, 0, with_mem, c_cpu_mem, RAW_INT, r_cpu_mem, NULL},
+    {"Self CPU Mem", "self_cpu_mem_bytes", 12, 0, with_mem, c_cpu_mem_self, RAW_INT, r_cpu_mem_self, NULL},
+    {"CUDA Mem", "gpu_mem_bytes", 12, 0, with_gpu_mem, c_gpu_mem, RAW_INT, r_gpu_mem, NULL},
+    {"Self CUDA Mem", "self_gpu_mem_bytes", 12, 0, with_gpu_mem, c_gpu_mem_self, RAW_INT, r_gpu_mem_self, NULL},
+    {"# of Calls", "calls", 12, 0, always, c_calls, RAW_INT, r_count, NULL},
+    {"Min", "min_ns", 12, 0, with_stats, c_min, RAW_INT, r_min, NULL},
+    {"Max", "max_ns", 12, 0, with_stats, c_max, RAW_INT, r_max, NULL},
+    {"Median", "median_ns", 12, 0, with_stats, c_median, RAW_REAL, r_median, NULL},
+    {"Std Dev", "stddev_ns", 12, 0, with_stats, c_stddev, RAW_REAL, r_stddev, NULL},
+    {"Input Shapes", "input_shapes", 0, 0, with_shapes, c_shapes, RAW_STRING, NULL, t_shape},
+    {"Source Location", "stack", 0, 1, with_source, c_source, RAW_FRAMES, NULL, NULL},
+    {"Total FLOPs", "flops", 12, 0, with_flops, c_flops, RAW_INT, r_flops, NULL},
 };
 #define NCOLUMNS (sizeof columns / sizeof columns[0])
 
@@ -109,13 +178,56 @@ static int width_of(const column *col, const table_ctx *c)
         return c->name_width;
     if (col->cell == c_shapes)
         return c->shapes_width;
+    if (col->cell == c_source)
+        return c->source_width;
     return col->width;
+}
+
+static size_t cps_of(const char *s) { return tr_utf8_len(s, strlen(s)); }
+
+static void prepare(table_ctx *c, const tr_summary *s, const tr_analyze_opts *o)
+{
+    memset(c, 0, sizeof *c);
+    c->s = s;
+    c->o = o;
+    size_t max_name = 0, max_shape = 0, max_frame = 0;
+    int64_t min_flops = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const tr_group *g = &s->groups[i];
+        if (cps_of(g->name) > max_name)
+            max_name = cps_of(g->name);
+        if (cps_of(t_shape(g)) > max_shape)
+            max_shape = cps_of(t_shape(g));
+        for (size_t j = 0; j < g->nframes; j++)
+            if (cps_of(g->frames[j]) > max_frame)
+                max_frame = cps_of(g->frames[j]);
+        if (g->flops > 0 && (!min_flops || g->flops < min_flops))
+            min_flops = g->flops;
+    }
+    c->name_width = (int)(max_name + 4 < NAME_MAX_WIDTH ? max_name + 4 : NAME_MAX_WIDTH);
+    c->shapes_width = (int)(max_shape + 4 < SHAPES_MAX_WIDTH ? max_shape + 4 : SHAPES_MAX_WIDTH);
+    c->source_width = (int)(max_frame + 4 < SOURCE_MAX_WIDTH ? max_frame + 4 : SOURCE_MAX_WIDTH);
+    /* PyTorch's unit: that of the smallest positive value */
+    static const char *const units[] = {"Total FLOPs", "Total KFLOPs", "Total MFLOPs",
+                                        "Total GFLOPs", "Total TFLOPs", "Total PFLOPs"};
+    int u = 0;
+    if (min_flops > 0) {
+        double lu = log10((double)min_flops) / 3.0;
+        u = lu < 0 ? 0 : lu > 5 ? 5 : (int)floor(lu);
+    }
+    c->flops_header = units[u];
+    c->flops_scale = pow(10, (double)u * -3.0);
+}
+
+static const char *header_of(const column *col, const table_ctx *c)
+{
+    return col->cell == c_flops ? c->flops_header : col->header;
 }
 
 /* Pads by code points, as Python's str.format does. */
 static void put_cell(FILE *out, const char *text, int width, int left)
 {
-    size_t cps = tr_utf8_len(text, strlen(text));
+    size_t cps = cps_of(text);
     int pad = width > (int)cps ? width - (int)cps : 0;
     if (left)
         fprintf(out, "%s%*s  ", text, pad, "");
@@ -123,57 +235,86 @@ static void put_cell(FILE *out, const char *text, int width, int left)
         fprintf(out, "%*s%s  ", pad, "", text);
 }
 
+static size_t shown_columns(const table_ctx *c, const column **shown, int machine)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < NCOLUMNS; i++) {
+        if (!columns[i].shown)
+            continue;
+        if (columns[i].shown(c) || (machine && columns[i].cell == c_calls))
+            shown[n++] = &columns[i];
+    }
+    return n;
+}
+
 tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *o, tr_error *err)
 {
-    (void)err;
     if (s->n == 0)
         return TR_OK;
-    table_ctx c = {s, o, 0, 0};
-    size_t max_name = 0, max_shape = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        size_t l = tr_utf8_len(s->groups[i].name, strlen(s->groups[i].name));
-        if (l > max_name)
-            max_name = l;
-        const char *sh = s->groups[i].shape_id ? s->groups[i].shape : "[]";
-        l = tr_utf8_len(sh, strlen(sh));
-        if (l > max_shape)
-            max_shape = l;
-    }
-    c.name_width = (int)(max_name + 4 < NAME_MAX_WIDTH ? max_name + 4 : NAME_MAX_WIDTH);
-    c.shapes_width = (int)(max_shape + 4 < SHAPES_MAX_WIDTH ? max_shape + 4 : SHAPES_MAX_WIDTH);
-
+    table_ctx c;
+    prepare(&c, s, o);
     const column *shown[NCOLUMNS];
-    size_t ncols = 0;
-    for (size_t i = 0; i < NCOLUMNS; i++)
-        if (columns[i].shown(&c))
-            shown[ncols++] = &columns[i];
-
-    char sep[4096];
-    size_t sl = 0;
-    for (size_t i = 0; i < ncols && sl + 300 < sizeof sep; i++) {
-        int w = width_of(shown[i], &c);
-        memset(sep + sl, '-', (size_t)w);
-        sl += (size_t)w;
-        sep[sl++] = ' ';
-        sep[sl++] = ' ';
-    }
-    sep[sl] = '\0';
-
-    fprintf(out, "%s\n", sep);
+    size_t ncols = shown_columns(&c, shown, 0);
+    size_t line_len = 0;
     for (size_t i = 0; i < ncols; i++)
-        put_cell(out, shown[i]->header, width_of(shown[i], &c), shown[i]->left);
-    fprintf(out, "\n%s\n", sep);
+        line_len += (size_t)width_of(shown[i], &c) + (i ? 2 : 0);
+
+    if (o->select && o->select->top_level) {
+        for (size_t i = 0; i < line_len; i++)
+            fputc('=', out);
+        fprintf(out, "\nThis report only display top-level ops statistics\n");
+    }
+    for (size_t i = 0; i < ncols; i++) {
+        for (int k = 0; k < width_of(shown[i], &c); k++)
+            fputc('-', out);
+        fputs("  ", out);
+    }
+    fputc('\n', out);
+    long sep_end = ftell(out);
+    (void)sep_end;
+    for (size_t i = 0; i < ncols; i++)
+        put_cell(out, header_of(shown[i], &c), width_of(shown[i], &c), shown[i]->left);
+    fputc('\n', out);
+    for (size_t i = 0; i < ncols; i++) {
+        for (int k = 0; k < width_of(shown[i], &c); k++)
+            fputc('-', out);
+        fputs("  ", out);
+    }
+    fputc('\n', out);
     char cell[8192];
     for (size_t r = 0; r < s->n; r++) {
         if (o->limit >= 0 && (long)r >= o->limit)
             break;
+        const tr_group *g = &s->groups[r];
+        if (o->stats)
+            tr_group_stats_get(g, &c.stats);
         for (size_t i = 0; i < ncols; i++) {
-            shown[i]->cell(cell, sizeof cell, &s->groups[r], &c);
+            shown[i]->cell(cell, sizeof cell, g, &c);
             put_cell(out, cell, width_of(shown[i], &c), shown[i]->left);
         }
         fputc('\n', out);
+        if (!s->has_frames)
+            continue;
+        /* more frames under the first, in the Source Location column, then a spacer row */
+        for (size_t f = 1; f < g->nframes && f <= SOURCE_EXTRA_FRAMES; f++) {
+            for (size_t i = 0; i < ncols; i++) {
+                cell[0] = '\0';
+                if (shown[i]->cell == c_source)
+                    trim_frame(cell, sizeof cell, g->frames[f], c.source_width);
+                put_cell(out, cell, width_of(shown[i], &c), shown[i]->left);
+            }
+            fputc('\n', out);
+        }
+        for (size_t i = 0; i < ncols; i++)
+            put_cell(out, "", width_of(shown[i], &c), shown[i]->left);
+        fputc('\n', out);
     }
-    fprintf(out, "%s\n", sep);
+    for (size_t i = 0; i < ncols; i++) {
+        for (int k = 0; k < width_of(shown[i], &c); k++)
+            fputc('-', out);
+        fputs("  ", out);
+    }
+    fputc('\n', out);
     char buf[64];
     tr_fmt_time(buf, sizeof buf, US(s->sum_cpu_self), o->unit);
     fprintf(out, "Self CPU time total: %s\n", buf);
@@ -182,4 +323,215 @@ tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *
         fprintf(out, "Self CUDA time total: %s\n", buf);
     }
     return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error on output") : TR_OK;
+}
+
+/* ---- machine-readable formats: every column with data, raw numbers ---- */
+
+static void json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(out, "\\u%04x", *p);
+        else
+            fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+static void csv_string(FILE *out, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+static void number(FILE *out, const column *col, double v)
+{
+    if (isnan(v))
+        fputs("null", out);
+    else if (col->raw == RAW_INT)
+        fprintf(out, "%.0f", v);
+    else
+        fprintf(out, "%.6g", v);
+}
+
+static const column name_col_device = {NULL, "device", 0, 0, NULL, NULL, RAW_STRING, NULL, t_device};
+
+static size_t machine_columns(const table_ctx *c, const column **shown)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < NCOLUMNS; i++) {
+        if (!columns[i].shown)
+            shown[n++] = &name_col_device;
+        else if (columns[i].shown(c))
+            shown[n++] = &columns[i];
+    }
+    return n;
+}
+
+static tr_status write_csv(FILE *out, const tr_summary *s, const tr_analyze_opts *o, tr_error *err)
+{
+    table_ctx c;
+    prepare(&c, s, o);
+    const column *shown[NCOLUMNS];
+    size_t ncols = machine_columns(&c, shown);
+    for (size_t i = 0; i < ncols; i++)
+        fprintf(out, "%s%s", i ? "," : "", shown[i]->key);
+    fputc('\n', out);
+    for (size_t r = 0; r < s->n && (o->limit < 0 || (long)r < o->limit); r++) {
+        const tr_group *g = &s->groups[r];
+        if (o->stats)
+            tr_group_stats_get(g, &c.stats);
+        for (size_t i = 0; i < ncols; i++) {
+            if (i)
+                fputc(',', out);
+            if (shown[i]->raw == RAW_STRING) {
+                csv_string(out, shown[i]->text(g));
+            } else if (shown[i]->raw == RAW_FRAMES) {
+                /* frames innermost first, separated by " <- " */
+                size_t len = 1;
+                for (size_t f = 0; f < g->nframes; f++)
+                    len += strlen(g->frames[f]) + 4;
+                char *joined = malloc(len);
+                if (!joined)
+                    return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+                joined[0] = '\0';
+                for (size_t f = 0; f < g->nframes; f++) {
+                    if (f)
+                        strcat(joined, " <- ");
+                    strcat(joined, g->frames[f]);
+                }
+                csv_string(out, joined);
+                free(joined);
+            } else {
+                double v = shown[i]->value(g, &c);
+                if (!isnan(v))
+                    number(out, shown[i], v);
+            }
+        }
+        fputc('\n', out);
+    }
+    return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error on output") : TR_OK;
+}
+
+static tr_status write_json(FILE *out, const tr_summary *s, const tr_analyze_opts *o, tr_error *err)
+{
+    table_ctx c;
+    prepare(&c, s, o);
+    const column *shown[NCOLUMNS];
+    size_t ncols = machine_columns(&c, shown);
+    fprintf(out, "{\"time_unit\":\"ns\",\"events\":%lld,\"self_cpu_total_ns\":%lld,\"self_gpu_total_ns\":%lld,",
+            (long long)s->events, (long long)s->sum_cpu_self, (long long)s->sum_gpu_self_device);
+    if (s->stack_source)
+        fprintf(out, "\"stack_source\":\"%s\",", s->stack_source);
+    fputs("\"rows\":[", out);
+    for (size_t r = 0; r < s->n && (o->limit < 0 || (long)r < o->limit); r++) {
+        const tr_group *g = &s->groups[r];
+        if (o->stats)
+            tr_group_stats_get(g, &c.stats);
+        fputs(r ? ",\n{" : "\n{", out);
+        for (size_t i = 0; i < ncols; i++) {
+            fprintf(out, "%s\"%s\":", i ? "," : "", shown[i]->key);
+            if (shown[i]->raw == RAW_STRING) {
+                json_string(out, shown[i]->text(g));
+            } else if (shown[i]->raw == RAW_FRAMES) {
+                fputc('[', out);
+                for (size_t f = 0; f < g->nframes; f++) {
+                    if (f)
+                        fputc(',', out);
+                    json_string(out, g->frames[f]);
+                }
+                fputc(']', out);
+            } else {
+                number(out, shown[i], shown[i]->value(g, &c));
+            }
+        }
+        fputc('}', out);
+    }
+    fputs("\n]}\n", out);
+    return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error on output") : TR_OK;
+}
+
+static void md_cell(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|' || *s == '\\' || *s == '`' || *s == '*' || *s == '_' || *s == '<')
+            fputc('\\', out);
+        if (*s == '\n')
+            fputc(' ', out);
+        else
+            fputc(*s, out);
+    }
+}
+
+static tr_status write_markdown(FILE *out, const tr_summary *s, const tr_analyze_opts *o, tr_error *err)
+{
+    if (s->n == 0)
+        return TR_OK;
+    table_ctx c;
+    prepare(&c, s, o);
+    const column *shown[NCOLUMNS];
+    size_t ncols = shown_columns(&c, shown, 0);
+    fputc('|', out);
+    for (size_t i = 0; i < ncols; i++) {
+        fputc(' ', out);
+        md_cell(out, header_of(shown[i], &c));
+        fputs(" |", out);
+    }
+    fputs("\n|", out);
+    for (size_t i = 0; i < ncols; i++)
+        fputs(shown[i]->left || shown[i]->cell == c_name ? ":---|" : "---:|", out);
+    fputc('\n', out);
+    char cell[8192];
+    for (size_t r = 0; r < s->n && (o->limit < 0 || (long)r < o->limit); r++) {
+        const tr_group *g = &s->groups[r];
+        if (o->stats)
+            tr_group_stats_get(g, &c.stats);
+        fputc('|', out);
+        for (size_t i = 0; i < ncols; i++) {
+            if (shown[i]->cell == c_name)
+                snprintf(cell, sizeof cell, "%s", g->name);   /* no truncation in markdown */
+            else
+                shown[i]->cell(cell, sizeof cell, g, &c);
+            fputc(' ', out);
+            md_cell(out, cell);
+            fputs(" |", out);
+        }
+        fputc('\n', out);
+    }
+    char buf[64];
+    tr_fmt_time(buf, sizeof buf, US(s->sum_cpu_self), o->unit);
+    fprintf(out, "\nSelf CPU time total: %s\n", buf);
+    if (s->has_gpu) {
+        tr_fmt_time(buf, sizeof buf, US(s->sum_gpu_self_device), o->unit);
+        fprintf(out, "Self CUDA time total: %s\n", buf);
+    }
+    return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error on output") : TR_OK;
+}
+
+const tr_output_format tr_output_formats[] = {
+    {"text", tr_print_table},
+    {"csv", write_csv},
+    {"json", write_json},
+    {"markdown", write_markdown},
+};
+const size_t tr_noutput_formats = sizeof tr_output_formats / sizeof tr_output_formats[0];
+
+const tr_output_format *tr_output_format_lookup(const char *name)
+{
+    for (size_t i = 0; i < tr_noutput_formats; i++)
+        if (strcmp(tr_output_formats[i].name, name) == 0)
+            return &tr_output_formats[i];
+    return NULL;
 }
