@@ -10,6 +10,8 @@
 
 const tr_reader tr_readers[] = {
     {"nvprof", "nvprof/nvvp SQLite database (.nvvp, .prof, .sql)", tr_nvprof_probe, tr_nvprof_read},
+    {"kineto", "PyTorch profiler / Kineto chrome trace (.json, .json.gz)", tr_kineto_probe, tr_kineto_read},
+    {"nsys", "Nsight Systems SQLite export (.sqlite)", tr_nsys_probe, tr_nsys_read},
 };
 const size_t tr_nreaders = sizeof tr_readers / sizeof tr_readers[0];
 
@@ -55,9 +57,11 @@ tr_status tr_reader_detect(const char *path, const tr_reader **out, tr_error *er
         return tr_fail(err, TR_ERR_INPUT, "%s: empty file", path);
     if (n >= 16 && memcmp(head, "SQLite format 3", 16) == 0)
         return tr_fail(err, TR_ERR_INPUT,
-                       "%s: SQLite database of an unknown kind (not an nvprof export: "
-                       "no StringTable and CUPTI_ACTIVITY_KIND_* tables)", path);
-    return tr_fail(err, TR_ERR_INPUT, "%s: unrecognised input format (supported: nvprof databases)",
+                       "%s: SQLite database of an unknown kind (not an nvprof export: no "
+                       "StringTable and CUPTI_ACTIVITY_KIND_* tables; not an nsys export: no "
+                       "StringIds with NVTX_EVENTS or CUPTI_ACTIVITY_KIND_* tables)", path);
+    return tr_fail(err, TR_ERR_INPUT, "%s: unrecognised input format (supported: nvprof databases, "
+                   "Nsight Systems SQLite exports, PyTorch/Kineto JSON traces)",
                    path);
 }
 

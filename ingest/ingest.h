@@ -47,5 +47,9 @@ tr_status tr_ingest_files(const char *const *paths, size_t npaths, const char *o
 /* The readers (one file each under ingest/readers/). */
 int tr_nvprof_probe(const char *path, const unsigned char *head, size_t headlen);
 tr_status tr_nvprof_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err);
+int tr_kineto_probe(const char *path, const unsigned char *head, size_t headlen);
+tr_status tr_kineto_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err);
+int tr_nsys_probe(const char *path, const unsigned char *head, size_t headlen);
+tr_status tr_nsys_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err);
 
 #endif

@@ -1,0 +1,1245 @@
+/*
+ * kineto.c - reader for PyTorch profiler / Kineto chrome traces (.json, .json.gz).
+ *
+ * Streaming: a small tokenizer walks the document (string/escape state and
+ * bracket depth only), cuts out each element of the traceEvents array and
+ * hands that one object to cJSON.  Memory is bounded by the largest event and
+ * the model, never by the file.  Both the {"traceEvents": [...]} wrapper and the
+ * bare top-level array of the 2020 era are read; other top-level values
+ * (deviceProperties, baseTimeNanoseconds, schemaVersion) are parsed one by one.
+ *
+ * Times: ts and dur are microseconds in every era (displayTimeUnit only changes
+ * how viewers display them); they are converted from the number's text to
+ * integer ns.  baseTimeNanoseconds, when present, is added to every event of
+ * the file once the whole document has been read (it may follow the events).
+ *
+ * docs/formats.md lists how each category maps to the model and what is skipped.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <zlib.h>
+
+#include "ingest/ingest.h"
+#include "ingest/kineto.h"
+#include "lib/i64map.h"
+#include "lib/names.h"
+
+#define WHAT "Kineto trace"
+#define KIN_BUFSZ (256 * 1024)
+#define KIN_MAX_ELEMENT ((size_t)512 * 1024 * 1024)
+
+/* ---- input: a gzFile (plain or gzip) or a memory buffer ---------------- */
+
+typedef struct {
+    gzFile gz;
+    const unsigned char *buf;
+    unsigned char *own;
+    size_t pos, len;
+    uint64_t base;          /* offset of buf[0] in the (uncompressed) document */
+    int eof;
+    int failed;             /* read error: err already filled */
+} kin_in;
+
+typedef struct {
+    char *v;
+    size_t n, cap;
+} kin_buf;
+
+typedef struct { int64_t pid, tid; uint32_t name; } kin_tname;
+typedef struct { int64_t pyid, parent; size_t event; } kin_py;
+
+typedef struct {
+    tr_trace *t;
+    const char *path;
+    const tr_ingest_opts *o;
+    tr_error *err;
+    kin_in in;
+    kin_buf el;             /* the current element */
+    kin_buf tmp;            /* shape strings */
+    uint32_t source;
+    size_t first_event;
+    size_t nevents_seen;
+    int64_t base_ns;
+    int have_base;
+    /* names from metadata events, applied at the end */
+    TR_VEC(kin_tname) pnames;
+    TR_VEC(kin_tname) tnames;
+    /* python_function events: id, parent id and event index */
+    TR_VEC(kin_py) py;
+    TR_VEC(uint32_t) frames;
+    /* one-entry thread cache */
+    int64_t c_pid, c_tid;
+    uint32_t c_thread;
+    size_t unknown, unknown_first_len;
+    char unknown_first[64];
+    size_t no_ts, gpu_annotations;
+} kin_reader;
+
+static tr_status oom(kin_reader *r)
+{
+    return tr_fail(r->err, TR_ERR_RUNTIME, "out of memory while reading " WHAT " %s", r->path);
+}
+
+static uint64_t in_offset(const kin_in *in)
+{
+    return in->base + in->pos;
+}
+
+static tr_status bad(kin_reader *r, uint64_t off, const char *fmt, const char *arg)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, fmt, arg ? arg : "");
+    return tr_fail(r->err, TR_ERR_INPUT, "Cannot read " WHAT ": path=\"%s\", offset=%llu: %s",
+                   r->path, (unsigned long long)off, msg);
+}
+
+/* Refills the buffer; 1 if bytes are available, 0 at end, -1 on error. */
+static int in_fill(kin_reader *r)
+{
+    kin_in *in = &r->in;
+    if (in->pos < in->len)
+        return 1;
+    if (in->eof || !in->gz)
+        return in->failed ? -1 : 0;
+    in->base += in->len;
+    in->pos = in->len = 0;
+    int n = gzread(in->gz, in->own, KIN_BUFSZ);
+    if (n > 0) {
+        in->len = (size_t)n;
+        return 1;
+    }
+    int errnum = Z_OK;
+    const char *msg = gzerror(in->gz, &errnum);
+    in->eof = 1;
+    if (n < 0 || (errnum != Z_OK && errnum != Z_STREAM_END)) {
+        in->failed = 1;
+        bad(r, in->base, "%s",
+            errnum == Z_BUF_ERROR ? "truncated gzip stream (unexpected end of file)"
+            : errnum == Z_ERRNO  ? "read error"
+                                 : msg);
+        return -1;
+    }
+    return 0;
+}
+
+static inline int in_peek(kin_reader *r)
+{
+    if (r->in.pos < r->in.len)
+        return r->in.buf[r->in.pos];
+    int f = in_fill(r);
+    return f > 0 ? r->in.buf[r->in.pos] : f < 0 ? -2 : -1;
+}
+
+static int skip_ws(kin_reader *r)
+{
+    for (;;) {
+        int c = in_peek(r);
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+            r->in.pos++;
+        else
+            return c;
+    }
+}
+
+static int buf_add(kin_buf *b, const void *p, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *v = realloc(b->v, cap);
+        if (!v)
+            return -1;
+        b->v = v;
+        b->cap = cap;
+    }
+    memcpy(b->v + b->n, p, n);
+    b->n += n;
+    b->v[b->n] = 0;
+    return 0;
+}
+
+static tr_status eof_error(kin_reader *r, const char *what)
+{
+    if (r->in.failed)
+        return TR_ERR_INPUT;
+    return bad(r, in_offset(&r->in), "unexpected end of input inside %s (truncated file?)", what);
+}
+
+/* Copies one JSON value (object, array, string or scalar) into r->el,
+ * tracking string/escape state and bracket depth; cJSON validates it later. */
+static tr_status scan_value(kin_reader *r)
+{
+    r->el.n = 0;
+    int c = in_peek(r);
+    if (c < 0)
+        return eof_error(r, "a value");
+    kin_in *in = &r->in;
+    if (c == '{' || c == '[' || c == '"') {
+        long depth = 0;
+        int in_str = 0, esc = 0, started = 0;
+        for (;;) {
+            if (in_peek(r) < 0)
+                return eof_error(r, c == '"' ? "a string" : "an object or array");
+            const unsigned char *p = in->buf + in->pos, *end = in->buf + in->len;
+            const unsigned char *q = p;
+            int done = 0;
+            while (q < end) {
+                unsigned char ch = *q++;
+                if (in_str) {
+                    if (esc)
+                        esc = 0;
+                    else if (ch == '\\')
+                        esc = 1;
+                    else if (ch == '"') {
+                        in_str = 0;
+                        if (depth == 0) {
+                            done = 1;
+                            break;
+                        }
+                    }
+                    continue;
+                }
+                if (ch == '"') {
+                    if (started && depth == 0) {   /* cannot happen: a value ended */
+                        done = 1;
+                        q--;
+                        break;
+                    }
+                    in_str = 1;
+                    started = 1;
+                } else if (ch == '{' || ch == '[') {
+                    depth++;
+                    started = 1;
+                } else if (ch == '}' || ch == ']') {
+                    if (--depth <= 0) {
+                        done = 1;
+                        break;
+                    }
+                }
+            }
+            if (buf_add(&r->el, p, (size_t)(q - p)) < 0)
+                return oom(r);
+            in->pos += (size_t)(q - p);
+            if (done)
+                return TR_OK;
+            if (r->el.n > KIN_MAX_ELEMENT)
+                return bad(r, in_offset(in), "%s", "a single JSON value larger than 512 MiB");
+        }
+    }
+    /* scalar: up to a delimiter */
+    for (;;) {
+        c = in_peek(r);
+        if (c == -2)
+            return TR_ERR_INPUT;
+        if (c < 0 || c == ',' || c == ']' || c == '}' || c == ' ' || c == '\n' || c == '\r'
+            || c == '\t')
+            return TR_OK;
+        char ch = (char)c;
+        if (buf_add(&r->el, &ch, 1) < 0)
+            return oom(r);
+        in->pos++;
+        if (r->el.n > 4096)
+            return bad(r, in_offset(in), "%s", "invalid JSON value");
+    }
+}
+
+static cJSON *parse_el(kin_reader *r, uint64_t start)
+{
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(r->el.v ? r->el.v : "", r->el.n, &end, 0);
+    if (!j) {
+        const char *ep = cJSON_GetErrorPtr();
+        uint64_t off = start;
+        if (ep && r->el.v && ep >= r->el.v && ep <= r->el.v + r->el.n)
+            off += (uint64_t)(ep - r->el.v);
+        bad(r, off, "%s", "invalid JSON");
+        return NULL;
+    }
+    if (end && (size_t)(end - r->el.v) < r->el.n) {
+        cJSON_Delete(j);
+        bad(r, start + (uint64_t)(end - r->el.v), "%s", "invalid JSON");
+        return NULL;
+    }
+    return j;
+}
+
+/* ---- numbers and strings ------------------------------------------------ */
+
+int tr_kineto_us_to_ns(const char *s, size_t n, int64_t *out)
+{
+    size_t i = 0;
+    int neg = 0;
+    while (i < n && s[i] == ' ')
+        i++;
+    if (i < n && (s[i] == '-' || s[i] == '+'))
+        neg = s[i++] == '-';
+    uint64_t m = 0;
+    long scale = 3;     /* microseconds -> nanoseconds */
+    int ndig = 0;
+    while (i < n && isdigit((unsigned char)s[i])) {
+        if (m <= 1844674407370955160ULL)
+            m = m * 10 + (uint64_t)(s[i] - '0');
+        else
+            scale++;
+        i++;
+        ndig++;
+    }
+    if (i < n && s[i] == '.') {
+        i++;
+        while (i < n && isdigit((unsigned char)s[i])) {
+            if (m <= 1844674407370955160ULL) {
+                m = m * 10 + (uint64_t)(s[i] - '0');
+                scale--;
+            }
+            i++;
+            ndig++;
+        }
+    }
+    if (!ndig)
+        return -1;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        int eneg = 0;
+        if (i < n && (s[i] == '-' || s[i] == '+'))
+            eneg = s[i++] == '-';
+        long e = 0;
+        int edig = 0;
+        while (i < n && isdigit((unsigned char)s[i])) {
+            if (e < 100000)
+                e = e * 10 + (s[i] - '0');
+            i++;
+            edig++;
+        }
+        if (!edig)
+            return -1;
+        scale += eneg ? -e : e;
+    }
+    while (i < n && s[i] == ' ')
+        i++;
+    if (i != n)
+        return -1;
+    if (m == 0) {
+        *out = 0;
+        return 0;
+    }
+    if (scale >= 0) {
+        for (long k = 0; k < scale; k++) {
+            if (m > (uint64_t)INT64_MAX / 10)
+                return -1;
+            m *= 10;
+        }
+    } else if (scale < -19) {
+        m = 0;
+    } else {
+        uint64_t p = 1;
+        for (long k = 0; k < -scale; k++)
+            p *= 10;
+        uint64_t q = m / p, rem = m % p;
+        if (rem >= p - rem)
+            q++;
+        m = q;
+    }
+    if (m > (uint64_t)INT64_MAX)
+        return -1;
+    *out = neg ? -(int64_t)m : (int64_t)m;
+    return 0;
+}
+
+/* The text of a number (or a numeric string) stored under `key` at the top
+ * level of the object in buf; found by scanning, so no precision is lost. */
+static int top_number(const char *buf, size_t n, const char *key, const char **vs, size_t *vn)
+{
+    size_t klen = strlen(key);
+    long depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = buf[i];
+        if (c == '"') {
+            size_t s = ++i;
+            while (i < n && buf[i] != '"')
+                i += buf[i] == '\\' ? 2 : 1;
+            if (i >= n)
+                return 0;
+            if (depth != 1)
+                continue;
+            size_t e = i, j = i + 1;
+            while (j < n && isspace((unsigned char)buf[j]))
+                j++;
+            if (j >= n || buf[j] != ':')
+                continue;
+            if (e - s != klen || memcmp(buf + s, key, klen) != 0)
+                continue;
+            j++;
+            while (j < n && isspace((unsigned char)buf[j]))
+                j++;
+            int quoted = j < n && buf[j] == '"';
+            if (quoted)
+                j++;
+            size_t v = j;
+            while (j < n && (isdigit((unsigned char)buf[j]) || buf[j] == '.' || buf[j] == '-'
+                             || buf[j] == '+' || buf[j] == 'e' || buf[j] == 'E'))
+                j++;
+            if (j == v)
+                return 0;
+            *vs = buf + v;
+            *vn = j - v;
+            return 1;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
+    return 0;
+}
+
+static const char *jstr(const cJSON *o, const char *key)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(j) ? j->valuestring : NULL;
+}
+
+/* An integer argument (number or numeric string); def when absent. */
+static int64_t jint(const cJSON *o, const char *key, int64_t def)
+{
+    const cJSON *j = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+    if (cJSON_IsNumber(j)) {
+        double d = j->valuedouble;
+        return d >= -9.2e18 && d <= 9.2e18 ? (int64_t)d : def;
+    }
+    if (cJSON_IsString(j) && j->valuestring[0]) {
+        char *end;
+        long long v = strtoll(j->valuestring, &end, 0);
+        if (*end == 0)
+            return v;
+    }
+    return def;
+}
+
+/* pid/tid: numbers or strings ("4093687616", "stream 7", "Spans"). */
+static int64_t id_of(kin_reader *r, const cJSON *j)
+{
+    if (cJSON_IsNumber(j)) {
+        double d = j->valuedouble;
+        return d >= -9.2e18 && d <= 9.2e18 ? (int64_t)d : 0;
+    }
+    if (cJSON_IsString(j)) {
+        const char *s = j->valuestring;
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end != s && *end == 0)
+            return v;
+        if (strncmp(s, "stream ", 7) == 0) {
+            v = strtoll(s + 7, &end, 10);
+            if (end != s + 7)
+                return v;
+        }
+        /* a label: a stable negative id */
+        return -(int64_t)tr_str(r->t, s) - 1000000000;
+    }
+    return 0;
+}
+
+static uint32_t thread_of(kin_reader *r, int64_t pid, int64_t tid)
+{
+    if (r->c_thread && r->c_pid == pid && r->c_tid == tid)
+        return r->c_thread;
+    uint32_t p = tr_process_get(r->t, r->source, pid);
+    uint32_t th = p ? tr_thread_get(r->t, p, tid) : 0;
+    r->c_pid = pid;
+    r->c_tid = tid;
+    r->c_thread = th;
+    return th;
+}
+
+/* Python repr of a JSON value: [[1, 512], []], 'str', None, True. */
+static int repr(kin_buf *b, const cJSON *j, int depth)
+{
+    char num[40];
+    if (depth > 64)
+        return buf_add(b, "...", 3);
+    if (cJSON_IsArray(j)) {
+        if (buf_add(b, "[", 1) < 0)
+            return -1;
+        int first = 1;
+        for (const cJSON *c = j->child; c; c = c->next) {
+            if (!first && buf_add(b, ", ", 2) < 0)
+                return -1;
+            first = 0;
+            if (repr(b, c, depth + 1) < 0)
+                return -1;
+        }
+        return buf_add(b, "]", 1);
+    }
+    if (cJSON_IsNumber(j)) {
+        double d = j->valuedouble;
+        if (d > -9e15 && d < 9e15 && d == (double)(long long)d)
+            snprintf(num, sizeof num, "%lld", (long long)d);
+        else
+            snprintf(num, sizeof num, "%.17g", d);
+        return buf_add(b, num, strlen(num));
+    }
+    if (cJSON_IsString(j)) {
+        return buf_add(b, "'", 1) < 0 || buf_add(b, j->valuestring, strlen(j->valuestring)) < 0
+                       || buf_add(b, "'", 1) < 0
+                   ? -1
+                   : 0;
+    }
+    if (cJSON_IsBool(j))
+        return cJSON_IsTrue(j) ? buf_add(b, "True", 4) : buf_add(b, "False", 5);
+    return buf_add(b, "None", 4);
+}
+
+static void set_name(kin_reader *r, tr_event *e, const char *name)
+{
+    e->name = tr_str(r->t, name);
+    if (name[0] == '_' && name[1] == 'Z') {
+        char *d = tr_demangle(name);
+        if (d) {
+            e->raw_name = e->name;
+            e->name = tr_str(r->t, d);
+            e->flags |= TR_FLAG_DEMANGLED;
+            free(d);
+        }
+    }
+}
+
+/* "Call stack": frames separated by ';', innermost first. */
+static uint32_t call_stack(kin_reader *r, const char *s)
+{
+    r->frames.n = 0;
+    while (*s) {
+        const char *e = strchr(s, ';');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (len) {
+            if (tr_vec_reserve(r->frames, r->frames.n + 1) < 0)
+                return 0;
+            r->frames.v[r->frames.n++] = tr_intern_add(&r->t->strings, s, len);
+        }
+        s += len + (e ? 1 : 0);
+    }
+    for (size_t i = 0; i < r->frames.n / 2; i++) {
+        uint32_t x = r->frames.v[i];
+        r->frames.v[i] = r->frames.v[r->frames.n - 1 - i];
+        r->frames.v[r->frames.n - 1 - i] = x;
+    }
+    return r->frames.n ? tr_stack_get(r->t, r->frames.v, r->frames.n) : 0;
+}
+
+static int cat_is(const char *cat, const char *a, const char *b)
+{
+    return cat && (strcmp(cat, a) == 0 || (b && strcmp(cat, b) == 0));
+}
+
+/* Ops PyTorch itself leaves out of its event list (SEMANTICS.md 1.4). */
+static int skipped_name(const char *n)
+{
+    static const char *const skip[] = {
+        "profiler::_record_function_enter", "profiler::_record_function_enter_new",
+        "profiler::_record_function_exit", "aten::is_leaf", "aten::output_nr", "aten::_version"};
+    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
+        if (strcmp(n, skip[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static uint32_t gpu_stream(kin_reader *r, const cJSON *ev, const cJSON *args)
+{
+    int64_t device = jint(args, "device", id_of(r, cJSON_GetObjectItemCaseSensitive(ev, "pid")));
+    int64_t stream = jint(args, "stream", id_of(r, cJSON_GetObjectItemCaseSensitive(ev, "tid")));
+    int64_t ctx = jint(args, "context", -1);
+    uint32_t d = tr_device_get(r->t, r->source, device);
+    return d ? tr_stream_get(r->t, d, ctx, stream) : 0;
+}
+
+/* "Memcpy HtoD (Pageable -> Device)" -> HtoD, Pageable, Device */
+static void copy_detail(kin_reader *r, const char *name, const cJSON *args, tr_copy_detail *d)
+{
+    memset(d, 0, sizeof *d);
+    const char *k = jstr(args, "kind");
+    if (strncmp(name, "Memcpy ", 7) == 0) {
+        const char *s = name + 7, *e = s;
+        while (*e && *e != ' ')
+            e++;
+        if (e > s)
+            d->copy_kind = tr_intern_add(&r->t->strings, s, (size_t)(e - s));
+        const char *lp = strchr(e, '('), *ar = strstr(e, " -> ");
+        const char *rp = ar ? strchr(ar, ')') : NULL;
+        if (lp && ar && rp && lp < ar) {
+            d->src_kind = tr_intern_add(&r->t->strings, lp + 1, (size_t)(ar - lp - 1));
+            d->dst_kind = tr_intern_add(&r->t->strings, ar + 4, (size_t)(rp - ar - 4));
+        }
+    }
+    if (!d->copy_kind && k)
+        d->copy_kind = tr_str(r->t, k);
+}
+
+static tr_status add_meta_name(kin_reader *r, const cJSON *ev, int thread)
+{
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
+    const char *n = jstr(args, "name");
+    if (!n)
+        return TR_OK;
+    kin_tname tn = {id_of(r, cJSON_GetObjectItemCaseSensitive(ev, "pid")),
+                    id_of(r, cJSON_GetObjectItemCaseSensitive(ev, "tid")), tr_str(r->t, n)};
+    if (thread) {
+        if (tr_vec_reserve(r->tnames, r->tnames.n + 1) < 0)
+            return oom(r);
+        r->tnames.v[r->tnames.n++] = tn;
+    } else {
+        if (tr_vec_reserve(r->pnames, r->pnames.n + 1) < 0)
+            return oom(r);
+        r->pnames.v[r->pnames.n++] = tn;
+    }
+    return TR_OK;
+}
+
+static tr_status handle_event(kin_reader *r, const cJSON *ev, uint64_t off)
+{
+    r->nevents_seen++;
+    const char *ph = jstr(ev, "ph");
+    const char *cat = jstr(ev, "cat");
+    const char *name = jstr(ev, "name");
+    if (!ph)
+        return TR_OK;   /* e.g. the empty {} some writers end the array with */
+    if (!name)
+        name = "";
+    if (ph[0] == 'M' && !ph[1]) {
+        if (strcmp(name, "process_name") == 0)
+            return add_meta_name(r, ev, 0);
+        if (strcmp(name, "thread_name") == 0)
+            return add_meta_name(r, ev, 1);
+        return TR_OK;
+    }
+    int complete = ph[0] == 'X' && !ph[1];
+    int instant = (ph[0] == 'i' || ph[0] == 'I') && !ph[1];
+    if (!complete && !instant)
+        return TR_OK;   /* flows (s/t/f), counters, async b/e, ... */
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
+    tr_kind kind;
+    int gpu = 0;
+    if (instant) {
+        const char *scope = jstr(ev, "s");
+        if (scope && (scope[0] == 'g' || scope[0] == 'p'))
+            return TR_OK;   /* global/process markers such as "Iteration Start" */
+        kind = strcmp(name, "[memory]") == 0 ? TR_KIND_MEMORY : TR_KIND_MARK;
+    } else if (cat_is(cat, "cpu_op", "Operator")) {
+        if (skipped_name(name))
+            return TR_OK;
+        kind = TR_KIND_OP;
+    } else if (cat_is(cat, "user_annotation", NULL)) {
+        kind = TR_KIND_RANGE;
+    } else if (cat_is(cat, "gpu_user_annotation", NULL)) {
+        r->gpu_annotations++;
+        return TR_OK;   /* the GPU-side span of a user annotation: would double count */
+    } else if (cat_is(cat, "cuda_runtime", "Runtime")) {
+        kind = TR_KIND_RUNTIME;
+    } else if (cat_is(cat, "cuda_driver", "Driver")) {
+        kind = TR_KIND_DRIVER;
+    } else if (cat_is(cat, "cuda_sync", NULL)) {
+        kind = TR_KIND_SYNC;
+        gpu = 1;
+    } else if (cat_is(cat, "kernel", "Kernel")) {
+        kind = TR_KIND_KERNEL;
+        gpu = 1;
+    } else if (cat_is(cat, "gpu_memcpy", "Memcpy")) {
+        kind = TR_KIND_MEMCPY;
+        gpu = 1;
+    } else if (cat_is(cat, "gpu_memset", "Memset")) {
+        kind = TR_KIND_MEMSET;
+        gpu = 1;
+    } else if (cat_is(cat, "python_function", NULL)) {
+        kind = TR_KIND_PYTHON;
+    } else if (cat_is(cat, "Trace", "overhead")) {
+        return TR_OK;   /* the profiler's own span and its overhead rows */
+    } else {
+        if (!r->unknown++)
+            snprintf(r->unknown_first, sizeof r->unknown_first, "%s", cat ? cat : "(none)");
+        return TR_OK;
+    }
+
+    const char *ts_s, *dur_s;
+    size_t ts_n, dur_n;
+    int64_t ts = 0, dur = 0;
+    if (!top_number(r->el.v, r->el.n, "ts", &ts_s, &ts_n)
+        || tr_kineto_us_to_ns(ts_s, ts_n, &ts) < 0) {
+        r->no_ts++;
+        return TR_OK;
+    }
+    if (complete && top_number(r->el.v, r->el.n, "dur", &dur_s, &dur_n)
+        && (tr_kineto_us_to_ns(dur_s, dur_n, &dur) < 0 || dur < 0))
+        return bad(r, off, "%s", "bad event duration");
+    if (ts > INT64_MAX - dur)
+        return bad(r, off, "%s", "event time out of range");
+
+    tr_event *e = tr_add_event(r->t, kind);
+    if (!e)
+        return oom(r);
+    size_t idx = r->t->events.n - 1;
+    e->start = ts;
+    e->end = ts + dur;
+    set_name(r, e, name);
+    if (!e->name)
+        return oom(r);
+    if (gpu) {
+        e->stream = gpu_stream(r, ev, args);
+        e = &r->t->events.v[idx];
+    } else {
+        e->thread = thread_of(r, id_of(r, cJSON_GetObjectItemCaseSensitive(ev, "pid")),
+                              id_of(r, cJSON_GetObjectItemCaseSensitive(ev, "tid")));
+    }
+    e->correlation = jint(args, "correlation", -1);
+    switch (kind) {
+    case TR_KIND_OP:
+    case TR_KIND_RANGE: {
+        const cJSON *dims = cJSON_GetObjectItemCaseSensitive(args, "Input Dims");
+        if (!dims)
+            dims = cJSON_GetObjectItemCaseSensitive(args, "Input dims");
+        if (cJSON_IsArray(dims)) {
+            r->tmp.n = 0;
+            if (repr(&r->tmp, dims, 0) < 0)
+                return oom(r);
+            e->shape = tr_intern_add(&r->t->strings, r->tmp.v, r->tmp.n);
+        }
+        e->seq = jint(args, "Sequence number", -1);
+        int64_t rf = jint(args, "Record function id", -1);
+        e->op_id = rf > 0 ? rf : -1;
+        e->flops = jint(args, "flops", -1);
+        const char *cs = jstr(args, "Call stack");
+        if (cs) {
+            uint32_t st = call_stack(r, cs);
+            r->t->events.v[idx].stack = st;
+        }
+        break;
+    }
+    case TR_KIND_RUNTIME:
+    case TR_KIND_DRIVER: {
+        int64_t cbid = jint(args, "cbid", -1);
+        if (cbid >= 0) {
+            tr_api_detail d = {(int32_t)cbid, 0};
+            e->detail = tr_add_api_detail(r->t, &d);
+        }
+        break;
+    }
+    case TR_KIND_KERNEL: {
+        tr_kernel_detail d;
+        memset(&d, 0, sizeof d);
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(args, "grid");
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(args, "block");
+        for (int k = 0; k < 3; k++) {
+            const cJSON *gk = cJSON_GetArrayItem(g, k), *bk = cJSON_GetArrayItem(b, k);
+            d.grid[k] = cJSON_IsNumber(gk) ? (int32_t)gk->valueint : 0;
+            d.block[k] = cJSON_IsNumber(bk) ? (int32_t)bk->valueint : 0;
+        }
+        d.registers = (int32_t)jint(args, "registers per thread", 0);
+        d.static_smem = (int32_t)jint(args, "shared memory", 0);
+        e->detail = tr_add_kernel_detail(r->t, &d);
+        break;
+    }
+    case TR_KIND_MEMCPY: {
+        tr_copy_detail d;
+        copy_detail(r, name, args, &d);
+        e = &r->t->events.v[idx];
+        e->bytes = jint(args, "bytes", 0);
+        e->detail = tr_add_copy_detail(r->t, &d);
+        break;
+    }
+    case TR_KIND_MEMSET:
+        e->bytes = jint(args, "bytes", 0);
+        break;
+    case TR_KIND_MEMORY: {
+        e->bytes = jint(args, "Bytes", 0);
+        int64_t dt = jint(args, "Device Type", 0);
+        if (dt == 1 || dt == 6)   /* c10::DeviceType CUDA, HIP */
+            e->flags |= TR_FLAG_GPU_MEMORY;
+        break;
+    }
+    case TR_KIND_PYTHON: {
+        const cJSON *pid = cJSON_GetObjectItemCaseSensitive(args, "Python id");
+        if (cJSON_IsNumber(pid)) {
+            if (tr_vec_reserve(r->py, r->py.n + 1) < 0)
+                return oom(r);
+            r->py.v[r->py.n++] = (kin_py){jint(args, "Python id", -1),
+                                          jint(args, "Python parent id", -1), idx};
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    return TR_OK;
+}
+
+/* ---- the document -------------------------------------------------------- */
+
+static tr_status read_events(kin_reader *r)
+{
+    r->in.pos++;   /* '[' */
+    int c = skip_ws(r);
+    if (c == ']') {
+        r->in.pos++;
+        return TR_OK;
+    }
+    for (;;) {
+        c = skip_ws(r);
+        if (c < 0)
+            return eof_error(r, "the traceEvents array");
+        uint64_t start = in_offset(&r->in);
+        if (c != '{')
+            return bad(r, start, "%s", "trace event is not a JSON object");
+        tr_status s = scan_value(r);
+        if (s != TR_OK)
+            return s;
+        cJSON *ev = parse_el(r, start);
+        if (!ev)
+            return TR_ERR_INPUT;
+        s = handle_event(r, ev, start);
+        cJSON_Delete(ev);
+        if (s != TR_OK)
+            return s;
+        c = skip_ws(r);
+        if (c == ',') {
+            r->in.pos++;
+            continue;
+        }
+        if (c == ']') {
+            r->in.pos++;
+            return TR_OK;
+        }
+        if (c < 0)
+            return eof_error(r, "the traceEvents array");
+        return bad(r, in_offset(&r->in), "%s", "invalid JSON: expected ',' or ']' after an event");
+    }
+}
+
+static tr_status top_value(kin_reader *r, const char *key, cJSON *v)
+{
+    if (strcmp(key, "baseTimeNanoseconds") == 0) {
+        int64_t ns;
+        const char *p = r->el.v;
+        size_t n = r->el.n;
+        if (n >= 2 && p[0] == '"') {
+            p++;
+            n -= 2;
+        }
+        /* integer nanoseconds: parsed from the text, not through a double */
+        char *end;
+        long long b = strtoll(p, &end, 10);
+        if (end != p && (size_t)(end - p) == n) {
+            ns = b;
+            r->base_ns = ns;
+            r->have_base = 1;
+        }
+    } else if (strcmp(key, "schemaVersion") == 0 && cJSON_IsNumber(v)) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "schema %d", v->valueint);
+        r->t->sources.v[r->source].format_version = tr_str(r->t, buf);
+    } else if (strcmp(key, "deviceProperties") == 0 && cJSON_IsArray(v)) {
+        for (const cJSON *d = v->child; d; d = d->next) {
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(d, "id");
+            if (!cJSON_IsNumber(id))
+                continue;
+            uint32_t di = tr_device_get(r->t, r->source, (int64_t)id->valuedouble);
+            if (!di)
+                return oom(r);
+            tr_device *dev = &r->t->devices.v[di];
+            const char *n = jstr(d, "name");
+            if (n)
+                dev->name = tr_str(r->t, n);
+            dev->cc_major = (int32_t)jint(d, "computeMajor", -1);
+            dev->cc_minor = (int32_t)jint(d, "computeMinor", -1);
+            dev->memory_bytes = jint(d, "totalGlobalMem", -1);
+            dev->sm_count = (int32_t)jint(d, "numSms", -1);
+        }
+    }
+    return TR_OK;
+}
+
+static tr_status read_document(kin_reader *r)
+{
+    int c = skip_ws(r);
+    if (c == 0xEF) {   /* UTF-8 byte order mark */
+        r->in.pos++;
+        if (in_peek(r) == 0xBB) {
+            r->in.pos++;
+            if (in_peek(r) == 0xBF)
+                r->in.pos++;
+        }
+        c = skip_ws(r);
+    }
+    if (c == -2)
+        return TR_ERR_INPUT;
+    if (c == -1)
+        return bad(r, 0, "%s", "empty document");
+    tr_status s;
+    if (c == '[') {
+        r->t->sources.v[r->source].format_version = tr_str(r->t, "array");
+        if ((s = read_events(r)) != TR_OK)
+            return s;
+    } else if (c == '{') {
+        int seen = 0;
+        r->in.pos++;
+        c = skip_ws(r);
+        if (c == '}')
+            r->in.pos++;
+        else
+            for (;;) {
+                c = skip_ws(r);
+                uint64_t koff = in_offset(&r->in);
+                if (c < 0)
+                    return eof_error(r, "the top-level object");
+                if (c != '"')
+                    return bad(r, koff, "%s", "invalid JSON: expected a key");
+                if ((s = scan_value(r)) != TR_OK)
+                    return s;
+                char key[32];
+                size_t kl = r->el.n >= 2 ? r->el.n - 2 : 0;
+                snprintf(key, sizeof key, "%.*s", (int)(kl < sizeof key - 1 ? kl : sizeof key - 1),
+                         r->el.v + 1);
+                if (kl >= sizeof key)
+                    key[0] = 0;
+                c = skip_ws(r);
+                if (c != ':')
+                    return c < 0 ? eof_error(r, "the top-level object")
+                                 : bad(r, in_offset(&r->in), "%s", "invalid JSON: expected ':'");
+                r->in.pos++;
+                c = skip_ws(r);
+                uint64_t voff = in_offset(&r->in);
+                if (strcmp(key, "traceEvents") == 0 && c == '[') {
+                    if ((s = read_events(r)) != TR_OK)
+                        return s;
+                    seen = 1;
+                } else {
+                    if (c < 0)
+                        return eof_error(r, "the top-level object");
+                    if ((s = scan_value(r)) != TR_OK)
+                        return s;
+                    cJSON *v = parse_el(r, voff);
+                    if (!v)
+                        return TR_ERR_INPUT;
+                    s = top_value(r, key, v);
+                    cJSON_Delete(v);
+                    if (s != TR_OK)
+                        return s;
+                }
+                c = skip_ws(r);
+                if (c == ',') {
+                    r->in.pos++;
+                    continue;
+                }
+                if (c == '}') {
+                    r->in.pos++;
+                    break;
+                }
+                if (c < 0)
+                    return eof_error(r, "the top-level object");
+                return bad(r, in_offset(&r->in), "%s", "invalid JSON: expected ',' or '}'");
+            }
+        if (!seen)
+            return bad(r, 0, "%s", "not a Kineto/Chrome trace: no traceEvents array");
+    } else {
+        return bad(r, in_offset(&r->in), "%s",
+                   "not a Kineto/Chrome trace: expected a JSON object or array");
+    }
+    c = skip_ws(r);
+    if (c == -2)
+        return TR_ERR_INPUT;
+    if (c != -1)
+        return bad(r, in_offset(&r->in), "%s", "invalid JSON: data after the document");
+    return TR_OK;
+}
+
+/* ---- after the document --------------------------------------------------- */
+
+static int py_cmp(const void *a, const void *b)
+{
+    int64_t x = ((const kin_py *)a)->pyid, y = ((const kin_py *)b)->pyid;
+    return x < y ? -1 : x > y;
+}
+
+/* Stack nodes for python_function events from Python id / parent id, in any order. */
+static tr_status python_stacks(kin_reader *r)
+{
+    if (!r->py.n)
+        return TR_OK;
+    qsort(r->py.v, r->py.n, sizeof *r->py.v, py_cmp);
+    tr_i64map idx;   /* python id -> index into r->py */
+    tr_i64map_init(&idx);
+    uint32_t *node = calloc(r->py.n, sizeof *node);
+    size_t *chain = malloc(r->py.n * sizeof *chain);
+    tr_status s = TR_OK;
+    if (!node || !chain)
+        goto nomem;
+    for (size_t i = 0; i < r->py.n; i++)
+        if (tr_i64map_put(&idx, r->py.v[i].pyid, (int64_t)i) < 0)
+            goto nomem;
+    size_t missing = 0;
+    for (size_t i = 0; i < r->py.n; i++) {
+        if (node[i])
+            continue;
+        /* walk up to a resolved ancestor or the root */
+        size_t n = 0, k = i;
+        uint32_t base = 0;
+        for (;;) {
+            chain[n++] = k;
+            int64_t p;
+            if (r->py.v[k].parent < 0 || !tr_i64map_get(&idx, r->py.v[k].parent, &p)) {
+                if (r->py.v[k].parent >= 0)
+                    missing++;
+                break;
+            }
+            if (node[p]) {
+                base = node[p];
+                break;
+            }
+            if (n >= r->py.n)   /* a cycle */
+                break;
+            k = (size_t)p;
+        }
+        while (n) {
+            k = chain[--n];
+            /* frames of base, then this frame */
+            size_t depth = 0;
+            for (uint32_t b = base; b; b = r->t->stack_nodes.v[b].parent)
+                depth++;
+            if (tr_vec_reserve(r->frames, depth + 1) < 0)
+                goto nomem;
+            size_t j = depth;
+            for (uint32_t b = base; b; b = r->t->stack_nodes.v[b].parent)
+                r->frames.v[--j] = r->t->stack_nodes.v[b].frame;
+            r->frames.v[depth] = r->t->events.v[r->py.v[k].event].name;
+            base = tr_stack_get(r->t, r->frames.v, depth + 1);
+            if (!base)
+                goto nomem;
+            node[k] = base;
+            r->t->events.v[r->py.v[k].event].stack = base;
+        }
+    }
+    if (missing)
+        tr_ingest_warn(r->o, "%s: %zu python_function event(s) name a parent that is not in the "
+                       "trace; treated as outermost frames", r->path, missing);
+    goto out;
+nomem:
+    s = oom(r);
+out:
+    tr_i64map_free(&idx);
+    free(node);
+    free(chain);
+    return s;
+}
+
+typedef struct { uint32_t thread; int64_t start, end; uint8_t py; size_t i; } kin_span;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const kin_span *x = a, *y = b;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->py != y->py)
+        return x->py ? -1 : 1;
+    if (x->end != y->end)
+        return x->end > y->end ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* CPU events without their own stack get the stack of the innermost
+ * python_function enclosing them on their thread. */
+static tr_status inherit_stacks(kin_reader *r)
+{
+    if (!r->py.n)
+        return TR_OK;
+    tr_trace *t = r->t;
+    size_t n = 0;
+    for (size_t i = r->first_event; i < t->events.n; i++)
+        if (t->events.v[i].thread && (t->events.v[i].kind == TR_KIND_PYTHON || !t->events.v[i].stack))
+            n++;
+    kin_span *sp = malloc((n ? n : 1) * sizeof *sp);
+    size_t *open = malloc((n ? n : 1) * sizeof *open);
+    if (!sp || !open) {
+        free(sp);
+        free(open);
+        return oom(r);
+    }
+    n = 0;
+    for (size_t i = r->first_event; i < t->events.n; i++) {
+        const tr_event *e = &t->events.v[i];
+        if (e->thread && (e->kind == TR_KIND_PYTHON || !e->stack))
+            sp[n++] = (kin_span){e->thread, e->start, e->end, e->kind == TR_KIND_PYTHON, i};
+    }
+    qsort(sp, n, sizeof *sp, span_cmp);
+    size_t depth = 0;
+    uint32_t thread = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (sp[k].thread != thread) {
+            depth = 0;
+            thread = sp[k].thread;
+        }
+        while (depth && t->events.v[open[depth - 1]].end <= sp[k].start)
+            depth--;
+        tr_event *e = &t->events.v[sp[k].i];
+        if (sp[k].py) {
+            if (e->end > e->start)
+                open[depth++] = sp[k].i;
+        } else if (depth) {
+            e->stack = t->events.v[open[depth - 1]].stack;
+        }
+    }
+    free(sp);
+    free(open);
+    return TR_OK;
+}
+
+static void apply_names(kin_reader *r)
+{
+    tr_trace *t = r->t;
+    for (size_t i = 0; i < r->pnames.n; i++)
+        for (size_t p = 1; p < t->processes.n; p++)
+            if (t->processes.v[p].source == r->source && t->processes.v[p].pid == r->pnames.v[i].pid)
+                t->processes.v[p].name = r->pnames.v[i].name;
+    for (size_t i = 0; i < r->tnames.n; i++)
+        for (size_t th = 1; th < t->threads.n; th++) {
+            const tr_thread *x = &t->threads.v[th];
+            const tr_process *p = &t->processes.v[x->process];
+            if (p->source == r->source && p->pid == r->tnames.v[i].pid && x->tid == r->tnames.v[i].tid)
+                t->threads.v[th].name = r->tnames.v[i].name;
+        }
+}
+
+static tr_status finish(kin_reader *r)
+{
+    tr_trace *t = r->t;
+    if (r->have_base && r->base_ns) {
+        for (size_t i = r->first_event; i < t->events.n; i++) {
+            tr_event *e = &t->events.v[i];
+            if ((r->base_ns > 0 && e->end > INT64_MAX - r->base_ns)
+                || (r->base_ns < 0 && e->start < INT64_MIN - r->base_ns))
+                return bad(r, 0, "%s", "baseTimeNanoseconds puts events out of range");
+            e->start += r->base_ns;
+            e->end += r->base_ns;
+        }
+    }
+    tr_status s = python_stacks(r);
+    if (s == TR_OK)
+        s = inherit_stacks(r);
+    if (s != TR_OK)
+        return s;
+    apply_names(r);
+    t->sources.v[r->source].events = (int64_t)(t->events.n - r->first_event);
+    if (r->unknown)
+        tr_ingest_warn(r->o, "%s: %zu event(s) of unknown category skipped (first: '%s')", r->path,
+                       r->unknown, r->unknown_first);
+    if (r->no_ts)
+        tr_ingest_warn(r->o, "%s: %zu event(s) without a usable ts skipped", r->path, r->no_ts);
+    return TR_OK;
+}
+
+static tr_status read_common(kin_reader *r)
+{
+    r->first_event = r->t->events.n;
+    r->source = tr_add_source(r->t, r->path, "kineto", "");
+    if (!r->source)
+        return oom(r);
+    tr_status s = read_document(r);
+    if (s == TR_OK)
+        s = finish(r);
+    return s;
+}
+
+static void reader_free(kin_reader *r)
+{
+    free(r->el.v);
+    free(r->tmp.v);
+    free(r->pnames.v);
+    free(r->tnames.v);
+    free(r->py.v);
+    free(r->frames.v);
+}
+
+tr_status tr_kineto_read_mem(tr_trace *t, const char *name, const void *data, size_t len,
+                             const tr_ingest_opts *o, tr_error *err)
+{
+    kin_reader r;
+    memset(&r, 0, sizeof r);
+    r.t = t;
+    r.path = name;
+    r.o = o;
+    r.err = err;
+    r.in.buf = data;
+    r.in.len = len;
+    r.in.eof = 1;
+    tr_status s = read_common(&r);
+    reader_free(&r);
+    return s;
+}
+
+tr_status tr_kineto_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err)
+{
+    kin_reader r;
+    memset(&r, 0, sizeof r);
+    r.t = t;
+    r.path = path;
+    r.o = o;
+    r.err = err;
+    r.in.gz = gzopen(path, "rb");
+    if (!r.in.gz)
+        return tr_fail(err, TR_ERR_INPUT, "Cannot read " WHAT ": path=\"%s\": cannot open", path);
+    gzbuffer(r.in.gz, 128 * 1024);
+    r.in.own = malloc(KIN_BUFSZ);
+    tr_status s;
+    if (!r.in.own) {
+        s = oom(&r);
+    } else {
+        r.in.buf = r.in.own;
+        s = read_common(&r);
+    }
+    gzclose(r.in.gz);
+    free(r.in.own);
+    reader_free(&r);
+    return s;
+}
+
+/* gzip magic, or JSON text that starts like a trace. */
+int tr_kineto_probe(const char *path, const unsigned char *head, size_t headlen)
+{
+    unsigned char text[4096];
+    size_t n = 0;
+    if (headlen >= 2 && head[0] == 0x1f && head[1] == 0x8b) {
+        z_stream z;
+        memset(&z, 0, sizeof z);
+        if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
+            return 0;
+        z.next_in = (unsigned char *)head;
+        z.avail_in = (uInt)headlen;
+        z.next_out = text;
+        z.avail_out = sizeof text - 1;
+        int rc = inflate(&z, Z_SYNC_FLUSH);
+        n = sizeof text - 1 - z.avail_out;
+        inflateEnd(&z);
+        if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+            return 0;
+    } else {
+        n = headlen < sizeof text - 1 ? headlen : sizeof text - 1;
+        memcpy(text, head, n);
+    }
+    text[n] = 0;
+    size_t i = 0;
+    if (n >= 3 && text[0] == 0xEF && text[1] == 0xBB && text[2] == 0xBF)
+        i = 3;
+    while (i < n && isspace(text[i]))
+        i++;
+    if (i >= n || (text[i] != '{' && text[i] != '['))
+        return 0;
+    if (headlen >= 2 && head[0] == 0x1f && head[1] == 0x8b)
+        return 1;   /* gzip-compressed JSON: only this reader reads it */
+    const char *s = (const char *)text + i;
+    if (strstr(s, "\"traceEvents\"") || strstr(s, "\"ph\"") || strstr(s, "\"schemaVersion\""))
+        return 1;
+    size_t pl = strlen(path);
+    return pl >= 5 && strcmp(path + pl - 5, ".json") == 0;
+}

@@ -1,0 +1,107 @@
+# PyTorch/Kineto chrome-trace reader: bad input, every shared trace, kernel totals.
+
+# --- bad input: exit 3, one line naming the file, no output left behind ---
+printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2,}]}' >bad.json
+expect_status 3 "$BIN/trace-ingest" -o bad.db bad.json
+expect_one_line_error
+expect_grep 'bad.json' "$TMP/err"
+expect_grep 'offset=' "$TMP/err"
+expect_no_file bad.db
+
+printf '{"name": "not a trace", "values": [1, 2, 3]}\n' >other.json
+expect_status 3 "$BIN/trace-ingest" -o other.db other.json
+expect_one_line_error
+expect_grep 'no traceEvents' "$TMP/err"
+expect_no_file other.db
+
+python3 - <<'PY'
+import gzip, json
+ev = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1000.5 + i,
+       "dur": 0.75, "args": {"Input Dims": [[i, 4], [4, 8]]}} for i in range(3000)]
+with gzip.open("trunc-src.json.gz", "wt") as f:
+    json.dump({"traceEvents": ev}, f)
+data = open("trunc-src.json.gz", "rb").read()
+open("trunc.json.gz", "wb").write(data[: len(data) // 2])
+PY
+expect_status 0 "$BIN/trace-ingest" -q -o full.db trunc-src.json.gz
+expect_eq "$(q full.db "select count(*), min(start_ns), max(end_ns) from events")" "3000|1000500|4000250" "synthetic trace"
+expect_eq "$(q full.db "select s.value from events e join strings s on s.id = e.shape_id where e.start_ns = 1002500")" "[[2, 4], [4, 8]]" "shape repr"
+expect_status 3 "$BIN/trace-ingest" -o trunc.db trunc.json.gz
+expect_one_line_error
+expect_grep 'trunc.json.gz' "$TMP/err"
+expect_no_file trunc.db
+
+need_traces || return 0
+K=$TRACES/kineto
+
+# --- every shared Kineto trace ingests ---
+for f in "$K"/*.json "$K"/*.json.gz; do
+    expect_status 0 "$BIN/trace-ingest" -q -o one.db "$f"
+    n=$(q one.db "select count(*) from events")
+    [ "${n:-0}" -gt 0 ] || fail "$(basename "$f"): no events"
+    rm -f one.db
+done
+
+# --- per-kernel totals: run.db == direct sum over the JSON == TraceLens kernel_summary.csv.
+# TraceLens splits a kernel's rows by parent op (and stream); the agreed rule is to sum its
+# rows per kernel name.  Its sums are float µs: compared to 0.001 µs.
+check_totals() {
+    expect_status 0 "$BIN/trace-ingest" -q -o tl.db "$K/$1"
+    q tl.db "select s.value, sum(e.end_ns - e.start_ns), count(*) from events e
+             join strings s on s.id = e.name_id where e.kind = 7 group by s.value" -separator '	' >db.tsv
+    python3 - "$K/$1" "$K/reference/$2/kernel_summary.csv" db.tsv >cmp.out 2>&1 <<'PY' || fail "$1: $(head -c 400 cmp.out)"
+import collections, csv, gzip, json, sys
+from decimal import Decimal, ROUND_HALF_UP
+trace, ref, dbf = sys.argv[1:4]
+doc = json.load(gzip.open(trace) if trace.endswith(".gz") else open(trace))
+events = doc["traceEvents"] if isinstance(doc, dict) else doc
+js = collections.defaultdict(lambda: [0, 0])
+for e in events:
+    if e.get("ph") == "X" and e.get("cat") == "kernel":
+        js[e["name"]][0] += int((Decimal(str(e["dur"])) * 1000).to_integral_value(ROUND_HALF_UP))
+        js[e["name"]][1] += 1
+db = {}
+for line in open(dbf, encoding="utf-8"):
+    name, tot, cnt = line.rstrip("\n").split("\t")
+    db[name] = [int(tot), int(cnt)]
+if db != dict(js):
+    diff = [k for k in set(db) | set(js) if db.get(k) != js.get(k)]
+    sys.exit("run.db and JSON differ for %d kernel(s), e.g. %r %r %r" % (len(diff), diff[0][:80], db.get(diff[0]), js.get(diff[0])))
+tl = collections.defaultdict(lambda: [0.0, 0])
+for row in csv.DictReader(open(ref, encoding="utf-8")):
+    tl[row["Kernel name"]][0] += float(row["Kernel duration (µs)_sum"])
+    tl[row["Kernel name"]][1] += int(row["Kernel duration (µs)_count"])
+bad = [k for k in set(db) | set(tl)
+       if db.get(k, [0, 0])[1] != tl.get(k, [0, 0])[1] or abs(db.get(k, [0, 0])[0] / 1000 - tl.get(k, [0, 0])[0]) > 0.001]
+if bad:
+    sys.exit("run.db and TraceLens differ for %d kernel(s), e.g. %r" % (len(bad), bad[0][:80]))
+PY
+    rm -f tl.db
+}
+check_totals TraceLens__h100_Qwen1.5-0.5B-Chat.json.gz h100_Qwen_Qwen1.5-0.5B-Chat__1016005
+check_totals TraceLens__h100_gaunernst_bert-small-uncased.json.gz h100_gaunernst_bert-small-uncased__1016001
+check_totals TraceLens__h100_timesformer-base-k400.json.gz h100_facebook_timesformer-base-finetuned-k400__1016002
+
+# --- mapping details on known files ---
+expect_status 0 "$BIN/trace-ingest" -q -o bert.db "$K/TraceLens__h100_gaunernst_bert-small-uncased.json.gz"
+# the GPU-side copy of the user annotation is not an activity: kernels+copies+sets only on streams
+expect_eq "$(q bert.db "select count(*) from events where stream_id is not null and kind in (7, 8, 9)")" \
+          "$(q bert.db "select count(*) from events where stream_id is not null and kind != 6")" "GPU rows"
+expect_eq "$(q bert.db "select count(*) from events e join strings s on s.id = e.name_id where s.value = 'ProfilerStep#6' and kind = 1")" "1" "ProfilerStep kept by name"
+expect_eq "$(q bert.db "select count(*) from events where kind = 11 and stack_id is null")" "0" "python frames have stacks"
+expect_eq "$(q bert.db "select count(*) from events where kind = 7 and parent_id is null")" "0" "every kernel linked to its launch"
+expect_eq "$(q bert.db "select value from strings s join events e on e.shape_id = s.id where e.kind = 2 and s.value like '[[1, 512]%' limit 1")" "[[1, 512], [], [], [], []]" "shape of aten::slice"
+expect_status 0 "$BIN/trace-analyze" --group-by-shape -n -1 bert.db
+expect_grep 'aten::slice' "$TMP/out"
+expect_grep '\[\[1, 512\]' "$TMP/out"
+
+# memory events: GPU flag from Device Type, bytes kept
+expect_status 0 "$BIN/trace-ingest" -q -o tb.db "$K/kineto__tb_plugin_resnet50_nw0_worker0.1623143089861.pt.trace.json.gz"
+expect_eq "$(q tb.db "select count(*) from events where kind = 10")" "12838" "memory events"
+n=$(q tb.db "select count(*) from events where kind = 2 and stack_id is not null")
+[ "$n" -gt 0 ] || fail "Call stack args give stacks"
+
+# times: ts text to ns without a double; baseTimeNanoseconds added
+expect_status 0 "$BIN/trace-ingest" -q -o tri.db "$K/HTA__triton_example.json.gz"
+expect_eq "$(q tri.db "select start_ns, end_ns from events where kind = 7")" \
+          "$(python3 -c 'print("%d|%d" % (1727743122000000000 + 2413669097444592, 1727743122000000000 + 2413669097444592 + 1760))')" "kernel ns"

@@ -1,0 +1,83 @@
+# Nsight Systems SQLite export reader: bad input, counts against the source tables.
+
+# --- bad input: exit 3, one line, no output left behind ---
+q other.sqlite "create table foo(x integer); insert into foo values (1);"
+expect_status 3 "$BIN/trace-ingest" -o other.db other.sqlite
+expect_one_line_error
+expect_grep 'other.sqlite' "$TMP/err"
+expect_grep 'nsys' "$TMP/err"
+expect_no_file other.db
+
+# looks like an export but NVTX_EVENTS lacks its required columns
+q broken.sqlite "create table StringIds(id integer, value text); create table NVTX_EVENTS(x integer);"
+expect_status 3 "$BIN/trace-ingest" -o broken.db broken.sqlite
+expect_one_line_error
+expect_grep 'NVTX_EVENTS' "$TMP/err"
+expect_no_file broken.db
+
+# a tiny hand-made export: text inline and via textId, emit_nvtx names, an unterminated range
+q tiny.sqlite "
+create table StringIds(id integer primary key, value text);
+insert into StringIds values (1, 'outer'), (2, 'cudaLaunchKernel_v7000'), (3, 'void k<int>(int)'), (4, '_Z1kIiEvi');
+create table NVTX_EVENTS(start integer, end integer, eventType integer, text text, textId integer,
+                         globalTid integer, endGlobalTid integer, domainId integer, extra_col text);
+insert into NVTX_EVENTS values (100, 1000, 59, null, 1, (7 << 24) | 8, null, 0, 'x'),
+  (200, 900, 59, 'aten::mm, seq = 3, op_id = 9, sizes = [[2, 3], [3, 4]]', null, (7 << 24) | 8, null, 0, null),
+  (950, null, 59, 'open', null, (7 << 24) | 8, null, 0, null),
+  (960, null, 34, 'mark', null, (7 << 24) | 8, null, 0, null),
+  (0, null, 75, 'a domain', null, (7 << 24) | 8, null, 1, null);
+create table CUPTI_ACTIVITY_KIND_RUNTIME(start integer, end integer, eventClass integer, globalTid integer,
+                                         correlationId integer, nameId integer, returnValue integer);
+insert into CUPTI_ACTIVITY_KIND_RUNTIME values (300, 400, 0, (7 << 24) | 8, 42, 2, 0);
+create table CUPTI_ACTIVITY_KIND_KERNEL(start integer, end integer, deviceId integer, contextId integer,
+    streamId integer, correlationId integer, globalPid integer, demangledName integer, shortName integer,
+    mangledName integer, gridX integer, gridY integer, gridZ integer, blockX integer, blockY integer, blockZ integer);
+insert into CUPTI_ACTIVITY_KIND_KERNEL values (500, 1500, 0, 1, 7, 42, 7 << 24, 3, null, 4, 2, 1, 1, 128, 1, 1);
+create table ThreadNames(nameId integer, priority integer, globalTid integer);
+insert into StringIds values (5, 'main thread');
+insert into ThreadNames values (5, 0, (7 << 24) | 8);
+"
+expect_status 0 "$BIN/trace-ingest" -o tiny.db tiny.sqlite
+expect_grep 'never ended' "$TMP/err"
+expect_eq "$(q tiny.db "select count(*) from events")" "6" "tiny: events"
+expect_eq "$(q tiny.db "select s.value, e.seq, e.op_id, sh.value from events e join strings s on s.id = e.name_id
+            join strings sh on sh.id = e.shape_id where e.kind = 2")" "aten::mm|3|9|[[2, 3], [3, 4]]" "tiny: emit_nvtx"
+expect_eq "$(q tiny.db "select s.value from events e join strings s on s.id = e.name_id where e.kind = 4")" "cudaLaunchKernel" "tiny: API name"
+expect_eq "$(q tiny.db "select ps.value from events e join events p on p.id = e.parent_id join strings ps on ps.id = p.name_id where e.kind = 7")" "cudaLaunchKernel" "tiny: kernel linked to its launch"
+expect_eq "$(q tiny.db "select end_ns, flags & 2 from events e join strings s on s.id = e.name_id where s.value = 'open'")" "1500|2" "tiny: unterminated range"
+expect_eq "$(q tiny.db "select p.pid, t.tid, s.value from threads t join processes p on p.id = t.process_id join strings s on s.id = t.name_id")" "7|8|main thread" "tiny: thread name"
+
+need_traces || return 0
+
+# --- every shared nsys export ingests; counts equal the source tables ---
+cnt() {   # cnt FILE TABLE [WHERE]: rows, 0 when the table is absent
+    if [ -n "$(q "$1" "select name from sqlite_master where type = 'table' and name = '$2'")" ]; then
+        q "$1" "select count(*) from $2 ${3:-}"
+    else
+        echo 0
+    fi
+}
+for f in "$TRACES"/nsys/*.sqlite; do
+    b=$(basename "$f")
+    expect_status 0 "$BIN/trace-ingest" -q -o one.db "$f"
+    expect_eq "$(q one.db "select count(*) from events where kind = 7")" \
+              "$(cnt "$f" CUPTI_ACTIVITY_KIND_KERNEL)" "$b: kernels"
+    expect_eq "$(q one.db "select count(*) from events where kind = 4")" \
+              "$(cnt "$f" CUPTI_ACTIVITY_KIND_RUNTIME)" "$b: runtime calls"
+    expect_eq "$(q one.db "select count(*) from events where kind in (1, 2)")" \
+              "$(cnt "$f" NVTX_EVENTS "where eventType in (59, 60)")" "$b: NVTX ranges"
+    expect_eq "$(q one.db "select count(*) from events where kind = 8")" \
+              "$(cnt "$f" CUPTI_ACTIVITY_KIND_MEMCPY)" "$b: copies"
+    expect_eq "$(q one.db "select count(*) from events where kind = 7 and parent_id is null")" "0" \
+              "$b: every kernel linked to its launch"
+    rm -f one.db
+done
+
+# emit_nvtx names through nsys: parsed into op name + seq
+expect_status 0 "$BIN/trace-ingest" -q -o dl.db "$TRACES/nsys/DLProf__nsys_profile.sqlite"
+n=$(q dl.db "select count(*) from events e join strings s on s.id = e.name_id where e.kind = 2 and s.value = 'aten::conv2d' and e.seq >= 0")
+[ "$n" -gt 0 ] || fail "DLProf: emit_nvtx 'aten::conv2d, seq = N' not parsed"
+# names via textId (pipit) resolve through StringIds
+expect_status 0 "$BIN/trace-ingest" -q -o pp.db "$TRACES/nsys/pipit__saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
+n=$(q pp.db "select count(*) from events e join strings s on s.id = e.name_id where e.kind = 1 and s.value = 'MPI_Send'")
+[ "$n" -gt 0 ] || fail "pipit: NVTX text via textId"

@@ -1,0 +1,198 @@
+/* Kineto reader: tokenizer edge cases, unit conversion, mapping, bad input. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ingest/ingest.h"
+#include "ingest/kineto.h"
+#include "lib/model.h"
+#include "tests/unit/unit.h"
+
+static tr_status read_str(tr_trace *t, const char *json, tr_error *err)
+{
+    tr_error_clear(err);
+    return tr_kineto_read_mem(t, "mem.json", json, strlen(json), NULL, err);
+}
+
+static void test_us_to_ns(void)
+{
+    int64_t v;
+    CU_ASSERT_EQUAL(tr_kineto_us_to_ns("1", 1, &v), 0);
+    CU_ASSERT_EQUAL(v, 1000);
+    CU_ASSERT_EQUAL(tr_kineto_us_to_ns("1.5", 3, &v), 0);
+    CU_ASSERT_EQUAL(v, 1500);
+    /* beyond double precision: 16 significant digits plus 3 decimals */
+    const char *big = "1669783687464181.123";
+    CU_ASSERT_EQUAL(tr_kineto_us_to_ns(big, strlen(big), &v), 0);
+    CU_ASSERT_EQUAL(v, 1669783687464181123LL);
+    /* rounding of sub-ns digits, half up */
+    CU_ASSERT_EQUAL(tr_kineto_us_to_ns("0.0015", 6, &v), 0);
+    CU_ASSERT_EQUAL(v, 2);
+    CU_ASSERT_EQUAL(tr_kineto_us_to_ns("0.0014", 6, &v), 0);
+    CU_ASSERT_EQUAL(v, 1);
+    CU_ASSERT_EQUAL(tr_kineto_us_to_ns("1.5e3", 5, &v), 0);
+    CU_ASSERT_EQUAL(v, 1500000);
+    CU_ASSERT_EQUAL(tr_kineto_us_to_ns("25E-1", 5, &v), 0);
+    CU_ASSERT_EQUAL(v, 2500);
+    CU_ASSERT_EQUAL(tr_kineto_us_to_ns("-2.25", 5, &v), 0);
+    CU_ASSERT_EQUAL(v, -2250);
+    CU_ASSERT_EQUAL(tr_kineto_us_to_ns("0", 1, &v), 0);
+    CU_ASSERT_EQUAL(v, 0);
+    CU_ASSERT_EQUAL(tr_kineto_us_to_ns("", 0, &v), -1);
+    CU_ASSERT_EQUAL(tr_kineto_us_to_ns("abc", 3, &v), -1);
+    CU_ASSERT_EQUAL(tr_kineto_us_to_ns("1e", 2, &v), -1);
+    CU_ASSERT_EQUAL(tr_kineto_us_to_ns("1x", 2, &v), -1);
+    CU_ASSERT_EQUAL(tr_kineto_us_to_ns("99999999999999999999", 20, &v), -1);
+}
+
+static void test_tokenizer_strings(void)
+{
+    /* braces, brackets and escaped quotes inside strings must not confuse the tokenizer */
+    const char *json =
+        "{\"schemaVersion\": 1, \"note\": \"}]{[\\\"\", \"traceEvents\": [\n"
+        " {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"we}ird]\\\"{name\", \"pid\": 1, \"tid\": 2,"
+        "  \"ts\": 10.25, \"dur\": 1, \"args\": {\"x\": \"\\\\\", \"ts\": 99, \"Input Dims\": [[1, 2], []]}},\n"
+        " {\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"a,b\",\"pid\":\"1\",\"tid\":\"2\",\"ts\":\"5\",\"dur\":20}\n"
+        "], \"displayTimeUnit\": \"ms\"}";
+    tr_trace t;
+    tr_error err;
+    CU_ASSERT_EQUAL_FATAL(tr_trace_init(&t, &err), TR_OK);
+    CU_ASSERT_EQUAL(read_str(&t, json, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(t.events.n, 2);
+    CU_ASSERT_STRING_EQUAL(tr_str_of(&t, t.events.v[0].name), "we}ird]\"{name");
+    CU_ASSERT_EQUAL(t.events.v[0].kind, TR_KIND_OP);
+    CU_ASSERT_EQUAL(t.events.v[0].start, 10250);   /* top-level ts, not args.ts */
+    CU_ASSERT_EQUAL(t.events.v[0].end, 11250);
+    CU_ASSERT_STRING_EQUAL(tr_str_of(&t, t.events.v[0].shape), "[[1, 2], []]");
+    CU_ASSERT_EQUAL(t.events.v[1].kind, TR_KIND_RANGE);
+    CU_ASSERT_EQUAL(t.events.v[1].start, 5000);
+    /* string and numeric pid/tid name the same thread */
+    CU_ASSERT_EQUAL(t.events.v[0].thread, t.events.v[1].thread);
+    tr_trace_free(&t);
+}
+
+static void test_mapping(void)
+{
+    const char *json =
+        "[{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
+        "\"ts\":100,\"dur\":5,\"args\":{\"correlation\":7,\"cbid\":211}},"
+        "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":110,\"dur\":3,"
+        "\"args\":{\"device\":0,\"stream\":7,\"correlation\":7,\"grid\":[4,2,1],\"block\":[128,1,1]}},"
+        "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"step\",\"pid\":0,\"tid\":7,\"ts\":110,\"dur\":3},"
+        "{\"ph\":\"s\",\"cat\":\"ac2g\",\"id\":7,\"pid\":1,\"tid\":1,\"ts\":100},"
+        "{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"s\":\"t\",\"name\":\"[memory]\",\"pid\":1,\"tid\":1,"
+        "\"ts\":101,\"args\":{\"Bytes\":-512,\"Device Type\":1}},"
+        "{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"b.py(2): g\",\"pid\":1,\"tid\":1,\"ts\":99,"
+        "\"dur\":8,\"args\":{\"Python id\":2,\"Python parent id\":1}},"
+        "{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":\"a.py(1): f\",\"pid\":1,\"tid\":1,\"ts\":98,"
+        "\"dur\":10,\"args\":{\"Python id\":1,\"Python parent id\":null}},"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::is_leaf\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":1},"
+        "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"main\"}},"
+        "{}]";
+    tr_trace t;
+    tr_error err;
+    CU_ASSERT_EQUAL_FATAL(tr_trace_init(&t, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(read_str(&t, json, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(t.events.n, 5);   /* annotation, flow, skipped op, metadata: none */
+    const tr_event *rt = &t.events.v[0], *k = &t.events.v[1], *mem = &t.events.v[2];
+    CU_ASSERT_EQUAL(rt->kind, TR_KIND_RUNTIME);
+    CU_ASSERT_EQUAL(rt->correlation, 7);
+    CU_ASSERT_EQUAL(k->kind, TR_KIND_KERNEL);
+    CU_ASSERT_NOT_EQUAL(k->stream, 0);
+    CU_ASSERT_EQUAL(k->thread, 0);
+    CU_ASSERT_EQUAL(t.kernels.v[k->detail].grid[0], 4);
+    CU_ASSERT_EQUAL(t.kernels.v[k->detail].block[0], 128);
+    CU_ASSERT_EQUAL(mem->kind, TR_KIND_MEMORY);
+    CU_ASSERT_EQUAL(mem->bytes, -512);
+    CU_ASSERT(mem->flags & TR_FLAG_GPU_MEMORY);
+    /* python frames: g's stack is f;g whatever the order in the file */
+    const tr_event *g = &t.events.v[3], *f = &t.events.v[4];
+    CU_ASSERT_EQUAL(g->kind, TR_KIND_PYTHON);
+    CU_ASSERT_NOT_EQUAL_FATAL(g->stack, 0);
+    CU_ASSERT_EQUAL(t.stack_nodes.v[g->stack].parent, f->stack);
+    /* the runtime call inherits the innermost enclosing python frame */
+    CU_ASSERT_EQUAL(rt->stack, g->stack);
+    CU_ASSERT_STRING_EQUAL(tr_str_of(&t, t.threads.v[rt->thread].name), "main");
+    tr_trace_free(&t);
+}
+
+static void test_base_time(void)
+{
+    const char *json = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"x\",\"pid\":1,"
+                       "\"tid\":1,\"ts\":2.001,\"dur\":0.001}],\"baseTimeNanoseconds\":1700000000000000000}";
+    tr_trace t;
+    tr_error err;
+    CU_ASSERT_EQUAL_FATAL(tr_trace_init(&t, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(read_str(&t, json, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(t.events.n, 1);
+    CU_ASSERT_EQUAL(t.events.v[0].start, 1700000000000002001LL);
+    CU_ASSERT_EQUAL(t.events.v[0].end, 1700000000000002002LL);
+    tr_trace_free(&t);
+}
+
+static void expect_bad(const char *json, const char *needle)
+{
+    tr_trace t;
+    tr_error err;
+    CU_ASSERT_EQUAL_FATAL(tr_trace_init(&t, &err), TR_OK);
+    CU_ASSERT_EQUAL(read_str(&t, json, &err), TR_ERR_INPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "mem.json"));
+    if (needle && !strstr(err.msg, needle))
+        fprintf(stderr, "\n  message without '%s': %s\n", needle, err.msg);
+    CU_ASSERT(!needle || strstr(err.msg, needle));
+    CU_ASSERT_PTR_NULL(strchr(err.msg, '\n'));
+    tr_trace_free(&t);
+}
+
+static void test_bad_input(void)
+{
+    expect_bad("", "empty");
+    expect_bad("   ", "empty");
+    expect_bad("{\"a\": 1}", "no traceEvents");
+    expect_bad("42", "expected a JSON object or array");
+    expect_bad("[1, 2]", "not a JSON object");
+    /* truncated at several places */
+    expect_bad("{\"traceEvents\": [", "unexpected end");
+    expect_bad("{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a", "unexpected end");
+    expect_bad("{\"traceEvents\": [{\"ph\": \"X\"}", "unexpected end");
+    expect_bad("{\"traceEvents\": [{\"ph\": \"X\"}]", "unexpected end");
+    expect_bad("[{\"ph\": \"X\", \"name\": \"a\\\"}]", "unexpected end");
+    /* invalid JSON inside an event: the offset points into the file */
+    expect_bad("[{\"ph\": \"X\", \"name\": tru}]", "offset=");
+    expect_bad("[{\"ph\": \"X\"} {\"ph\": \"X\"}]", "expected ','");
+    expect_bad("{\"traceEvents\": []} x", "after the document");
+    expect_bad("[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\",\"pid\":1,\"tid\":1,\"ts\":1,\"dur\":-1}]",
+               "duration");
+}
+
+static void test_empty_ok(void)
+{
+    tr_trace t;
+    tr_error err;
+    CU_ASSERT_EQUAL_FATAL(tr_trace_init(&t, &err), TR_OK);
+    CU_ASSERT_EQUAL(read_str(&t, "\xEF\xBB\xBF {\"traceEvents\": []}\n", &err), TR_OK);
+    CU_ASSERT_EQUAL(read_str(&t, "[]", &err), TR_OK);
+    CU_ASSERT_EQUAL(t.events.n, 0);
+    tr_trace_free(&t);
+}
+
+static void test_probe(void)
+{
+    const unsigned char a[] = "  {\"traceEvents\": [";
+    const unsigned char b[] = "[{\"ph\": \"X\"";
+    const unsigned char c[] = "SQLite format 3";
+    const unsigned char d[] = "{\"foo\": 1}";
+    CU_ASSERT(tr_kineto_probe("x.bin", a, sizeof a - 1));
+    CU_ASSERT(tr_kineto_probe("x.bin", b, sizeof b - 1));
+    CU_ASSERT(!tr_kineto_probe("x.json", c, sizeof c));
+    CU_ASSERT(!tr_kineto_probe("x.bin", d, sizeof d - 1));
+    CU_ASSERT(tr_kineto_probe("x.json", d, sizeof d - 1));
+}
+
+TR_SUITE(kineto,
+         {"microseconds text to ns", test_us_to_ns},
+         {"tokenizer: strings with braces and escaped quotes", test_tokenizer_strings},
+         {"category mapping, stacks, memory", test_mapping},
+         {"baseTimeNanoseconds", test_base_time},
+         {"bad and truncated input", test_bad_input},
+         {"empty traces", test_empty_ok},
+         {"probe", test_probe})

@@ -1,0 +1,135 @@
+/* nsys reader: a hand-made export covering the column variants, probes, bad input. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ingest/ingest.h"
+#include "lib/model.h"
+#include "tests/unit/unit.h"
+
+static int make_db(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    remove(path);
+    if (sqlite3_open(path, &db) != SQLITE_OK)
+        return -1;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    sqlite3_close(db);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+static const char *tmp_path(char *buf, size_t n, const char *name)
+{
+    snprintf(buf, n, "%s/%s", tr_unit_tmpdir(), name);
+    return buf;
+}
+
+static int probe_file(int (*probe)(const char *, const unsigned char *, size_t), const char *path)
+{
+    unsigned char head[64] = {0};
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+    if (f)
+        fclose(f);
+    return probe(path, head, n);
+}
+
+#define G(pid, tid) "(((" #pid ") << 24) | (" #tid "))"
+
+static void test_read(void)
+{
+    char path[512];
+    tmp_path(path, sizeof path, "nsys-unit.sqlite");
+    const char *sql =
+        "create table StringIds(id integer primary key, value text);"
+        "insert into StringIds values (10, 'from id'), (11, 'cudaMemcpyAsync_v3020'), (12, 'kern'),"
+        " (13, 'worker');"
+        /* 3.x columns plus an unknown extra one */
+        "create table NVTX_EVENTS(start integer, end integer, eventType integer, rangeId integer,"
+        " text text, globalTid integer, endGlobalTid integer, textId integer, domainId integer, w_extra real);"
+        "insert into NVTX_EVENTS values (10, 90, 60, 1, null, " G(100, 101) ", " G(100, 102) ", 10, 0, 1.5),"
+        " (20, 30, 59, null, 'conv, seq = 4, sizes = [[1, 3]]', " G(100, 101) ", null, null, 0, null),"
+        " (40, null, 34, null, 'tick', " G(100, 101) ", null, null, 0, null),"
+        " (0, null, 39, null, 'thread name', " G(100, 101) ", null, null, 0, null);"
+        "create table CUPTI_ACTIVITY_KIND_RUNTIME(start integer, end integer, eventClass integer,"
+        " globalTid integer, correlationId integer, nameId integer, returnValue integer, callchainId integer);"
+        "insert into CUPTI_ACTIVITY_KIND_RUNTIME values (21, 25, 0, " G(100, 101) ", 5, 11, 0, null);"
+        "create table CUPTI_ACTIVITY_KIND_MEMCPY(start integer, end integer, deviceId integer, contextId integer,"
+        " streamId integer, correlationId integer, bytes integer, copyKind integer, srcKind integer, dstKind integer);"
+        "insert into CUPTI_ACTIVITY_KIND_MEMCPY values (50, 60, 1, 1, 13, 5, 4096, 1, 0, 2);"
+        "create table CUPTI_ACTIVITY_KIND_KERNEL(start integer, end integer, deviceId integer, contextId integer,"
+        " streamId integer, correlationId integer, demangledName integer, shortName integer, mangledName integer);"
+        "create table ThreadNames(nameId integer, priority integer, globalTid integer);"
+        "insert into ThreadNames values (13, 0, " G(100, 101) ");";
+    CU_ASSERT_EQUAL_FATAL(make_db(path, sql), 0);
+    CU_ASSERT(probe_file(tr_nsys_probe, path));
+    CU_ASSERT(!probe_file(tr_nvprof_probe, path));
+    tr_trace t;
+    tr_error err;
+    CU_ASSERT_EQUAL_FATAL(tr_trace_init(&t, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(tr_nsys_read(&t, path, NULL, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(t.events.n, 5);
+    int seen = 0;
+    for (size_t i = 0; i < t.events.n; i++) {
+        const tr_event *e = &t.events.v[i];
+        const char *name = tr_str_of(&t, e->name);
+        if (e->kind == TR_KIND_RUNTIME) {
+            CU_ASSERT_STRING_EQUAL(name, "cudaMemcpyAsync");
+            CU_ASSERT_STRING_EQUAL(tr_str_of(&t, e->raw_name), "cudaMemcpyAsync_v3020");
+            CU_ASSERT_EQUAL(e->correlation, 5);
+            const tr_thread *th = &t.threads.v[e->thread];
+            CU_ASSERT_EQUAL(th->tid, 101);
+            CU_ASSERT_EQUAL(t.processes.v[th->process].pid, 100);
+            CU_ASSERT_STRING_EQUAL(tr_str_of(&t, th->name), "worker");
+            seen |= 1;
+        } else if (e->kind == TR_KIND_RANGE) {
+            CU_ASSERT_STRING_EQUAL(name, "from id");
+            CU_ASSERT(e->flags & TR_FLAG_ASYNC);   /* ended on another thread */
+            seen |= 2;
+        } else if (e->kind == TR_KIND_OP) {
+            CU_ASSERT_STRING_EQUAL(name, "conv");
+            CU_ASSERT_EQUAL(e->seq, 4);
+            CU_ASSERT_STRING_EQUAL(tr_str_of(&t, e->shape), "[[1, 3]]");
+            seen |= 4;
+        } else if (e->kind == TR_KIND_MARK) {
+            CU_ASSERT_EQUAL(e->start, 40);
+            CU_ASSERT_EQUAL(e->end, 40);
+            seen |= 8;
+        } else if (e->kind == TR_KIND_MEMCPY) {
+            CU_ASSERT_STRING_EQUAL(name, "[CUDA memcpy HtoD]");
+            CU_ASSERT_EQUAL(e->bytes, 4096);
+            CU_ASSERT_STRING_EQUAL(tr_str_of(&t, t.copies.v[e->detail].src_kind), "Pageable");
+            CU_ASSERT_STRING_EQUAL(tr_str_of(&t, t.copies.v[e->detail].dst_kind), "Device");
+            seen |= 16;
+        }
+    }
+    CU_ASSERT_EQUAL(seen, 31);
+    tr_trace_free(&t);
+}
+
+static void test_bad(void)
+{
+    char path[512];
+    tmp_path(path, sizeof path, "nsys-bad.sqlite");
+    /* an nvprof-style database is not claimed, and reading it as nsys fails cleanly */
+    CU_ASSERT_EQUAL_FATAL(make_db(path, "create table StringTable(_id_ integer, value text);"
+                                        "create table CUPTI_ACTIVITY_KIND_RUNTIME(x integer);"), 0);
+    CU_ASSERT(!probe_file(tr_nsys_probe, path));
+    tr_trace t;
+    tr_error err;
+    CU_ASSERT_EQUAL_FATAL(tr_trace_init(&t, &err), TR_OK);
+    CU_ASSERT_EQUAL(tr_nsys_read(&t, path, NULL, &err), TR_ERR_INPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "StringIds"));
+    /* required column missing */
+    CU_ASSERT_EQUAL_FATAL(make_db(path, "create table StringIds(id integer, value text);"
+                                        "create table CUPTI_ACTIVITY_KIND_KERNEL(start integer);"), 0);
+    CU_ASSERT(probe_file(tr_nsys_probe, path));
+    tr_error_clear(&err);
+    CU_ASSERT_EQUAL(tr_nsys_read(&t, path, NULL, &err), TR_ERR_INPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "CUPTI_ACTIVITY_KIND_KERNEL"));
+    tr_trace_free(&t);
+}
+
+TR_SUITE(nsys,
+         {"read a hand-made export", test_read},
+         {"bad exports", test_bad})
