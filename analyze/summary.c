@@ -561,6 +561,7 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
     rc = resolve(&c);
 out:
     sqlite3_finalize(c.name_stmt);
+    free(c.groups.slots);
     trie_free(&c.paths);
     trie_free(&c.keys);
     tr_i64map_free(&c.key_cache);
