@@ -12,6 +12,7 @@ const tr_reader tr_readers[] = {
     {"nvprof", "nvprof/nvvp SQLite database (.nvvp, .prof, .sql)", tr_nvprof_probe, tr_nvprof_read},
     {"kineto", "PyTorch profiler / Kineto chrome trace (.json, .json.gz)", tr_kineto_probe, tr_kineto_read},
     {"nsys", "Nsight Systems SQLite export (.sqlite)", tr_nsys_probe, tr_nsys_read},
+    {"raw", "trace-record raw file (.ctr; see docs/raw-format.md)", tr_raw_probe, tr_raw_read},
 };
 const size_t tr_nreaders = sizeof tr_readers / sizeof tr_readers[0];
 

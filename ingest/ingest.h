@@ -51,5 +51,7 @@ int tr_kineto_probe(const char *path, const unsigned char *head, size_t headlen)
 tr_status tr_kineto_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err);
 int tr_nsys_probe(const char *path, const unsigned char *head, size_t headlen);
 tr_status tr_nsys_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err);
+int tr_raw_probe(const char *path, const unsigned char *head, size_t headlen);
+tr_status tr_raw_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err);
 
 #endif

@@ -1,0 +1,800 @@
+/*
+ * raw.c - reader for trace-record raw files (record/raw_format.h, docs/raw-format.md).
+ *
+ * One file per recorded process.  The file is read whole; every chunk whose
+ * CRC checks is used.  A truncated tail, chunks with a bad CRC and garbage
+ * between chunks are skipped with a warning that says how much was lost; a bad
+ * or newer-major header is refused (TR_ERR_INPUT).  Timestamps are recorded on
+ * CLOCK_MONOTONIC and shifted to CLOCK_REALTIME ns with the header's anchor so
+ * that files of several processes (and hosts) line up.
+ *
+ * Stacks (--backtrace) are attached to the API call of the same correlation id;
+ * frames are named "module+0xoffset" from the recorded /proc/self/maps
+ * (symbolising them with debug info is left for later).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ingest/ingest.h"
+#include "lib/i64map.h"
+#include "lib/names.h"
+#include "record/raw_format.h"
+
+typedef struct {
+    tr_trace *t;
+    const tr_ingest_opts *o;
+    const char *path;
+    uint32_t source, process;
+    int64_t shift;            /* added to every timestamp */
+    int64_t max_ts;
+    uint32_t *strs;           /* file string id -> our string id (0 = undefined) */
+    uint32_t *kname;          /* file string id -> demangled display name */
+    size_t nstrs;
+    tr_i64map ctx_device;     /* context -> device */
+    tr_i64map open_ranges;    /* marker id -> event index */
+    tr_i64map api_corr;       /* correlation -> API event index */
+    tr_i64map stack_at;       /* stack id -> index into stack_pcs of {n, pcs...} */
+    uint64_t *stack_pcs;
+    size_t nstack_pcs, cap_stack_pcs;
+    tr_raw_stackref *refs;
+    size_t nrefs, cap_refs;
+    char *maps;               /* last MAPS text (NUL-terminated) */
+    uint64_t stats[TR_RAW_STAT_COUNT_];
+    int have_stats, have_end;
+    size_t unknown_kinds, short_records, incomplete, orphan_ends, restarted;
+    uint32_t api_names[2][1024];
+    tr_nvtx_parser *nvtx;
+} raw_reader;
+
+static tr_status oom(tr_error *err)
+{
+    return tr_fail(err, TR_ERR_RUNTIME, "out of memory while reading a trace-record raw file");
+}
+
+int tr_raw_probe(const char *path, const unsigned char *head, size_t headlen)
+{
+    (void)path;
+    return headlen >= 8 && memcmp(head, TR_RAW_MAGIC, 8) == 0;
+}
+
+static int64_t ts_of(raw_reader *r, uint64_t ts)
+{
+    int64_t v = (int64_t)ts + r->shift;
+    if (v > r->max_ts)
+        r->max_ts = v;
+    return v;
+}
+
+static uint32_t str_of(raw_reader *r, uint32_t sid)
+{
+    if (sid && sid < r->nstrs && r->strs[sid])
+        return r->strs[sid];
+    return sid ? tr_str(r->t, "[unknown string]") : 0;
+}
+
+static void kernel_name(raw_reader *r, uint32_t sid, tr_event *e)
+{
+    if (!sid || sid >= r->nstrs || !r->strs[sid]) {
+        e->name = tr_str(r->t, "[unknown kernel]");
+        return;
+    }
+    if (!r->kname[sid]) {
+        char *d = tr_demangle(tr_str_of(r->t, r->strs[sid]));
+        r->kname[sid] = d ? tr_str(r->t, d) : r->strs[sid];
+        free(d);
+    }
+    e->name = r->kname[sid];
+    if (e->name != r->strs[sid]) {
+        e->raw_name = r->strs[sid];
+        e->flags |= TR_FLAG_DEMANGLED;
+    }
+}
+
+static uint32_t thread_of(raw_reader *r, uint32_t tid)
+{
+    return tid ? tr_thread_get(r->t, r->process, tid) : 0;
+}
+
+static uint32_t stream_of(raw_reader *r, uint32_t device, uint32_t context, uint32_t stream)
+{
+    uint32_t d = tr_device_get(r->t, r->source, device);
+    return d ? tr_stream_get(r->t, d, context, stream) : 0;
+}
+
+static tr_status read_strings(raw_reader *r, const unsigned char *p, size_t n, tr_error *err)
+{
+    size_t off = 0;
+    while (off + 8 <= n) {
+        uint32_t id = tr_raw_ld32(p + off), len = tr_raw_ld32(p + off + 4);
+        if (len > n - off - 8)
+            break;   /* padding or damage: the CRC passed, so padding */
+        if (id == 0) {
+            off += 8 + ((len + 3u) & ~3u);
+            continue;
+        }
+        if (id >= r->nstrs) {
+            size_t nn = r->nstrs ? r->nstrs : 64;
+            while (nn <= id)
+                nn *= 2;
+            if (nn > (1u << 26))
+                return tr_fail(err, TR_ERR_INPUT, "%s: string id %u out of range", r->path, id);
+            uint32_t *a = realloc(r->strs, nn * sizeof *a);
+            if (!a)
+                return oom(err);
+            r->strs = a;
+            uint32_t *b = realloc(r->kname, nn * sizeof *b);
+            if (!b)
+                return oom(err);
+            r->kname = b;
+            memset(r->strs + r->nstrs, 0, (nn - r->nstrs) * sizeof *a);
+            memset(r->kname + r->nstrs, 0, (nn - r->nstrs) * sizeof *b);
+            r->nstrs = nn;
+        }
+        r->strs[id] = tr_intern_add(&r->t->strings, (const char *)p + off + 8, len);
+        r->kname[id] = 0;
+        if (!r->strs[id])
+            return oom(err);
+        off += 8 + (((size_t)len + 3u) & ~(size_t)3u);
+    }
+    return TR_OK;
+}
+
+static void read_meta(raw_reader *r, const unsigned char *p, size_t n)
+{
+    size_t off = 0;
+    while (off < n) {
+        const char *kv = (const char *)p + off;
+        const char *z = memchr(kv, 0, n - off);
+        if (!z)
+            break;
+        if (strncmp(kv, "exe=", 4) == 0 && r->process) {
+            const char *base = strrchr(kv + 4, '/');
+            r->t->processes.v[r->process].name = tr_str(r->t, base ? base + 1 : kv + 4);
+        }
+        off += (size_t)(z - kv) + 1;
+    }
+}
+
+static uint32_t api_name(raw_reader *r, int driver, uint32_t cbid)
+{
+    if (cbid < 1024 && r->api_names[driver][cbid])
+        return r->api_names[driver][cbid];
+    const char *known = driver ? tr_driver_cbid_name((int)cbid) : tr_runtime_cbid_name((int)cbid);
+    char buf[64];
+    if (!known) {
+        snprintf(buf, sizeof buf, "%s API cbid %u", driver ? "driver" : "runtime", cbid);
+        known = buf;
+    }
+    uint32_t id = tr_str(r->t, known);
+    if (cbid < 1024)
+        r->api_names[driver][cbid] = id;
+    return id;
+}
+
+static const char *const copy_kinds[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                         "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+static const char *const memory_kinds[] = {"Unknown", "Pageable", "Pinned", "Device", "Array",
+                                           "Managed", "DeviceStatic", "ManagedStatic"};
+static const char *const sync_names[] = {"[sync] unknown", "[sync] event synchronize",
+                                         "[sync] stream wait event", "[sync] stream synchronize",
+                                         "[sync] context synchronize"};
+
+static uint32_t enum_name(raw_reader *r, const char *const *names, size_t n, unsigned v)
+{
+    if (v < n)
+        return tr_str(r->t, names[v]);
+    char buf[32];
+    snprintf(buf, sizeof buf, "%u", v);
+    return tr_str(r->t, buf);
+}
+
+/* One record; p points at rec_size >= the kind's v1 size bytes. */
+static tr_status read_record(raw_reader *r, unsigned kind, const unsigned char *p, tr_error *err)
+{
+    tr_event *e;
+    switch (kind) {
+    case TR_RAW_REC_KERNEL: {
+        tr_raw_kernel k;
+        memcpy(&k, p, sizeof k);
+        if ((k.flags & TR_RAW_KF_INCOMPLETE) || (k.start == 0 && k.end == 0)) {
+            r->incomplete++;
+            return TR_OK;
+        }
+        if (!(e = tr_add_event(r->t, TR_KIND_KERNEL)))
+            return oom(err);
+        e->start = ts_of(r, k.start);
+        e->end = ts_of(r, k.end);
+        e->correlation = k.corr;
+        e->stream = stream_of(r, k.device, k.context, k.stream);
+        kernel_name(r, k.name_sid, e);
+        tr_kernel_detail d;
+        for (int j = 0; j < 3; j++) {
+            d.grid[j] = k.grid[j];
+            d.block[j] = k.block[j];
+        }
+        d.registers = k.registers;
+        d.static_smem = (int32_t)k.smem_static;
+        d.dynamic_smem = (int32_t)k.smem_dynamic;
+        if (!(e->detail = tr_add_kernel_detail(r->t, &d)))
+            return oom(err);
+        return TR_OK;
+    }
+    case TR_RAW_REC_API: {
+        tr_raw_api a;
+        memcpy(&a, p, sizeof a);
+        int driver = a.domain == TR_RAW_API_DRIVER;
+        if (!(e = tr_add_event(r->t, driver ? TR_KIND_DRIVER : TR_KIND_RUNTIME)))
+            return oom(err);
+        e->start = ts_of(r, a.start);
+        e->end = ts_of(r, a.end);
+        e->correlation = a.corr;
+        e->thread = thread_of(r, a.tid);
+        e->name = a.domain == TR_RAW_API_INTERNAL ? tr_str(r->t, "[internal launch]")
+                                                  : api_name(r, driver, a.cbid);
+        tr_api_detail d = {(int32_t)a.cbid, (int64_t)a.ret};
+        if (!(e->detail = tr_add_api_detail(r->t, &d)))
+            return oom(err);
+        if (a.corr && tr_i64map_put(&r->api_corr, a.corr, (int64_t)(r->t->events.n - 1)) < 0)
+            return oom(err);
+        return TR_OK;
+    }
+    case TR_RAW_REC_MEMCPY: {
+        tr_raw_memcpy m;
+        memcpy(&m, p, sizeof m);
+        if ((m.flags & TR_RAW_KF_INCOMPLETE) || (m.start == 0 && m.end == 0)) {
+            r->incomplete++;
+            return TR_OK;
+        }
+        if (!(e = tr_add_event(r->t, TR_KIND_MEMCPY)))
+            return oom(err);
+        tr_copy_detail d = {enum_name(r, copy_kinds, 11, m.copy_kind),
+                            enum_name(r, memory_kinds, 8, m.src_kind),
+                            enum_name(r, memory_kinds, 8, m.dst_kind)};
+        char name[64];
+        snprintf(name, sizeof name, "[CUDA memcpy %s]", tr_str_of(r->t, d.copy_kind));
+        e = &r->t->events.v[r->t->events.n - 1];
+        e->name = tr_str(r->t, name);
+        e->bytes = (int64_t)m.bytes;
+        e->start = ts_of(r, m.start);
+        e->end = ts_of(r, m.end);
+        e->correlation = m.corr;
+        e->stream = stream_of(r, m.device, m.context, m.stream);
+        if (!(e->detail = tr_add_copy_detail(r->t, &d)))
+            return oom(err);
+        return TR_OK;
+    }
+    case TR_RAW_REC_MEMSET: {
+        tr_raw_memset m;
+        memcpy(&m, p, sizeof m);
+        if ((m.flags & TR_RAW_KF_INCOMPLETE) || (m.start == 0 && m.end == 0)) {
+            r->incomplete++;
+            return TR_OK;
+        }
+        uint32_t name = tr_str(r->t, "[CUDA memset]");
+        if (!(e = tr_add_event(r->t, TR_KIND_MEMSET)))
+            return oom(err);
+        e->name = name;
+        e->bytes = (int64_t)m.bytes;
+        e->start = ts_of(r, m.start);
+        e->end = ts_of(r, m.end);
+        e->correlation = m.corr;
+        e->stream = stream_of(r, m.device, m.context, m.stream);
+        if (!(e->detail = tr_add_memset_value(r->t, m.value)))
+            return oom(err);
+        return TR_OK;
+    }
+    case TR_RAW_REC_SYNC: {
+        tr_raw_sync s;
+        memcpy(&s, p, sizeof s);
+        uint32_t name = tr_str(r->t, sync_names[s.type < 5 ? s.type : 0]);
+        int64_t device = 0;
+        tr_i64map_get(&r->ctx_device, s.context, &device);
+        uint32_t stream = stream_of(r, (uint32_t)device, s.context, s.stream);
+        if (!(e = tr_add_event(r->t, TR_KIND_SYNC)))
+            return oom(err);
+        e->name = name;
+        e->start = ts_of(r, s.start);
+        e->end = ts_of(r, s.end);
+        e->correlation = s.corr;
+        e->stream = stream;
+        return TR_OK;
+    }
+    case TR_RAW_REC_MARKER: {
+        tr_raw_marker m;
+        memcpy(&m, p, sizeof m);
+        int64_t ts = ts_of(r, m.ts);
+        uint32_t thread = thread_of(r, m.tid);
+        if (m.flags & TR_RAW_MK_END) {
+            int64_t idx;
+            if (!tr_i64map_get(&r->open_ranges, (int64_t)m.id, &idx)) {
+                r->orphan_ends++;
+                return TR_OK;
+            }
+            tr_i64map_del(&r->open_ranges, (int64_t)m.id);
+            e = &r->t->events.v[idx];
+            e->end = ts;
+            if (e->thread != thread)
+                e->flags |= TR_FLAG_ASYNC;
+            return TR_OK;
+        }
+        if (!(m.flags & (TR_RAW_MK_MARK | TR_RAW_MK_START)))
+            return TR_OK;
+        uint32_t raw = str_of(r, m.name_sid);
+        if (!raw)
+            raw = tr_str(r->t, "");
+        if (!(e = tr_add_event(r->t, (m.flags & TR_RAW_MK_START) ? TR_KIND_RANGE : TR_KIND_MARK)))
+            return oom(err);
+        e->start = e->end = ts;
+        e->thread = thread;
+        const char *msg = tr_str_of(r->t, raw);
+        tr_nvtx_annotation a;
+        tr_nvtx_parse(r->nvtx, msg, strlen(msg), &a);
+        if (a.annotated) {
+            uint32_t name = tr_intern_add(&r->t->strings, a.name, a.name_len);
+            uint32_t shape = a.sizes ? tr_intern_add(&r->t->strings, a.sizes, a.sizes_len) : 0;
+            e = &r->t->events.v[r->t->events.n - 1];
+            e->kind = TR_KIND_OP;
+            e->name = name;
+            e->raw_name = raw;
+            e->seq = a.seq;
+            e->op_id = a.op_id;
+            e->shape = shape;
+        } else {
+            e->name = raw;
+        }
+        if (m.flags & TR_RAW_MK_START) {
+            int64_t prev;
+            if (tr_i64map_get(&r->open_ranges, (int64_t)m.id, &prev))
+                r->restarted++;
+            if (tr_i64map_put(&r->open_ranges, (int64_t)m.id, (int64_t)(r->t->events.n - 1)) < 0)
+                return oom(err);
+        }
+        return TR_OK;
+    }
+    case TR_RAW_REC_DEVICE: {
+        tr_raw_device d;
+        memcpy(&d, p, sizeof d);
+        uint32_t name = str_of(r, d.name_sid);
+        uint32_t i = tr_device_get(r->t, r->source, d.id);
+        if (!i)
+            return oom(err);
+        tr_device *dev = &r->t->devices.v[i];
+        dev->name = name;
+        dev->cc_major = (int32_t)d.cc_major;
+        dev->cc_minor = (int32_t)d.cc_minor;
+        dev->memory_bytes = (int64_t)d.global_memory;
+        dev->sm_count = (int32_t)d.sm_count;
+        return TR_OK;
+    }
+    case TR_RAW_REC_CONTEXT: {
+        tr_raw_context c;
+        memcpy(&c, p, sizeof c);
+        return tr_i64map_put(&r->ctx_device, c.context, c.device) < 0 ? oom(err) : TR_OK;
+    }
+    case TR_RAW_REC_STREAM: {
+        tr_raw_stream s;
+        memcpy(&s, p, sizeof s);
+        int64_t device = 0;
+        tr_i64map_get(&r->ctx_device, s.context, &device);
+        return stream_of(r, (uint32_t)device, s.context, s.stream) ? TR_OK : oom(err);
+    }
+    case TR_RAW_REC_NAME: {
+        tr_raw_name nm;
+        memcpy(&nm, p, sizeof nm);
+        uint32_t name = str_of(r, nm.name_sid);
+        if (nm.object_kind == TR_RAW_OBJ_THREAD) {
+            uint32_t th = thread_of(r, nm.id);
+            if (th)
+                r->t->threads.v[th].name = name;
+        } else if (nm.object_kind == TR_RAW_OBJ_PROCESS) {
+            r->t->processes.v[r->process].name = name;
+        }
+        return TR_OK;
+    }
+    case TR_RAW_REC_STACKREF:
+        if (r->nrefs == r->cap_refs) {
+            size_t nc = r->cap_refs ? r->cap_refs * 2 : 256;
+            tr_raw_stackref *a = realloc(r->refs, nc * sizeof *a);
+            if (!a)
+                return oom(err);
+            r->refs = a;
+            r->cap_refs = nc;
+        }
+        memcpy(&r->refs[r->nrefs++], p, sizeof(tr_raw_stackref));
+        return TR_OK;
+    default:
+        r->unknown_kinds++;
+        return TR_OK;
+    }
+}
+
+static tr_status read_records(raw_reader *r, const unsigned char *p, size_t n, tr_error *err)
+{
+    if (n < 8)
+        return TR_OK;
+    unsigned kind = tr_raw_ld16(p);
+    size_t rec_size = tr_raw_ld16(p + 2), count = tr_raw_ld32(p + 4);
+    size_t need = tr_raw_rec_size(kind);
+    if (!need) {
+        r->unknown_kinds += count;
+        return TR_OK;
+    }
+    if (rec_size < need || count > (n - 8) / rec_size) {
+        r->short_records += count;
+        return TR_OK;
+    }
+    for (size_t i = 0; i < count; i++) {
+        tr_status s = read_record(r, kind, p + 8 + i * rec_size, err);
+        if (s != TR_OK)
+            return s;
+    }
+    return TR_OK;
+}
+
+static tr_status read_stacks(raw_reader *r, const unsigned char *p, size_t n, tr_error *err)
+{
+    size_t off = 0;
+    while (off + 8 <= n) {
+        uint32_t id = tr_raw_ld32(p + off);
+        size_t nf = tr_raw_ld16(p + off + 4);
+        if (nf > (n - off - 8) / 8)
+            break;
+        if (r->nstack_pcs + nf + 1 > r->cap_stack_pcs) {
+            size_t nc = r->cap_stack_pcs ? r->cap_stack_pcs : 1024;
+            while (nc < r->nstack_pcs + nf + 1)
+                nc *= 2;
+            uint64_t *a = realloc(r->stack_pcs, nc * sizeof *a);
+            if (!a)
+                return oom(err);
+            r->stack_pcs = a;
+            r->cap_stack_pcs = nc;
+        }
+        if (tr_i64map_put(&r->stack_at, id, (int64_t)r->nstack_pcs) < 0)
+            return oom(err);
+        r->stack_pcs[r->nstack_pcs++] = nf;
+        for (size_t i = 0; i < nf; i++)
+            r->stack_pcs[r->nstack_pcs++] = tr_raw_ld64(p + off + 8 + 8 * i);
+        off += 8 + 8 * nf;
+    }
+    return TR_OK;
+}
+
+static tr_status read_maps(raw_reader *r, const unsigned char *p, size_t n, tr_error *err)
+{
+    if (n < 16)
+        return TR_OK;
+    size_t len = tr_raw_ld32(p + 8);
+    if (len > n - 16)
+        len = n - 16;
+    char *m = malloc(len + 1);
+    if (!m)
+        return oom(err);
+    memcpy(m, p + 16, len);
+    m[len] = 0;
+    free(r->maps);
+    r->maps = m;
+    return TR_OK;
+}
+
+/* "lib.so+0x1234" for a pc, from the recorded maps; 0 when no mapping has it. */
+static int frame_name(const raw_reader *r, uint64_t pc, char *buf, size_t size)
+{
+    for (const char *line = r->maps; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        unsigned long long lo, hi, off;
+        char perms[8];
+        int pos = 0;
+        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &lo, &hi, perms, &off, &pos) >= 4
+            && pc >= lo && pc < hi) {
+            const char *path = line + pos;
+            const char *end = nl ? nl : path + strlen(path);
+            while (path < end && *path == ' ')
+                path++;
+            const char *base = path;
+            for (const char *q = path; q < end; q++)
+                if (*q == '/')
+                    base = q + 1;
+            snprintf(buf, size, "%.*s+0x%llx", (int)(end - base), base,
+                     (unsigned long long)(pc - lo + off));
+            return 1;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    snprintf(buf, size, "0x%llx", (unsigned long long)pc);
+    return 0;
+}
+
+static tr_status attach_stacks(raw_reader *r, tr_error *err)
+{
+    size_t unmatched = 0;
+    uint32_t *frames = NULL;
+    size_t cap = 0;
+    for (size_t i = 0; i < r->nrefs; i++) {
+        int64_t ev, at;
+        if (!tr_i64map_get(&r->api_corr, r->refs[i].corr, &ev)
+            || !tr_i64map_get(&r->stack_at, r->refs[i].stack_id, &at)) {
+            unmatched++;
+            continue;
+        }
+        size_t nf = (size_t)r->stack_pcs[at];
+        const uint64_t *pcs = r->stack_pcs + at + 1;   /* innermost first */
+        if (nf > cap) {
+            uint32_t *a = realloc(frames, nf * sizeof *a);
+            if (!a) {
+                free(frames);
+                return oom(err);
+            }
+            frames = a;
+            cap = nf;
+        }
+        /* outermost first; the recorder's own and CUPTI's frames (innermost) dropped */
+        size_t skip = 0;
+        char buf[512];
+        while (skip < nf) {
+            frame_name(r, pcs[skip], buf, sizeof buf);
+            if (!strstr(buf, "libtracekit-agent") && !strstr(buf, "libcupti"))
+                break;
+            skip++;
+        }
+        size_t k = 0;
+        for (size_t j = nf; j-- > skip;) {
+            frame_name(r, pcs[j] ? pcs[j] - (j > 0) : 0, buf, sizeof buf);
+            if (!(frames[k++] = tr_str(r->t, buf))) {
+                free(frames);
+                return oom(err);
+            }
+        }
+        uint32_t leaf = tr_stack_get(r->t, frames, k);
+        if (!leaf && k) {
+            free(frames);
+            return oom(err);
+        }
+        r->t->events.v[ev].stack = leaf;
+    }
+    free(frames);
+    if (unmatched)
+        tr_ingest_warn(r->o, "%s: %zu stack(s) without a matching API call ignored", r->path,
+                       unmatched);
+    return TR_OK;
+}
+
+static tr_status load_file(const char *path, unsigned char **data, size_t *len, tr_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return tr_fail(err, TR_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf) {
+        if (n == cap) {
+            unsigned char *b = realloc(buf, cap * 2);
+            if (!b) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = b;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int rerr = ferror(f);
+    fclose(f);
+    if (!buf)
+        return oom(err);
+    if (rerr) {
+        free(buf);
+        return tr_fail(err, TR_ERR_INPUT, "cannot read %s: %s", path, strerror(errno));
+    }
+    *data = buf;
+    *len = n;
+    return TR_OK;
+}
+
+/* 1 if a valid chunk (header + payload + CRC) starts at off. */
+static int chunk_ok(const unsigned char *d, size_t len, size_t off)
+{
+    if (len - off < TR_RAW_CHUNK_HDR || tr_raw_ld32(d + off) != TR_RAW_CHUNK_SYNC)
+        return 0;
+    size_t pl = tr_raw_ld32(d + off + 8);
+    return pl <= TR_RAW_MAX_PAYLOAD && pl <= len - off - TR_RAW_CHUNK_HDR
+           && tr_raw_crc32(d + off + TR_RAW_CHUNK_HDR, pl) == tr_raw_ld32(d + off + 12);
+}
+
+static tr_status read_chunks(raw_reader *r, const unsigned char *d, size_t len, size_t off,
+                             tr_error *err)
+{
+    size_t bad_crc = 0, bad_crc_bytes = 0, garbage = 0, truncated = 0;
+    while (off < len) {
+        if (len - off < TR_RAW_CHUNK_HDR || tr_raw_ld32(d + off) != TR_RAW_CHUNK_SYNC
+            || tr_raw_ld32(d + off + 8) > TR_RAW_MAX_PAYLOAD) {
+            if (len - off < TR_RAW_CHUNK_HDR && tr_raw_ld32(d + off) == TR_RAW_CHUNK_SYNC) {
+                truncated = len - off;
+                break;
+            }
+            /* resynchronise on the next valid chunk at an 8-byte boundary */
+            size_t next = off + 8;
+            while (next < len && !chunk_ok(d, len, next))
+                next += 8;
+            if (next >= len) {
+                truncated = len - off;
+                break;
+            }
+            garbage += next - off;
+            off = next;
+            continue;
+        }
+        size_t pl = tr_raw_ld32(d + off + 8);
+        if (pl > len - off - TR_RAW_CHUNK_HDR) {
+            truncated = len - off;
+            break;
+        }
+        const unsigned char *p = d + off + TR_RAW_CHUNK_HDR;
+        if (tr_raw_crc32(p, pl) != tr_raw_ld32(d + off + 12)) {
+            bad_crc++;
+            bad_crc_bytes += TR_RAW_CHUNK_HDR + pl;
+            off += TR_RAW_CHUNK_HDR + pl;
+            continue;
+        }
+        tr_status s = TR_OK;
+        switch (tr_raw_ld16(d + off + 4)) {
+        case TR_RAW_CH_META: read_meta(r, p, pl); break;
+        case TR_RAW_CH_STRINGS: s = read_strings(r, p, pl, err); break;
+        case TR_RAW_CH_RECORDS: s = read_records(r, p, pl, err); break;
+        case TR_RAW_CH_STACKS: s = read_stacks(r, p, pl, err); break;
+        case TR_RAW_CH_MAPS: s = read_maps(r, p, pl, err); break;
+        case TR_RAW_CH_STATS:
+            if (pl >= 8) {
+                size_t n = tr_raw_ld32(p);
+                for (size_t i = 0; i < n && i < TR_RAW_STAT_COUNT_ && 8 + 8 * i + 8 <= pl; i++)
+                    r->stats[i] = tr_raw_ld64(p + 8 + 8 * i);
+                r->have_stats = 1;
+            }
+            break;
+        case TR_RAW_CH_END: r->have_end = 1; break;
+        default: break;   /* unknown chunk types are skipped */
+        }
+        if (s != TR_OK)
+            return s;
+        off += TR_RAW_CHUNK_HDR + pl;
+    }
+    if (truncated)
+        tr_ingest_warn(r->o, "%s: file truncated: the last %zu byte(s) (1 partial chunk) lost",
+                       r->path, truncated);
+    if (bad_crc)
+        tr_ingest_warn(r->o, "%s: %zu chunk(s) with a bad CRC skipped (%zu bytes lost)", r->path,
+                       bad_crc, bad_crc_bytes);
+    if (garbage)
+        tr_ingest_warn(r->o, "%s: %zu byte(s) of damaged data skipped between chunks", r->path,
+                       garbage);
+    if (!r->have_end && !truncated)
+        tr_ingest_warn(r->o, "%s: no end marker: the process did not exit normally "
+                       "(crash, _exit or kill); records after its last flush are lost", r->path);
+    return TR_OK;
+}
+
+static void warn_summary(raw_reader *r)
+{
+    if (r->stats[TR_RAW_STAT_DROPPED])
+        tr_ingest_warn(r->o, "%s: CUPTI dropped %llu activity record(s) (no buffer available; "
+                       "try a larger --buffer-size)", r->path,
+                       (unsigned long long)r->stats[TR_RAW_STAT_DROPPED]);
+    if (r->stats[TR_RAW_STAT_POOL_EMPTY])
+        tr_ingest_warn(r->o, "%s: %llu buffer request(s) refused: buffer pool exhausted",
+                       r->path, (unsigned long long)r->stats[TR_RAW_STAT_POOL_EMPTY]);
+    if (r->incomplete)
+        tr_ingest_warn(r->o, "%s: %zu GPU activit%s without timestamps (still running at exit) "
+                       "skipped", r->path, r->incomplete, r->incomplete == 1 ? "y" : "ies");
+    if (r->unknown_kinds)
+        tr_ingest_warn(r->o, "%s: %zu record(s) of unknown kinds skipped", r->path,
+                       r->unknown_kinds);
+    if (r->short_records)
+        tr_ingest_warn(r->o, "%s: %zu record(s) in malformed record chunks skipped", r->path,
+                       r->short_records);
+    if (r->orphan_ends)
+        tr_ingest_warn(r->o, "%s: %zu NVTX range end(s) without a start ignored", r->path,
+                       r->orphan_ends);
+    if (r->restarted)
+        tr_ingest_warn(r->o, "%s: %zu NVTX range id(s) started twice", r->path, r->restarted);
+}
+
+static void close_ranges(raw_reader *r)
+{
+    size_t unterminated = r->open_ranges.n;
+    for (size_t i = 0; i < r->open_ranges.cap; i++) {
+        if (!r->open_ranges.slots[i].used)
+            continue;
+        tr_event *e = &r->t->events.v[r->open_ranges.slots[i].val];
+        e->end = r->max_ts > e->start ? r->max_ts : e->start;
+        e->flags |= TR_FLAG_UNTERMINATED;
+    }
+    if (unterminated)
+        tr_ingest_warn(r->o, "%s: %zu NVTX range(s) never ended; closed at the last timestamp",
+                       r->path, unterminated);
+}
+
+tr_status tr_raw_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err)
+{
+    unsigned char *d = NULL;
+    size_t len = 0;
+    tr_status s = load_file(path, &d, &len, err);
+    if (s != TR_OK)
+        return s;
+    raw_reader r;
+    memset(&r, 0, sizeof r);
+    r.t = t;
+    r.o = o;
+    r.path = path;
+    tr_i64map_init(&r.ctx_device);
+    tr_i64map_init(&r.open_ranges);
+    tr_i64map_init(&r.api_corr);
+    tr_i64map_init(&r.stack_at);
+    if (len < 8 || memcmp(d, TR_RAW_MAGIC, 8) != 0) {
+        s = tr_fail(err, TR_ERR_INPUT, "%s: not a trace-record raw file (bad magic)", path);
+        goto out;
+    }
+    if (len < TR_RAW_HEADER_LEN) {
+        s = tr_fail(err, TR_ERR_INPUT, "%s: truncated in its header (%zu of %u bytes)", path,
+                    len, TR_RAW_HEADER_LEN);
+        goto out;
+    }
+    unsigned major = tr_raw_ld16(d + 8), minor = tr_raw_ld16(d + 10);
+    if (major > TR_RAW_MAJOR) {
+        s = tr_fail(err, TR_ERR_INPUT, "%s: raw format version %u.%u is newer than this reader "
+                    "supports (%u.%u): use a newer trace-ingest", path, major, minor,
+                    TR_RAW_MAJOR, TR_RAW_MINOR);
+        goto out;
+    }
+    if (major < 1 || tr_raw_ld32(d + 16) != TR_RAW_ENDIAN_CHECK
+        || tr_raw_crc32(d, offsetof(tr_raw_header, header_crc))
+               != tr_raw_ld32(d + offsetof(tr_raw_header, header_crc))) {
+        s = tr_fail(err, TR_ERR_INPUT, "%s: corrupted header (bad CRC, version or byte order)",
+                    path);
+        goto out;
+    }
+    size_t hlen = tr_raw_ld32(d + 12);
+    if (hlen < TR_RAW_HEADER_LEN || hlen > len || hlen % 8) {
+        s = tr_fail(err, TR_ERR_INPUT, "%s: corrupted header (length %zu)", path, hlen);
+        goto out;
+    }
+    uint32_t flags = tr_raw_ld32(d + 20);
+    uint32_t pid = tr_raw_ld32(d + 32);
+    uint64_t t0_real = tr_raw_ld64(d + 40), t0_mono = tr_raw_ld64(d + 48);
+    r.shift = (flags & TR_RAW_HF_CLOCK_MONOTONIC) ? (int64_t)(t0_real - t0_mono) : 0;
+    char version[32];
+    snprintf(version, sizeof version, "%u.%u", major, minor);
+    size_t first_event = t->events.n;
+    r.source = tr_add_source(t, path, "raw", version);
+    r.process = r.source ? tr_process_get(t, r.source, pid) : 0;
+    if (!r.process) {
+        s = oom(err);
+        goto out;
+    }
+    if ((s = tr_nvtx_parser_new(&r.nvtx, err)) != TR_OK)
+        goto out;
+    if ((s = read_chunks(&r, d, len, hlen, err)) != TR_OK)
+        goto out;
+    close_ranges(&r);
+    if ((s = attach_stacks(&r, err)) != TR_OK)
+        goto out;
+    warn_summary(&r);
+    t->sources.v[r.source].events = (int64_t)(t->events.n - first_event);
+out:
+    tr_nvtx_parser_free(r.nvtx);
+    tr_i64map_free(&r.ctx_device);
+    tr_i64map_free(&r.open_ranges);
+    tr_i64map_free(&r.api_corr);
+    tr_i64map_free(&r.stack_at);
+    free(r.strs);
+    free(r.kname);
+    free(r.stack_pcs);
+    free(r.refs);
+    free(r.maps);
+    free(d);
+    return s;
+}

@@ -1,0 +1,960 @@
+/*
+ * agent.c - the recorder injected into the application (libtracekit-agent.so).
+ *
+ * Doors: the CUDA driver calls InitializeInjection() inside cuInit when
+ * CUDA_INJECTION64_PATH names this library; the NVTX loader calls
+ * InitializeInjectionNvtx2() on the first NVTX call of each NVTX instance when
+ * NVTX_INJECTION64_PATH names it.  Both run one idempotent init; the NVTX door
+ * then forwards to the InitializeInjectionNvtx2 of the libcupti already mapped,
+ * so CUPTI turns NVTX calls into MARKER records (one libcupti per process).
+ *
+ * Threads: CUPTI's buffer callbacks only pop from a preallocated pool and push
+ * completed buffers on a queue; a writer thread normalises them (encode.c),
+ * writes chunks and calls cuptiActivityFlushAll(0) every flush period.  At exit
+ * a forced flush, the last records, the thread names, STATS and END are written.
+ *
+ * Configuration comes from the environment the launcher sets (docs/record.md):
+ * TRACE_RECORD_DIR, _SESSION, _KINDS, _BUFFER_SIZE, _FLUSH_MS, _ONLY_PID,
+ * _T0, _DELAY_NS, _DURATION_NS, _CAPTURE, _BACKTRACE.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "record/agent/agent.h"
+
+#include <generated_nvtx_meta.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define RECORDER_VERSION 1u
+#define MAX_FRAMES 64
+
+/* ---------------------------------------------------------------- state */
+
+typedef struct pool_buf {
+    struct pool_buf *next;
+    pid_t owner;
+    size_t size;
+    uint64_t pad[5];              /* header is 64 bytes: CUPTI's buffer stays 64-aligned */
+} pool_buf;
+_Static_assert(sizeof(pool_buf) == 64, "pool header");
+
+typedef struct { uint64_t start, end; } window;
+
+enum { CAP_NONE, CAP_TIME, CAP_PROFILER, CAP_NVTX };
+
+static struct {
+    pthread_mutex_t init_mu;
+    int inited, active, disabled;
+    pid_t pid;
+    /* options */
+    size_t buf_size, pool_cap;
+    unsigned flush_ms;
+    int backtrace;
+    int capture, capture_lost;
+    char capture_name[256];
+    char kinds[256];
+    /* buffer pool and the queue of completed buffers */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pool_buf *free_list;
+    size_t allocated;
+    pool_buf *queue_head, *queue_tail;
+    int stop;
+    pthread_t writer;
+    int writer_running;
+    /* counters updated from CUPTI callbacks (under mu) */
+    uint64_t dropped, buffers, pool_empty, inherited;
+    /* capture windows (under mu) */
+    window *windows;
+    size_t nwindows, cap_windows;
+    /* stacks (under mu): new stacks and references not yet written */
+    unsigned char *new_stacks;
+    size_t n_new_stacks, cap_new_stacks;
+    tr_raw_stackref *refs;
+    size_t nrefs, cap_refs;
+    struct { uint64_t hash; uint32_t id; } *stack_tab;
+    size_t n_stacks, cap_stack_tab;
+    /* writer side */
+    rec_encoder enc;
+    CUpti_SubscriberHandle sub;
+    int subscribed;
+    uint64_t t0_mono;
+} g = {.init_mu = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER,
+       .cv = PTHREAD_COND_INITIALIZER};
+
+static __thread pid_t tls_tid;
+static __thread int tls_in_runtime;
+static __thread int tls_nvtx_depth, tls_capture_depth;
+
+static pid_t my_tid(void)
+{
+    if (!tls_tid)
+        tls_tid = (pid_t)syscall(SYS_gettid);
+    return tls_tid;
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t real_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t CUPTIAPI timestamp_cb(void)
+{
+    return mono_ns();
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 0);
+    return errno || *end ? dflt : (uint64_t)x;
+}
+
+static int kind_on(const char *k)
+{
+    if (!g.kinds[0])
+        return 1;
+    size_t n = strlen(k);
+    for (const char *p = g.kinds; *p;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len == n && memcmp(p, k, n) == 0)
+            return 1;
+        p += len + (c != NULL);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- capture range */
+
+static void window_open(uint64_t ts)
+{
+    pthread_mutex_lock(&g.mu);
+    if (!(g.nwindows && g.windows[g.nwindows - 1].end == UINT64_MAX)) {
+        if (g.nwindows == g.cap_windows) {
+            size_t nc = g.cap_windows ? g.cap_windows * 2 : 8;
+            window *w = realloc(g.windows, nc * sizeof *w);
+            if (w) {
+                g.windows = w;
+                g.cap_windows = nc;
+            }
+        }
+        if (g.nwindows < g.cap_windows)
+            g.windows[g.nwindows++] = (window){ts, UINT64_MAX};
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
+static void window_close(uint64_t ts)
+{
+    pthread_mutex_lock(&g.mu);
+    if (g.nwindows && g.windows[g.nwindows - 1].end == UINT64_MAX)
+        g.windows[g.nwindows - 1].end = ts;
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* Called by the encoder on the writer thread. */
+static int in_capture(uint64_t ts)
+{
+    int yes = 0;
+    pthread_mutex_lock(&g.mu);
+    for (size_t i = g.nwindows; i-- > 0;)
+        if (ts >= g.windows[i].start && ts <= g.windows[i].end) {
+            yes = 1;
+            break;
+        }
+    pthread_mutex_unlock(&g.mu);
+    return yes;
+}
+
+/* ---------------------------------------------------------------- stacks */
+
+static void record_stack(uint32_t corr)
+{
+    void *pcs[MAX_FRAMES];
+    int n = backtrace(pcs, MAX_FRAMES);
+    if (n <= 0)
+        return;
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint64_t)(uintptr_t)pcs[i]) * 1099511628211ull;
+    h |= 1;
+    uint64_t ts = mono_ns();
+    pthread_mutex_lock(&g.mu);
+    if ((g.n_stacks + 1) * 2 > g.cap_stack_tab) {
+        size_t nc = g.cap_stack_tab ? g.cap_stack_tab * 2 : 1024;
+        void *t = calloc(nc, sizeof *g.stack_tab);
+        if (!t)
+            goto out;
+        __typeof__(g.stack_tab) nt = t;
+        for (size_t i = 0; i < g.cap_stack_tab; i++) {
+            if (!g.stack_tab[i].hash)
+                continue;
+            size_t j = g.stack_tab[i].hash & (nc - 1);
+            while (nt[j].hash)
+                j = (j + 1) & (nc - 1);
+            nt[j] = g.stack_tab[i];
+        }
+        free(g.stack_tab);
+        g.stack_tab = nt;
+        g.cap_stack_tab = nc;
+    }
+    size_t j = h & (g.cap_stack_tab - 1);
+    while (g.stack_tab[j].hash && g.stack_tab[j].hash != h)
+        j = (j + 1) & (g.cap_stack_tab - 1);
+    uint32_t id = g.stack_tab[j].id;
+    if (!g.stack_tab[j].hash) {
+        size_t need = g.n_new_stacks + 8 + 8 * (size_t)n;
+        if (need > g.cap_new_stacks) {
+            size_t nc = g.cap_new_stacks ? g.cap_new_stacks * 2 : 65536;
+            while (nc < need)
+                nc *= 2;
+            unsigned char *b = realloc(g.new_stacks, nc);
+            if (!b)
+                goto out;
+            g.new_stacks = b;
+            g.cap_new_stacks = nc;
+        }
+        id = (uint32_t)++g.n_stacks;
+        g.stack_tab[j].hash = h;
+        g.stack_tab[j].id = id;
+        uint32_t hdr[2] = {id, (uint32_t)n};
+        memcpy(g.new_stacks + g.n_new_stacks, hdr, 8);
+        for (int i = 0; i < n; i++) {
+            uint64_t pc = (uint64_t)(uintptr_t)pcs[i];
+            memcpy(g.new_stacks + g.n_new_stacks + 8 + 8 * (size_t)i, &pc, 8);
+        }
+        g.n_new_stacks = need;
+    }
+    if (g.nrefs == g.cap_refs) {
+        size_t nc = g.cap_refs ? g.cap_refs * 2 : 4096;
+        tr_raw_stackref *r = realloc(g.refs, nc * sizeof *r);
+        if (!r)
+            goto out;
+        g.refs = r;
+        g.cap_refs = nc;
+    }
+    g.refs[g.nrefs++] = (tr_raw_stackref){ts, corr, id, (uint32_t)my_tid(), 0};
+out:
+    pthread_mutex_unlock(&g.mu);
+}
+
+static int is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId id)
+{
+    if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
+        switch (id) {
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+        case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+        case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000: return 1;
+        default: return 0;
+        }
+    if (dom == CUPTI_CB_DOMAIN_DRIVER_API)
+        switch (id) {
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+        case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+        case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+        case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: return 1;
+        default: return 0;
+        }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- callback API */
+
+static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain dom, CUpti_CallbackId id,
+                                 const void *data)
+{
+    (void)user;
+    if (!g.active || g.pid != getpid())
+        return;
+    if (dom == CUPTI_CB_DOMAIN_NVTX) {
+        const CUpti_NvtxData *nd = data;
+        const char *msg = NULL;
+        int push = 0, pop = 0;
+        switch (id) {
+        case CUPTI_CBID_NVTX_nvtxRangePushA:
+            push = 1;
+            msg = nd->functionParams ? ((const nvtxRangePushA_params *)nd->functionParams)->message
+                                     : NULL;
+            break;
+        case CUPTI_CBID_NVTX_nvtxRangePushEx:
+        case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
+            push = 1;
+            const nvtxEventAttributes_t *at = NULL;
+            if (nd->functionParams)
+                at = id == CUPTI_CBID_NVTX_nvtxRangePushEx
+                         ? ((const nvtxRangePushEx_params *)nd->functionParams)->eventAttrib
+                         : ((const nvtxDomainRangePushEx_params *)nd->functionParams)->core.eventAttrib;
+            if (at && at->messageType == NVTX_MESSAGE_TYPE_ASCII)
+                msg = at->message.ascii;
+            break;
+        }
+        case CUPTI_CBID_NVTX_nvtxRangePop:
+        case CUPTI_CBID_NVTX_nvtxDomainRangePop: pop = 1; break;
+        default: return;
+        }
+        if (push) {
+            tls_nvtx_depth++;
+            if (!tls_capture_depth && msg && strcmp(msg, g.capture_name) == 0) {
+                tls_capture_depth = tls_nvtx_depth;
+                window_open(mono_ns());
+            }
+        } else if (pop && tls_nvtx_depth > 0) {
+            if (tls_capture_depth == tls_nvtx_depth) {
+                tls_capture_depth = 0;
+                window_close(mono_ns() + 1000);   /* the END marker is taken just after */
+            }
+            tls_nvtx_depth--;
+        }
+        return;
+    }
+    if (dom != CUPTI_CB_DOMAIN_RUNTIME_API && dom != CUPTI_CB_DOMAIN_DRIVER_API)
+        return;
+    const CUpti_CallbackData *cd = data;
+    if (g.capture == CAP_PROFILER) {
+        int start = (dom == CUPTI_CB_DOMAIN_RUNTIME_API
+                     && id == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000)
+                    || (dom == CUPTI_CB_DOMAIN_DRIVER_API && id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+        int stop = (dom == CUPTI_CB_DOMAIN_RUNTIME_API
+                    && id == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000)
+                   || (dom == CUPTI_CB_DOMAIN_DRIVER_API && id == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+        if (start && cd->callbackSite == CUPTI_API_ENTER)
+            window_open(mono_ns());
+        if (stop && cd->callbackSite == CUPTI_API_EXIT)
+            window_close(mono_ns());
+    }
+    if (g.backtrace && is_launch(dom, id)) {
+        if (dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
+            if (cd->callbackSite == CUPTI_API_ENTER) {
+                tls_in_runtime++;
+                record_stack(cd->correlationId);
+            } else if (tls_in_runtime > 0) {
+                tls_in_runtime--;
+            }
+        } else if (cd->callbackSite == CUPTI_API_ENTER && !tls_in_runtime) {
+            record_stack(cd->correlationId);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
+{
+    *max_records = 0;
+    pthread_mutex_lock(&g.mu);
+    pool_buf *b = g.free_list;
+    if (b && b->size == g.buf_size) {
+        g.free_list = b->next;
+    } else if (g.allocated < g.pool_cap) {
+        b = aligned_alloc(64, sizeof(pool_buf) + g.buf_size);
+        if (b) {
+            b->size = g.buf_size;
+            g.allocated++;
+        }
+    } else {
+        b = NULL;
+    }
+    if (!b)
+        g.pool_empty++;
+    pthread_mutex_unlock(&g.mu);
+    if (!b) {
+        *buf = NULL;
+        *size = 0;
+        return;
+    }
+    b->next = NULL;
+    b->owner = getpid();
+    *buf = (uint8_t *)(b + 1);
+    *size = b->size;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
+                                      size_t valid)
+{
+    (void)size;
+    size_t dropped = 0;
+    cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped);
+    if (!buf)
+        return;
+    pool_buf *b = (pool_buf *)buf - 1;
+    b->size = valid;   /* reused as the valid size while queued; restored on release */
+    pthread_mutex_lock(&g.mu);
+    g.dropped += dropped;
+    if (b->owner != getpid() || !g.active) {
+        g.inherited += b->owner != getpid();
+        /* a forked child's copy of the parent's buffer: its records are the parent's */
+        b->size = g.buf_size;
+        b->next = g.free_list;
+        g.free_list = b;
+    } else {
+        g.buffers++;
+        b->next = NULL;
+        if (g.queue_tail)
+            g.queue_tail->next = b;
+        else
+            g.queue_head = b;
+        g.queue_tail = b;
+        pthread_cond_signal(&g.cv);
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* ---------------------------------------------------------------- writer */
+
+static void write_thread_names(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        char path[300], name[64];
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, name, sizeof name - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        name[n] = 0;
+        name[strcspn(name, "\n")] = 0;
+        rec_enc_thread_name(&g.enc, (uint32_t)atoi(de->d_name), name);
+    }
+    closedir(d);
+}
+
+static void write_maps(void)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    size_t cap = 1 << 16, n = 16;
+    unsigned char *b = malloc(cap);
+    while (b) {
+        if (n == cap) {
+            unsigned char *nb = realloc(b, cap * 2);
+            if (!nb)
+                break;
+            b = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, b + n, cap - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (!b)
+        return;
+    uint64_t ts = mono_ns();
+    uint32_t len = (uint32_t)(n - 16), zero = 0;
+    memcpy(b, &ts, 8);
+    memcpy(b + 8, &len, 4);
+    memcpy(b + 12, &zero, 4);
+    rec_write_chunk(&g.enc, TR_RAW_CH_MAPS, b, n);
+    free(b);
+}
+
+static void write_stats(void)
+{
+    unsigned char p[8 + 8 * TR_RAW_STAT_COUNT_];
+    uint32_t n = TR_RAW_STAT_COUNT_, zero = 0;
+    pthread_mutex_lock(&g.mu);
+    g.enc.stats[TR_RAW_STAT_DROPPED] = g.dropped;
+    g.enc.stats[TR_RAW_STAT_BUFFERS] = g.buffers;
+    g.enc.stats[TR_RAW_STAT_POOL_EMPTY] = g.pool_empty;
+    g.enc.stats[TR_RAW_STAT_INHERITED] = g.inherited;
+    pthread_mutex_unlock(&g.mu);
+    memcpy(p, &n, 4);
+    memcpy(p + 4, &zero, 4);
+    memcpy(p + 8, g.enc.stats, sizeof g.enc.stats);
+    rec_write_chunk(&g.enc, TR_RAW_CH_STATS, p, sizeof p);
+}
+
+/* Writes stacks and stack references gathered since the last call. */
+static void drain_stacks(void)
+{
+    pthread_mutex_lock(&g.mu);
+    unsigned char *st = g.new_stacks;
+    size_t nst = g.n_new_stacks;
+    tr_raw_stackref *refs = g.refs;
+    size_t nrefs = g.nrefs;
+    g.new_stacks = NULL;
+    g.n_new_stacks = g.cap_new_stacks = 0;
+    g.refs = NULL;
+    g.nrefs = g.cap_refs = 0;
+    pthread_mutex_unlock(&g.mu);
+    if (nst)
+        rec_write_chunk(&g.enc, TR_RAW_CH_STACKS, st, nst);
+    for (size_t i = 0; i < nrefs; i++)
+        rec_enc_add(&g.enc, TR_RAW_REC_STACKREF, &refs[i]);
+    if (nrefs)
+        rec_enc_flush(&g.enc);
+    free(st);
+    free(refs);
+}
+
+static void release_buffer(pool_buf *b)
+{
+    pthread_mutex_lock(&g.mu);
+    b->size = g.buf_size;
+    b->next = g.free_list;
+    g.free_list = b;
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* Encodes every queued buffer; returns how many. */
+static size_t drain_queue(void)
+{
+    size_t n = 0;
+    for (;;) {
+        pthread_mutex_lock(&g.mu);
+        pool_buf *b = g.queue_head;
+        if (b) {
+            g.queue_head = b->next;
+            if (!g.queue_head)
+                g.queue_tail = NULL;
+        }
+        pthread_mutex_unlock(&g.mu);
+        if (!b)
+            return n;
+        rec_enc_buffer(&g.enc, (uint8_t *)(b + 1), b->size);
+        release_buffer(b);
+        n++;
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    uint64_t next_flush = mono_ns() + (uint64_t)g.flush_ms * 1000000ull;
+    unsigned ticks = 0;
+    for (;;) {
+        pthread_mutex_lock(&g.mu);
+        while (!g.stop && !g.queue_head) {
+            uint64_t now = mono_ns();
+            if (now >= next_flush)
+                break;
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            uint64_t wait = next_flush - now;
+            until.tv_sec += (time_t)(wait / 1000000000ull);
+            until.tv_nsec += (long)(wait % 1000000000ull);
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&g.cv, &g.mu, &until);
+        }
+        int stop = g.stop;
+        pthread_mutex_unlock(&g.mu);
+        drain_queue();
+        if (g.backtrace)
+            drain_stacks();
+        if (stop)
+            break;
+        if (mono_ns() >= next_flush) {
+            cuptiActivityFlushAll(0);   /* completes buffers into our queue; no lock held */
+            drain_queue();
+            if (++ticks % 5 == 0) {
+                write_thread_names();
+                rec_enc_flush(&g.enc);
+                write_stats();
+            }
+            next_flush = mono_ns() + (uint64_t)g.flush_ms * 1000000ull;
+        }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- file */
+
+static void read_small(const char *path, char *buf, size_t size, int nul_to_space)
+{
+    buf[0] = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = 0;
+    if (nul_to_space) {
+        for (ssize_t i = 0; i < n - 1; i++)
+            if (!buf[i])
+                buf[i] = ' ';
+    }
+}
+
+static void meta_add(char *buf, size_t size, size_t *n, const char *key, const char *val)
+{
+    int w = snprintf(buf + *n, size - *n, "%s=%s", key, val ? val : "");
+    if (w < 0 || (size_t)w + 1 >= size - *n)
+        return;
+    *n += (size_t)w + 1;
+}
+
+static int open_file(uint64_t session)
+{
+    const char *dir = getenv("TRACE_RECORD_DIR");
+    if (!dir || !*dir)
+        dir = ".";
+    for (int attempt = 0; attempt < 8; attempt++) {
+        uint32_t nonce = 0;
+        if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != sizeof nonce)
+            nonce = (uint32_t)(mono_ns() ^ (uint64_t)getpid() << 16) + (uint32_t)attempt;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%016llx.%d.%08x" TR_RAW_FILE_SUFFIX, dir,
+                 (unsigned long long)session, (int)getpid(), nonce);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
+static void write_header_and_meta(uint64_t session)
+{
+    tr_raw_header h;
+    memset(&h, 0, sizeof h);
+    h.flags = TR_RAW_HF_CLOCK_MONOTONIC | (g.subscribed == 1 ? TR_RAW_HF_SUBSCRIBED : 0)
+              | (g.backtrace ? TR_RAW_HF_BACKTRACE : 0)
+              | (g.capture != CAP_NONE ? TR_RAW_HF_CAPTURE_RANGE : 0);
+    h.session_id = session;
+    h.pid = (uint32_t)getpid();
+    h.ppid = (uint32_t)getppid();
+    h.t0_realtime = real_ns();
+    h.t0_monotonic = mono_ns();
+    uint32_t v = 0;
+    if (cuptiGetVersion(&v) == CUPTI_SUCCESS)
+        h.cupti_runtime_version = v;
+    h.cupti_compile_version = CUPTI_API_VERSION;
+    h.recorder_version = RECORDER_VERSION;
+    tr_raw_header_seal(&h);
+    if (write(g.enc.fd, &h, sizeof h) != (ssize_t)sizeof h)
+        g.enc.write_failed = 1;
+
+    char meta[16384], tmp[4096];
+    size_t n = 0;
+    ssize_t l = readlink("/proc/self/exe", tmp, sizeof tmp - 1);
+    tmp[l > 0 ? l : 0] = 0;
+    meta_add(meta, sizeof meta, &n, "exe", tmp);
+    read_small("/proc/self/cmdline", tmp, sizeof tmp, 1);
+    meta_add(meta, sizeof meta, &n, "cmdline", tmp);
+    gethostname(tmp, sizeof tmp - 1);
+    tmp[sizeof tmp - 1] = 0;
+    meta_add(meta, sizeof meta, &n, "hostname", tmp);
+    Dl_info di;
+    if (dladdr((void *)cuptiGetVersion, &di) && di.dli_fname)
+        meta_add(meta, sizeof meta, &n, "libcupti", di.dli_fname);
+    meta_add(meta, sizeof meta, &n, "kinds", g.kinds[0] ? g.kinds : "default");
+    meta_add(meta, sizeof meta, &n, "subscriber",
+             g.subscribed == 1 ? "yes" : g.subscribed < 0 ? "refused (another CUPTI client holds it)"
+                                                           : "not needed");
+    if (g.capture_lost)
+        meta_add(meta, sizeof meta, &n, "capture", "ignored: no callback subscriber, everything recorded");
+    meta_add(meta, sizeof meta, &n, "CUDA_VISIBLE_DEVICES", getenv("CUDA_VISIBLE_DEVICES"));
+    rec_write_chunk(&g.enc, TR_RAW_CH_META, meta, n);
+}
+
+/* ---------------------------------------------------------------- life cycle */
+
+static void shutdown_recorder(void)
+{
+    if (!g.active || g.pid != getpid())
+        return;
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    pthread_mutex_lock(&g.mu);
+    g.stop = 1;
+    pthread_cond_signal(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    if (g.writer_running)
+        pthread_join(g.writer, NULL);
+    g.writer_running = 0;
+    drain_queue();
+    if (g.backtrace) {
+        drain_stacks();
+        write_maps();
+    }
+    write_thread_names();
+    rec_enc_flush(&g.enc);
+    write_stats();
+    uint64_t end[3] = {real_ns(), mono_ns(), g.enc.seq};
+    rec_write_chunk(&g.enc, TR_RAW_CH_END, end, sizeof end);
+    g.active = 0;
+    close(g.enc.fd);
+    g.enc.fd = -1;
+}
+
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&g.init_mu);
+    pthread_mutex_lock(&g.mu);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&g.mu);
+    pthread_mutex_unlock(&g.init_mu);
+}
+
+static void atfork_child(void)
+{
+    pthread_mutex_init(&g.mu, NULL);
+    pthread_mutex_init(&g.init_mu, NULL);
+    pthread_cond_init(&g.cv, NULL);
+    /* The parent's file, queue and writer are not ours: start over if the driver
+     * initialises us again in this process.  Buffers still held by CUPTI come back
+     * tagged with the parent's pid and are discarded. */
+    if (g.enc.fd >= 0)
+        close(g.enc.fd);
+    g.enc.fd = -1;
+    g.active = 0;
+    g.inited = 0;
+    g.writer_running = 0;
+    g.stop = 0;
+    g.queue_head = g.queue_tail = NULL;
+    g.dropped = g.buffers = g.pool_empty = g.inherited = 0;
+    g.nwindows = 0;
+    g.nrefs = 0;
+    g.n_new_stacks = 0;
+    tls_tid = 0;
+}
+
+static void enable(CUpti_ActivityKind k)
+{
+    cuptiActivityEnable(k);
+}
+
+static void setup_cupti(void)
+{
+    cuptiActivityRegisterTimestampCallback(timestamp_cb);
+    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+
+    int need_cb = g.backtrace || g.capture == CAP_PROFILER || g.capture == CAP_NVTX;
+    g.subscribed = 0;
+    if (need_cb && cuptiSubscribe(&g.sub, on_callback, NULL) != CUPTI_SUCCESS)
+        g.subscribed = -1;   /* another CUPTI client (or tool) holds the subscriber */
+    else if (need_cb) {
+        g.subscribed = 1;
+        if (g.capture == CAP_PROFILER) {
+            cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+            cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
+            cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+            cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+        }
+        if (g.capture == CAP_NVTX) {
+            static const CUpti_CallbackId ids[] = {
+                CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
+                CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
+                CUPTI_CBID_NVTX_nvtxDomainRangePop};
+            for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+                cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_NVTX, ids[i]);
+        }
+        if (g.backtrace) {
+            for (CUpti_CallbackId id = 1; id < 1024; id++) {
+                if (is_launch(CUPTI_CB_DOMAIN_RUNTIME_API, id))
+                    cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+                if (is_launch(CUPTI_CB_DOMAIN_DRIVER_API, id))
+                    cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+            }
+        }
+    }
+
+    if (cuptiActivityEnableAndDump(CUPTI_ACTIVITY_KIND_DEVICE) != CUPTI_SUCCESS)
+        enable(CUPTI_ACTIVITY_KIND_DEVICE);
+    if (cuptiActivityEnableAndDump(CUPTI_ACTIVITY_KIND_CONTEXT) != CUPTI_SUCCESS)
+        enable(CUPTI_ACTIVITY_KIND_CONTEXT);
+    enable(CUPTI_ACTIVITY_KIND_STREAM);
+    if (kind_on("kernel"))
+        enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (kind_on("runtime")) {
+        enable(CUPTI_ACTIVITY_KIND_RUNTIME);
+        /* after enabling the kind: RUNTIME overrides per-cbid settings made before it */
+        static const CUpti_CallbackId chatty[] = {
+            CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+            CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+            CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
+            CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020,
+            CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020};
+        for (size_t i = 0; i < sizeof chatty / sizeof chatty[0]; i++)
+            cuptiActivityEnableRuntimeApi(chatty[i], 0);
+    }
+    if (kind_on("driver")) {
+        int ok = 1;
+        for (CUpti_CallbackId id = 1; id < 1024; id++)
+            if (is_launch(CUPTI_CB_DOMAIN_DRIVER_API, id)
+                && cuptiActivityEnableDriverApi(id, 1) != CUPTI_SUCCESS)
+                ok = 0;
+        if (!ok)
+            enable(CUPTI_ACTIVITY_KIND_DRIVER);
+    }
+    if (kind_on("memcpy")) {
+        enable(CUPTI_ACTIVITY_KIND_MEMCPY);
+        enable(CUPTI_ACTIVITY_KIND_MEMCPY2);
+    }
+    if (kind_on("memset"))
+        enable(CUPTI_ACTIVITY_KIND_MEMSET);
+    if (kind_on("sync"))
+        enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+    if (kind_on("nvtx")) {
+        enable(CUPTI_ACTIVITY_KIND_MARKER);
+        enable(CUPTI_ACTIVITY_KIND_NAME);
+    }
+    if (kind_on("overhead"))
+        enable(CUPTI_ACTIVITY_KIND_OVERHEAD);
+}
+
+static int init_locked(void)
+{
+    g.pid = getpid();
+    const char *only = getenv("TRACE_RECORD_ONLY_PID");
+    if (only && *only && atol(only) != (long)getpid()) {
+        g.disabled = 1;   /* --no-children: a descendant of the recorded program */
+        return 0;
+    }
+    g.buf_size = (size_t)env_u64("TRACE_RECORD_BUFFER_SIZE", 8u << 20);
+    if (g.buf_size < 65536)
+        g.buf_size = 65536;
+    g.buf_size = tr_raw_pad8(g.buf_size);
+    g.pool_cap = (size_t)env_u64("TRACE_RECORD_POOL_BUFFERS", 32);
+    if (g.pool_cap < 2)
+        g.pool_cap = 2;
+    g.flush_ms = (unsigned)env_u64("TRACE_RECORD_FLUSH_MS", 200);
+    if (!g.flush_ms)
+        g.flush_ms = 200;
+    g.backtrace = env_u64("TRACE_RECORD_BACKTRACE", 0) != 0;
+    const char *k = getenv("TRACE_RECORD_KINDS");
+    snprintf(g.kinds, sizeof g.kinds, "%s", k ? k : "");
+    g.t0_mono = env_u64("TRACE_RECORD_T0", mono_ns());
+    uint64_t delay = env_u64("TRACE_RECORD_DELAY_NS", 0), dur = env_u64("TRACE_RECORD_DURATION_NS", 0);
+    const char *cap = getenv("TRACE_RECORD_CAPTURE");
+    g.capture = CAP_NONE;
+    g.nwindows = 0;
+    if (cap && strcmp(cap, "cudaProfilerApi") == 0) {
+        g.capture = CAP_PROFILER;
+    } else if (cap && strncmp(cap, "nvtx:", 5) == 0 && cap[5]) {
+        g.capture = CAP_NVTX;
+        snprintf(g.capture_name, sizeof g.capture_name, "%s", cap + 5);
+    } else if (delay || dur) {
+        g.capture = CAP_TIME;
+        window_open(g.t0_mono + delay);
+        if (dur)
+            window_close(g.t0_mono + delay + dur);
+    }
+    uint64_t session = env_u64("TRACE_RECORD_SESSION", 0);
+    if (!session && getrandom(&session, sizeof session, GRND_NONBLOCK) != sizeof session)
+        session = mono_ns();
+
+    /* preallocate a few buffers so that the first requests do not allocate */
+    for (int i = 0; i < 2 && g.allocated < g.pool_cap; i++) {
+        pool_buf *b = aligned_alloc(64, sizeof(pool_buf) + g.buf_size);
+        if (!b)
+            break;
+        b->size = g.buf_size;
+        b->next = g.free_list;
+        g.free_list = b;
+        g.allocated++;
+    }
+    int fd = open_file(session);
+    if (fd < 0)
+        return 0;
+    rec_enc_free(&g.enc);
+    rec_enc_init(&g.enc, fd);
+    setup_cupti();
+    g.capture_lost = 0;
+    if ((g.capture == CAP_PROFILER || g.capture == CAP_NVTX) && g.subscribed != 1) {
+        g.capture = CAP_NONE;   /* the range cannot be seen: record everything, say so */
+        g.capture_lost = 1;
+    }
+    g.enc.keep = g.capture != CAP_NONE ? in_capture : NULL;
+    write_header_and_meta(session);
+    g.stop = 0;
+    g.active = 1;
+    if (pthread_create(&g.writer, NULL, writer_main, NULL) == 0)
+        g.writer_running = 1;
+    return 1;
+}
+
+static void init_once(void)
+{
+    static int registered;
+    pthread_mutex_lock(&g.init_mu);
+    if (!g.inited) {
+        g.inited = 1;
+        if (!registered) {
+            registered = 1;
+            pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+            atexit(shutdown_recorder);
+        }
+        init_locked();
+    }
+    pthread_mutex_unlock(&g.init_mu);
+}
+
+EXPORT int InitializeInjection(void);
+int InitializeInjection(void)
+{
+    init_once();
+    return 1;
+}
+
+typedef const void *(*nvtx_get_export_table_fn)(uint32_t);
+typedef int (*nvtx_init_fn)(nvtx_get_export_table_fn);
+
+EXPORT int InitializeInjectionNvtx2(nvtx_get_export_table_fn get);
+int InitializeInjectionNvtx2(nvtx_get_export_table_fn get)
+{
+    init_once();
+    if (g.disabled)
+        return 0;
+    /* forward to the libcupti already mapped (ours is linked by soname) */
+    void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        h = dlopen("libcupti.so.13", RTLD_NOW);
+    nvtx_init_fn fn = h ? (nvtx_init_fn)dlsym(h, "InitializeInjectionNvtx2") : NULL;
+    return fn ? fn(get) : 0;
+}

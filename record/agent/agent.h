@@ -1,0 +1,68 @@
+/*
+ * agent.h - internals of the injected recorder agent (libtracekit-agent.so).
+ *
+ * encode.c turns CUPTI activity records into the normalised records of
+ * record/raw_format.h and writes chunks; agent.c does the injection, CUPTI
+ * set-up, buffers, the writer thread and process life cycle.  Only the entry
+ * points InitializeInjection and InitializeInjectionNvtx2 are exported.
+ */
+#ifndef TR_RECORD_AGENT_H
+#define TR_RECORD_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cupti.h>
+
+#include "record/raw_format.h"
+
+#define REC_HIDDEN __attribute__((visibility("hidden")))
+
+typedef struct {
+    unsigned char *data;   /* 8-byte RECORDS header reserved at the front */
+    size_t n, cap;
+    uint32_t count;
+} rec_stage;
+
+typedef struct {
+    uint64_t hash;
+    uint32_t sid, len;
+    char *s;
+} rec_strent;
+
+typedef struct {
+    int fd;                        /* -1: nothing is written */
+    uint64_t seq;
+    int write_failed;
+    rec_stage stage[TR_RAW_REC_COUNT_];
+    rec_strent *strs;
+    size_t nstrs, cap_strs;
+    uint32_t next_sid;
+    unsigned char *pending;        /* STRINGS payload not yet written */
+    size_t npending, cap_pending;
+    uint64_t *kept_ranges;         /* open range ids kept by the capture filter (0 = empty) */
+    size_t cap_kept, n_kept;
+    uint64_t *named;               /* (tid << 32 | name sid) already written */
+    size_t n_named, cap_named;
+    /* capture filter: keep(ts) says whether a timestamp is inside the range */
+    int (*keep)(uint64_t ts);
+    uint64_t stats[TR_RAW_STAT_COUNT_];
+} rec_encoder;
+
+REC_HIDDEN void rec_enc_init(rec_encoder *e, int fd);
+REC_HIDDEN void rec_enc_free(rec_encoder *e);
+/* Interns a string; returns its id (0 for NULL or out of memory). */
+REC_HIDDEN uint32_t rec_enc_string(rec_encoder *e, const char *s);
+REC_HIDDEN void rec_enc_add(rec_encoder *e, unsigned kind, const void *rec);
+/* Normalises one CUPTI activity record. */
+REC_HIDDEN void rec_enc_activity(rec_encoder *e, const CUpti_Activity *a);
+/* Walks a completed CUPTI buffer with cuptiActivityGetNextRecord. */
+REC_HIDDEN void rec_enc_buffer(rec_encoder *e, uint8_t *buf, size_t valid);
+/* Records a thread name once per (tid, name). */
+REC_HIDDEN void rec_enc_thread_name(rec_encoder *e, uint32_t tid, const char *name);
+/* Writes pending strings, then every staged record kind. */
+REC_HIDDEN void rec_enc_flush(rec_encoder *e);
+/* Writes one chunk (payload padded to 8 bytes here). */
+REC_HIDDEN void rec_write_chunk(rec_encoder *e, unsigned type, const void *payload, size_t len);
+
+#endif

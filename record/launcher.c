@@ -1,0 +1,432 @@
+/*
+ * trace-record: runs a program with the recorder agent injected, then ingests
+ * the raw files it wrote into a run database.  See docs/record.md.
+ *
+ * Exit status: the program's own (128+N when it died of signal N); 2 for a
+ * usage error; 126 when the program cannot be executed, 127 when it is not
+ * found (as a shell does); 1 when the recorder itself cannot start.  When the
+ * program succeeded but the ingest failed, the ingest's status (1 or 3).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "record/raw_format.h"
+
+#define PROG "trace-record"
+
+static const char *const known_kinds[] = {"kernel", "runtime", "driver", "memcpy", "memset",
+                                          "sync", "nvtx", "overhead"};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: " PROG " [options] [--] PROGRAM [ARGS...]\n"
+            "\n"
+            "Runs PROGRAM (a CUDA or PyTorch program, unmodified) with CUPTI tracing injected\n"
+            "and writes a run database.  Raw per-process files go to OUTPUT.raw/.\n"
+            "\n"
+            "  -o, --output FILE       run database to write (default run.db)\n"
+            "      --raw-only          keep the raw files only, do not ingest\n"
+            "      --kinds LIST        comma list of: kernel,runtime,driver,memcpy,memset,sync,\n"
+            "                          nvtx,overhead (default: all but overhead)\n"
+            "      --no-children       record only PROGRAM's process, not its descendants\n"
+            "      --buffer-size BYTES CUPTI activity buffer size (default 8M; k/M suffix)\n"
+            "      --flush-ms MS       periodic flush interval (default 200)\n"
+            "      --delay SECONDS     keep only activity starting SECONDS after launch\n"
+            "      --duration SECONDS  ... and for SECONDS after that\n"
+            "      --capture-range cudaProfilerApi\n"
+            "                          keep only activity between cudaProfilerStart/Stop\n"
+            "      --nvtx-capture NAME keep only activity inside NVTX ranges named NAME\n"
+            "      --backtrace         record native call stacks of kernel launches\n"
+            "  -h, --help              this help\n"
+            "\n"
+            "Exit status: PROGRAM's (128+N if killed by signal N); 2 usage error; 126/127\n"
+            "PROGRAM cannot be run / not found; 1 recorder failure; ingest's status if\n"
+            "PROGRAM succeeded but the ingest failed.\n");
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, PROG ": ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (try '" PROG " --help')\n");
+    return 2;
+}
+
+static int parse_size(const char *s, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    if (*end == 'k' || *end == 'K')
+        v <<= 10, end++;
+    else if (*end == 'm' || *end == 'M')
+        v <<= 20, end++;
+    else if (*end == 'g' || *end == 'G')
+        v <<= 30, end++;
+    if (*end || v < 65536 || v > (1ull << 30))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_seconds(const char *s, unsigned long long *ns)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || v < 0 || v > 1e9)
+        return -1;
+    *ns = (unsigned long long)(v * 1e9);
+    return 0;
+}
+
+static int check_kinds(const char *list)
+{
+    char buf[256];
+    if (strlen(list) >= sizeof buf || !*list)
+        return -1;
+    strcpy(buf, list);
+    for (char *save = NULL, *k = strtok_r(buf, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+        int ok = 0;
+        for (size_t i = 0; i < sizeof known_kinds / sizeof known_kinds[0]; i++)
+            ok |= strcmp(k, known_kinds[i]) == 0;
+        if (!ok)
+            return -1;
+    }
+    return 0;
+}
+
+/* Directory of this executable (for the agent and trace-ingest). */
+static int self_dir(char *buf, size_t size)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    char *slash = strrchr(buf, '/');
+    if (!slash)
+        return -1;
+    *slash = 0;
+    return 0;
+}
+
+static int mkdir_p(const char *dir)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(tmp, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig)
+{
+    if (child_pid > 0)
+        kill((pid_t)child_pid, sig);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Raw files of this session in dir, sorted; NULL-terminated, malloc'd. */
+static char **session_files(const char *dir, const char *prefix, size_t *n)
+{
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return NULL;
+    size_t cap = 16;
+    char **v = malloc(cap * sizeof *v);
+    struct dirent *de;
+    while (v && (de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 || len < 4
+            || strcmp(de->d_name + len - 4, TR_RAW_FILE_SUFFIX) != 0)
+            continue;
+        if (*n + 2 > cap) {
+            char **nv = realloc(v, (cap *= 2) * sizeof *v);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        size_t plen = strlen(dir) + len + 2;
+        if (!(v[*n] = malloc(plen)))
+            break;
+        snprintf(v[*n], plen, "%s/%s", dir, de->d_name);
+        (*n)++;
+    }
+    closedir(d);
+    if (v) {
+        qsort(v, *n, sizeof *v, cmp_str);
+        v[*n] = NULL;
+    }
+    return v;
+}
+
+static int run_ingest(const char *bindir, const char *out, char **files, size_t n)
+{
+    char ingest[PATH_MAX + 32];
+    snprintf(ingest, sizeof ingest, "%s/trace-ingest", bindir);
+    char **argv = calloc(n + 5, sizeof *argv);
+    if (!argv)
+        return 1;
+    argv[0] = ingest;
+    argv[1] = "-o";
+    argv[2] = (char *)out;
+    for (size_t i = 0; i < n; i++)
+        argv[3 + i] = files[i];
+    pid_t p = fork();
+    if (p == 0) {
+        execv(ingest, argv);
+        fprintf(stderr, PROG ": cannot run %s: %s\n", ingest, strerror(errno));
+        _exit(1);
+    }
+    free(argv);
+    int st;
+    if (p < 0 || waitpid(p, &st, 0) < 0)
+        return 1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_RAW = 256, O_KINDS, O_NOCHILD, O_BUF, O_FLUSH, O_DELAY, O_DUR, O_CAPRANGE, O_NVTXCAP,
+           O_BT };
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},   {"raw-only", no_argument, NULL, O_RAW},
+        {"kinds", required_argument, NULL, O_KINDS}, {"no-children", no_argument, NULL, O_NOCHILD},
+        {"buffer-size", required_argument, NULL, O_BUF}, {"flush-ms", required_argument, NULL, O_FLUSH},
+        {"delay", required_argument, NULL, O_DELAY}, {"duration", required_argument, NULL, O_DUR},
+        {"capture-range", required_argument, NULL, O_CAPRANGE},
+        {"nvtx-capture", required_argument, NULL, O_NVTXCAP},
+        {"backtrace", no_argument, NULL, O_BT},     {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *out = "run.db", *kinds = NULL, *capture = NULL;
+    int raw_only = 0, no_children = 0, backtrace = 0, c;
+    unsigned long long bufsize = 0, delay = 0, duration = 0, flush_ms = 0;
+    char capbuf[300];
+    while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case O_RAW: raw_only = 1; break;
+        case O_KINDS:
+            if (check_kinds(optarg) < 0)
+                return usage_error("bad --kinds '%s'", optarg);
+            kinds = optarg;
+            break;
+        case O_NOCHILD: no_children = 1; break;
+        case O_BUF:
+            if (parse_size(optarg, &bufsize) < 0)
+                return usage_error("bad --buffer-size '%s' (64k..1G)", optarg);
+            break;
+        case O_FLUSH: {
+            char *end;
+            flush_ms = strtoull(optarg, &end, 10);
+            if (*end || !flush_ms || flush_ms > 600000)
+                return usage_error("bad --flush-ms '%s'", optarg);
+            break;
+        }
+        case O_DELAY:
+            if (parse_seconds(optarg, &delay) < 0)
+                return usage_error("bad --delay '%s'", optarg);
+            break;
+        case O_DUR:
+            if (parse_seconds(optarg, &duration) < 0 || !duration)
+                return usage_error("bad --duration '%s'", optarg);
+            break;
+        case O_CAPRANGE:
+            if (strcmp(optarg, "cudaProfilerApi") != 0)
+                return usage_error("bad --capture-range '%s' (only cudaProfilerApi)", optarg);
+            capture = "cudaProfilerApi";
+            break;
+        case O_NVTXCAP:
+            if (!*optarg || strlen(optarg) > 250)
+                return usage_error("bad --nvtx-capture '%s'", optarg);
+            snprintf(capbuf, sizeof capbuf, "nvtx:%s", optarg);
+            capture = capbuf;
+            break;
+        case O_BT: backtrace = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: fprintf(stderr, PROG ": try '" PROG " --help'\n"); return 2;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, PROG ": no program to run (try '" PROG " --help')\n");
+        return 2;
+    }
+    const char *existing = getenv("CUDA_INJECTION64_PATH");
+    char bindir[PATH_MAX], agent[PATH_MAX + 64];
+    if (self_dir(bindir, sizeof bindir) < 0) {
+        fprintf(stderr, PROG ": cannot find my own directory\n");
+        return 1;
+    }
+    const char *agent_env = getenv("TRACE_RECORD_AGENT");
+    if (agent_env && *agent_env)
+        snprintf(agent, sizeof agent, "%s", agent_env);
+    else
+        snprintf(agent, sizeof agent, "%s/../lib/libtracekit-agent.so", bindir);
+    char agent_abs[PATH_MAX];
+    if (!realpath(agent, agent_abs)) {
+        fprintf(stderr, PROG ": recorder agent not found at %s\n", agent);
+        return 1;
+    }
+    if (existing && *existing && strcmp(existing, agent_abs) != 0) {
+        fprintf(stderr, PROG ": CUDA_INJECTION64_PATH is already set (%s): another tool is "
+                "tracing; refusing to run under it\n", existing);
+        return 1;
+    }
+    char rawdir[PATH_MAX];
+    snprintf(rawdir, sizeof rawdir, "%s.raw", out);
+    if (mkdir_p(rawdir) < 0) {
+        fprintf(stderr, PROG ": cannot create %s: %s\n", rawdir, strerror(errno));
+        return 1;
+    }
+    char rawabs[PATH_MAX];
+    if (!realpath(rawdir, rawabs)) {
+        fprintf(stderr, PROG ": cannot resolve %s: %s\n", rawdir, strerror(errno));
+        return 1;
+    }
+    uint64_t session = 0;
+    if (getrandom(&session, sizeof session, 0) != sizeof session)
+        session = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid();
+    session |= 1ull << 63;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char sbuf[32], t0buf[32], nbuf[32];
+    snprintf(sbuf, sizeof sbuf, "0x%016llx", (unsigned long long)session);
+    snprintf(t0buf, sizeof t0buf, "%llu",
+             (unsigned long long)t0.tv_sec * 1000000000ull + (unsigned long long)t0.tv_nsec);
+    setenv("CUDA_INJECTION64_PATH", agent_abs, 1);
+    setenv("NVTX_INJECTION64_PATH", agent_abs, 1);
+    setenv("TRACE_RECORD_DIR", rawabs, 1);
+    setenv("TRACE_RECORD_SESSION", sbuf, 1);
+    setenv("TRACE_RECORD_T0", t0buf, 1);
+    if (kinds)
+        setenv("TRACE_RECORD_KINDS", kinds, 1);
+    if (bufsize) {
+        snprintf(nbuf, sizeof nbuf, "%llu", bufsize);
+        setenv("TRACE_RECORD_BUFFER_SIZE", nbuf, 1);
+    }
+    if (flush_ms) {
+        snprintf(nbuf, sizeof nbuf, "%llu", flush_ms);
+        setenv("TRACE_RECORD_FLUSH_MS", nbuf, 1);
+    }
+    if (delay) {
+        snprintf(nbuf, sizeof nbuf, "%llu", delay);
+        setenv("TRACE_RECORD_DELAY_NS", nbuf, 1);
+    }
+    if (duration) {
+        snprintf(nbuf, sizeof nbuf, "%llu", duration);
+        setenv("TRACE_RECORD_DURATION_NS", nbuf, 1);
+    }
+    if (capture)
+        setenv("TRACE_RECORD_CAPTURE", capture, 1);
+    if (backtrace)
+        setenv("TRACE_RECORD_BACKTRACE", "1", 1);
+
+    int errpipe[2];
+    if (pipe2(errpipe, O_CLOEXEC) < 0) {
+        fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
+        return 1;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, PROG ": fork: %s\n", strerror(errno));
+        return 1;
+    }
+    if (pid == 0) {
+        close(errpipe[0]);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        signal(SIGQUIT, SIG_DFL);
+        if (no_children) {
+            snprintf(nbuf, sizeof nbuf, "%d", (int)getpid());
+            setenv("TRACE_RECORD_ONLY_PID", nbuf, 1);
+        }
+        execvp(argv[optind], argv + optind);
+        int e = errno;
+        if (write(errpipe[1], &e, sizeof e) < 0) {
+            /* nothing more to report */
+        }
+        _exit(e == ENOENT ? 127 : 126);
+    }
+    child_pid = pid;
+    close(errpipe[1]);
+    int exec_errno = 0;
+    ssize_t got;
+    do
+        got = read(errpipe[0], &exec_errno, sizeof exec_errno);
+    while (got < 0 && errno == EINTR);
+    close(errpipe[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    child_pid = 0;
+    if (got == (ssize_t)sizeof exec_errno) {
+        fprintf(stderr, PROG ": cannot run '%s': %s\n", argv[optind], strerror(exec_errno));
+        rmdir(rawabs);   /* only removed when empty */
+        return exec_errno == ENOENT ? 127 : 126;
+    }
+    int status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+    if (WIFSIGNALED(st))
+        fprintf(stderr, PROG ": %s killed by signal %d (%s)\n", argv[optind], WTERMSIG(st),
+                strsignal(WTERMSIG(st)));
+
+    char prefix[40];
+    snprintf(prefix, sizeof prefix, "%016llx.", (unsigned long long)session);
+    size_t n = 0;
+    char **files = session_files(rawabs, prefix, &n);
+    if (!n) {
+        fprintf(stderr, PROG ": no trace written: %s never initialised CUDA or NVTX\n",
+                argv[optind]);
+    } else if (raw_only) {
+        fprintf(stderr, PROG ": %zu raw file(s) in %s\n", n, rawdir);
+    } else {
+        int ist = run_ingest(bindir, out, files, n);
+        if (ist != 0) {
+            fprintf(stderr, PROG ": ingest failed (status %d); raw files kept in %s\n", ist,
+                    rawdir);
+            if (status == 0)
+                status = ist;
+        }
+    }
+    for (size_t i = 0; files && i < n; i++)
+        free(files[i]);
+    free(files);
+    return status;
+}

@@ -1,0 +1,155 @@
+/*
+ * fake_app.c - plays a CUDA application and the CUDA driver for recorder tests.
+ *
+ * Like the driver inside cuInit, it dlopens $CUDA_INJECTION64_PATH and calls
+ * InitializeInjection; like the NVTX loader, it dlopens $NVTX_INJECTION64_PATH
+ * and calls InitializeInjectionNvtx2.  Then it "runs" kernels through the fake
+ * libcupti's hooks.  Counts per process, T threads of N iterations:
+ *   kernels T*N; runtime API T*(N+3) (+2 with --profiler); driver API 1;
+ *   memcpy T; memset T; sync T; NVTX ranges T*N (+1 "setup" +1 --capture range);
+ *   marks 1.  --fork adds a child process with 1 thread of N/2 iterations.
+ *
+ * usage: fake_app [-t THREADS] [-n ITERS] [--fork] [--exit N] [--signal N]
+ *                 [--incomplete K] [--sleep MS] [--profiler] [--capture NAME] [--print-env]
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fakecupti/fake_cupti.h"
+
+static int iters = 100, incomplete;
+
+static int inject(void)
+{
+    const char *cuda = getenv("CUDA_INJECTION64_PATH");
+    if (!cuda || !*cuda)
+        return 0;
+    void *h = dlopen(cuda, RTLD_NOW);
+    int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+    if (!init || init() != 1) {
+        fprintf(stderr, "fake_app: InitializeInjection failed: %s\n", dlerror());
+        exit(90);
+    }
+    return 1;
+}
+
+static void inject_nvtx(void)
+{
+    const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+    if (!nvtx || !*nvtx)
+        return;
+    void *h = dlopen(nvtx, RTLD_NOW);
+    int (*init)(const void *(*)(uint32_t)) =
+        h ? (int (*)(const void *(*)(uint32_t)))dlsym(h, "InitializeInjectionNvtx2") : NULL;
+    if (!init || init(NULL) != 1 || fake_cupti_nvtx_inits != 1) {
+        fprintf(stderr, "fake_app: NVTX injection not forwarded to libcupti\n");
+        exit(91);
+    }
+}
+
+static void *worker(void *arg)
+{
+    int n = (int)(intptr_t)arg;
+    for (int i = 0; i < n; i++) {
+        fake_cupti_push("iteration");
+        uint32_t c = fake_cupti_api(0, 505);   /* __cudaLaunchKernel_v13000 */
+        fake_cupti_kernel(c, i % 2 ? "_Z6vecAddPKfS0_Pfi" : "scale_kernel", 7, i >= incomplete);
+        fake_cupti_pop();
+    }
+    fake_cupti_memcpy(fake_cupti_api(0, 31), 1, 4096);   /* cudaMemcpy, HtoD */
+    fake_cupti_memset(fake_cupti_api(0, 45), 1024, 0);    /* cudaMemset */
+    fake_cupti_sync(fake_cupti_api(0, 165));              /* cudaDeviceSynchronize */
+    return NULL;
+}
+
+static void run(int threads, int n)
+{
+    pthread_t t[64];
+    if (threads > 64)
+        threads = 64;
+    for (int i = 0; i < threads; i++)
+        pthread_create(&t[i], NULL, worker, (void *)(intptr_t)n);
+    for (int i = 0; i < threads; i++)
+        pthread_join(t[i], NULL);
+}
+
+int main(int argc, char **argv)
+{
+    int threads = 1, do_fork = 0, code = 0, sig = 0, profiler = 0, sleep_ms = 0;
+    const char *capture = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-t") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-n") && i + 1 < argc)
+            iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--fork"))
+            do_fork = 1;
+        else if (!strcmp(argv[i], "--exit") && i + 1 < argc)
+            code = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--signal") && i + 1 < argc)
+            sig = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--incomplete") && i + 1 < argc)
+            incomplete = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--sleep") && i + 1 < argc)
+            sleep_ms = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--profiler"))
+            profiler = 1;
+        else if (!strcmp(argv[i], "--capture") && i + 1 < argc)
+            capture = argv[++i];
+        else if (!strcmp(argv[i], "--print-env")) {
+            const char *vars[] = {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "TRACE_RECORD_DIR",
+                                  "TRACE_RECORD_SESSION", "TRACE_RECORD_KINDS", "TRACE_RECORD_ONLY_PID"};
+            for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++)
+                printf("%s=%s\n", vars[k], getenv(vars[k]) ? getenv(vars[k]) : "");
+            return code;
+        } else {
+            fprintf(stderr, "fake_app: bad argument %s\n", argv[i]);
+            return 64;
+        }
+    }
+    /* NVTX before CUDA: a range opened before cuInit */
+    inject_nvtx();
+    fake_cupti_push("setup");
+    inject();
+    fake_cupti_context();
+    fake_cupti_api(1, 307);   /* one driver API call: cuLaunchKernel */
+    fake_cupti_pop();
+    fake_cupti_mark("ready");
+    if (profiler)
+        fake_cupti_api(0, 171);   /* cudaProfilerStart */
+    if (capture)
+        fake_cupti_push(capture);
+    run(threads, iters);
+    if (capture)
+        fake_cupti_pop();
+    if (profiler)
+        fake_cupti_api(0, 172);   /* cudaProfilerStop */
+    if (profiler || capture)
+        run(1, 10);               /* outside the capture range */
+    if (do_fork) {
+        fflush(stdout);
+        pid_t p = fork();
+        if (p == 0) {
+            inject();   /* the driver initialises again in the child */
+            fake_cupti_context();
+            run(1, iters / 2);
+            exit(0);
+        }
+        int st;
+        waitpid(p, &st, 0);
+    }
+    if (sleep_ms)
+        usleep((useconds_t)sleep_ms * 1000);   /* lets the periodic flush run */
+    if (sig) {
+        fflush(stdout);
+        raise(sig);
+    }
+    return code;
+}

@@ -1,0 +1,20 @@
+/* fake_cupti.h - test hooks of the fake libcupti (fake_cupti.c). */
+#ifndef TR_RECORD_FAKE_CUPTI_H
+#define TR_RECORD_FAKE_CUPTI_H
+
+#include <stdint.h>
+
+uint32_t fake_cupti_api(int driver, uint32_t cbid);
+void fake_cupti_kernel(uint32_t corr, const char *name, uint32_t stream, int complete);
+void fake_cupti_memcpy(uint32_t corr, uint8_t kind, uint64_t bytes);
+void fake_cupti_memset(uint32_t corr, uint64_t bytes, uint32_t value);
+void fake_cupti_sync(uint32_t corr);
+void fake_cupti_context(void);
+void fake_cupti_push(const char *name);
+void fake_cupti_pop(void);
+void fake_cupti_mark(const char *name);
+extern int fake_cupti_nvtx_inits;
+typedef const void *(*NvtxGetExportTableFunc_t)(uint32_t);
+int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
+
+#endif

@@ -1,0 +1,87 @@
+// counts.cu - a CUDA program with exactly known activity counts, for checking
+// trace-record on a GPU (record/tests/gpu/run_gpu.sh).
+//
+// usage: counts [ITERS] [--profiler]
+// Prints one JSON line with the counts the recorder must find:
+//   kernels 2*ITERS (vec_add ITERS, scale ITERS), all on one non-default stream;
+//   launch API calls (__cudaLaunchKernel, cbid 505) 2*ITERS, one kernel each;
+//   memsets 2; memcpys 1 (DtoH, 4 bytes); NVTX ranges ITERS+1 ("setup", which
+//   starts before CUDA is initialised, and ITERS "iter"); NVTX marks 1.
+// With --profiler, cudaProfilerStart/Stop enclose iterations [10, 20): a
+// --capture-range cudaProfilerApi recording keeps 20 kernels.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cuda_profiler_api.h>
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+
+__global__ void vec_add(const float *a, const float *b, float *c, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        c[i] = a[i] + b[i];
+}
+
+__global__ void scale(float *c, float s, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        c[i] *= s;
+}
+
+#define CHECK(x)                                                                          \
+    do {                                                                                  \
+        cudaError_t e_ = (x);                                                             \
+        if (e_ != cudaSuccess) {                                                          \
+            fprintf(stderr, "counts: %s: %s\n", #x, cudaGetErrorString(e_));              \
+            return 1;                                                                     \
+        }                                                                                 \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    int iters = 100, profiler = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--profiler"))
+            profiler = 1;
+        else
+            iters = atoi(argv[i]);
+    }
+    const int n = 1 << 20;
+    size_t bytes = n * sizeof(float);
+    float *a, *b, *c;
+    nvtxRangePushA("setup");   // before cuInit: the NVTX door initialises the recorder
+    CHECK(cudaMalloc(&a, bytes));
+    CHECK(cudaMalloc(&b, bytes));
+    CHECK(cudaMalloc(&c, bytes));
+    CHECK(cudaMemset(a, 0, bytes));
+    CHECK(cudaMemset(b, 0, bytes));
+    nvtxRangePop();
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));
+    for (int it = 0; it < iters; ++it) {
+        if (profiler && it == 10)
+            cudaProfilerStart();
+        nvtxRangePushA("iter");
+        vec_add<<<(n + 255) / 256, 256, 0, s>>>(a, b, c, n);
+        scale<<<(n + 255) / 256, 256, 0, s>>>(c, 2.0f, n);
+        nvtxRangePop();
+        if (profiler && it == 19) {
+            cudaStreamSynchronize(s);
+            cudaProfilerStop();
+        }
+    }
+    float h = 0;
+    CHECK(cudaMemcpyAsync(&h, c, sizeof(float), cudaMemcpyDeviceToHost, s));
+    CHECK(cudaStreamSynchronize(s));
+    nvtxMarkA("done");
+    printf("{\"kernels\": %d, \"vec_add\": %d, \"scale\": %d, \"launch_api\": %d, \"memset\": 2, "
+           "\"memcpy\": 1, \"memcpy_bytes\": 4, \"ranges\": %d, \"marks\": 1, \"streams\": 1}\n",
+           2 * iters, iters, iters, 2 * iters, iters + 1);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c);
+    cudaStreamDestroy(s);
+    return 0;
+}
