@@ -54,13 +54,14 @@ TOOL_BINS := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(BUILD)/tests/unit-tests
 GEN_NVPROF := $(BUILD)/bin/gen-nvprof
+BENCH_TOOLS := $(BUILD)/bin/gen-kineto $(BUILD)/bin/measure
 
 SAMPLE := sample-traces/lm-step.nvvp
 
 -include record/record.mk
 
 .PHONY: all setup test check unit cli demo bench install uninstall clean help fuzz fuzz-replay
-all: $(TOOL_BINS) $(GEN_NVPROF) $(RECORD_TARGETS)
+all: $(TOOL_BINS) $(GEN_NVPROF) $(BENCH_TOOLS) $(RECORD_TARGETS)
 
 setup:
 	$(Q)scripts/setup-deps.sh
@@ -79,10 +80,15 @@ $(BUILD)/bin/%: $(BUILD)/obj/%.o
 $(foreach t,$(TOOLS),$(eval $(BUILD)/bin/$(t): $(TOOL_MAIN_$(t):%.c=$(BUILD)/obj/%.o) $(CORE_LIB) ; \
 	$$(call say,LD,$$@) mkdir -p $$(dir $$@) && $$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(LIBS)))
 
-$(GEN_NVPROF): $(BUILD)/obj/bench/gen_nvprof.o $(CORE_LIB)
+$(GEN_NVPROF): $(BUILD)/obj/bench/gen-nvprof.o $(CORE_LIB)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BENCH_TOOLS): $(BUILD)/bin/%: $(BUILD)/obj/bench/%.o
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^
 
 $(UNIT_BIN): $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(CORE_LIB)
 	$(call say,LD,$@)
