@@ -137,11 +137,15 @@ bench: setup
 install: all
 	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
 	$(Q)install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
+	$(Q)$(if $(RECORD_TARGETS),install -m 755 $(BUILD)/bin/trace-record $(DESTDIR)$(PREFIX)/bin/ && \
+	    install -d $(DESTDIR)$(PREFIX)/lib && \
+	    install -m 755 $(BUILD)/lib/libtracekit-agent.so $(DESTDIR)$(PREFIX)/lib/)
 	$(Q)install -d $(DESTDIR)$(PREFIX)/share/doc/tracekit
 	$(Q)install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/tracekit/
 
 uninstall:
-	$(Q)rm -f $(TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%)
+	$(Q)rm -f $(TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/bin/trace-record \
+	    $(DESTDIR)$(PREFIX)/lib/libtracekit-agent.so
 	$(Q)rm -rf $(DESTDIR)$(PREFIX)/share/doc/tracekit
 
 clean:
