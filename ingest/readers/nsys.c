@@ -18,6 +18,7 @@
 
 #include "ingest/ingest.h"
 #include "ingest/sql_input.h"
+#include "lib/cuda_enums.h"
 #include "lib/i64map.h"
 #include "lib/names.h"
 
@@ -299,21 +300,10 @@ static tr_status read_kernels(ns_reader *r, tr_error *err)
     return rc < 0 ? err->status : TR_OK;
 }
 
-/* ENUM_CUDA_MEMCPY_OPER and ENUM_CUDA_MEM_KIND (nsys's numbering). */
-static const char *const copy_kinds[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD",
-                                         "DtoA", "DtoD", "HtoH", "PtoP", "UVM HtoD", "UVM DtoH",
-                                         "UVM DtoD"};
-static const char *const memory_kinds[] = {"Pageable", "Pinned", "Device", "Array", "Managed",
-                                           "Device Static", "Managed Static", "Unknown"};
-
-static uint32_t enum_name(ns_reader *r, const char *const *names, size_t n, int64_t v)
-{
-    if (v >= 0 && (size_t)v < n)
-        return tr_str(r->t, names[v]);
-    char buf[32];
-    snprintf(buf, sizeof buf, "%lld", (long long)v);
-    return tr_str(r->t, buf);
-}
+/* ENUM_CUDA_MEM_KIND: nsys numbers memory kinds from Pageable = 0, unlike CUPTI. */
+static const char *const nsys_memory_kind_names[] = {"Pageable", "Pinned", "Device", "Array", "Managed",
+                                                     "DeviceStatic", "ManagedStatic", "Unknown"};
+static const tr_enum_names nsys_memory_kinds = {nsys_memory_kind_names, 8};
 
 static tr_status read_memcpy(ns_reader *r, tr_error *err)
 {
@@ -332,14 +322,12 @@ static tr_status read_memcpy(ns_reader *r, tr_error *err)
             sqlite3_finalize(st);
             return oom(err);
         }
-        tr_copy_detail d = {enum_name(r, copy_kinds, 14, sqlite3_column_int64(st, 0)),
+        tr_copy_detail d = {tr_enum_str(r->t, &tr_copy_kinds, sqlite3_column_int64(st, 0)),
                             sqlite3_column_type(st, 1) == SQLITE_NULL ? 0
-                                : enum_name(r, memory_kinds, 8, sqlite3_column_int64(st, 1)),
+                                : tr_enum_str(r->t, &nsys_memory_kinds, sqlite3_column_int64(st, 1)),
                             sqlite3_column_type(st, 2) == SQLITE_NULL ? 0
-                                : enum_name(r, memory_kinds, 8, sqlite3_column_int64(st, 2))};
-        char name[64];
-        snprintf(name, sizeof name, "[CUDA memcpy %s]", tr_str_of(r->t, d.copy_kind));
-        e->name = tr_str(r->t, name);
+                                : tr_enum_str(r->t, &nsys_memory_kinds, sqlite3_column_int64(st, 2))};
+        e->name = tr_memcpy_name(r->t, d.copy_kind);
         e->bytes = sqlite3_column_int64(st, 3);
         e->start = sqlite3_column_int64(st, 4);
         e->end = sqlite3_column_int64(st, 5);
@@ -385,9 +373,7 @@ static tr_status read_memset(ns_reader *r, tr_error *err)
     return rc < 0 ? err->status : TR_OK;
 }
 
-static const char *const sync_names[] = {"[sync] unknown", "[sync] event synchronize",
-                                         "[sync] stream wait event", "[sync] stream synchronize",
-                                         "[sync] context synchronize"};
+
 
 static tr_status read_sync(ns_reader *r, tr_error *err)
 {
@@ -407,7 +393,7 @@ static tr_status read_sync(ns_reader *r, tr_error *err)
             return oom(err);
         }
         int64_t type = tr_col_i64(st, 0, 0);
-        e->name = tr_str(r->t, sync_names[type >= 0 && type < 5 ? type : 0]);
+        e->name = tr_enum_str(r->t, &tr_sync_names, type >= 0 && type < 5 ? type : 0);
         e->start = sqlite3_column_int64(st, 1);
         e->end = sqlite3_column_int64(st, 2);
         e->correlation = tr_col_i64(st, 3, -1);

@@ -13,6 +13,7 @@
 
 #include "ingest/ingest.h"
 #include "ingest/sql_input.h"
+#include "lib/cuda_enums.h"
 #include "lib/i64map.h"
 #include "lib/names.h"
 
@@ -322,21 +323,6 @@ static tr_status read_kernels(nv_reader *r, const char *tab, tr_error *err)
     return rc < 0 ? err->status : TR_OK;
 }
 
-/* CUpti_ActivityMemcpyKind and CUpti_ActivityMemoryKind, by value. */
-static const char *const copy_kinds[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-                                         "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
-static const char *const memory_kinds[] = {"Unknown", "Pageable", "Pinned", "Device", "Array",
-                                           "Managed", "DeviceStatic", "ManagedStatic"};
-
-static uint32_t enum_name(nv_reader *r, const char *const *names, size_t n, int64_t v)
-{
-    if (v >= 0 && (size_t)v < n)
-        return tr_str(r->t, names[v]);
-    char buf[32];
-    snprintf(buf, sizeof buf, "%lld", (long long)v);
-    return tr_str(r->t, buf);
-}
-
 static tr_status read_memcpy(nv_reader *r, const char *tab, tr_error *err)
 {
     static const tr_col cols[] = {{"copyKind", 1}, {"srcKind", 0}, {"dstKind", 0}, {"bytes", 1},
@@ -354,14 +340,12 @@ static tr_status read_memcpy(nv_reader *r, const char *tab, tr_error *err)
             return oom(err);
         }
         int64_t kind = sqlite3_column_int64(st, 0);
-        tr_copy_detail d = {enum_name(r, copy_kinds, 11, kind),
+        tr_copy_detail d = {tr_enum_str(r->t, &tr_copy_kinds, kind),
                             sqlite3_column_type(st, 1) == SQLITE_NULL ? 0
-                                : enum_name(r, memory_kinds, 8, sqlite3_column_int64(st, 1)),
+                                : tr_enum_str(r->t, &tr_memory_kinds, sqlite3_column_int64(st, 1)),
                             sqlite3_column_type(st, 2) == SQLITE_NULL ? 0
-                                : enum_name(r, memory_kinds, 8, sqlite3_column_int64(st, 2))};
-        char name[64];
-        snprintf(name, sizeof name, "[CUDA memcpy %s]", tr_str_of(r->t, d.copy_kind));
-        e->name = tr_str(r->t, name);
+                                : tr_enum_str(r->t, &tr_memory_kinds, sqlite3_column_int64(st, 2))};
+        e->name = tr_memcpy_name(r->t, d.copy_kind);
         e->bytes = sqlite3_column_int64(st, 3);
         e->start = sqlite3_column_int64(st, 4);
         e->end = sqlite3_column_int64(st, 5);
@@ -405,11 +389,6 @@ static tr_status read_memset(nv_reader *r, tr_error *err)
     return rc < 0 ? err->status : TR_OK;
 }
 
-/* CUpti_ActivitySynchronizationType */
-static const char *const sync_names[] = {"[sync] unknown", "[sync] event synchronize",
-                                         "[sync] stream wait event", "[sync] stream synchronize",
-                                         "[sync] context synchronize"};
-
 static tr_status read_sync(nv_reader *r, tr_error *err)
 {
     static const tr_col cols[] = {{"type", 0}, {"start", 1}, {"end", 1}, {"correlationId", 0},
@@ -427,7 +406,7 @@ static tr_status read_sync(nv_reader *r, tr_error *err)
             return oom(err);
         }
         int64_t type = tr_col_i64(st, 0, 0);
-        e->name = tr_str(r->t, sync_names[type >= 0 && type < 5 ? type : 0]);
+        e->name = tr_enum_str(r->t, &tr_sync_names, type >= 0 && type < 5 ? type : 0);
         e->start = sqlite3_column_int64(st, 1);
         e->end = sqlite3_column_int64(st, 2);
         e->correlation = tr_col_i64(st, 3, -1);

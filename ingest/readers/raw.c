@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ingest/ingest.h"
+#include "lib/cuda_enums.h"
 #include "lib/i64map.h"
 #include "lib/names.h"
 #include "record/raw_format.h"
@@ -173,23 +174,6 @@ static uint32_t api_name(raw_reader *r, int driver, uint32_t cbid)
     return id;
 }
 
-static const char *const copy_kinds[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-                                         "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
-static const char *const memory_kinds[] = {"Unknown", "Pageable", "Pinned", "Device", "Array",
-                                           "Managed", "DeviceStatic", "ManagedStatic"};
-static const char *const sync_names[] = {"[sync] unknown", "[sync] event synchronize",
-                                         "[sync] stream wait event", "[sync] stream synchronize",
-                                         "[sync] context synchronize"};
-
-static uint32_t enum_name(raw_reader *r, const char *const *names, size_t n, unsigned v)
-{
-    if (v < n)
-        return tr_str(r->t, names[v]);
-    char buf[32];
-    snprintf(buf, sizeof buf, "%u", v);
-    return tr_str(r->t, buf);
-}
-
 /* One record; p points at rec_size >= the kind's v1 size bytes. */
 static tr_status read_record(raw_reader *r, unsigned kind, const unsigned char *p, tr_error *err)
 {
@@ -249,13 +233,12 @@ static tr_status read_record(raw_reader *r, unsigned kind, const unsigned char *
         }
         if (!(e = tr_add_event(r->t, TR_KIND_MEMCPY)))
             return oom(err);
-        tr_copy_detail d = {enum_name(r, copy_kinds, 11, m.copy_kind),
-                            enum_name(r, memory_kinds, 8, m.src_kind),
-                            enum_name(r, memory_kinds, 8, m.dst_kind)};
-        char name[64];
-        snprintf(name, sizeof name, "[CUDA memcpy %s]", tr_str_of(r->t, d.copy_kind));
+        tr_copy_detail d = {tr_enum_str(r->t, &tr_copy_kinds, m.copy_kind),
+                            tr_enum_str(r->t, &tr_memory_kinds, m.src_kind),
+                            tr_enum_str(r->t, &tr_memory_kinds, m.dst_kind)};
+        uint32_t name = tr_memcpy_name(r->t, d.copy_kind);
         e = &r->t->events.v[r->t->events.n - 1];
-        e->name = tr_str(r->t, name);
+        e->name = name;
         e->bytes = (int64_t)m.bytes;
         e->start = ts_of(r, m.start);
         e->end = ts_of(r, m.end);
@@ -288,7 +271,7 @@ static tr_status read_record(raw_reader *r, unsigned kind, const unsigned char *
     case TR_RAW_REC_SYNC: {
         tr_raw_sync s;
         memcpy(&s, p, sizeof s);
-        uint32_t name = tr_str(r->t, sync_names[s.type < 5 ? s.type : 0]);
+        uint32_t name = tr_enum_str(r->t, &tr_sync_names, s.type < 5 ? s.type : 0);
         int64_t device = 0;
         tr_i64map_get(&r->ctx_device, s.context, &device);
         uint32_t stream = stream_of(r, (uint32_t)device, s.context, s.stream);
