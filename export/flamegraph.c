@@ -7,7 +7,8 @@
  * children's widths.  Siblings are sorted by name, so x carries no meaning
  * and the file is byte-for-byte the same for the same input.  The embedded
  * script (no network access) shows details on hover, zooms on click,
- * searches by regex (also from "?s=REGEX" in the URL) and resets the zoom.
+ * searches by regex (also from "?s=REGEX" in the URL), zooms to frame N from "?z=N",
+ * and resets the zoom.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -242,6 +243,7 @@ static const char fg_script[] =
     "    window.fgZoom = function (i) { zoom(i === null ? null : frames[i]); };\n"
     "    var params = new URLSearchParams(window.location.search);\n"
     "    if (params.get('s')) search(new RegExp(params.get('s')));\n"
+    "    if (params.get('z') !== null && frames[+params.get('z')]) zoom(frames[+params.get('z')]);\n"
     "    root.setAttribute('data-fg-ready', '1');\n"
     "  }\n"
     "  if (document.readyState === 'loading') window.addEventListener('load', init); else init();\n"

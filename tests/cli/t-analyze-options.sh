@@ -108,3 +108,13 @@ if [ -n "$TRACES" ]; then
     expect_status 0 "$BIN/trace-analyze" --group-by-shape --kind ops -n 5 k.db
     expect_grep 'Input Shapes' "$TMP/out"
 fi
+
+# Where we differ from PyTorch on purpose (docs/semantics.md): a 52-character name fits
+# the 55-wide column and is printed whole (PyTorch appends "..." anyway); longer names are cut.
+name52=$(printf 'n%.0s' $(seq 52))
+name60=$(printf 'm%.0s' $(seq 60))
+q s.db "UPDATE strings SET value = '$name52' WHERE value = 'aten::relu';
+        UPDATE strings SET value = '$name60' WHERE value = 'aten::mul'"
+expect_status 0 "$BIN/trace-analyze" -n -1 s.db
+grep -q "^ *$name52  " "$TMP/out" || fail "52-character name not printed whole"
+grep -q "^$(printf 'm%.0s' $(seq 52))\.\.\.  " "$TMP/out" || fail "60-character name not cut to 52 + '...'"

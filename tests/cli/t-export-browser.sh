@@ -42,6 +42,26 @@ share = float(m.getAttribute("data-share"))
 assert 0 < share <= 100, share
 print(hits, share)
 PY
+# click-to-zoom: zooming to a narrow frame widens it to the full width and hides
+# every frame that is neither inside it nor one of its ancestors
+z=$(python3 - "$TMP/dom.svg" <<'PY'
+import sys, xml.dom.minidom
+d = xml.dom.minidom.parse(sys.argv[1])
+frames = [g for g in d.getElementsByTagName("g") if g.getAttribute("class").split()[0:1] == ["f"]]
+ws = [float(g.getElementsByTagName("rect")[0].getAttribute("width")) for g in frames]
+print(min(range(len(ws)), key=lambda i: (ws[i] < 1, -ws[i] if ws[i] < max(ws) / 2 else 0)))
+PY
+)
+browse "file://$TMP/fg.svg?z=$z" --dump-dom >"$TMP/zoom.svg"
+python3 - "$TMP/zoom.svg" "$z" <<'PY' >/dev/null || fail "zoom did not widen the frame or hide the others"
+import sys, xml.dom.minidom
+d = xml.dom.minidom.parse(sys.argv[1])
+frames = [g for g in d.getElementsByTagName("g") if g.getAttribute("class").split()[0:1] == ["f"]]
+z = frames[int(sys.argv[2])]
+widths = [float(g.getElementsByTagName("rect")[0].getAttribute("width")) for g in frames]
+assert float(z.getElementsByTagName("rect")[0].getAttribute("width")) == max(widths)
+assert any("hide" in g.getAttribute("class").split() for g in frames)
+PY
 browse "file://$TMP/fg.svg?s=$re" --screenshot="$TMP/fg.png" --window-size=1200,400 >/dev/null
 [ -s "$TMP/fg.png" ] || fail "no screenshot"
 [ -n "${EXPORT_SHOT:-}" ] && cp "$TMP/fg.png" "$EXPORT_SHOT"
