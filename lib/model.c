@@ -107,7 +107,9 @@ int tr_vec_reserve_(void **v, size_t *cap, size_t need, size_t elsize)
     void *nv = realloc(*v, ncap * elsize);
     if (!nv)
         return -1;
-    memset((char *)nv + *cap * elsize, 0, (ncap - *cap) * elsize);
+    /* no zeroing: untouched capacity then costs address space, not memory */
+    if (*cap == 0)
+        memset(nv, 0, elsize);   /* element 0 of the 1-based vectors */
     *v = nv;
     *cap = ncap;
     return 0;
