@@ -235,16 +235,37 @@ static void put_cell(FILE *out, const char *text, int width, int left)
         fprintf(out, "%*s%s  ", pad, "", text);
 }
 
-static size_t shown_columns(const table_ctx *c, const column **shown, int machine)
+static size_t shown_columns(const table_ctx *c, const column **shown)
 {
     size_t n = 0;
     for (size_t i = 0; i < NCOLUMNS; i++) {
         if (!columns[i].shown)
             continue;
-        if (columns[i].shown(c) || (machine && columns[i].cell == c_calls))
+        if (columns[i].shown(c))
             shown[n++] = &columns[i];
     }
     return n;
+}
+
+static void put_separator(FILE *out, const column *const *shown, size_t ncols, const table_ctx *c)
+{
+    for (size_t i = 0; i < ncols; i++) {
+        for (int k = 0; k < width_of(shown[i], c); k++)
+            fputc('-', out);
+        fputs("  ", out);
+    }
+    fputc('\n', out);
+}
+
+static void put_footer(FILE *out, const tr_summary *s, const tr_analyze_opts *o)
+{
+    char buf[64];
+    tr_fmt_time(buf, sizeof buf, US(s->sum_cpu_self), o->unit);
+    fprintf(out, "Self CPU time total: %s\n", buf);
+    if (s->has_gpu) {
+        tr_fmt_time(buf, sizeof buf, US(s->sum_gpu_self_device), o->unit);
+        fprintf(out, "Self CUDA time total: %s\n", buf);
+    }
 }
 
 tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *o, tr_error *err)
@@ -254,7 +275,7 @@ tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *
     table_ctx c;
     prepare(&c, s, o);
     const column *shown[NCOLUMNS];
-    size_t ncols = shown_columns(&c, shown, 0);
+    size_t ncols = shown_columns(&c, shown);
     size_t line_len = 0;
     for (size_t i = 0; i < ncols; i++)
         line_len += (size_t)width_of(shown[i], &c) + (i ? 2 : 0);
@@ -264,23 +285,11 @@ tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *
             fputc('=', out);
         fprintf(out, "\nThis report only display top-level ops statistics\n");
     }
-    for (size_t i = 0; i < ncols; i++) {
-        for (int k = 0; k < width_of(shown[i], &c); k++)
-            fputc('-', out);
-        fputs("  ", out);
-    }
-    fputc('\n', out);
-    long sep_end = ftell(out);
-    (void)sep_end;
+    put_separator(out, shown, ncols, &c);
     for (size_t i = 0; i < ncols; i++)
         put_cell(out, header_of(shown[i], &c), width_of(shown[i], &c), shown[i]->left);
     fputc('\n', out);
-    for (size_t i = 0; i < ncols; i++) {
-        for (int k = 0; k < width_of(shown[i], &c); k++)
-            fputc('-', out);
-        fputs("  ", out);
-    }
-    fputc('\n', out);
+    put_separator(out, shown, ncols, &c);
     char cell[8192];
     for (size_t r = 0; r < s->n; r++) {
         if (o->limit >= 0 && (long)r >= o->limit)
@@ -309,19 +318,8 @@ tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *
             put_cell(out, "", width_of(shown[i], &c), shown[i]->left);
         fputc('\n', out);
     }
-    for (size_t i = 0; i < ncols; i++) {
-        for (int k = 0; k < width_of(shown[i], &c); k++)
-            fputc('-', out);
-        fputs("  ", out);
-    }
-    fputc('\n', out);
-    char buf[64];
-    tr_fmt_time(buf, sizeof buf, US(s->sum_cpu_self), o->unit);
-    fprintf(out, "Self CPU time total: %s\n", buf);
-    if (s->has_gpu) {
-        tr_fmt_time(buf, sizeof buf, US(s->sum_gpu_self_device), o->unit);
-        fprintf(out, "Self CUDA time total: %s\n", buf);
-    }
+    put_separator(out, shown, ncols, &c);
+    put_footer(out, s, o);
     return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error on output") : TR_OK;
 }
 
@@ -366,15 +364,11 @@ static void number(FILE *out, const column *col, double v)
         fprintf(out, "%.6g", v);
 }
 
-static const column name_col_device = {NULL, "device", 0, 0, NULL, NULL, RAW_STRING, NULL, t_device};
-
 static size_t machine_columns(const table_ctx *c, const column **shown)
 {
     size_t n = 0;
     for (size_t i = 0; i < NCOLUMNS; i++) {
-        if (!columns[i].shown)
-            shown[n++] = &name_col_device;
-        else if (columns[i].shown(c))
+        if (!columns[i].shown || columns[i].shown(c))   /* rows without a test are machine-only */
             shown[n++] = &columns[i];
     }
     return n;
@@ -482,7 +476,7 @@ static tr_status write_markdown(FILE *out, const tr_summary *s, const tr_analyze
     table_ctx c;
     prepare(&c, s, o);
     const column *shown[NCOLUMNS];
-    size_t ncols = shown_columns(&c, shown, 0);
+    size_t ncols = shown_columns(&c, shown);
     fputc('|', out);
     for (size_t i = 0; i < ncols; i++) {
         fputc(' ', out);
@@ -510,13 +504,8 @@ static tr_status write_markdown(FILE *out, const tr_summary *s, const tr_analyze
         }
         fputc('\n', out);
     }
-    char buf[64];
-    tr_fmt_time(buf, sizeof buf, US(s->sum_cpu_self), o->unit);
-    fprintf(out, "\nSelf CPU time total: %s\n", buf);
-    if (s->has_gpu) {
-        tr_fmt_time(buf, sizeof buf, US(s->sum_gpu_self_device), o->unit);
-        fprintf(out, "Self CUDA time total: %s\n", buf);
-    }
+    fputc('\n', out);
+    put_footer(out, s, o);
     return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error on output") : TR_OK;
 }
 
