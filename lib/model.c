@@ -155,7 +155,7 @@ void tr_trace_free(tr_trace *t)
 uint32_t tr_add_source(tr_trace *t, const char *path, const char *format, const char *format_version)
 {
     tr_source s = {tr_str(t, path), tr_str(t, format),
-                   format_version ? tr_str(t, format_version) : 0, 0};
+                   format_version ? tr_str(t, format_version) : 0, 0, -1, 0};
     return ONE_BASED_PUSH(t, t->sources, s);
 }
 

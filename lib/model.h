@@ -86,7 +86,12 @@ typedef struct {
     int32_t cc_major, cc_minor; int64_t memory_bytes; int32_t sm_count;
 } tr_device;
 typedef struct { uint32_t device; int64_t context; int64_t stream; } tr_stream;
-typedef struct { uint32_t path, format, format_version; int64_t events; } tr_source;
+typedef struct {
+    uint32_t path, format, format_version;
+    uint32_t host;        /* string id, 0 = unknown */
+    int64_t rank;         /* distributed rank, -1 = unknown */
+    int64_t events;
+} tr_source;
 typedef struct { uint32_t parent; uint32_t frame; } tr_stack_node;
 
 typedef struct {

@@ -13,7 +13,8 @@ const tr_rundb_table tr_rundb_tables[] = {
     {"meta", "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"},
     {"strings", "CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT NOT NULL)"},
     {"sources", "CREATE TABLE sources(id INTEGER PRIMARY KEY, path TEXT NOT NULL, "
-                "format TEXT NOT NULL, format_version TEXT, event_count INTEGER NOT NULL)"},
+                "format TEXT NOT NULL, format_version TEXT, host TEXT, rank INTEGER, "
+                "event_count INTEGER NOT NULL)"},
     {"processes", "CREATE TABLE processes(id INTEGER PRIMARY KEY, "
                   "source_id INTEGER NOT NULL REFERENCES sources(id), pid INTEGER NOT NULL, "
                   "name_id INTEGER REFERENCES strings(id))"},
@@ -184,13 +185,16 @@ static tr_status write_all(sqlite3 *db, const tr_trace *t, const tr_meta_kv *met
     }
     DONE();
 
-    PREP("INSERT INTO sources(id, path, format, format_version, event_count) VALUES(?,?,?,?,?)");
+    PREP("INSERT INTO sources(id, path, format, format_version, host, rank, event_count) "
+         "VALUES(?,?,?,?,?,?,?)");
     for (size_t i = 1; i < t->sources.n; i++) {
         const tr_source *src = &t->sources.v[i];
         b_int(&s, (int64_t)i);
         b_text(&s, tr_str_of(t, src->path));
         b_text(&s, tr_str_of(t, src->format));
         b_text(&s, src->format_version ? tr_str_of(t, src->format_version) : NULL);
+        b_text(&s, src->host ? tr_str_of(t, src->host) : NULL);
+        b_opt(&s, src->rank, -1);
         b_int(&s, src->events);
         STEP();
     }

@@ -834,6 +834,8 @@ static tr_status top_value(kin_reader *r, const char *key, cJSON *v)
             r->base_ns = ns;
             r->have_base = 1;
         }
+    } else if (strcmp(key, "distributedInfo") == 0 && cJSON_IsObject(v)) {
+        r->t->sources.v[r->source].rank = jint(v, "rank", -1);
     } else if (strcmp(key, "schemaVersion") == 0 && cJSON_IsNumber(v)) {
         char buf[32];
         snprintf(buf, sizeof buf, "schema %d", v->valueint);

@@ -105,3 +105,12 @@ n=$(q tb.db "select count(*) from events where kind = 2 and stack_id is not null
 expect_status 0 "$BIN/trace-ingest" -q -o tri.db "$K/HTA__triton_example.json.gz"
 expect_eq "$(q tri.db "select start_ns, end_ns from events where kind = 7")" \
           "$(python3 -c 'print("%d|%d" % (1727743122000000000 + 2413669097444592, 1727743122000000000 + 2413669097444592 + 1760))')" "kernel ns"
+
+# several ranks into one run.db: a source each, ranks kept, processes apart
+if [ -n "$TRACES" ]; then
+    expect_status 0 "$BIN/trace-ingest" -q -o ranks.db "$TRACES/kineto/HTA__cpu_only_rank-34.pt.trace.json.gz" \
+        "$TRACES/kineto/HTA__critical_path_alexnet_trace.json.gz"
+    expect_eq "$(q ranks.db 'SELECT group_concat(rank) FROM (SELECT rank FROM sources ORDER BY id)')" "34,0" "ranks"
+    expect_eq "$(q ranks.db 'SELECT count(DISTINCT source_id) FROM processes')" 2 "processes per source"
+    expect_eq "$(q ranks.db 'SELECT sum(event_count) FROM sources')" "$(q ranks.db 'SELECT count(*) FROM events')" "events per source"
+fi
