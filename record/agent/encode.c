@@ -280,6 +280,18 @@ static int keep(rec_encoder *e, uint64_t ts)
     return 0;
 }
 
+/* A GPU activity with a zero interval was still running at the flush: it is
+ * kept, flagged, and counted; otherwise the capture window decides. */
+enum { GPU_KEEP, GPU_RUNNING, GPU_DROP };
+static int gpu_interval(rec_encoder *e, uint64_t start, uint64_t end)
+{
+    if (!start && !end) {
+        e->stats[TR_RAW_STAT_INCOMPLETE]++;
+        return GPU_RUNNING;
+    }
+    return keep(e, start) ? GPU_KEEP : GPU_DROP;
+}
+
 void rec_enc_activity(rec_encoder *e, const CUpti_Activity *a)
 {
     switch (a->kind) {
@@ -290,12 +302,11 @@ void rec_enc_activity(rec_encoder *e, const CUpti_Activity *a)
         memset(&r, 0, sizeof r);
         r.start = k->start;
         r.end = k->end;
-        if (!r.start && !r.end) {
-            r.flags |= TR_RAW_KF_INCOMPLETE;
-            e->stats[TR_RAW_STAT_INCOMPLETE]++;
-        } else if (!keep(e, r.start)) {
+        int when = gpu_interval(e, r.start, r.end);
+        if (when == GPU_DROP)
             return;
-        }
+        if (when == GPU_RUNNING)
+            r.flags |= TR_RAW_KF_INCOMPLETE;
         r.graph_node = k->graphNodeId;
         r.corr = k->correlationId;
         r.name_sid = rec_enc_string(e, k->name);
@@ -339,12 +350,11 @@ void rec_enc_activity(rec_encoder *e, const CUpti_Activity *a)
         memset(&r, 0, sizeof r);
         r.start = m->start;
         r.end = m->end;
-        if (!r.start && !r.end) {
-            r.flags |= TR_RAW_KF_INCOMPLETE;
-            e->stats[TR_RAW_STAT_INCOMPLETE]++;
-        } else if (!keep(e, r.start)) {
+        int when = gpu_interval(e, r.start, r.end);
+        if (when == GPU_DROP)
             return;
-        }
+        if (when == GPU_RUNNING)
+            r.flags |= TR_RAW_KF_INCOMPLETE;
         r.bytes = m->bytes;
         r.corr = m->correlationId;
         r.runtime_corr = m->runtimeCorrelationId;
@@ -364,12 +374,11 @@ void rec_enc_activity(rec_encoder *e, const CUpti_Activity *a)
         memset(&r, 0, sizeof r);
         r.start = m->start;
         r.end = m->end;
-        if (!r.start && !r.end) {
-            r.flags |= TR_RAW_KF_INCOMPLETE;
-            e->stats[TR_RAW_STAT_INCOMPLETE]++;
-        } else if (!keep(e, r.start)) {
+        int when = gpu_interval(e, r.start, r.end);
+        if (when == GPU_DROP)
             return;
-        }
+        if (when == GPU_RUNNING)
+            r.flags |= TR_RAW_KF_INCOMPLETE;
         r.bytes = m->bytes;
         r.corr = m->correlationId;
         r.device = m->deviceId;
@@ -388,12 +397,11 @@ void rec_enc_activity(rec_encoder *e, const CUpti_Activity *a)
         memset(&r, 0, sizeof r);
         r.start = m->start;
         r.end = m->end;
-        if (!r.start && !r.end) {
-            r.flags |= TR_RAW_KF_INCOMPLETE;
-            e->stats[TR_RAW_STAT_INCOMPLETE]++;
-        } else if (!keep(e, r.start)) {
+        int when = gpu_interval(e, r.start, r.end);
+        if (when == GPU_DROP)
             return;
-        }
+        if (when == GPU_RUNNING)
+            r.flags |= TR_RAW_KF_INCOMPLETE;
         r.bytes = m->bytes;
         r.corr = m->correlationId;
         r.device = m->deviceId;
