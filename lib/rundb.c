@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "lib/atomic_file.h"
+#include "lib/bulk_insert.h"
 #include "lib/version.h"
 
 const tr_rundb_table tr_rundb_tables[] = {
@@ -138,6 +139,117 @@ static tr_status prep(sqlite3 *db, const char *sql, ins *s, tr_error *err)
 
 #define ID_OR_NULL(s, v) b_opt((s), (int64_t)(v), 0)
 
+/* The event-sized tables, written row by row straight from the event array:
+ * events itself and one detail table per kind that has details. */
+static int fill_event(const void *ctx, size_t i, tr_cell *c)
+{
+    const tr_trace *t = ctx;
+    const tr_event *e = &t->events.v[i];
+    tr_cell_int(&c[0], (int64_t)i + 1);
+    tr_cell_int(&c[1], e->kind);
+    tr_cell_int(&c[2], e->name);
+    tr_cell_opt(&c[3], e->raw_name, 0);
+    tr_cell_int(&c[4], e->start);
+    tr_cell_int(&c[5], e->end);
+    tr_cell_opt(&c[6], e->thread, 0);
+    tr_cell_opt(&c[7], e->stream, 0);
+    tr_cell_opt(&c[8], e->correlation, -1);
+    tr_cell_opt(&c[9], e->parent + 1, 0);
+    tr_cell_int(&c[10], e->depth);
+    tr_cell_opt(&c[11], e->shape, 0);
+    tr_cell_opt(&c[12], e->stack, 0);
+    tr_cell_opt(&c[13], e->seq, -1);
+    tr_cell_opt(&c[14], e->op_id, -1);
+    tr_cell_int(&c[15], e->bytes);
+    tr_cell_opt(&c[16], e->flops, -1);
+    tr_cell_int(&c[17], e->flags);
+    tr_cell_int(&c[18], tr_kinds[e->kind].on_gpu ? 0 : e->end - e->start);
+    tr_cell_int(&c[19], e->cpu_self);
+    tr_cell_int(&c[20], e->gpu_total);
+    tr_cell_int(&c[21], e->gpu_self);
+    tr_cell_int(&c[22], e->mem_cpu_total);
+    tr_cell_int(&c[23], e->mem_cpu_self);
+    tr_cell_int(&c[24], e->mem_gpu_total);
+    tr_cell_int(&c[25], e->mem_gpu_self);
+    return 1;
+}
+
+static int fill_kernel(const void *ctx, size_t i, tr_cell *c)
+{
+    const tr_trace *t = ctx;
+    const tr_event *e = &t->events.v[i];
+    if (e->kind != TR_KIND_KERNEL || !e->detail)
+        return 0;
+    const tr_kernel_detail *k = &t->kernels.v[e->detail];
+    tr_cell_int(&c[0], (int64_t)i + 1);
+    for (int j = 0; j < 3; j++) {
+        tr_cell_int(&c[1 + j], k->grid[j]);
+        tr_cell_int(&c[4 + j], k->block[j]);
+    }
+    tr_cell_int(&c[7], k->registers);
+    tr_cell_int(&c[8], k->static_smem);
+    tr_cell_int(&c[9], k->dynamic_smem);
+    return 1;
+}
+
+static void cell_string(const tr_trace *t, tr_cell *c, uint32_t id)
+{
+    if (id)
+        tr_cell_text(c, t->strings.entries[id].str, (int)t->strings.entries[id].len);
+    else
+        tr_cell_null(c);
+}
+
+static int fill_copy(const void *ctx, size_t i, tr_cell *c)
+{
+    const tr_trace *t = ctx;
+    const tr_event *e = &t->events.v[i];
+    if (e->kind != TR_KIND_MEMCPY || !e->detail)
+        return 0;
+    const tr_copy_detail *d = &t->copies.v[e->detail];
+    tr_cell_int(&c[0], (int64_t)i + 1);
+    cell_string(t, &c[1], d->copy_kind);
+    cell_string(t, &c[2], d->src_kind);
+    cell_string(t, &c[3], d->dst_kind);
+    return 1;
+}
+
+static int fill_memset(const void *ctx, size_t i, tr_cell *c)
+{
+    const tr_trace *t = ctx;
+    const tr_event *e = &t->events.v[i];
+    if (e->kind != TR_KIND_MEMSET || !e->detail)
+        return 0;
+    tr_cell_int(&c[0], (int64_t)i + 1);
+    tr_cell_int(&c[1], t->memset_values.v[e->detail]);
+    return 1;
+}
+
+static int fill_api_call(const void *ctx, size_t i, tr_cell *c)
+{
+    const tr_trace *t = ctx;
+    const tr_event *e = &t->events.v[i];
+    if (!tr_kinds[e->kind].is_api || !e->detail)
+        return 0;
+    const tr_api_detail *a = &t->apis.v[e->detail];
+    tr_cell_int(&c[0], (int64_t)i + 1);
+    tr_cell_int(&c[1], a->cbid);
+    tr_cell_int(&c[2], a->return_value);
+    return 1;
+}
+
+static const struct {
+    const char *table;
+    int ncols;
+    tr_row_fill fill;
+} bulk_tables[] = {
+    {"events", 26, fill_event},
+    {"kernels", 10, fill_kernel},
+    {"copies", 4, fill_copy},
+    {"memsets", 2, fill_memset},
+    {"api_calls", 3, fill_api_call},
+};
+
 static tr_status write_all(sqlite3 *db, const tr_trace *t, const tr_meta_kv *meta,
                            size_t nmeta, tr_error *err)
 {
@@ -258,99 +370,10 @@ static tr_status write_all(sqlite3 *db, const tr_trace *t, const tr_meta_kv *met
     }
     DONE();
 
-    PREP("INSERT INTO events(id, kind, name_id, raw_name_id, start_ns, end_ns, thread_id, "
-         "stream_id, correlation, parent_id, depth, shape_id, stack_id, seq, op_id, bytes, "
-         "flops, flags, cpu_total_ns, cpu_self_ns, gpu_total_ns, gpu_self_ns, cpu_mem_total, "
-         "cpu_mem_self, gpu_mem_total, gpu_mem_self) "
-         "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    for (size_t i = 0; i < t->events.n; i++) {
-        const tr_event *e = &t->events.v[i];
-        const tr_kind_info *ki = &tr_kinds[e->kind];
-        b_int(&s, (int64_t)i + 1);
-        b_int(&s, e->kind);
-        b_int(&s, e->name);
-        ID_OR_NULL(&s, e->raw_name);
-        b_int(&s, e->start);
-        b_int(&s, e->end);
-        ID_OR_NULL(&s, e->thread);
-        ID_OR_NULL(&s, e->stream);
-        b_opt(&s, e->correlation, -1);
-        b_opt(&s, e->parent + 1, 0);
-        b_int(&s, e->depth);
-        ID_OR_NULL(&s, e->shape);
-        ID_OR_NULL(&s, e->stack);
-        b_opt(&s, e->seq, -1);
-        b_opt(&s, e->op_id, -1);
-        b_int(&s, e->bytes);
-        b_opt(&s, e->flops, -1);
-        b_int(&s, e->flags);
-        b_int(&s, ki->on_gpu ? 0 : e->end - e->start);
-        b_int(&s, e->cpu_self);
-        b_int(&s, e->gpu_total);
-        b_int(&s, e->gpu_self);
-        b_int(&s, e->mem_cpu_total);
-        b_int(&s, e->mem_cpu_self);
-        b_int(&s, e->mem_gpu_total);
-        b_int(&s, e->mem_gpu_self);
-        STEP();
-    }
-    DONE();
-
-    PREP("INSERT INTO kernels VALUES(?,?,?,?,?,?,?,?,?,?)");
-    for (size_t i = 0; i < t->events.n; i++) {
-        const tr_event *e = &t->events.v[i];
-        if (e->kind != TR_KIND_KERNEL || !e->detail)
-            continue;
-        const tr_kernel_detail *k = &t->kernels.v[e->detail];
-        b_int(&s, (int64_t)i + 1);
-        for (int j = 0; j < 3; j++)
-            b_int(&s, k->grid[j]);
-        for (int j = 0; j < 3; j++)
-            b_int(&s, k->block[j]);
-        b_int(&s, k->registers);
-        b_int(&s, k->static_smem);
-        b_int(&s, k->dynamic_smem);
-        STEP();
-    }
-    DONE();
-
-    PREP("INSERT INTO copies VALUES(?,?,?,?)");
-    for (size_t i = 0; i < t->events.n; i++) {
-        const tr_event *e = &t->events.v[i];
-        if (e->kind != TR_KIND_MEMCPY || !e->detail)
-            continue;
-        const tr_copy_detail *c = &t->copies.v[e->detail];
-        b_int(&s, (int64_t)i + 1);
-        b_text(&s, c->copy_kind ? tr_str_of(t, c->copy_kind) : NULL);
-        b_text(&s, c->src_kind ? tr_str_of(t, c->src_kind) : NULL);
-        b_text(&s, c->dst_kind ? tr_str_of(t, c->dst_kind) : NULL);
-        STEP();
-    }
-    DONE();
-
-    PREP("INSERT INTO memsets VALUES(?,?)");
-    for (size_t i = 0; i < t->events.n; i++) {
-        const tr_event *e = &t->events.v[i];
-        if (e->kind != TR_KIND_MEMSET || !e->detail)
-            continue;
-        b_int(&s, (int64_t)i + 1);
-        b_int(&s, t->memset_values.v[e->detail]);
-        STEP();
-    }
-    DONE();
-
-    PREP("INSERT INTO api_calls VALUES(?,?,?)");
-    for (size_t i = 0; i < t->events.n; i++) {
-        const tr_event *e = &t->events.v[i];
-        if (!tr_kinds[e->kind].is_api || !e->detail)
-            continue;
-        const tr_api_detail *a = &t->apis.v[e->detail];
-        b_int(&s, (int64_t)i + 1);
-        b_int(&s, a->cbid);
-        b_int(&s, a->return_value);
-        STEP();
-    }
-    DONE();
+    for (size_t i = 0; i < sizeof bulk_tables / sizeof bulk_tables[0]; i++)
+        if ((st = tr_bulk_insert(db, bulk_tables[i].table, bulk_tables[i].ncols, t->events.n,
+                                 bulk_tables[i].fill, t, err)) != TR_OK)
+            goto out;
 
     for (size_t i = 0; i < sizeof rundb_indexes / sizeof rundb_indexes[0]; i++)
         if ((st = sql_exec(db, rundb_indexes[i], err)) != TR_OK)
