@@ -188,6 +188,42 @@ static void test_sync_adopts_thread(void)
     tr_trace_free(&t);
 }
 
+/* Many nested events in shuffled order give the same tree whether the sort
+ * takes its radix path (times within hours) or its fallback (times far apart). */
+static void check_shuffled_nesting(int64_t base, int64_t far)
+{
+    setup();
+    enum { N = 3000 };
+    size_t idx[N];
+    /* groups of 3 at each time: outer range, inner range, API call with equal
+     * start, added in reverse so the sort has to order them */
+    for (int g = N / 3 - 1; g >= 0; g--) {
+        int64_t s = base + (int64_t)g * 1000;
+        idx[3 * g + 2] = add(TR_KIND_RUNTIME, "call", s, s + 100, (g & 1) ? thread1 : thread2, -1);
+        idx[3 * g + 1] = add(TR_KIND_RANGE, "inner", s, s + 100, (g & 1) ? thread1 : thread2, -1);
+        idx[3 * g] = add(TR_KIND_RANGE, "outer", s, s + 500, (g & 1) ? thread1 : thread2, -1);
+    }
+    size_t lone = add(TR_KIND_RANGE, "far", far, far + 10, thread1, -1);
+    build();
+    int ok = 1;
+    for (int g = 0; g < N / 3; g++) {
+        ok &= EV(idx[3 * g])->parent == -1 && EV(idx[3 * g])->cpu_self == 400;
+        ok &= EV(idx[3 * g + 1])->parent == (int64_t)idx[3 * g];
+        ok &= EV(idx[3 * g + 2])->parent == (int64_t)idx[3 * g + 1];
+        ok &= EV(idx[3 * g + 2])->depth == 2;
+    }
+    CU_ASSERT(ok);
+    CU_ASSERT_EQUAL(EV(lone)->parent, -1);
+    tr_trace_free(&t);
+}
+
+static void test_sort_paths(void)
+{
+    check_shuffled_nesting(1000, 2000000);                        /* radix */
+    check_shuffled_nesting(1700000000000000000, 1800000000000000000); /* qsort fallback */
+    check_shuffled_nesting(-5000000, 0);                          /* negative times */
+}
+
 TR_SUITE(tree,
          {"partial overlap: siblings, self >= 0", test_partial_overlap},
          {"touching and zero-length events", test_touching_and_zero_length},
@@ -196,4 +232,5 @@ TR_SUITE(tree,
          {"GPU time once per level", test_gpu_attribution},
          {"idempotent; async not nested", test_idempotent_and_async},
          {"memory totals and self", test_memory},
-         {"sync waits take their call's thread", test_sync_adopts_thread})
+         {"sync waits take their call's thread", test_sync_adopts_thread},
+         {"sorted the same on the radix and fallback paths", test_sort_paths})
