@@ -134,6 +134,7 @@ void tr_trace_free(tr_trace *t)
 {
     tr_intern_free(&t->strings);
     free(t->events.v);
+    free(t->mem);
     free(t->sources.v);
     free(t->processes.v);
     free(t->threads.v);

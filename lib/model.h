@@ -66,7 +66,6 @@ typedef struct {
     int64_t flops;               /* -1 = unknown */
     /* derived by tr_tree_build() */
     int64_t cpu_self, gpu_self, gpu_total;
-    int64_t mem_cpu_total, mem_cpu_self, mem_gpu_total, mem_gpu_self;
     int64_t parent;              /* event index, -1 = none */
     uint32_t name, raw_name;     /* string ids; raw_name 0 = same as name */
     uint32_t shape;              /* string id of the Python-style shape list, 0 = none */
@@ -94,6 +93,10 @@ typedef struct {
 } tr_source;
 typedef struct { uint32_t parent; uint32_t frame; } tr_stack_node;
 
+/* Memory metrics of one event, derived by tr_tree_build(); kept beside the
+ * events, and only when the trace has memory events, since most have none. */
+typedef struct { int64_t cpu_total, cpu_self, gpu_total, gpu_self; } tr_event_mem;
+
 typedef struct {
     int32_t grid[3], block[3];
     int32_t registers, static_smem, dynamic_smem;
@@ -117,6 +120,7 @@ typedef struct {
     TR_VEC(tr_api_detail) apis;
     TR_VEC(int64_t) memset_values;
     int tree_built;
+    tr_event_mem *mem;               /* per event, or NULL: all zero (tree.h) */
     /* lookup tables, rebuilt on demand */
     struct tr_idmap *thread_map, *stream_map, *device_map, *process_map, *stack_map;
 } tr_trace;

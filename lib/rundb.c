@@ -167,10 +167,12 @@ static int fill_event(const void *ctx, size_t i, tr_cell *c)
     tr_cell_int(&c[19], e->cpu_self);
     tr_cell_int(&c[20], e->gpu_total);
     tr_cell_int(&c[21], e->gpu_self);
-    tr_cell_int(&c[22], e->mem_cpu_total);
-    tr_cell_int(&c[23], e->mem_cpu_self);
-    tr_cell_int(&c[24], e->mem_gpu_total);
-    tr_cell_int(&c[25], e->mem_gpu_self);
+    static const tr_event_mem none;
+    const tr_event_mem *m = t->mem ? &t->mem[i] : &none;
+    tr_cell_int(&c[22], m->cpu_total);
+    tr_cell_int(&c[23], m->cpu_self);
+    tr_cell_int(&c[24], m->gpu_total);
+    tr_cell_int(&c[25], m->gpu_self);
     return 1;
 }
 

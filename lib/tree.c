@@ -38,7 +38,8 @@ static int cmp_cpu(const void *pa, const void *pb)
 }
 
 /* Correlation map: (source, correlation) -> API event index. */
-typedef struct { uint32_t source; int64_t corr; size_t event; int used; } corr_slot;
+/* 16 bytes a slot: the map holds every API call of the trace. */
+typedef struct { int64_t corr; uint32_t source; uint32_t event_plus1; } corr_slot;
 typedef struct { corr_slot *s; size_t cap; } corr_map;
 
 static size_t corr_hash(uint32_t source, int64_t corr, size_t cap)
@@ -51,7 +52,7 @@ static size_t corr_hash(uint32_t source, int64_t corr, size_t cap)
 static corr_slot *corr_find(corr_map *m, uint32_t source, int64_t corr)
 {
     size_t i = corr_hash(source, corr, m->cap);
-    while (m->s[i].used && !(m->s[i].source == source && m->s[i].corr == corr))
+    while (m->s[i].event_plus1 && !(m->s[i].source == source && m->s[i].corr == corr))
         i = (i + 1) & (m->cap - 1);
     return &m->s[i];
 }
@@ -185,13 +186,16 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
     tr_status st = TR_OK;
 
     /* Reset derived fields so a rebuild gives the same result (idempotent). */
-    size_t napi = 0;
+    size_t napi = 0, nmem = 0;
+    if (nev >= UINT32_MAX)
+        return tr_fail(err, TR_ERR_RUNTIME, "more than %u events in one trace", UINT32_MAX - 1);
     for (size_t i = 0; i < nev; i++) {
         tr_event *e = &ev[i];
         e->parent = -1;
         e->depth = 0;
         e->cpu_self = e->gpu_self = e->gpu_total = 0;
-        e->mem_cpu_total = e->mem_cpu_self = e->mem_gpu_total = e->mem_gpu_self = 0;
+        if (e->kind == TR_KIND_MEMORY)
+            nmem++;
         if (e->end < e->start)
             e->end = e->start;
         if (tr_kinds[e->kind].is_api && e->correlation >= 0)
@@ -199,12 +203,14 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
     }
 
     /* Correlation map over API calls. */
+    free(t->mem);
+    t->mem = nmem ? calloc(nev, sizeof *t->mem) : NULL;
     corr_map cm = {NULL, 16};
     while (cm.cap < napi * 2 + 16)
         cm.cap *= 2;
     cm.s = calloc(cm.cap, sizeof *cm.s);
     size_t *order = malloc((nev ? nev : 1) * sizeof *order);
-    if (!cm.s || !order) {
+    if (!cm.s || !order || (nmem && !t->mem)) {
         st = tr_fail(err, TR_ERR_RUNTIME, "out of memory while rebuilding the call tree");
         goto out;
     }
@@ -213,10 +219,10 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
         if (!tr_kinds[e->kind].is_api || e->correlation < 0)
             continue;
         corr_slot *s = corr_find(&cm, tr_event_source(t, e), e->correlation);
-        if (!s->used)
-            *s = (corr_slot){tr_event_source(t, e), e->correlation, i, 1};
-        else if (e->kind == TR_KIND_RUNTIME && ev[s->event].kind != TR_KIND_RUNTIME)
-            s->event = i;   /* the runtime call is the one the program made */
+        if (!s->event_plus1)
+            *s = (corr_slot){e->correlation, tr_event_source(t, e), (uint32_t)i + 1};
+        else if (e->kind == TR_KIND_RUNTIME && ev[s->event_plus1 - 1].kind != TR_KIND_RUNTIME)
+            s->event_plus1 = (uint32_t)i + 1;   /* the runtime call is the one the program made */
     }
 
     /* Sync waits recorded without a thread take the thread of their API call. */
@@ -225,8 +231,8 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
         if (e->kind != TR_KIND_SYNC || e->thread || e->correlation < 0)
             continue;
         corr_slot *s = corr_find(&cm, tr_event_source(t, e), e->correlation);
-        if (s->used)
-            e->thread = ev[s->event].thread;
+        if (s->event_plus1)
+            e->thread = ev[s->event_plus1 - 1].thread;
     }
 
     /* CPU tree. */
@@ -251,10 +257,10 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
         if (g->correlation < 0)
             continue;
         corr_slot *s = corr_find(&cm, tr_event_source(t, g), g->correlation);
-        if (!s->used)
+        if (!s->event_plus1)
             continue;
-        tr_event *api = &ev[s->event];
-        g->parent = (int64_t)s->event;
+        tr_event *api = &ev[s->event_plus1 - 1];
+        g->parent = (int64_t)s->event_plus1 - 1;
         g->depth = api->depth + 1;
         tr_event *target = api;
         for (int64_t p = api->parent; p >= 0; p = ev[p].parent) {
@@ -273,23 +279,27 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
         tr_event *e = &ev[order[k]];
         e->gpu_total = e->gpu_self;
         if (e->kind == TR_KIND_MEMORY) {
+            tr_event_mem *m = &t->mem[order[k]];
             if (e->flags & TR_FLAG_GPU_MEMORY)
-                e->mem_gpu_total = e->mem_gpu_self = e->bytes;
+                m->gpu_total = m->gpu_self = e->bytes;
             else
-                e->mem_cpu_total = e->mem_cpu_self = e->bytes;
+                m->cpu_total = m->cpu_self = e->bytes;
         }
     }
     for (size_t k = n; k-- > 0;) {
         tr_event *e = &ev[order[k]];
         if (e->parent < 0)
             continue;
-        tr_event *p = &ev[e->parent];
-        p->gpu_total += e->gpu_total;
-        p->mem_cpu_total += e->mem_cpu_total;
-        p->mem_gpu_total += e->mem_gpu_total;
+        ev[e->parent].gpu_total += e->gpu_total;
+        if (!t->mem)
+            continue;
+        const tr_event_mem *m = &t->mem[order[k]];
+        tr_event_mem *pm = &t->mem[e->parent];
+        pm->cpu_total += m->cpu_total;
+        pm->gpu_total += m->gpu_total;
         if (e->kind == TR_KIND_MEMORY) {
-            p->mem_cpu_self += e->mem_cpu_self;
-            p->mem_gpu_self += e->mem_gpu_self;
+            pm->cpu_self += m->cpu_self;
+            pm->gpu_self += m->gpu_self;
         }
     }
     t->tree_built = 1;

@@ -13,8 +13,9 @@
  *    encloses that call, or of the call itself when no range encloses it;
  *    gpu_total = gpu_self + the children's gpu_total.  Each activity is thus
  *    counted once per tree level.
- *  - Memory events add their bytes to every enclosing event's mem_*_total and
- *    to their direct parent's mem_*_self.
+ *  - Memory events add their bytes to every enclosing event's memory totals
+ *    and to their direct parent's memory self (trace->mem, allocated only
+ *    when the trace has memory events).
  *
  * Ownership: works in place on the trace; allocates only temporaries.
  */

@@ -32,6 +32,7 @@ static size_t add(tr_kind kind, const char *name, int64_t s, int64_t e, uint32_t
 }
 
 #define EV(i) (&t.events.v[i])
+#define MEM(i) (&t.mem[i])
 
 static void build(void)
 {
@@ -165,12 +166,12 @@ static void test_memory(void)
     EV(m3)->bytes = 4096;
     EV(m3)->flags |= TR_FLAG_GPU_MEMORY;
     build();
-    CU_ASSERT_EQUAL(EV(c)->mem_cpu_total, 512);
-    CU_ASSERT_EQUAL(EV(c)->mem_cpu_self, 512);
-    CU_ASSERT_EQUAL(EV(p)->mem_cpu_total, 384);
-    CU_ASSERT_EQUAL(EV(p)->mem_cpu_self, -128);
-    CU_ASSERT_EQUAL(EV(p)->mem_gpu_total, 4096);
-    CU_ASSERT_EQUAL(EV(p)->mem_gpu_self, 4096);
+    CU_ASSERT_EQUAL(MEM(c)->cpu_total, 512);
+    CU_ASSERT_EQUAL(MEM(c)->cpu_self, 512);
+    CU_ASSERT_EQUAL(MEM(p)->cpu_total, 384);
+    CU_ASSERT_EQUAL(MEM(p)->cpu_self, -128);
+    CU_ASSERT_EQUAL(MEM(p)->gpu_total, 4096);
+    CU_ASSERT_EQUAL(MEM(p)->gpu_self, 4096);
     tr_trace_free(&t);
 }
 
