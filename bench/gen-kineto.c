@@ -3,6 +3,9 @@
  * (2023+ categories: cpu_op, cuda_runtime, kernel, ac2g flows) of a training
  * loop: op ranges nested about 10 deep on two threads, each innermost op
  * launching a kernel on one of several streams, many distinct names and shapes.
+ * Like a real model, the loop repeats: the op tree of each of 8 layers (names,
+ * nesting, shapes, kernels) is the same at every step and only the timings
+ * vary, so stacks and shapes repeat as they do in real traces.
  * usage: gen-kineto [-n EVENTS] [-s SEED] -o FILE.json
  */
 #include <getopt.h>
@@ -10,14 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static uint64_t rng;
-static uint32_t rnd(uint32_t n)
+static uint64_t rng, layer_rng;   /* timings; the structure of the current layer */
+static uint32_t next(uint64_t *state, uint32_t n)
 {
-    rng ^= rng >> 12;
-    rng ^= rng << 25;
-    rng ^= rng >> 27;
-    return (uint32_t)((rng * 2685821657736338717ull) >> 33) % n;
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return (uint32_t)((*state * 2685821657736338717ull) >> 33) % n;
 }
+static uint32_t rnd(uint32_t n) { return next(&rng, n); }
+static uint32_t srnd(uint32_t n) { return next(&layer_rng, n); }
 
 static FILE *f;
 static long long events, corr, ext;
@@ -43,18 +48,20 @@ static long long target;
 
 static void op(int th, int depth, int layer)
 {
-    int k = (int)rnd(sizeof ops / sizeof ops[0]);
+    int k = (int)srnd(sizeof ops / sizeof ops[0]);
     long long start = t_cpu[th] += 1 + rnd(5);
     long long my_ext = ++ext;
     /* children first into a buffer is not needed: write the op after its children end */
-    int nchildren = depth < 9 ? 1 + (int)rnd(2) : 0;
+    int nchildren = depth < 9 ? 1 + (int)srnd(2) : 0;
     long long child_start = t_cpu[th];
     (void)child_start;
     for (int c = 0; c < nchildren && events < target; c++)
         op(th, depth + 1, layer);
     if (!nchildren) {
         long long c = ++corr, ls = t_cpu[th] += 1, le = t_cpu[th] += 3 + rnd(4);
-        int stream = 7 + (int)rnd(4);
+        int stream = 7 + (int)srnd(4);
+        const char *kernel = kernels[srnd(sizeof kernels / sizeof kernels[0])];
+        unsigned grid = 1 + srnd(4096);
         sep();
         fprintf(f, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 100, "
                    "\"tid\": %d, \"ts\": %lld.%03u, \"dur\": %lld.%03u, \"args\": {\"External id\": %lld, "
@@ -65,8 +72,7 @@ static void op(int th, int depth, int layer)
         fprintf(f, "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": 0, \"tid\": %d, "
                    "\"ts\": %lld.%03u, \"dur\": %lld.%03u, \"args\": {\"External id\": %lld, \"device\": 0, "
                    "\"stream\": %d, \"correlation\": %lld, \"grid\": [%u, 1, 1], \"block\": [128, 1, 1]}}",
-                kernels[rnd(sizeof kernels / sizeof kernels[0])], stream, ks, rnd(1000), kd, rnd(1000),
-                my_ext, stream, c, 1 + rnd(4096));
+                kernel, stream, ks, rnd(1000), kd, rnd(1000), my_ext, stream, c, grid);
         sep();
         fprintf(f, "{\"ph\": \"s\", \"id\": %lld, \"pid\": 100, \"tid\": %d, \"ts\": %lld, \"cat\": \"ac2g\", "
                    "\"name\": \"ac2g\"}", c, 200 + th, ls);
@@ -75,12 +81,12 @@ static void op(int th, int depth, int layer)
                    "\"name\": \"ac2g\", \"bp\": \"e\"}", c, stream, ks);
     }
     long long end = t_cpu[th] += 1 + rnd(5);
+    unsigned d0 = 1 + srnd(64) * 8, d1 = 16u << srnd(4), d2 = 16u << srnd(4);
     sep();
     fprintf(f, "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"%s\", \"pid\": 100, \"tid\": %d, "
                "\"ts\": %lld, \"dur\": %lld, \"args\": {\"External id\": %lld, \"Sequence number\": %lld, "
                "\"Input Dims\": [[%u, %u], [%u]], \"Input type\": [\"float\", \"float\"]}}",
-            ops[k], 200 + th, start, end - start, my_ext, my_ext / 3, 1 + rnd(64) * 8, 16 << rnd(4),
-            16 << rnd(4));
+            ops[k], 200 + th, start, end - start, my_ext, my_ext / 3, d0, d1, d2);
     (void)layer;
 }
 
@@ -106,6 +112,7 @@ int main(int argc, char **argv)
     t_cpu[0] = t_cpu[1] = t_gpu = 1000;
     for (int step = 0; events < target; step++) {
         int th = step % 2;
+        layer_rng = (seed + (uint64_t)(step % 8)) * 0xbf58476d1ce4e5b9ull + 1;
         op(th, 0, step);
         if (t_cpu[th] < t_cpu[!th])
             t_cpu[th] = t_cpu[!th];
