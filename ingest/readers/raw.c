@@ -1,8 +1,9 @@
 /*
  * raw.c - reader for trace-record raw files (record/raw_format.h, docs/raw-format.md).
  *
- * One file per recorded process.  The file is read whole; every chunk whose
- * CRC checks is used.  A truncated tail, chunks with a bad CRC and garbage
+ * One file per recorded process.  The file is mapped and read front to back;
+ * pages already read are released as the reader moves on, so memory does not
+ * grow with the file.  Every chunk whose CRC checks is used.  A truncated tail, chunks with a bad CRC and garbage
  * between chunks are skipped with a warning that says how much was lost; a bad
  * or newer-major header is refused (TR_ERR_INPUT).  Timestamps are recorded on
  * CLOCK_MONOTONIC and shifted to CLOCK_REALTIME ns with the header's anchor so
@@ -13,15 +14,23 @@
  * (symbolising them with debug info is left for later).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zlib.h>
 
 #include "ingest/ingest.h"
 #include "lib/cuda_enums.h"
 #include "lib/i64map.h"
 #include "lib/names.h"
 #include "record/raw_format.h"
+
+typedef struct pending_stream { size_t event; uint32_t context, stream; } pending_stream;
 
 typedef struct {
     tr_trace *t;
@@ -47,7 +56,27 @@ typedef struct {
     size_t unknown_kinds, short_records, incomplete, orphan_ends, restarted;
     uint32_t api_names[2][1024];
     tr_nvtx_parser *nvtx;
+    /* syncs and streams seen before their context record: device resolved at the end */
+    TR_VEC(pending_stream) pending;
 } raw_reader;
+
+#define NO_EVENT ((size_t)-1)
+/* CUPTI's "not applicable" stream of context- and event-level syncs */
+#define NO_STREAM 0xffffffffu
+
+/* The CRC-32 of the format (IEEE, as zlib's): zlib's is table-driven over
+ * words, several times faster than the byte loop the recorder carries. */
+static uint32_t crc_of(const unsigned char *p, size_t n)
+{
+    uLong c = crc32(0L, Z_NULL, 0);
+    while (n) {
+        uInt step = n > (1u << 30) ? 1u << 30 : (uInt)n;
+        c = crc32(c, p, step);
+        p += step;
+        n -= step;
+    }
+    return (uint32_t)c;
+}
 
 static tr_status oom(tr_error *err)
 {
@@ -62,7 +91,9 @@ int tr_raw_probe(const char *path, const unsigned char *head, size_t headlen)
 
 static int64_t ts_of(raw_reader *r, uint64_t ts)
 {
-    int64_t v = (int64_t)ts + r->shift;
+    int64_t v;
+    if (__builtin_add_overflow((int64_t)ts, r->shift, &v))   /* a damaged clock anchor */
+        v = r->shift < 0 ? INT64_MIN : INT64_MAX;
     if (v > r->max_ts)
         r->max_ts = v;
     return v;
@@ -102,6 +133,42 @@ static uint32_t stream_of(raw_reader *r, uint32_t device, uint32_t context, uint
 {
     uint32_t d = tr_device_get(r->t, r->source, device);
     return d ? tr_stream_get(r->t, d, context, stream) : 0;
+}
+
+/* A stream known by its context only: its device comes from the context's
+ * record, which the recorder may write after the records that use it. */
+static tr_status context_stream(raw_reader *r, size_t event, uint32_t context, uint32_t stream,
+                                tr_error *err)
+{
+    int64_t device;
+    if (tr_i64map_get(&r->ctx_device, context, &device)) {
+        uint32_t st = stream_of(r, (uint32_t)device, context, stream);
+        if (!st)
+            return oom(err);
+        if (event != NO_EVENT)
+            r->t->events.v[event].stream = st;
+        return TR_OK;
+    }
+    if (tr_vec_reserve(r->pending, r->pending.n + 1) < 0)
+        return oom(err);
+    r->pending.v[r->pending.n++] = (struct pending_stream){event, context, stream};
+    return TR_OK;
+}
+
+/* At the end: contexts never described are taken to be on device 0. */
+static tr_status resolve_pending(raw_reader *r, tr_error *err)
+{
+    for (size_t i = 0; i < r->pending.n; i++) {
+        const struct pending_stream *ps = &r->pending.v[i];
+        int64_t device = 0;
+        tr_i64map_get(&r->ctx_device, ps->context, &device);
+        uint32_t st = stream_of(r, (uint32_t)device, ps->context, ps->stream);
+        if (!st)
+            return oom(err);
+        if (ps->event != NO_EVENT)
+            r->t->events.v[ps->event].stream = st;
+    }
+    return TR_OK;
 }
 
 static tr_status read_strings(raw_reader *r, const unsigned char *p, size_t n, tr_error *err)
@@ -272,16 +339,14 @@ static tr_status read_record(raw_reader *r, unsigned kind, const unsigned char *
         tr_raw_sync s;
         memcpy(&s, p, sizeof s);
         uint32_t name = tr_enum_str(r->t, &tr_sync_names, s.type < 5 ? s.type : 0);
-        int64_t device = 0;
-        tr_i64map_get(&r->ctx_device, s.context, &device);
-        uint32_t stream = stream_of(r, (uint32_t)device, s.context, s.stream);
         if (!(e = tr_add_event(r->t, TR_KIND_SYNC)))
             return oom(err);
         e->name = name;
         e->start = ts_of(r, s.start);
         e->end = ts_of(r, s.end);
         e->correlation = s.corr;
-        e->stream = stream;
+        if (s.stream != NO_STREAM)
+            return context_stream(r, r->t->events.n - 1, s.context, s.stream, err);
         return TR_OK;
     }
     case TR_RAW_REC_MARKER: {
@@ -359,9 +424,7 @@ static tr_status read_record(raw_reader *r, unsigned kind, const unsigned char *
     case TR_RAW_REC_STREAM: {
         tr_raw_stream s;
         memcpy(&s, p, sizeof s);
-        int64_t device = 0;
-        tr_i64map_get(&r->ctx_device, s.context, &device);
-        return stream_of(r, (uint32_t)device, s.context, s.stream) ? TR_OK : oom(err);
+        return context_stream(r, NO_EVENT, s.context, s.stream, err);
     }
     case TR_RAW_REC_NAME: {
         tr_raw_name nm;
@@ -543,11 +606,39 @@ static tr_status attach_stacks(raw_reader *r, tr_error *err)
     return TR_OK;
 }
 
-static tr_status load_file(const char *path, unsigned char **data, size_t *len, tr_error *err)
+/* The input: a read-only mapping of a regular file, or (pipes, special
+ * files) the bytes read into memory. */
+typedef struct {
+    const unsigned char *d;
+    size_t len;
+    size_t released;          /* mapped bytes before this were handed back */
+    int mapped;
+} raw_input;
+
+static tr_status open_input(const char *path, raw_input *in, tr_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    memset(in, 0, sizeof *in);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return tr_fail(err, TR_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0
+        && (uint64_t)sb.st_size <= SIZE_MAX) {
+        void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m != MAP_FAILED) {
+            close(fd);
+            madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
+            in->d = m;
+            in->len = (size_t)sb.st_size;
+            in->mapped = 1;
+            return TR_OK;
+        }
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return tr_fail(err, TR_ERR_RUNTIME, "cannot read %s: %s", path, strerror(errno));
+    }
     size_t cap = 1 << 16, n = 0;
     unsigned char *buf = malloc(cap);
     while (buf) {
@@ -574,9 +665,29 @@ static tr_status load_file(const char *path, unsigned char **data, size_t *len, 
         free(buf);
         return tr_fail(err, TR_ERR_INPUT, "cannot read %s: %s", path, strerror(errno));
     }
-    *data = buf;
-    *len = n;
+    in->d = buf;
+    in->len = n;
     return TR_OK;
+}
+
+/* Hands back the mapped pages before off: read once, never needed again. */
+static void release_before(raw_input *in, size_t off)
+{
+    const size_t window = 64u << 20;
+    if (!in->mapped || off < in->released + window)
+        return;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t upto = off / page * page;
+    madvise((void *)(in->d + in->released), upto - in->released, MADV_DONTNEED);
+    in->released = upto;
+}
+
+static void close_input(raw_input *in)
+{
+    if (in->mapped)
+        munmap((void *)in->d, in->len);
+    else
+        free((void *)in->d);
 }
 
 /* 1 if a valid chunk (header + payload + CRC) starts at off. */
@@ -586,12 +697,13 @@ static int chunk_ok(const unsigned char *d, size_t len, size_t off)
         return 0;
     size_t pl = tr_raw_ld32(d + off + 8);
     return pl <= TR_RAW_MAX_PAYLOAD && pl <= len - off - TR_RAW_CHUNK_HDR
-           && tr_raw_crc32(d + off + TR_RAW_CHUNK_HDR, pl) == tr_raw_ld32(d + off + 12);
+           && crc_of(d + off + TR_RAW_CHUNK_HDR, pl) == tr_raw_ld32(d + off + 12);
 }
 
-static tr_status read_chunks(raw_reader *r, const unsigned char *d, size_t len, size_t off,
-                             tr_error *err)
+static tr_status read_chunks(raw_reader *r, raw_input *in, size_t off, tr_error *err)
 {
+    const unsigned char *d = in->d;
+    size_t len = in->len;
     size_t bad_crc = 0, bad_crc_bytes = 0, garbage = 0, truncated = 0;
     while (off < len) {
         if (len - off < TR_RAW_CHUNK_HDR || tr_raw_ld32(d + off) != TR_RAW_CHUNK_SYNC
@@ -618,7 +730,7 @@ static tr_status read_chunks(raw_reader *r, const unsigned char *d, size_t len, 
             break;
         }
         const unsigned char *p = d + off + TR_RAW_CHUNK_HDR;
-        if (tr_raw_crc32(p, pl) != tr_raw_ld32(d + off + 12)) {
+        if (crc_of(p, pl) != tr_raw_ld32(d + off + 12)) {
             bad_crc++;
             bad_crc_bytes += TR_RAW_CHUNK_HDR + pl;
             off += TR_RAW_CHUNK_HDR + pl;
@@ -645,6 +757,7 @@ static tr_status read_chunks(raw_reader *r, const unsigned char *d, size_t len, 
         if (s != TR_OK)
             return s;
         off += TR_RAW_CHUNK_HDR + pl;
+        release_before(in, off);
     }
     if (truncated)
         tr_ingest_warn(r->o, "%s: file truncated: the last %zu byte(s) (1 partial chunk) lost",
@@ -703,11 +816,12 @@ static void close_ranges(raw_reader *r)
 
 tr_status tr_raw_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err)
 {
-    unsigned char *d = NULL;
-    size_t len = 0;
-    tr_status s = load_file(path, &d, &len, err);
+    raw_input in;
+    tr_status s = open_input(path, &in, err);
     if (s != TR_OK)
         return s;
+    const unsigned char *d = in.d;
+    size_t len = in.len;
     raw_reader r;
     memset(&r, 0, sizeof r);
     r.t = t;
@@ -734,7 +848,7 @@ tr_status tr_raw_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr
         goto out;
     }
     if (major < 1 || tr_raw_ld32(d + 16) != TR_RAW_ENDIAN_CHECK
-        || tr_raw_crc32(d, offsetof(tr_raw_header, header_crc))
+        || crc_of(d, offsetof(tr_raw_header, header_crc))
                != tr_raw_ld32(d + offsetof(tr_raw_header, header_crc))) {
         s = tr_fail(err, TR_ERR_INPUT, "%s: corrupted header (bad CRC, version or byte order)",
                     path);
@@ -760,7 +874,7 @@ tr_status tr_raw_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr
     }
     if ((s = tr_nvtx_parser_new(&r.nvtx, err)) != TR_OK)
         goto out;
-    if ((s = read_chunks(&r, d, len, hlen, err)) != TR_OK)
+    if ((s = read_chunks(&r, &in, hlen, err)) != TR_OK || (s = resolve_pending(&r, err)) != TR_OK)
         goto out;
     close_ranges(&r);
     if ((s = attach_stacks(&r, err)) != TR_OK)
@@ -778,6 +892,7 @@ out:
     free(r.stack_pcs);
     free(r.refs);
     free(r.maps);
-    free(d);
+    free(r.pending.v);
+    close_input(&in);
     return s;
 }

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zlib.h>
+
 #include "ingest/ingest.h"
 #include "record/raw_format.h"
 #include "tests/unit/unit.h"
@@ -402,10 +404,63 @@ static void test_unknown_kind_and_chunk_skipped(void)
     free(b.d);
 }
 
+/* Syncs and streams written before the record of their context (the recorder
+ * flushes record kinds in numeric order) still land on the context's device;
+ * a context-level sync (stream "not applicable") gets no stream at all. */
+static void test_context_after_its_streams(void)
+{
+    rbuf b = {0};
+    header(&b, TR_RAW_MAJOR);
+    tr_raw_stream str = {5, 9, 0, 0, 0, 0};
+    records(&b, TR_RAW_REC_STREAM, &str, 1);
+    tr_raw_sync sy[2] = {{T0_MONO + 10, T0_MONO + 20, 1, 3, 5, 9, 0, 0},
+                         {T0_MONO + 30, T0_MONO + 40, 2, 4, 5, 0xffffffffu, 0, 0}};
+    records(&b, TR_RAW_REC_SYNC, sy, 2);
+    tr_raw_context ctx = {5, 3, 1, 0};
+    records(&b, TR_RAW_REC_CONTEXT, &ctx, 1);
+    uint64_t end[3] = {0};
+    chunk(&b, TR_RAW_CH_END, end, sizeof end);
+    tr_trace t;
+    tr_error err;
+    warns w;
+    CU_ASSERT_FATAL(tr_trace_init(&t, &err) == TR_OK);
+    CU_ASSERT_FATAL(read_bytes(b.d, b.n, &t, &w, &err) == TR_OK);
+    const tr_event *s0 = find(&t, TR_KIND_SYNC, 0), *s1 = find(&t, TR_KIND_SYNC, 1);
+    CU_ASSERT_FATAL(s0 && s1);
+    CU_ASSERT_EQUAL(t.streams.n, 2);   /* [0] unused: one stream */
+    CU_ASSERT_FATAL(s0->stream != 0);
+    const tr_stream *st = &t.streams.v[s0->stream];
+    CU_ASSERT_EQUAL(st->stream, 9);
+    CU_ASSERT_EQUAL(st->context, 5);
+    CU_ASSERT_EQUAL(t.devices.v[st->device].device, 3);
+    CU_ASSERT_EQUAL(s1->stream, 0);
+    tr_trace_free(&t);
+    free(b.d);
+}
+
+/* The reader checks CRCs with zlib; the recorder writes them with its own
+ * table: the two must agree. */
+static void test_crc_matches_recorder(void)
+{
+    unsigned char buf[4099];
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < sizeof buf; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        buf[i] = (unsigned char)x;
+    }
+    int same = 1;
+    for (size_t n = 0; n <= sizeof buf; n += 97)
+        same &= tr_raw_crc32(buf, n) == (uint32_t)crc32(0L, buf, (uInt)n);
+    CU_ASSERT(same);
+    CU_ASSERT_EQUAL(tr_raw_crc32("123456789", 9), 0xcbf43926u);
+}
+
 TR_SUITE(raw_reader,
          {"round trip of every record kind", test_round_trip},
          {"truncation at every byte offset", test_truncation_every_offset},
          {"truncation warning says what was lost", test_truncated_warning_says_what},
          {"bad CRC, damaged chunk header, damaged file header", test_bad_crc_skips_chunk},
          {"newer major version refused", test_newer_version_refused},
-         {"unknown record kinds and chunk types skipped", test_unknown_kind_and_chunk_skipped})
+         {"unknown record kinds and chunk types skipped", test_unknown_kind_and_chunk_skipped},
+         {"streams and syncs before their context record", test_context_after_its_streams},
+         {"zlib's CRC-32 is the recorder's", test_crc_matches_recorder})
