@@ -54,7 +54,7 @@ TOOL_BINS := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(BUILD)/tests/unit-tests
 GEN_NVPROF := $(BUILD)/bin/gen-nvprof
-BENCH_TOOLS := $(BUILD)/bin/gen-kineto $(BUILD)/bin/measure
+BENCH_TOOLS := $(BUILD)/bin/gen-kineto $(BUILD)/bin/gen-raw $(BUILD)/bin/measure
 
 SAMPLE := sample-traces/lm-step.nvvp
 

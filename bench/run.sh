@@ -1,6 +1,8 @@
 #!/bin/sh
-# make bench: speed and memory of every step at 10^5..10^7 events, beside the
-# PyTorch 1.13 pipeline, a bare sqlite3 GROUP BY and a plain read of the input.
+# make bench: speed and memory of every step at 10^5..10^7 events, on an nvprof
+# database, a Kineto JSON trace and a trace-record raw file of the same size (made
+# by gen-nvprof, gen-kineto and gen-raw), beside the PyTorch 1.13 pipeline, a bare
+# sqlite3 GROUP BY and a plain read of the input.
 # Prints a markdown table and writes it to bench/RESULTS.md.  Never fails on time.
 # Environment: BIN (tools), BENCH_SIZES (default "100000 1000000 10000000"),
 # BENCH_DIR (scratch, default build/bench), BENCH_TORCH_MAX (largest size given to
@@ -23,11 +25,13 @@ mem=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
     echo "# Benchmark results"
     echo
     echo "Machine: $(nproc) cores, $cpu, $mem; $(uname -sr); $(date -u +%Y-%m-%d)."
-    echo "Each step is one run of the command (wall time, peak RSS of the process)."
+    echo "Each step is one run of the command: wall time, CPU time (user + system), peak RSS."
     echo "Events are the rows of run.db; MB/s is of the input file (JSON: uncompressed)."
     echo
-    echo "| events | format | step | seconds | events/s | MB/s | peak RSS MB |"
-    echo "|---:|---|---|---:|---:|---:|---:|"
+    echo "events/s and MB/s are per wall second; the tools are single-threaded, so they are also per core."
+    echo
+    echo "| events | format | step | seconds | CPU s | events/s | MB/s | peak RSS MB |"
+    echo "|---:|---|---|---:|---:|---:|---:|---:|"
 } > "$out"
 
 # step FORMAT STEP EVENTS INPUT_BYTES COMMAND...: measures COMMAND and appends a row
@@ -35,15 +39,15 @@ step() {
     fmt=$1 name=$2 n=$3 bytes=$4
     shift 4
     "$BIN/measure" -o "$W/m" "$@" >/dev/null 2>"$W/err"
-    read -r wall rss code < "$W/m"
+    read -r wall rss code cpu < "$W/m"
     if [ "$code" != 0 ]; then
-        echo "| $size | $fmt | $name | failed (exit $code) | | | |" >> "$out"
+        echo "| $size | $fmt | $name | failed (exit $code) | | | | |" >> "$out"
         return
     fi
-    awk -v s="$size" -v f="$fmt" -v st="$name" -v w="$wall" -v n="$n" -v b="$bytes" -v r="$rss" 'BEGIN {
+    awk -v s="$size" -v f="$fmt" -v st="$name" -v w="$wall" -v c="$cpu" -v n="$n" -v b="$bytes" -v r="$rss" 'BEGIN {
         eps = (n > 0 && w > 0) ? sprintf("%.0f", n / w) : "";
         mbs = (b > 0 && w > 0) ? sprintf("%.0f", b / 1e6 / w) : "";
-        printf "| %s | %s | %s | %.2f | %s | %s | %.1f |\n", s, f, st, w, eps, mbs, r / 1024 }' >> "$out"
+        printf "| %s | %s | %s | %.2f | %.2f | %s | %s | %.1f |\n", s, f, st, w, c, eps, mbs, r / 1024 }' >> "$out"
     eval "T_$(echo "$fmt$name" | tr -c 'a-zA-Z0-9\n' _)=$wall"
     eval "R_$(echo "$fmt$name" | tr -c 'a-zA-Z0-9\n' _)=$rss"
 }
@@ -52,9 +56,13 @@ for size in $SIZES; do
     echo "bench: $size events" >&2
     "$BIN/gen-nvprof" -n "$size" -o "$W/t.nvvp"
     "$BIN/gen-kineto" -n "$size" -o "$W/t.json"
-    for fmt in nvprof kineto; do
-        in=$W/t.nvvp
-        [ "$fmt" = kineto ] && in=$W/t.json
+    "$BIN/gen-raw" -n "$size" -o "$W/t.ctr"
+    for fmt in nvprof kineto raw; do
+        case $fmt in
+            nvprof) in=$W/t.nvvp ;;
+            kineto) in=$W/t.json ;;
+            raw) in=$W/t.ctr ;;
+        esac
         bytes=$(stat -c %s "$in")
         step "$fmt" "read input (I/O floor)" 0 "$bytes" sh -c "cat '$in' > /dev/null"
         step "$fmt" "trace-ingest" 0 "$bytes" "$BIN/trace-ingest" -q -o "$W/run.db" "$in"
@@ -72,21 +80,21 @@ for size in $SIZES; do
         rm -f "$W/out"
         if [ "$fmt" = nvprof ]; then
             if [ "$have_torch" = 0 ]; then
-                echo "| $size | nvprof | PyTorch 1.13 pipeline | not run: /usr/bin/python3 has no torch | | | |" >> "$out"
+                echo "| $size | nvprof | PyTorch 1.13 pipeline | not run: /usr/bin/python3 has no torch | | | | |" >> "$out"
             elif [ "$size" -gt "$TORCH_MAX" ]; then
-                echo "| $size | nvprof | PyTorch 1.13 pipeline | not run: above $TORCH_MAX events it takes too long | | | |" >> "$out"
+                echo "| $size | nvprof | PyTorch 1.13 pipeline | not run: above $TORCH_MAX events it takes too long | | | | |" >> "$out"
             else
                 step nvprof "PyTorch 1.13 pipeline" "$n" 0 /usr/bin/python3 "$here/torch_pipeline.py" "$W/run.db"
                 awk -v s="$size" -v ti="$T_nvproftrace_ingest" -v ta="$T_nvproftrace_analyze" -v tp="$T_nvprofPyTorch_1_13_pipeline" \
                     -v ri="$R_nvproftrace_ingest" -v rp="$R_nvprofPyTorch_1_13_pipeline" 'BEGIN {
-                    printf "| %s | nvprof | ratio PyTorch / (ingest + analyze) | %.1fx time | | | %.1fx memory |\n",
+                    printf "| %s | nvprof | ratio PyTorch / (ingest + analyze) | %.1fx time | | | | %.1fx memory |\n",
                         s, tp / (ti + ta), rp / ri }' >> "$out"
             fi
         fi
         awk -v s="$size" -v f="$fmt" -v a="$(eval echo "\$T_${fmt}trace_analyze")" -v q="$(eval echo "\$T_${fmt}sqlite3_GROUP_BY__floor_")" 'BEGIN {
-            if (q > 0) printf "| %s | %s | ratio analyze / sqlite3 GROUP BY | %.2fx | | | |\n", s, f, a / q }' >> "$out"
+            if (q > 0) printf "| %s | %s | ratio analyze / sqlite3 GROUP BY | %.2fx | | | | |\n", s, f, a / q }' >> "$out"
     done
-    rm -f "$W/t.nvvp" "$W/t.json" "$W/run.db"
+    rm -f "$W/t.nvvp" "$W/t.json" "$W/t.ctr" "$W/run.db"
 done
 cat "$out"
 cp "$out" "$root/bench/RESULTS.md"
