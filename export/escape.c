@@ -1,4 +1,8 @@
-/* escape.c - name escaping for the folded, XML (SVG) and JSON writers. */
+/* escape.c - name escaping for the folded, XML (SVG) and JSON writers.
+ *
+ * The writers own their FILE and are single-threaded, so characters go out
+ * with the unlocked stdio calls; runs of plain ASCII, most of every name,
+ * are copied in one call. */
 #include <stdio.h>
 #include <string.h>
 
@@ -45,34 +49,50 @@ size_t tr_utf8_next(const char *str, size_t len, uint32_t *cp)
 static void put_cp(FILE *f, uint32_t cp)
 {
     if (cp < 0x80) {
-        putc((int)cp, f);
+        putc_unlocked((int)cp, f);
     } else if (cp < 0x800) {
-        putc((int)(0xc0 | (cp >> 6)), f);
-        putc((int)(0x80 | (cp & 0x3f)), f);
+        putc_unlocked((int)(0xc0 | (cp >> 6)), f);
+        putc_unlocked((int)(0x80 | (cp & 0x3f)), f);
     } else if (cp < 0x10000) {
-        putc((int)(0xe0 | (cp >> 12)), f);
-        putc((int)(0x80 | ((cp >> 6) & 0x3f)), f);
-        putc((int)(0x80 | (cp & 0x3f)), f);
+        putc_unlocked((int)(0xe0 | (cp >> 12)), f);
+        putc_unlocked((int)(0x80 | ((cp >> 6) & 0x3f)), f);
+        putc_unlocked((int)(0x80 | (cp & 0x3f)), f);
     } else {
-        putc((int)(0xf0 | (cp >> 18)), f);
-        putc((int)(0x80 | ((cp >> 12) & 0x3f)), f);
-        putc((int)(0x80 | ((cp >> 6) & 0x3f)), f);
-        putc((int)(0x80 | (cp & 0x3f)), f);
+        putc_unlocked((int)(0xf0 | (cp >> 18)), f);
+        putc_unlocked((int)(0x80 | ((cp >> 12) & 0x3f)), f);
+        putc_unlocked((int)(0x80 | ((cp >> 6) & 0x3f)), f);
+        putc_unlocked((int)(0x80 | (cp & 0x3f)), f);
     }
+}
+
+/* Length of the run at s of printable ASCII other than the bytes in `special`. */
+static size_t plain_run(const char *s, size_t len, const char *special)
+{
+    size_t n = 0;
+    while (n < len && (unsigned char)s[n] >= 0x20 && (unsigned char)s[n] < 0x7f
+           && !strchr(special, s[n]))
+        n++;
+    return n;
 }
 
 void tr_put_json_str(FILE *f, const char *s, size_t len)
 {
-    putc('"', f);
+    putc_unlocked('"', f);
     for (size_t i = 0; i < len;) {
+        size_t run = plain_run(s + i, len - i, "\"\\");
+        if (run) {
+            fwrite_unlocked(s + i, 1, run, f);
+            i += run;
+            continue;
+        }
         uint32_t cp;
         i += tr_utf8_next(s + i, len - i, &cp);
         switch (cp) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
+        case '"': fputs_unlocked("\\\"", f); break;
+        case '\\': fputs_unlocked("\\\\", f); break;
+        case '\n': fputs_unlocked("\\n", f); break;
+        case '\r': fputs_unlocked("\\r", f); break;
+        case '\t': fputs_unlocked("\\t", f); break;
         default:
             /* U+2028/2029 are valid JSON but break JavaScript string literals */
             if (cp < 0x20 || cp == 0x7f || cp == 0x2028 || cp == 0x2029)
@@ -81,7 +101,7 @@ void tr_put_json_str(FILE *f, const char *s, size_t len)
                 put_cp(f, cp);
         }
     }
-    putc('"', f);
+    putc_unlocked('"', f);
 }
 
 /* XML 1.0 allows tab, LF, CR, U+0020..U+D7FF, U+E000..U+FFFD, U+10000..U+10FFFF. */
@@ -97,12 +117,12 @@ void tr_put_xml_text(FILE *f, const char *s, size_t len)
         uint32_t cp;
         i += tr_utf8_next(s + i, len - i, &cp);
         switch (cp) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        case '\n': case '\r': case '\t': putc(' ', f); break;
+        case '<': fputs_unlocked("&lt;", f); break;
+        case '>': fputs_unlocked("&gt;", f); break;
+        case '&': fputs_unlocked("&amp;", f); break;
+        case '"': fputs_unlocked("&quot;", f); break;
+        case '\'': fputs_unlocked("&#39;", f); break;
+        case '\n': case '\r': case '\t': putc_unlocked(' ', f); break;
         default: put_cp(f, xml_char_ok(cp) ? cp : 0xfffd);
         }
     }
@@ -111,16 +131,22 @@ void tr_put_xml_text(FILE *f, const char *s, size_t len)
 void tr_put_folded_frame(FILE *f, const char *s, size_t len)
 {
     if (len == 0) {
-        fputs("[unnamed]", f);
+        fputs_unlocked("[unnamed]", f);
         return;
     }
     for (size_t i = 0; i < len;) {
+        size_t run = plain_run(s + i, len - i, ";");
+        if (run) {
+            fwrite_unlocked(s + i, 1, run, f);
+            i += run;
+            continue;
+        }
         uint32_t cp;
         i += tr_utf8_next(s + i, len - i, &cp);
         if (cp == ';')
-            putc('_', f);
+            putc_unlocked('_', f);
         else if (cp < 0x20 || cp == 0x7f)
-            putc(' ', f);
+            putc_unlocked(' ', f);
         else
             put_cp(f, cp);
     }
@@ -130,6 +156,6 @@ void tr_put_torch_frame(FILE *f, const char *s, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
-        putc(c == ' ' || c == ';' || c == '\t' || c == '\n' ? '_' : c, f);
+        putc_unlocked(c == ' ' || c == ';' || c == '\t' || c == '\n' ? '_' : c, f);
     }
 }
