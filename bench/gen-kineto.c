@@ -13,16 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench/rng.h"
+
 static uint64_t rng, layer_rng;   /* timings; the structure of the current layer */
-static uint32_t next(uint64_t *state, uint32_t n)
-{
-    *state ^= *state >> 12;
-    *state ^= *state << 25;
-    *state ^= *state >> 27;
-    return (uint32_t)((*state * 2685821657736338717ull) >> 33) % n;
-}
-static uint32_t rnd(uint32_t n) { return next(&rng, n); }
-static uint32_t srnd(uint32_t n) { return next(&layer_rng, n); }
+static uint32_t rnd(uint32_t n) { return bench_rnd(&rng, n); }
+static uint32_t srnd(uint32_t n) { return bench_rnd(&layer_rng, n); }
 
 static FILE *f;
 static long long events, corr, ext;

@@ -15,15 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/rng.h"
+
 static uint64_t rng_state;
-static uint32_t rnd(uint32_t n)
-{
-    /* xorshift64*: deterministic across platforms */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 2685821657736338717ull) >> 33) % n;
-}
+static uint32_t rnd(uint32_t n) { return bench_rnd(&rng_state, n); }
 
 static sqlite3 *db;
 static sqlite3_stmt *ins_str, *ins_marker, *ins_api[2], *ins_kernel, *ins_memcpy, *ins_memset, *ins_sync;

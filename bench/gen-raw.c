@@ -19,17 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/rng.h"
 #include "record/raw_format.h"
 
 static uint64_t rng_state;
-static uint32_t rnd(uint32_t n)
-{
-    /* xorshift64*: deterministic across platforms */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 2685821657736338717ull) >> 33) % n;
-}
+static uint32_t rnd(uint32_t n) { return bench_rnd(&rng_state, n); }
 
 static const char *out_path;
 static FILE *out;
