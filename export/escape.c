@@ -75,13 +75,21 @@ static size_t plain_run(const char *s, size_t len, const char *special)
     return n;
 }
 
+/* Writes the plain run at s, if any; returns its length. */
+static size_t put_plain_run(FILE *f, const char *s, size_t len, const char *special)
+{
+    size_t n = plain_run(s, len, special);
+    if (n)
+        fwrite_unlocked(s, 1, n, f);
+    return n;
+}
+
 void tr_put_json_str(FILE *f, const char *s, size_t len)
 {
     putc_unlocked('"', f);
     for (size_t i = 0; i < len;) {
-        size_t run = plain_run(s + i, len - i, "\"\\");
+        size_t run = put_plain_run(f, s + i, len - i, "\"\\");
         if (run) {
-            fwrite_unlocked(s + i, 1, run, f);
             i += run;
             continue;
         }
@@ -135,9 +143,8 @@ void tr_put_folded_frame(FILE *f, const char *s, size_t len)
         return;
     }
     for (size_t i = 0; i < len;) {
-        size_t run = plain_run(s + i, len - i, ";");
+        size_t run = put_plain_run(f, s + i, len - i, ";");
         if (run) {
-            fwrite_unlocked(s + i, 1, run, f);
             i += run;
             continue;
         }
