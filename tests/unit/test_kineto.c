@@ -188,11 +188,37 @@ static void test_probe(void)
     CU_ASSERT(tr_kineto_probe("x.json", d, sizeof d - 1));
 }
 
+/* ts and dur come from one scan of the event text: numeric strings, either
+ * order, a nested "ts" that is not the event's, and the first of two keys. */
+static void test_time_keys(void)
+{
+    const char *json =
+        "[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\",\"pid\":1,\"tid\":1,"
+        "\"ts\":\"5\",\"dur\":\"2\"},"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"b\",\"pid\":1,\"tid\":1,"
+        "\"args\":{\"ts\":99,\"dur\":99},\"dur\":3,\"ts\":10},"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"c\",\"pid\":1,\"tid\":1,"
+        "\"ts\":20,\"dur\":4,\"dur\":7}]";
+    tr_trace t;
+    tr_error err;
+    CU_ASSERT_EQUAL_FATAL(tr_trace_init(&t, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(read_str(&t, json, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(t.events.n, 3);
+    CU_ASSERT_EQUAL(t.events.v[0].start, 5000);
+    CU_ASSERT_EQUAL(t.events.v[0].end, 7000);
+    CU_ASSERT_EQUAL(t.events.v[1].start, 10000);
+    CU_ASSERT_EQUAL(t.events.v[1].end, 13000);
+    CU_ASSERT_EQUAL(t.events.v[2].start, 20000);
+    CU_ASSERT_EQUAL(t.events.v[2].end, 24000);
+    tr_trace_free(&t);
+}
+
 TR_SUITE(kineto,
          {"microseconds text to ns", test_us_to_ns},
          {"tokenizer: strings with braces and escaped quotes", test_tokenizer_strings},
          {"category mapping, stacks, memory", test_mapping},
          {"baseTimeNanoseconds", test_base_time},
+         {"ts and dur: strings, order, nesting, duplicates", test_time_keys},
          {"bad and truncated input", test_bad_input},
          {"empty traces", test_empty_ok},
          {"probe", test_probe})
