@@ -60,8 +60,8 @@ static corr_slot *corr_find(corr_map *m, uint32_t source, int64_t corr)
 typedef struct { size_t event; int64_t frontier, covered; } open_frame;
 
 /* Sorts order[0..n) by cmp_cpu.  A radix sort on (thread, start) does most of
- * the work in a few linear passes (qsort through an index into 160-byte events
- * was a tenth of the ingest time); runs of equal (thread, start) are then
+ * the work in a few linear passes (qsort through an index into the events was
+ * a tenth of the ingest time); runs of equal (thread, start) are then
  * finished with cmp_cpu.  Falls back to qsort when the key does not fit. */
 typedef struct { uint64_t key; size_t event; } sort_item;
 

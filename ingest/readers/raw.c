@@ -3,8 +3,8 @@
  *
  * One file per recorded process.  The file is mapped and read front to back;
  * pages already read are released as the reader moves on, so memory does not
- * grow with the file.  Every chunk whose CRC checks is used.  A truncated tail, chunks with a bad CRC and garbage
- * between chunks are skipped with a warning that says how much was lost; a bad
+ * grow with the file.  Every chunk whose CRC checks is used.  A truncated
+ * tail, chunks with a bad CRC and garbage between chunks are skipped with a warning that says how much was lost; a bad
  * or newer-major header is refused (TR_ERR_INPUT).  Timestamps are recorded on
  * CLOCK_MONOTONIC and shifted to CLOCK_REALTIME ns with the header's anchor so
  * that files of several processes (and hosts) line up.
@@ -30,7 +30,7 @@
 #include "lib/names.h"
 #include "record/raw_format.h"
 
-typedef struct pending_stream { size_t event; uint32_t context, stream; } pending_stream;
+typedef struct { size_t event; uint32_t context, stream; } pending_stream;
 
 typedef struct {
     tr_trace *t;
@@ -135,40 +135,43 @@ static uint32_t stream_of(raw_reader *r, uint32_t device, uint32_t context, uint
     return d ? tr_stream_get(r->t, d, context, stream) : 0;
 }
 
+/* Gives the event (unless NO_EVENT) the stream (device, context, stream). */
+static tr_status set_stream(raw_reader *r, size_t event, int64_t device, uint32_t context,
+                            uint32_t stream, tr_error *err)
+{
+    uint32_t st = stream_of(r, (uint32_t)device, context, stream);
+    if (!st)
+        return oom(err);
+    if (event != NO_EVENT)
+        r->t->events.v[event].stream = st;
+    return TR_OK;
+}
+
 /* A stream known by its context only: its device comes from the context's
  * record, which the recorder may write after the records that use it. */
 static tr_status context_stream(raw_reader *r, size_t event, uint32_t context, uint32_t stream,
                                 tr_error *err)
 {
     int64_t device;
-    if (tr_i64map_get(&r->ctx_device, context, &device)) {
-        uint32_t st = stream_of(r, (uint32_t)device, context, stream);
-        if (!st)
-            return oom(err);
-        if (event != NO_EVENT)
-            r->t->events.v[event].stream = st;
-        return TR_OK;
-    }
+    if (tr_i64map_get(&r->ctx_device, context, &device))
+        return set_stream(r, event, device, context, stream, err);
     if (tr_vec_reserve(r->pending, r->pending.n + 1) < 0)
         return oom(err);
-    r->pending.v[r->pending.n++] = (struct pending_stream){event, context, stream};
+    r->pending.v[r->pending.n++] = (pending_stream){event, context, stream};
     return TR_OK;
 }
 
 /* At the end: contexts never described are taken to be on device 0. */
 static tr_status resolve_pending(raw_reader *r, tr_error *err)
 {
-    for (size_t i = 0; i < r->pending.n; i++) {
-        const struct pending_stream *ps = &r->pending.v[i];
+    tr_status s = TR_OK;
+    for (size_t i = 0; i < r->pending.n && s == TR_OK; i++) {
+        const pending_stream *ps = &r->pending.v[i];
         int64_t device = 0;
         tr_i64map_get(&r->ctx_device, ps->context, &device);
-        uint32_t st = stream_of(r, (uint32_t)device, ps->context, ps->stream);
-        if (!st)
-            return oom(err);
-        if (ps->event != NO_EVENT)
-            r->t->events.v[ps->event].stream = st;
+        s = set_stream(r, ps->event, device, ps->context, ps->stream, err);
     }
-    return TR_OK;
+    return s;
 }
 
 static tr_status read_strings(raw_reader *r, const unsigned char *p, size_t n, tr_error *err)
