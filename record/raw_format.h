@@ -18,7 +18,7 @@
 
 #define TR_RAW_MAGIC "\x89TKR\r\n\x1a\n"      /* 8 bytes */
 #define TR_RAW_MAJOR 1u
-#define TR_RAW_MINOR 0u
+#define TR_RAW_MINOR 1u
 #define TR_RAW_HEADER_LEN 128u
 #define TR_RAW_ENDIAN_CHECK 0x01020304u
 #define TR_RAW_CHUNK_SYNC 0x4b4e4843u          /* "CHNK" read as a little-endian u32 */
@@ -67,6 +67,7 @@ enum {
     TR_RAW_CH_STACKS = 5,   /* {u32 stack_id, u16 nframes, u16 pad, u64 pc[nframes]} ... */
     TR_RAW_CH_MAPS = 6,     /* u64 ts, u32 len, u32 pad, /proc/self/maps text */
     TR_RAW_CH_STATS = 7,    /* u32 n, u32 pad, u64 counter[n] (tr_raw_stat order) */
+    TR_RAW_CH_MODULES = 8,  /* {u64 addr, u16 build_id_len, u16 pad, u32 pad, id, pad to 8} ... */
     TR_RAW_CH_END = 9       /* u64 realtime, u64 monotonic, u64 chunks_before */
 };
 
