@@ -163,6 +163,7 @@ enum {
     TR_RAW_STAT_UNKNOWN,           /* CUPTI records of kinds not normalised */
     TR_RAW_STAT_FILTERED,          /* records outside the capture range */
     TR_RAW_STAT_INHERITED,         /* buffers dropped in a forked child (parent's data) */
+    TR_RAW_STAT_CAPTURE_NO_ID,     /* (1.1) NVTX capture starts CUPTI gave no range id for */
     TR_RAW_STAT_COUNT_
 };
 

@@ -22,7 +22,9 @@
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,7 @@ static struct {
     size_t allocated;
     pool_buf *queue_head, *queue_tail;
     int stop;
+    int signal_stop, signal_done;  /* a stop signal came / the file is finished */
     pthread_t writer;
     int writer_running;
     /* counters updated from CUPTI callbacks (under mu) */
@@ -78,6 +81,10 @@ static struct {
     /* capture windows (under mu) */
     window *windows;
     size_t nwindows, cap_windows;
+    int captures_open;            /* NVTX capture ranges open now, all threads */
+    uint64_t *capture_ids;        /* open nvtxRangeStart capture ranges */
+    size_t n_capture_ids, cap_capture_ids;
+    uint64_t capture_no_id;       /* capture starts whose range id CUPTI did not give */
     /* stacks (under mu): new stacks and references not yet written */
     unsigned char *new_stacks;
     size_t n_new_stacks, cap_new_stacks;
@@ -92,6 +99,12 @@ static struct {
     uint64_t t0_mono;
 } g = {.init_mu = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER,
        .cv = PTHREAD_COND_INITIALIZER};
+
+/* Signals that end a program without atexit; see install_stop_handlers. */
+static const int stop_signals[] = {SIGTERM, SIGINT, SIGHUP};
+#define STOP_WAIT_NS 5000000000ull
+#define WRITER_SLICE_NS 50000000ull   /* how soon the writer sees a stop signal */
+#define START_SLACK_NS 50000ull
 
 static __thread pid_t tls_tid;
 static __thread int tls_in_runtime;
@@ -151,29 +164,88 @@ static int kind_on(const char *k)
 
 /* ---------------------------------------------------------------- capture range */
 
+static void window_open_locked(uint64_t ts)
+{
+    if (g.nwindows && g.windows[g.nwindows - 1].end == UINT64_MAX)
+        return;
+    if (g.nwindows == g.cap_windows) {
+        size_t nc = g.cap_windows ? g.cap_windows * 2 : 8;
+        window *w = realloc(g.windows, nc * sizeof *w);
+        if (!w)
+            return;
+        g.windows = w;
+        g.cap_windows = nc;
+    }
+    g.windows[g.nwindows++] = (window){ts, UINT64_MAX};
+}
+
+static void window_close_locked(uint64_t ts)
+{
+    if (g.nwindows && g.windows[g.nwindows - 1].end == UINT64_MAX)
+        g.windows[g.nwindows - 1].end = ts;
+}
+
 static void window_open(uint64_t ts)
 {
     pthread_mutex_lock(&g.mu);
-    if (!(g.nwindows && g.windows[g.nwindows - 1].end == UINT64_MAX)) {
-        if (g.nwindows == g.cap_windows) {
-            size_t nc = g.cap_windows ? g.cap_windows * 2 : 8;
-            window *w = realloc(g.windows, nc * sizeof *w);
-            if (w) {
-                g.windows = w;
-                g.cap_windows = nc;
-            }
-        }
-        if (g.nwindows < g.cap_windows)
-            g.windows[g.nwindows++] = (window){ts, UINT64_MAX};
-    }
+    window_open_locked(ts);
     pthread_mutex_unlock(&g.mu);
 }
 
 static void window_close(uint64_t ts)
 {
     pthread_mutex_lock(&g.mu);
-    if (g.nwindows && g.windows[g.nwindows - 1].end == UINT64_MAX)
-        g.windows[g.nwindows - 1].end = ts;
+    window_close_locked(ts);
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* Capture ranges of several threads may overlap: the window stays open while
+ * any of them is. */
+static void capture_enter(uint64_t ts)
+{
+    pthread_mutex_lock(&g.mu);
+    if (g.captures_open++ == 0)
+        window_open_locked(ts);
+    pthread_mutex_unlock(&g.mu);
+}
+
+static void capture_leave(uint64_t ts)
+{
+    pthread_mutex_lock(&g.mu);
+    if (g.captures_open > 0 && --g.captures_open == 0)
+        window_close_locked(ts);
+    pthread_mutex_unlock(&g.mu);
+}
+
+static void capture_start_id(uint64_t id, uint64_t ts)
+{
+    pthread_mutex_lock(&g.mu);
+    if (g.n_capture_ids == g.cap_capture_ids) {
+        size_t nc = g.cap_capture_ids ? g.cap_capture_ids * 2 : 8;
+        uint64_t *a = realloc(g.capture_ids, nc * sizeof *a);
+        if (!a) {
+            pthread_mutex_unlock(&g.mu);
+            return;
+        }
+        g.capture_ids = a;
+        g.cap_capture_ids = nc;
+    }
+    g.capture_ids[g.n_capture_ids++] = id;
+    if (g.captures_open++ == 0)
+        window_open_locked(ts);
+    pthread_mutex_unlock(&g.mu);
+}
+
+static void capture_end_id(uint64_t id, uint64_t ts)
+{
+    pthread_mutex_lock(&g.mu);
+    for (size_t i = 0; i < g.n_capture_ids; i++)
+        if (g.capture_ids[i] == id) {
+            g.capture_ids[i] = g.capture_ids[--g.n_capture_ids];
+            if (g.captures_open > 0 && --g.captures_open == 0)
+                window_close_locked(ts);
+            break;
+        }
     pthread_mutex_unlock(&g.mu);
 }
 
@@ -296,6 +368,77 @@ static int is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId id)
 
 /* ---------------------------------------------------------------- callback API */
 
+/* The message of an NVTX event given as ASCII; NULL for Unicode or registered strings. */
+static const char *nvtx_ascii(const nvtxEventAttributes_t *at)
+{
+    return at && at->messageType == NVTX_MESSAGE_TYPE_ASCII ? at->message.ascii : NULL;
+}
+
+/* Push/pop ranges nest per thread, so a thread's depth finds the pop that ends
+ * the capture range.  Start/end ranges may end on another thread: their ids
+ * (the return value of the start call) are kept until their end. */
+static void on_nvtx(CUpti_CallbackId id, const CUpti_NvtxData *nd)
+{
+    const void *fp = nd->functionParams;
+    const char *msg = NULL;
+    switch (id) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA:
+        msg = fp ? ((const nvtxRangePushA_params *)fp)->message : NULL;
+        goto push;
+    case CUPTI_CBID_NVTX_nvtxRangePushEx:
+        msg = fp ? nvtx_ascii(((const nvtxRangePushEx_params *)fp)->eventAttrib) : NULL;
+        goto push;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
+        msg = fp ? nvtx_ascii(((const nvtxDomainRangePushEx_params *)fp)->core.eventAttrib) : NULL;
+    push:
+        tls_nvtx_depth++;
+        if (!tls_capture_depth && msg && strcmp(msg, g.capture_name) == 0) {
+            tls_capture_depth = tls_nvtx_depth;
+            capture_enter(mono_ns());
+        }
+        return;
+    case CUPTI_CBID_NVTX_nvtxRangePop:
+    case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+        if (tls_nvtx_depth <= 0)
+            return;
+        if (tls_capture_depth == tls_nvtx_depth) {
+            tls_capture_depth = 0;
+            capture_leave(mono_ns() + 1000);   /* the END marker is taken just after */
+        }
+        tls_nvtx_depth--;
+        return;
+    case CUPTI_CBID_NVTX_nvtxRangeStartA:
+        msg = fp ? ((const nvtxRangeStartA_params *)fp)->message : NULL;
+        goto start;
+    case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+        msg = fp ? nvtx_ascii(((const nvtxRangeStartEx_params *)fp)->eventAttrib) : NULL;
+        goto start;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
+        msg = fp ? nvtx_ascii(((const nvtxDomainRangeStartEx_params *)fp)->core.eventAttrib) : NULL;
+    start:
+        if (msg && strcmp(msg, g.capture_name) == 0) {
+            /* the range id is the call's result, so CUPTI may have taken the START
+             * marker's time before this callback: open the window a little earlier */
+            if (nd->functionReturnValue)
+                capture_start_id(*(const nvtxRangeId_t *)nd->functionReturnValue,
+                                 mono_ns() - START_SLACK_NS);
+            else
+                __atomic_add_fetch(&g.capture_no_id, 1, __ATOMIC_RELAXED);
+        }
+        return;
+    case CUPTI_CBID_NVTX_nvtxRangeEnd:
+        if (fp)
+            capture_end_id(((const nvtxRangeEnd_params *)fp)->id, mono_ns() + 1000);
+        return;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
+        if (fp)
+            capture_end_id(((const nvtxDomainRangeEnd_params *)fp)->core.id, mono_ns() + 1000);
+        return;
+    default:
+        return;
+    }
+}
+
 static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain dom, CUpti_CallbackId id,
                                  const void *data)
 {
@@ -303,44 +446,7 @@ static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain dom, CUpti_Cal
     if (!g.active || g.pid != getpid())
         return;
     if (dom == CUPTI_CB_DOMAIN_NVTX) {
-        const CUpti_NvtxData *nd = data;
-        const char *msg = NULL;
-        int push = 0, pop = 0;
-        switch (id) {
-        case CUPTI_CBID_NVTX_nvtxRangePushA:
-            push = 1;
-            msg = nd->functionParams ? ((const nvtxRangePushA_params *)nd->functionParams)->message
-                                     : NULL;
-            break;
-        case CUPTI_CBID_NVTX_nvtxRangePushEx:
-        case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
-            push = 1;
-            const nvtxEventAttributes_t *at = NULL;
-            if (nd->functionParams)
-                at = id == CUPTI_CBID_NVTX_nvtxRangePushEx
-                         ? ((const nvtxRangePushEx_params *)nd->functionParams)->eventAttrib
-                         : ((const nvtxDomainRangePushEx_params *)nd->functionParams)->core.eventAttrib;
-            if (at && at->messageType == NVTX_MESSAGE_TYPE_ASCII)
-                msg = at->message.ascii;
-            break;
-        }
-        case CUPTI_CBID_NVTX_nvtxRangePop:
-        case CUPTI_CBID_NVTX_nvtxDomainRangePop: pop = 1; break;
-        default: return;
-        }
-        if (push) {
-            tls_nvtx_depth++;
-            if (!tls_capture_depth && msg && strcmp(msg, g.capture_name) == 0) {
-                tls_capture_depth = tls_nvtx_depth;
-                window_open(mono_ns());
-            }
-        } else if (pop && tls_nvtx_depth > 0) {
-            if (tls_capture_depth == tls_nvtx_depth) {
-                tls_capture_depth = 0;
-                window_close(mono_ns() + 1000);   /* the END marker is taken just after */
-            }
-            tls_nvtx_depth--;
-        }
+        on_nvtx(id, data);
         return;
     }
     if (dom != CUPTI_CB_DOMAIN_RUNTIME_API && dom != CUPTI_CB_DOMAIN_DRIVER_API)
@@ -494,6 +600,85 @@ static void write_maps(void)
     free(b);
 }
 
+struct module_buf {
+    unsigned char *b;
+    size_t n, cap;
+};
+
+/* The GNU build-id of a loaded object, from its PT_NOTE segments. */
+static const unsigned char *loaded_build_id(const struct dl_phdr_info *info, size_t *len)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        size_t align = ph->p_align == 8 ? 8 : 4;
+        const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+        size_t off = 0, size = ph->p_memsz;
+        while (off + sizeof(ElfW(Nhdr)) <= size) {
+            ElfW(Nhdr) nh;
+            memcpy(&nh, p + off, sizeof nh);
+            size_t name_at = off + sizeof nh;
+            size_t desc_at = name_at + ((nh.n_namesz + align - 1) & ~(align - 1));
+            size_t next = desc_at + ((nh.n_descsz + align - 1) & ~(align - 1));
+            if (desc_at > size || nh.n_descsz > size - desc_at)
+                break;
+            if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4
+                && memcmp(p + name_at, "GNU", 4) == 0 && nh.n_descsz > 0 && nh.n_descsz <= 64) {
+                *len = nh.n_descsz;
+                return p + desc_at;
+            }
+            off = next;
+        }
+    }
+    return NULL;
+}
+
+static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct module_buf *m = arg;
+    uint64_t addr = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+            addr = (uint64_t)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+            break;
+        }
+    size_t len = 0;
+    const unsigned char *id = loaded_build_id(info, &len);
+    if (!addr || !id)
+        return 0;
+    size_t need = m->n + 16 + tr_raw_pad8(len);
+    if (need > m->cap) {
+        size_t nc = m->cap ? m->cap * 2 : 4096;
+        while (nc < need)
+            nc *= 2;
+        unsigned char *b = realloc(m->b, nc);
+        if (!b)
+            return 1;
+        m->b = b;
+        m->cap = nc;
+    }
+    unsigned char *e = m->b + m->n;
+    memset(e, 0, need - m->n);
+    uint16_t len16 = (uint16_t)len;
+    memcpy(e, &addr, 8);
+    memcpy(e + 8, &len16, 2);
+    memcpy(e + 16, id, len);
+    m->n = need;
+    return 0;
+}
+
+/* Build-ids let the ingest tell the recorded objects from files changed since. */
+static void write_modules(void)
+{
+    struct module_buf m = {0};
+    dl_iterate_phdr(add_module, &m);
+    if (m.n)
+        rec_write_chunk(&g.enc, TR_RAW_CH_MODULES, m.b, m.n);
+    free(m.b);
+}
+
 static void write_stats(void)
 {
     unsigned char p[8 + 8 * TR_RAW_STAT_COUNT_];
@@ -503,6 +688,7 @@ static void write_stats(void)
     g.enc.stats[TR_RAW_STAT_BUFFERS] = g.buffers;
     g.enc.stats[TR_RAW_STAT_POOL_EMPTY] = g.pool_empty;
     g.enc.stats[TR_RAW_STAT_INHERITED] = g.inherited;
+    g.enc.stats[TR_RAW_STAT_CAPTURE_NO_ID] = __atomic_load_n(&g.capture_no_id, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&g.mu);
     memcpy(p, &n, 4);
     memcpy(p + 4, &zero, 4);
@@ -563,20 +749,29 @@ static size_t drain_queue(void)
     }
 }
 
+static void finish_on_signal(void);
+
 static void *writer_main(void *arg)
 {
     (void)arg;
+    sigset_t block;
+    sigemptyset(&block);
+    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++)
+        sigaddset(&block, stop_signals[i]);
+    pthread_sigmask(SIG_BLOCK, &block, NULL);   /* the handler waits for this thread */
     uint64_t next_flush = mono_ns() + (uint64_t)g.flush_ms * 1000000ull;
     unsigned ticks = 0;
     for (;;) {
         pthread_mutex_lock(&g.mu);
-        while (!g.stop && !g.queue_head) {
+        while (!g.stop && !g.queue_head && !__atomic_load_n(&g.signal_stop, __ATOMIC_SEQ_CST)) {
             uint64_t now = mono_ns();
             if (now >= next_flush)
                 break;
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             uint64_t wait = next_flush - now;
+            if (wait > WRITER_SLICE_NS)
+                wait = WRITER_SLICE_NS;
             until.tv_sec += (time_t)(wait / 1000000000ull);
             until.tv_nsec += (long)(wait % 1000000000ull);
             if (until.tv_nsec >= 1000000000L) {
@@ -587,6 +782,10 @@ static void *writer_main(void *arg)
         }
         int stop = g.stop;
         pthread_mutex_unlock(&g.mu);
+        if (__atomic_load_n(&g.signal_stop, __ATOMIC_SEQ_CST)) {
+            finish_on_signal();
+            break;
+        }
         drain_queue();
         if (g.backtrace)
             drain_stacks();
@@ -699,6 +898,25 @@ static void write_header_and_meta(uint64_t session)
 
 /* ---------------------------------------------------------------- life cycle */
 
+/* The last records and END; the writer thread has stopped or is the caller. */
+static void finish_file(void)
+{
+    drain_queue();
+    if (g.backtrace) {
+        drain_stacks();
+        write_maps();
+        write_modules();
+    }
+    write_thread_names();
+    rec_enc_flush(&g.enc);
+    write_stats();
+    uint64_t end[3] = {real_ns(), mono_ns(), g.enc.seq};
+    rec_write_chunk(&g.enc, TR_RAW_CH_END, end, sizeof end);
+    g.active = 0;
+    close(g.enc.fd);
+    g.enc.fd = -1;
+}
+
 static void shutdown_recorder(void)
 {
     if (!g.active || g.pid != getpid())
@@ -711,19 +929,60 @@ static void shutdown_recorder(void)
     if (g.writer_running)
         pthread_join(g.writer, NULL);
     g.writer_running = 0;
-    drain_queue();
-    if (g.backtrace) {
-        drain_stacks();
-        write_maps();
+    if (g.active)   /* not already finished by a stop signal */
+        finish_file();
+}
+
+/* ---------------------------------------------------------------- stop signals */
+
+/* SIGTERM, SIGINT and SIGHUP end a program without atexit.  Where the program
+ * left them at their default, the handler has the writer thread finish the
+ * file (a handler may not take locks or call CUPTI), waits for it a bounded
+ * time, then lets the signal kill the process as it would have. */
+
+static void on_stop_signal(int sig)
+{
+    int saved_errno = errno;
+    if (g.active && g.pid == getpid() && g.writer_running
+        && !pthread_equal(pthread_self(), g.writer)) {
+        __atomic_store_n(&g.signal_stop, sig, __ATOMIC_SEQ_CST);
+        struct timespec nap = {0, 1000000};
+        for (uint64_t waited = 0; waited < STOP_WAIT_NS; waited += 1000000) {
+            if (__atomic_load_n(&g.signal_done, __ATOMIC_SEQ_CST))
+                break;
+            nanosleep(&nap, NULL);
+        }
     }
-    write_thread_names();
-    rec_enc_flush(&g.enc);
-    write_stats();
-    uint64_t end[3] = {real_ns(), mono_ns(), g.enc.seq};
-    rec_write_chunk(&g.enc, TR_RAW_CH_END, end, sizeof end);
-    g.active = 0;
-    close(g.enc.fd);
-    g.enc.fd = -1;
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    raise(sig);   /* blocked until this handler returns, then it kills */
+    errno = saved_errno;
+}
+
+static void install_stop_handlers(void)
+{
+    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) {
+        struct sigaction old, sa;
+        if (sigaction(stop_signals[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO)
+            || old.sa_handler != SIG_DFL)
+            continue;   /* the program's own handling (or ignoring) stays */
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        sigaction(stop_signals[i], &sa, NULL);
+    }
+}
+
+/* On the writer thread, when a stop signal came. */
+static void finish_on_signal(void)
+{
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    finish_file();
+    __atomic_store_n(&g.signal_done, 1, __ATOMIC_SEQ_CST);
 }
 
 static void atfork_prepare(void)
@@ -756,6 +1015,8 @@ static void atfork_child(void)
     g.queue_head = g.queue_tail = NULL;
     g.dropped = g.buffers = g.pool_empty = g.inherited = 0;
     g.nwindows = 0;
+    g.captures_open = 0;
+    g.n_capture_ids = 0;
     g.nrefs = 0;
     g.n_new_stacks = 0;
     tls_tid = 0;
@@ -790,7 +1051,9 @@ static void setup_cupti(void)
             static const CUpti_CallbackId ids[] = {
                 CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
                 CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
-                CUPTI_CBID_NVTX_nvtxDomainRangePop};
+                CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxRangeStartA,
+                CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxRangeEnd,
+                CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeEnd};
             for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
                 cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_NVTX, ids[i]);
         }
@@ -914,8 +1177,11 @@ static int init_locked(void)
     write_header_and_meta(session);
     g.stop = 0;
     g.active = 1;
-    if (pthread_create(&g.writer, NULL, writer_main, NULL) == 0)
+    g.signal_stop = g.signal_done = 0;
+    if (pthread_create(&g.writer, NULL, writer_main, NULL) == 0) {
         g.writer_running = 1;
+        install_stop_handlers();
+    }
     return 1;
 }
 

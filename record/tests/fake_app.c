@@ -8,9 +8,12 @@
  *   kernels T*N; runtime API T*(N+3) (+2 with --profiler); driver API 1;
  *   memcpy T; memset T; sync T; NVTX ranges T*N (+1 "setup" +1 --capture range);
  *   marks 1.  --fork adds a child process with 1 thread of N/2 iterations.
+ *   --start-end NAME wraps the run in an nvtxRangeStartA/End range instead of a push/pop.
+ *   --catch SIG installs the program's own handler for SIG, which makes it exit 42.
  *
  * usage: fake_app [-t THREADS] [-n ITERS] [--fork] [--exit N] [--signal N]
- *                 [--incomplete K] [--sleep MS] [--profiler] [--capture NAME] [--print-env]
+ *                 [--incomplete K] [--sleep MS] [--profiler] [--capture NAME]
+ *                 [--start-end NAME] [--catch SIG] [--print-env]
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -25,6 +28,12 @@
 #include "fakecupti/fake_cupti.h"
 
 static int iters = 100, incomplete;
+static volatile sig_atomic_t caught;
+
+static void on_caught(int sig)
+{
+    caught = sig;
+}
 
 static int inject(void)
 {
@@ -83,7 +92,7 @@ static void run(int threads, int n)
 int main(int argc, char **argv)
 {
     int threads = 1, do_fork = 0, code = 0, sig = 0, profiler = 0, sleep_ms = 0;
-    const char *capture = NULL;
+    const char *capture = NULL, *start_end = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc)
             threads = atoi(argv[++i]);
@@ -103,6 +112,10 @@ int main(int argc, char **argv)
             profiler = 1;
         else if (!strcmp(argv[i], "--capture") && i + 1 < argc)
             capture = argv[++i];
+        else if (!strcmp(argv[i], "--start-end") && i + 1 < argc)
+            start_end = argv[++i];
+        else if (!strcmp(argv[i], "--catch") && i + 1 < argc)
+            signal(atoi(argv[++i]), on_caught);
         else if (!strcmp(argv[i], "--print-env")) {
             const char *vars[] = {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "TRACE_RECORD_DIR",
                                   "TRACE_RECORD_SESSION", "TRACE_RECORD_KINDS", "TRACE_RECORD_ONLY_PID"};
@@ -126,12 +139,15 @@ int main(int argc, char **argv)
         fake_cupti_api(0, 171);   /* cudaProfilerStart */
     if (capture)
         fake_cupti_push(capture);
+    uint64_t range = start_end ? fake_cupti_range_start(start_end) : 0;
     run(threads, iters);
+    if (start_end)
+        fake_cupti_range_end(range);
     if (capture)
         fake_cupti_pop();
     if (profiler)
         fake_cupti_api(0, 172);   /* cudaProfilerStop */
-    if (profiler || capture)
+    if (profiler || capture || start_end)
         run(1, 10);               /* outside the capture range */
     if (do_fork) {
         fflush(stdout);
@@ -151,5 +167,5 @@ int main(int argc, char **argv)
         fflush(stdout);
         raise(sig);
     }
-    return code;
+    return caught ? 42 : code;
 }

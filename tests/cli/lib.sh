@@ -21,6 +21,7 @@ expect_one_line_error() {
 expect_no_file() { [ ! -e "$1" ] || fail "$1 should not exist"; ls "$1".tmp.* >/dev/null 2>&1 && fail "temporary files left beside $1"; true; }
 expect_eq() { [ "$1" = "$2" ] || fail "${3:-values differ}: got '$1', expected '$2'"; }
 expect_grep() { grep -q -- "$1" "$2" || fail "'$1' not found in $2"; }
+expect_no_grep() { ! grep -q -- "$1" "$2" || fail "'$1' unexpected in $2"; }
 # golden NAME FILE: compares FILE with tests/cli/golden/NAME (UPDATE_GOLDEN=1 rewrites it)
 golden() {
     g="$GOLDEN_DIR/$1"

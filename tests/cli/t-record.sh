@@ -73,6 +73,23 @@ expect_status 0 "$REC" -o inc.db "$APP" -n 40 --incomplete 5
 expect_eq "$(q inc.db "SELECT count(*) FROM events WHERE kind = 7")" 35 "complete kernels"
 expect_grep "5 GPU activities without timestamps" "$TMP/err"
 
+# SIGTERM, SIGINT, SIGHUP left at their default: the agent finishes the file first,
+# then the signal kills the program as before
+expect_status 143 "$REC" -o term.db "$APP" -n 100 --signal 15
+expect_eq "$(q term.db "SELECT count(*) FROM events WHERE kind = 7")" 100 "kernels kept at SIGTERM"
+expect_no_grep "did not exit normally" "$TMP/err"
+expect_status 130 "$REC" -o int.db "$APP" -t 2 -n 100 --signal 2
+expect_eq "$(q int.db "SELECT count(*) FROM events WHERE kind = 7")" 200 "kernels kept at SIGINT"
+"$REC" -o kill.db "$APP" -n 100 --sleep 5000 >/dev/null 2>"$TMP/err" &
+rec_pid=$!
+sleep 1
+kill -TERM $rec_pid
+wait $rec_pid
+expect_eq "$?" 143 "status of a program sent SIGTERM through trace-record"
+expect_eq "$(q kill.db "SELECT count(*) FROM events WHERE kind = 7")" 100 "kernels kept when SIGTERM comes from outside"
+# a program's own handler is left in place
+expect_status 42 "$REC" -o own.db "$APP" -n 10 --catch 15 --signal 15
+
 # crash: no END chunk, the data of the last periodic flush survives
 expect_status 134 "$REC" -o ab.db --flush-ms 20 "$APP" -n 30 --sleep 300 --signal 6
 expect_grep "did not exit normally" "$TMP/err"
@@ -86,6 +103,11 @@ expect_status 0 "$REC" -o nv.db --nvtx-capture step "$APP" -t 2 -n 60 --capture 
 expect_eq "$(q nv.db "SELECT count(*) FROM events WHERE kind = 7")" 120 "kernels in the NVTX range"
 expect_eq "$(q nv.db "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value = 'step'")" 1 "the capture range itself"
 expect_eq "$(q nv.db "SELECT count(*) FROM events WHERE flags & 2")" 0 "unterminated ranges"
+
+# start/end ranges: the capture range may be an nvtxRangeStartA/End pair
+expect_status 0 "$REC" -o se.db --nvtx-capture step "$APP" -t 2 -n 60 --start-end step
+expect_eq "$(q se.db "SELECT count(*) FROM events WHERE kind = 7")" 120 "kernels in the start/end range"
+expect_eq "$(q se.db "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value = 'step'")" 1 "the start/end capture range itself"
 
 # --backtrace: one stack per launch, frames named module+offset
 expect_status 0 "$REC" -o bt.db --backtrace "$APP" -n 20

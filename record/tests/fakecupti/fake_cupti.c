@@ -460,6 +460,33 @@ void fake_cupti_pop(void)
     }
 }
 
+/* nvtxRangeStartA / nvtxRangeEnd: CUPTI hands the start callback the new range id
+ * as the call's return value; the end may come from any thread. */
+uint64_t fake_cupti_range_start(const char *name)
+{
+    pthread_mutex_lock(&g_mu);
+    uint64_t id = g_next_marker++;
+    pthread_mutex_unlock(&g_mu);
+    marker((uint32_t)id, CUPTI_ACTIVITY_FLAG_MARKER_START, name);
+    if (g_cb && g_cb_enabled[CUPTI_CB_DOMAIN_NVTX][CUPTI_CBID_NVTX_nvtxRangeStartA]) {
+        nvtxRangeStartA_params p = {name};
+        nvtxRangeId_t ret = id;
+        CUpti_NvtxData d = {"nvtxRangeStartA", &p, &ret};
+        g_cb(g_cb_user, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeStartA, &d);
+    }
+    return id;
+}
+
+void fake_cupti_range_end(uint64_t id)
+{
+    marker((uint32_t)id, CUPTI_ACTIVITY_FLAG_MARKER_END, NULL);
+    if (g_cb && g_cb_enabled[CUPTI_CB_DOMAIN_NVTX][CUPTI_CBID_NVTX_nvtxRangeEnd]) {
+        nvtxRangeEnd_params p = {id};
+        CUpti_NvtxData d = {"nvtxRangeEnd", &p, NULL};
+        g_cb(g_cb_user, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeEnd, &d);
+    }
+}
+
 void fake_cupti_mark(const char *name)
 {
     pthread_mutex_lock(&g_mu);

@@ -13,6 +13,8 @@ void fake_cupti_context(void);
 void fake_cupti_push(const char *name);
 void fake_cupti_pop(void);
 void fake_cupti_mark(const char *name);
+uint64_t fake_cupti_range_start(const char *name);
+void fake_cupti_range_end(uint64_t id);
 extern int fake_cupti_nvtx_inits;
 typedef const void *(*NvtxGetExportTableFunc_t)(uint32_t);
 int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);

@@ -1,16 +1,19 @@
 // counts.cu - a CUDA program with exactly known activity counts, for checking
 // trace-record on a GPU (record/tests/gpu/run_gpu.sh).
 //
-// usage: counts [ITERS] [--profiler]
+// usage: counts [ITERS] [--profiler] [--start-end] [--term]
 // Prints one JSON line with the counts the recorder must find:
 //   kernels 2*ITERS (vec_add ITERS, scale ITERS), all on one non-default stream;
 //   launch API calls (__cudaLaunchKernel, cbid 505) 2*ITERS, one kernel each;
 //   memsets 2; memcpys 1 (DtoH, 4 bytes); NVTX ranges ITERS+1 ("setup", which
 //   starts before CUDA is initialised, and ITERS "iter"); NVTX marks 1.
 // With --profiler, cudaProfilerStart/Stop enclose iterations [10, 20): a
-// --capture-range cudaProfilerApi recording keeps 20 kernels.
+// --capture-range cudaProfilerApi recording keeps 20 kernels.  With --start-end,
+// nvtxRangeStartA/End("window") enclose the same iterations (--nvtx-capture window).
+// With --term the program ends by raising SIGTERM after printing its counts.
 #include <cstdio>
 #include <cstdlib>
+#include <csignal>
 #include <cstring>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
@@ -41,10 +44,15 @@ __global__ void scale(float *c, float s, int n)
 
 int main(int argc, char **argv)
 {
-    int iters = 100, profiler = 0;
+    int iters = 100, profiler = 0, start_end = 0, term = 0;
+    nvtxRangeId_t window = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--profiler"))
             profiler = 1;
+        else if (!strcmp(argv[i], "--start-end"))
+            start_end = 1;
+        else if (!strcmp(argv[i], "--term"))
+            term = 1;
         else
             iters = atoi(argv[i]);
     }
@@ -63,6 +71,8 @@ int main(int argc, char **argv)
     for (int it = 0; it < iters; ++it) {
         if (profiler && it == 10)
             cudaProfilerStart();
+        if (start_end && it == 10)
+            window = nvtxRangeStartA("window");
         nvtxRangePushA("iter");
         vec_add<<<(n + 255) / 256, 256, 0, s>>>(a, b, c, n);
         scale<<<(n + 255) / 256, 256, 0, s>>>(c, 2.0f, n);
@@ -70,6 +80,10 @@ int main(int argc, char **argv)
         if (profiler && it == 19) {
             cudaStreamSynchronize(s);
             cudaProfilerStop();
+        }
+        if (start_end && it == 19) {
+            cudaStreamSynchronize(s);
+            nvtxRangeEnd(window);
         }
     }
     float h = 0;
@@ -83,5 +97,9 @@ int main(int argc, char **argv)
     cudaFree(b);
     cudaFree(c);
     cudaStreamDestroy(s);
+    if (term) {
+        fflush(stdout);
+        raise(SIGTERM);
+    }
     return 0;
 }

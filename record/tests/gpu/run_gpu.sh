@@ -58,12 +58,33 @@ done
 "$REC" -o "$W/cap.db" --capture-range cudaProfilerApi "$W/counts_static" "$ITERS" --profiler > /dev/null 2>> "$S"
 say "== --capture-range cudaProfilerApi"
 $PY "$here/check_counts.py" "$W/cap.db" '{}' --capture 20 | tee -a "$S" | grep -q FAIL && failed=1
+# capture range from an nvtxRangeStartA/End pair around the same iterations
+"$REC" -o "$W/se.db" --nvtx-capture window "$W/counts_static" "$ITERS" --start-end > /dev/null 2>> "$S"
+say "== --nvtx-capture window (nvtxRangeStartA/End)"
+$PY "$here/check_counts.py" "$W/se.db" '{}' --capture 20 | tee -a "$S" | grep -q FAIL && failed=1
+# SIGTERM: the agent finishes the file, then the program dies of the signal
+exp=$("$W/counts_static" "$ITERS" --term)
+"$REC" -o "$W/term.db" "$W/counts_static" "$ITERS" --term > /dev/null 2> "$W/term.err"
+rc=$?
+say "== SIGTERM at the end: trace-record exit $rc (expected 143)"
+[ $rc = 143 ] || failed=1
+grep -q "no end marker\|did not exit normally" "$W/term.err" && { say "   FAIL no END chunk after SIGTERM"; failed=1; }
+$PY "$here/check_counts.py" "$W/term.db" "$exp" | tee -a "$S" | grep -q FAIL && failed=1
 # stacks on launches
 "$REC" -o "$W/bt.db" --backtrace "$W/counts_static" "$ITERS" > /dev/null 2>> "$S"
 say "== --backtrace: launches with a stack (expected $((2 * ITERS))): $($PY -c "
 import sqlite3; c = sqlite3.connect('$W/bt.db')
 print(c.execute(\"SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE e.kind = 4 AND s.value LIKE '__cudaLaunchKernel%' AND e.stack_id IS NOT NULL\").fetchone()[0])
 for (v,) in c.execute('SELECT DISTINCT s.value FROM stack_nodes n JOIN strings s ON s.id = n.frame_id LIMIT 8'): print('   frame', v)")"
+# symbolised at ingest: every launch stack passes through main()
+through_main=$($PY -c "
+import sqlite3; c = sqlite3.connect('$W/bt.db')
+print(c.execute('WITH RECURSIVE under(id) AS ('
+    'SELECT n.id FROM stack_nodes n JOIN strings s ON s.id = n.frame_id WHERE s.value = \'main\' '
+    'UNION SELECT c.id FROM stack_nodes c JOIN under u ON c.parent_id = u.id) '
+    'SELECT count(*) FROM events WHERE kind = 4 AND stack_id IN under').fetchone()[0])")
+say "   launches whose stack passes through main(): $through_main (expected $((2 * ITERS)))"
+[ "$through_main" = $((2 * ITERS)) ] || failed=1
 
 # overhead: bare vs recorded, 3 runs each, median wall time
 median3() { sort -n | sed -n 2p; }
