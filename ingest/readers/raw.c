@@ -9,9 +9,11 @@
  * CLOCK_MONOTONIC and shifted to CLOCK_REALTIME ns with the header's anchor so
  * that files of several processes (and hosts) line up.
  *
- * Stacks (--backtrace) are attached to the API call of the same correlation id;
- * frames are named "module+0xoffset" from the recorded /proc/self/maps
- * (symbolising them with debug info is left for later).
+ * Stacks (--backtrace) are attached to the API call of the same correlation id.
+ * A frame is named by the function holding it, read from the symbol table of
+ * the object the recorded /proc/self/maps places it in (or of that object's
+ * separate debug file), once the file on disk is shown to be the one that was
+ * mapped (MODULES build-id, else the maps inode); otherwise "module+0xoffset".
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +27,7 @@
 #include <zlib.h>
 
 #include "ingest/ingest.h"
+#include "ingest/native_frames.h"
 #include "lib/cuda_enums.h"
 #include "lib/i64map.h"
 #include "lib/names.h"
@@ -51,6 +54,8 @@ typedef struct {
     tr_raw_stackref *refs;
     size_t nrefs, cap_refs;
     char *maps;               /* last MAPS text (NUL-terminated) */
+    unsigned char *modules;   /* last MODULES payload */
+    size_t nmodules;
     uint64_t stats[TR_RAW_STAT_COUNT_];
     int have_stats, have_end;
     size_t unknown_kinds, short_records, incomplete, orphan_ends, restarted;
@@ -527,86 +532,98 @@ static tr_status read_maps(raw_reader *r, const unsigned char *p, size_t n, tr_e
     return TR_OK;
 }
 
-/* "lib.so+0x1234" for a pc, from the recorded maps; 0 when no mapping has it. */
-static int frame_name(const raw_reader *r, uint64_t pc, char *buf, size_t size)
+/* The last MODULES chunk: it was written with the last MAPS, which names the
+ * files its addresses lie in. */
+static tr_status read_modules(raw_reader *r, const unsigned char *p, size_t n, tr_error *err)
 {
-    for (const char *line = r->maps; line && *line;) {
-        const char *nl = strchr(line, '\n');
-        unsigned long long lo, hi, off;
-        char perms[8];
-        int pos = 0;
-        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &lo, &hi, perms, &off, &pos) >= 4
-            && pc >= lo && pc < hi) {
-            const char *path = line + pos;
-            const char *end = nl ? nl : path + strlen(path);
-            while (path < end && *path == ' ')
-                path++;
-            const char *base = path;
-            for (const char *q = path; q < end; q++)
-                if (*q == '/')
-                    base = q + 1;
-            snprintf(buf, size, "%.*s+0x%llx", (int)(end - base), base,
-                     (unsigned long long)(pc - lo + off));
-            return 1;
-        }
-        line = nl ? nl + 1 : NULL;
+    unsigned char *m = malloc(n ? n : 1);
+    if (!m)
+        return oom(err);
+    memcpy(m, p, n);
+    free(r->modules);
+    r->modules = m;
+    r->nmodules = n;
+    return TR_OK;
+}
+
+/* 1 if the frame at pc is the recorder's own or CUPTI's. */
+static int recorder_frame(const tr_native_frames *nf, uint64_t pc)
+{
+    size_t len;
+    const char *base = tr_native_frames_module(nf, pc, &len);
+    return base && (memmem(base, len, "libtracekit-agent", 17) || memmem(base, len, "libcupti", 8));
+}
+
+/* The leaf node of a recorded stack, frames outermost first. */
+static tr_status stack_leaf(raw_reader *r, tr_native_frames *nf, int64_t at, uint32_t **frames,
+                            size_t *cap, uint32_t *leaf, tr_error *err)
+{
+    size_t depth = (size_t)r->stack_pcs[at];
+    const uint64_t *pcs = r->stack_pcs + at + 1;   /* innermost first */
+    if (depth > *cap) {
+        uint32_t *a = realloc(*frames, depth * sizeof *a);
+        if (!a)
+            return oom(err);
+        *frames = a;
+        *cap = depth;
     }
-    snprintf(buf, size, "0x%llx", (unsigned long long)pc);
-    return 0;
+    /* the recorder's own and CUPTI's frames (innermost) dropped */
+    size_t skip = 0;
+    while (skip < depth && recorder_frame(nf, pcs[skip]))
+        skip++;
+    /* a return address is one past its call: pc - 1 lies in the calling
+     * function even when the call is the function's last instruction */
+    size_t k = 0;
+    for (size_t j = depth; j-- > skip;) {
+        tr_status s = tr_native_frames_name(nf, r->t, pcs[j] ? pcs[j] - (j > 0) : 0,
+                                            &(*frames)[k++], err);
+        if (s != TR_OK)
+            return s;
+    }
+    *leaf = tr_stack_get(r->t, *frames, k);
+    return !*leaf && k ? oom(err) : TR_OK;
 }
 
 static tr_status attach_stacks(raw_reader *r, tr_error *err)
 {
+    if (!r->nrefs)
+        return TR_OK;
     size_t unmatched = 0;
     uint32_t *frames = NULL;
     size_t cap = 0;
-    for (size_t i = 0; i < r->nrefs; i++) {
-        int64_t ev, at;
+    tr_native_frames *nf = NULL;
+    tr_i64map leaves;          /* stack id -> leaf node: stacks repeat across launches */
+    tr_i64map_init(&leaves);
+    tr_status s = tr_native_frames_new(&nf, r->maps, r->modules, r->nmodules, err);
+    for (size_t i = 0; i < r->nrefs && s == TR_OK; i++) {
+        int64_t ev, at, leaf;
         if (!tr_i64map_get(&r->api_corr, r->refs[i].corr, &ev)
             || !tr_i64map_get(&r->stack_at, r->refs[i].stack_id, &at)) {
             unmatched++;
             continue;
         }
-        size_t nf = (size_t)r->stack_pcs[at];
-        const uint64_t *pcs = r->stack_pcs + at + 1;   /* innermost first */
-        if (nf > cap) {
-            uint32_t *a = realloc(frames, nf * sizeof *a);
-            if (!a) {
-                free(frames);
-                return oom(err);
-            }
-            frames = a;
-            cap = nf;
-        }
-        /* outermost first; the recorder's own and CUPTI's frames (innermost) dropped */
-        size_t skip = 0;
-        char buf[512];
-        while (skip < nf) {
-            frame_name(r, pcs[skip], buf, sizeof buf);
-            if (!strstr(buf, "libtracekit-agent") && !strstr(buf, "libcupti"))
+        if (!tr_i64map_get(&leaves, r->refs[i].stack_id, &leaf)) {
+            uint32_t l;
+            if ((s = stack_leaf(r, nf, at, &frames, &cap, &l, err)) != TR_OK)
                 break;
-            skip++;
-        }
-        size_t k = 0;
-        for (size_t j = nf; j-- > skip;) {
-            frame_name(r, pcs[j] ? pcs[j] - (j > 0) : 0, buf, sizeof buf);
-            if (!(frames[k++] = tr_str(r->t, buf))) {
-                free(frames);
-                return oom(err);
+            leaf = l;
+            if (tr_i64map_put(&leaves, r->refs[i].stack_id, leaf) < 0) {
+                s = oom(err);
+                break;
             }
         }
-        uint32_t leaf = tr_stack_get(r->t, frames, k);
-        if (!leaf && k) {
-            free(frames);
-            return oom(err);
-        }
-        r->t->events.v[ev].stack = leaf;
+        r->t->events.v[ev].stack = (uint32_t)leaf;
     }
+    if (s == TR_OK) {
+        tr_native_frames_warn(nf, r->o, r->path);
+        if (unmatched)
+            tr_ingest_warn(r->o, "%s: %zu stack(s) without a matching API call ignored", r->path,
+                           unmatched);
+    }
+    tr_native_frames_free(nf);
+    tr_i64map_free(&leaves);
     free(frames);
-    if (unmatched)
-        tr_ingest_warn(r->o, "%s: %zu stack(s) without a matching API call ignored", r->path,
-                       unmatched);
-    return TR_OK;
+    return s;
 }
 
 /* The input: a read-only mapping of a regular file, or (pipes, special
@@ -746,6 +763,7 @@ static tr_status read_chunks(raw_reader *r, raw_input *in, size_t off, tr_error 
         case TR_RAW_CH_RECORDS: s = read_records(r, p, pl, err); break;
         case TR_RAW_CH_STACKS: s = read_stacks(r, p, pl, err); break;
         case TR_RAW_CH_MAPS: s = read_maps(r, p, pl, err); break;
+        case TR_RAW_CH_MODULES: s = read_modules(r, p, pl, err); break;
         case TR_RAW_CH_STATS:
             if (pl >= 8) {
                 size_t n = tr_raw_ld32(p);
@@ -895,6 +913,7 @@ out:
     free(r.stack_pcs);
     free(r.refs);
     free(r.maps);
+    free(r.modules);
     free(r.pending.v);
     close_input(&in);
     return s;

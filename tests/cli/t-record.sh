@@ -109,10 +109,13 @@ expect_status 0 "$REC" -o se.db --nvtx-capture step "$APP" -t 2 -n 60 --start-en
 expect_eq "$(q se.db "SELECT count(*) FROM events WHERE kind = 7")" 120 "kernels in the start/end range"
 expect_eq "$(q se.db "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value = 'step'")" 1 "the start/end capture range itself"
 
-# --backtrace: one stack per launch, frames named module+offset
+# --backtrace: one stack per launch, frames named after their functions at ingest
 expect_status 0 "$REC" -o bt.db --backtrace "$APP" -n 20
 expect_eq "$(q bt.db "SELECT count(*) FROM events WHERE kind = 4 AND stack_id IS NOT NULL")" 20 "launches with a stack"
-[ "$(q bt.db "SELECT count(*) FROM strings WHERE value LIKE 'fake_app+0x%'")" -ge 1 ] || fail "no fake_app frames in stacks"
+expect_eq "$(q bt.db "SELECT count(*) FROM events e JOIN stack_nodes n ON n.id = e.stack_id
+   JOIN strings s ON s.id = n.frame_id WHERE e.kind = 4 AND s.value = 'worker'")" 20 "launches whose innermost frame is worker()"
+expect_eq "$(q bt.db "SELECT count(*) FROM strings WHERE value LIKE 'fake_app+0x%'")" 0 "fake_app frames left as offsets"
+expect_no_grep "unsymbolised" "$TMP/err"
 
 # a recorded file cut short at sampled offsets: ingest succeeds with a warning or fails
 # with exit 3, and never finds more kernels in a shorter prefix

@@ -1,12 +1,19 @@
-/* Raw (trace-record) reader: round trip, truncation at every offset, CRC damage, versions. */
+/* Raw (trace-record) reader: round trip, truncation at every offset, CRC damage, versions,
+ * native frames named from the recorded maps and build-ids. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
 #include "ingest/ingest.h"
+#include "lib/elf_symbols.h"
 #include "record/raw_format.h"
+#include "tests/unit/elf_fixture.h"
 #include "tests/unit/unit.h"
 
 #define T0_REAL 1700000000000000000ull
@@ -41,6 +48,7 @@ static void header(rbuf *b, uint16_t major)
     tr_raw_header_seal(&h);
     if (major != TR_RAW_MAJOR) {
         h.major = major;
+        h.minor = 0;
         h.header_crc = tr_raw_crc32(&h, offsetof(tr_raw_header, header_crc));
     }
     put(b, &h, sizeof h);
@@ -50,6 +58,7 @@ static void chunk(rbuf *b, unsigned type, const void *payload, size_t len)
 {
     unsigned char tmp[4096] = {0};
     size_t padded = tr_raw_pad8(len);
+    CU_ASSERT_FATAL(padded <= sizeof tmp);
     memcpy(tmp, payload, len);
     tr_raw_chunk c;
     tr_raw_chunk_fill(&c, type, tmp, (uint32_t)padded, b->seq++);
@@ -372,8 +381,10 @@ static void test_newer_version_refused(void)
     warns w;
     CU_ASSERT_FATAL(tr_trace_init(&t, &err) == TR_OK);
     CU_ASSERT(read_bytes(b.d, b.n, &t, &w, &err) == TR_ERR_INPUT);
+    char ours[32];
+    snprintf(ours, sizeof ours, "(%u.%u)", TR_RAW_MAJOR, TR_RAW_MINOR);
     CU_ASSERT(strstr(err.msg, "version 2.0 is newer") != NULL);
-    CU_ASSERT(strstr(err.msg, "(1.0)") != NULL);
+    CU_ASSERT(strstr(err.msg, ours) != NULL);
     CU_ASSERT(!tr_raw_probe("x", (const unsigned char *)"SQLite format 3", 16));
     tr_trace_free(&t);
     free(b.d);
@@ -455,6 +466,415 @@ static void test_crc_matches_recorder(void)
     CU_ASSERT_EQUAL(tr_raw_crc32("123456789", 9), 0xcbf43926u);
 }
 
+/* Native frames.  The stacks point into this test binary, whose own maps
+ * lines, build-id and symbols are the recorded process's. */
+
+/* Out of line, so that each has an address and a symbol of its own. */
+__attribute__((noinline)) static int frame_target(volatile int *x)
+{
+    return *x * 7 + 3;
+}
+
+__attribute__((noinline)) static int frame_caller(volatile int *x)
+{
+    return frame_target(x) + *x * 5;
+}
+
+#define AGENT_LO 0x7f1000000000ull
+#define GONE_LO 0x7f2000000000ull
+
+typedef struct {
+    char exe[1024];
+    struct { unsigned long long lo, hi, off, inode; char perms[8]; } line[32];
+    int nlines;
+    unsigned char id[64];
+    size_t idlen, id_at;                     /* the build-id and its file offset */
+    uint64_t target, caller;                 /* frame_target's first and frame_caller's last byte */
+} self_image;
+
+static void self_load(self_image *si)
+{
+    memset(si, 0, sizeof *si);
+    ssize_t n = readlink("/proc/self/exe", si->exe, sizeof si->exe - 1);
+    CU_ASSERT_FATAL(n > 0);
+    FILE *f = fopen("/proc/self/maps", "r");
+    CU_ASSERT_FATAL(f != NULL);
+    char line[4608];
+    while (fgets(line, sizeof line, f) && si->nlines < 32) {
+        unsigned long long lo, hi, off, ino;
+        char perms[8];
+        int pos = 0;
+        if (sscanf(line, "%llx-%llx %7s %llx %*s %llu %n", &lo, &hi, perms, &off, &ino, &pos) < 5
+            || !pos)
+            continue;
+        line[strcspn(line, "\n")] = 0;
+        if (strcmp(line + pos, si->exe) != 0)
+            continue;
+        si->line[si->nlines].lo = lo;
+        si->line[si->nlines].hi = hi;
+        si->line[si->nlines].off = off;
+        si->line[si->nlines].inode = ino;
+        memcpy(si->line[si->nlines].perms, perms, sizeof perms);
+        si->nlines++;
+    }
+    fclose(f);
+    CU_ASSERT_FATAL(si->nlines > 0 && si->line[0].off == 0);
+    int fd = open(si->exe, O_RDONLY);
+    struct stat sb;
+    CU_ASSERT_FATAL(fd >= 0 && fstat(fd, &sb) == 0);
+    void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    CU_ASSERT_FATAL(m != MAP_FAILED);
+    tr_elf e;
+    tr_error err;
+    CU_ASSERT_FATAL(tr_elf_load(&e, m, (size_t)sb.st_size, &err) == TR_OK);
+    if (e.build_id && e.build_id_len <= sizeof si->id) {
+        memcpy(si->id, e.build_id, e.build_id_len);
+        si->idlen = e.build_id_len;
+        si->id_at = (size_t)(e.build_id - (const unsigned char *)m);
+    }
+    int (*volatile t)(volatile int *) = frame_target, (*volatile c)(volatile int *) = frame_caller;
+    volatile int two = 2;
+    CU_ASSERT_EQUAL(c(&two), 27);
+    si->target = (uint64_t)(uintptr_t)t;
+    /* the last byte of frame_caller: a return address one past it must
+     * still be named frame_caller, not whatever follows */
+    uint64_t pc = (uint64_t)(uintptr_t)c, vaddr = 0;
+    for (int i = 0; i < si->nlines; i++)
+        if (pc >= si->line[i].lo && pc < si->line[i].hi)
+            CU_ASSERT_FATAL(tr_elf_offset_to_vaddr(&e, pc - si->line[i].lo + si->line[i].off,
+                                                   &vaddr));
+    const tr_elf_sym *sym = tr_elf_lookup(&e, vaddr);
+    CU_ASSERT_FATAL(sym && sym->addr == vaddr && sym->end > vaddr);
+    si->caller = pc + (sym->end - vaddr) - 1;
+    tr_elf_free(&e);
+    munmap(m, (size_t)sb.st_size);
+}
+
+/* "unit-tests+0x1234": the name of an unresolved pc of the binary. */
+static void self_unresolved(const self_image *si, uint64_t pc, char *out, size_t size)
+{
+    const char *base = strrchr(si->exe, '/');
+    snprintf(out, size, "(not mapped)");
+    for (int i = 0; i < si->nlines; i++)
+        if (pc >= si->line[i].lo && pc < si->line[i].hi)
+            snprintf(out, size, "%s+0x%llx", base ? base + 1 : si->exe,
+                     (unsigned long long)(pc - si->line[i].lo + si->line[i].off));
+}
+
+/* Maps text: an agent library, the binary (under `path`, its inode plus
+ * bump), and a library that no longer exists. */
+static void self_maps(const self_image *si, const char *path, unsigned long long bump, char *out,
+                      size_t size)
+{
+    size_t n = (size_t)snprintf(out, size, "%llx-%llx r-xp 00000000 00:00 1    "
+                                "/opt/rec/lib/libtracekit-agent.so\n",
+                                AGENT_LO, AGENT_LO + 0x10000);
+    for (int i = 0; i < si->nlines && n < size; i++)
+        n += (size_t)snprintf(out + n, size - n, "%llx-%llx %s %08llx fd:01 %llu      %s\n",
+                              si->line[i].lo, si->line[i].hi, si->line[i].perms, si->line[i].off,
+                              si->line[i].inode + bump, path);
+    if (n < size)
+        snprintf(out + n, size - n,
+                 "%llx-%llx r-xp 00002000 fd:01 4242   /nonexistent/dir/libgone.so\n",
+                 GONE_LO, GONE_LO + 0x10000);
+}
+
+/* Two launches sharing one stack of the given pcs (innermost first), with
+ * the maps text and, unless NULL, a MODULES payload. */
+static rbuf stack_file(const char *maps, const uint64_t *pcs, uint16_t depth,
+                       const unsigned char *modules, size_t modules_len)
+{
+    rbuf b = {0};
+    header(&b, TR_RAW_MAJOR);
+    tr_raw_api api[2];
+    memset(api, 0, sizeof api);
+    for (int i = 0; i < 2; i++) {
+        api[i].start = T0_MONO + 100 + 100 * (uint64_t)i;
+        api[i].end = api[i].start + 50;
+        api[i].corr = 1 + (uint32_t)i;
+        api[i].cbid = 211;
+        api[i].tid = 11;
+        api[i].domain = TR_RAW_API_RUNTIME;
+    }
+    records(&b, TR_RAW_REC_API, api, 2);
+    unsigned char st[8 + 16 * 8] = {0};
+    uint32_t sid = 1;
+    CU_ASSERT_FATAL(depth <= 16);
+    memcpy(st, &sid, 4);
+    memcpy(st + 4, &depth, 2);
+    memcpy(st + 8, pcs, 8 * (size_t)depth);
+    chunk(&b, TR_RAW_CH_STACKS, st, 8 + 8 * (size_t)depth);
+    tr_raw_stackref refs[2] = {{T0_MONO + 100, 1, 1, 11, 0}, {T0_MONO + 200, 2, 1, 11, 0}};
+    records(&b, TR_RAW_REC_STACKREF, refs, 2);
+    unsigned char mp[4096] = {0};
+    uint32_t ml = (uint32_t)strlen(maps);
+    CU_ASSERT_FATAL(16 + ml <= sizeof mp);
+    memcpy(mp + 8, &ml, 4);
+    memcpy(mp + 16, maps, ml);
+    chunk(&b, TR_RAW_CH_MAPS, mp, 16 + ml);
+    if (modules)
+        chunk(&b, TR_RAW_CH_MODULES, modules, modules_len);
+    uint64_t end[3] = {0};
+    chunk(&b, TR_RAW_CH_END, end, sizeof end);
+    return b;
+}
+
+/* An agent frame (dropped), frame_target, frame_caller, libgone.so, an
+ * address outside every mapping.  id: the build-id recorded for the binary,
+ * or NULL for no MODULES chunk. */
+static rbuf native_file(const self_image *si, const char *maps, const unsigned char *id)
+{
+    /* return addresses: one past the call, named by the byte before */
+    uint64_t pcs[5] = {AGENT_LO + 0x40, si->target + 1, si->caller + 1, GONE_LO + 0x124, 0x10};
+    if (!id)
+        return stack_file(maps, pcs, 5, NULL, 0);
+    unsigned char md[512] = {0};
+    size_t n = 0;
+    uint64_t addr = si->line[0].lo + 16;
+    uint16_t len = (uint16_t)si->idlen;
+    memcpy(md, &addr, 8);
+    memcpy(md + 8, &len, 2);
+    memcpy(md + 16, id, si->idlen);
+    n = 16 + tr_raw_pad8(si->idlen);
+    /* malformed: a non-zero reserved field (ignored, or it would win) */
+    memcpy(md + n, &addr, 8);
+    memcpy(md + n + 8, &len, 2);
+    md[n + 12] = 1;
+    memset(md + n + 16, 0x5a, si->idlen);
+    n += 16 + tr_raw_pad8(si->idlen);
+    /* an entry of an unmapped address, then one running past the end */
+    uint64_t nowhere = 0x1000;
+    memcpy(md + n, &nowhere, 8);
+    memcpy(md + n + 8, &len, 2);
+    n += 16 + tr_raw_pad8(si->idlen);
+    uint16_t huge = 4000;
+    memcpy(md + n, &addr, 8);
+    memcpy(md + n + 8, &huge, 2);
+    n += 16;
+    return stack_file(maps, pcs, 5, md, n);
+}
+
+/* The frames of the nth runtime call's stack, outermost first, joined by " ; ". */
+static void stack_text(const tr_trace *t, size_t nth, char *out, size_t size)
+{
+    const tr_event *e = find(t, TR_KIND_RUNTIME, nth);
+    uint32_t chain[64];
+    size_t n = 0;
+    for (uint32_t node = e ? e->stack : 0; node && n < 64; node = t->stack_nodes.v[node].parent)
+        chain[n++] = t->stack_nodes.v[node].frame;
+    size_t len = 0;
+    out[0] = 0;
+    while (n-- > 0 && len < size)
+        len += (size_t)snprintf(out + len, size - len, "%s%s", tr_str_of(t, chain[n]),
+                                n ? " ; " : "");
+}
+
+static void read_stack(rbuf b, char *stack, size_t size, warns *w)
+{
+    tr_trace t;
+    tr_error err;
+    CU_ASSERT_FATAL(tr_trace_init(&t, &err) == TR_OK);
+    CU_ASSERT_FATAL(read_bytes(b.d, b.n, &t, w, &err) == TR_OK);
+    stack_text(&t, 0, stack, size);
+    char second[2048];
+    stack_text(&t, 1, second, sizeof second);
+    CU_ASSERT_STRING_EQUAL(stack, second);
+    CU_ASSERT(find(&t, TR_KIND_RUNTIME, 0)->stack == find(&t, TR_KIND_RUNTIME, 1)->stack);
+    tr_trace_free(&t);
+    free(b.d);
+}
+
+static void read_native(const self_image *si, const char *maps, const unsigned char *id,
+                        char *stack, size_t size, warns *w)
+{
+    read_stack(native_file(si, maps, id), stack, size, w);
+}
+
+#define GONE_WARNING "1 frame(s) in /nonexistent/dir/libgone.so left unsymbolised: " \
+                     "cannot read the file (No such file or directory)"
+#define NAMED "0xf ; libgone.so+0x2123 ; frame_caller ; frame_target"
+
+static void test_native_by_build_id(void)
+{
+    self_image si;
+    self_load(&si);
+    if (!si.idlen) {
+        printf("\n  note: this binary has no build-id: skipped\n");
+        return;
+    }
+    char maps[4096], stack[2048];
+    warns w;
+    self_maps(&si, si.exe, 0, maps, sizeof maps);
+    read_native(&si, maps, si.id, stack, sizeof stack, &w);
+    CU_ASSERT_STRING_EQUAL(stack, NAMED);
+    CU_ASSERT_EQUAL(w.n, 1);
+    CU_ASSERT(strstr(w.all, GONE_WARNING) != NULL);
+
+    /* a recorded build-id the file does not have: offsets, and a warning */
+    unsigned char other[64];
+    memcpy(other, si.id, si.idlen);
+    other[0] ^= 1;
+    read_native(&si, maps, other, stack, sizeof stack, &w);
+    char want[4096], t[1100], c[1100], msg[1400];
+    self_unresolved(&si, si.target, t, sizeof t);
+    self_unresolved(&si, si.caller, c, sizeof c);
+    snprintf(want, sizeof want, "0xf ; libgone.so+0x2123 ; %s ; %s", c, t);
+    CU_ASSERT_STRING_EQUAL(stack, want);
+    snprintf(msg, sizeof msg, "2 frame(s) in %s left unsymbolised: file changed since recording "
+             "(build-id differs)", si.exe);
+    CU_ASSERT(strstr(w.all, msg) != NULL);
+    CU_ASSERT(strstr(w.all, GONE_WARNING) != NULL);
+    CU_ASSERT_EQUAL(w.n, 2);
+}
+
+static void test_native_by_inode(void)
+{
+    self_image si;
+    self_load(&si);
+    char maps[4096], stack[2048];
+    warns w;
+    self_maps(&si, si.exe, 0, maps, sizeof maps);
+    read_native(&si, maps, NULL, stack, sizeof stack, &w);
+    CU_ASSERT_STRING_EQUAL(stack, NAMED);
+    CU_ASSERT_EQUAL(w.n, 1);
+
+    self_maps(&si, si.exe, 1, maps, sizeof maps);
+    read_native(&si, maps, NULL, stack, sizeof stack, &w);
+    char t[1100], msg[1400];
+    self_unresolved(&si, si.target, t, sizeof t);
+    CU_ASSERT(strstr(stack, t) != NULL);
+    CU_ASSERT(strstr(stack, "frame_") == NULL);
+    snprintf(msg, sizeof msg, "2 frame(s) in %s left unsymbolised: file changed since recording "
+             "(inode differs, and no build-id was recorded)", si.exe);
+    CU_ASSERT(strstr(w.all, msg) != NULL);
+}
+
+static void write_file(const char *path, const unsigned char *d, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_FATAL(f != NULL);
+    CU_ASSERT(fwrite(d, 1, n, f) == n);
+    fclose(f);
+}
+
+/* A copy of the binary without .symtab finds its symbols in the debug file
+ * of its build-id under TRACE_DEBUG_ROOT, and only in one of that build-id. */
+static void test_native_debug_file(void)
+{
+    self_image si;
+    self_load(&si);
+    if (!si.idlen) {
+        printf("\n  note: this binary has no build-id: skipped\n");
+        return;
+    }
+    FILE *f = fopen(si.exe, "rb");
+    CU_ASSERT_FATAL(f != NULL);
+    fseek(f, 0, SEEK_END);
+    size_t n = (size_t)ftell(f);
+    rewind(f);
+    unsigned char *img = malloc(n);
+    CU_ASSERT_FATAL(fread(img, 1, n, f) == n);
+    fclose(f);
+
+    const char *tmp = tr_unit_tmpdir();
+    char stripped[600], root[600], dir[700], debug[900];
+    snprintf(stripped, sizeof stripped, "%s/stripped-unit-tests", tmp);
+    snprintf(root, sizeof root, "%s/debug-root", tmp);
+    snprintf(dir, sizeof dir, "%s/.build-id", root);
+    mkdir(root, 0755);
+    mkdir(dir, 0755);
+    size_t dl = (size_t)snprintf(dir, sizeof dir, "%s/.build-id/%02x", root, si.id[0]);
+    mkdir(dir, 0755);
+    size_t k = (size_t)snprintf(debug, sizeof debug, "%s/", dir);
+    (void)dl;
+    for (size_t i = 1; i < si.idlen; i++)
+        k += (size_t)snprintf(debug + k, sizeof debug - k, "%02x", si.id[i]);
+    snprintf(debug + k, sizeof debug - k, ".debug");
+
+    /* the stripped copy: its .symtab section header turned into SHT_NULL */
+    unsigned char *cp = malloc(n);
+    memcpy(cp, img, n);
+    uint64_t shoff = tr_raw_ld64(cp + 40);
+    unsigned shentsize = tr_raw_ld16(cp + 58), shnum = tr_raw_ld16(cp + 60);
+    for (unsigned i = 0; i < shnum; i++)
+        if (tr_raw_ld32(cp + shoff + (uint64_t)i * shentsize + 4) == 2 /* SHT_SYMTAB */)
+            memset(cp + shoff + (uint64_t)i * shentsize + 4, 0, 4);
+    write_file(stripped, cp, n);
+
+    char maps[4096], stack[2048], t[1100];
+    warns w;
+    self_maps(&si, stripped, 0, maps, sizeof maps);
+    setenv("TRACE_DEBUG_ROOT", root, 1);
+    /* no debug file yet */
+    read_native(&si, maps, si.id, stack, sizeof stack, &w);
+    CU_ASSERT(strstr(stack, "frame_target") == NULL);
+    self_unresolved(&si, si.target, t, sizeof t);
+    CU_ASSERT(strstr(stack, "stripped-unit-tests+0x") != NULL);
+    /* a debug file of another build-id is not used */
+    img[si.id_at] ^= 1;
+    write_file(debug, img, n);
+    img[si.id_at] ^= 1;
+    read_native(&si, maps, si.id, stack, sizeof stack, &w);
+    CU_ASSERT(strstr(stack, "frame_target") == NULL);
+    /* the right one */
+    write_file(debug, img, n);
+    read_native(&si, maps, si.id, stack, sizeof stack, &w);
+    CU_ASSERT_STRING_EQUAL(stack, NAMED);
+    CU_ASSERT_EQUAL(w.n, 1);
+    unsetenv("TRACE_DEBUG_ROOT");
+    free(cp);
+    free(img);
+}
+
+/* Files that are not objects: a directory, an empty file, a text file. */
+static void test_native_not_objects(void)
+{
+    self_image si;
+    self_load(&si);
+    char text[600], empty[600];
+    snprintf(text, sizeof text, "%s/not-elf.so", tr_unit_tmpdir());
+    snprintf(empty, sizeof empty, "%s/empty.so", tr_unit_tmpdir());
+    unsigned char junk[256];
+    memset(junk, 'x', sizeof junk);
+    write_file(text, junk, sizeof junk);
+    write_file(empty, junk, 0);
+    const char *paths[] = {tr_unit_tmpdir(), empty, text, "/proc/self/maps"};
+    const char *why[] = {"not a regular file", "not a readable ELF object: too short",
+                         "not a readable ELF object: no ELF magic", "not a regular file on disk"};
+    for (int i = 0; i < 4; i++) {
+        char maps[4096], stack[2048], msg[1024];
+        warns w;
+        self_maps(&si, paths[i], 0, maps, sizeof maps);
+        read_native(&si, maps, NULL, stack, sizeof stack, &w);
+        CU_ASSERT(strstr(stack, "frame_") == NULL);
+        snprintf(msg, sizeof msg, "2 frame(s) in %s left unsymbolised: %s", paths[i], why[i]);
+        CU_ASSERT(strstr(w.all, msg) != NULL);
+    }
+}
+
+/* Names as users read them: demangled, without a symbol version. */
+static void test_native_display_names(void)
+{
+    unsigned char img[TR_TEST_TINY_CAP];
+    size_t n = tr_test_tiny_elf(img, 1);
+    char path[600], maps[1024], stack[2048];
+    snprintf(path, sizeof path, "%s/libtiny.so", tr_unit_tmpdir());
+    write_file(path, img, n);
+    struct stat sb;
+    CU_ASSERT_FATAL(stat(path, &sb) == 0);
+    /* the segment's file offset 0x1000 mapped at 0x7f3000001000 */
+    const uint64_t lo = 0x7f3000001000ull;
+    snprintf(maps, sizeof maps, "%llx-%llx r-xp 00001000 fd:01 %llu %s\n",
+             (unsigned long long)lo, (unsigned long long)lo + 0x1000,
+             (unsigned long long)sb.st_ino, path);
+    uint64_t pcs[4] = {lo + 0x600, lo + 0x701, lo + 0x10, lo + 0x1001};
+    warns w;
+    read_stack(stack_file(maps, pcs, 4, NULL, 0), stack, sizeof stack, &w);
+    CU_ASSERT_STRING_EQUAL(stack, "0x7f3000002000 ; f ; ver ; foo(int)");
+    CU_ASSERT_EQUAL(w.n, 0);
+}
+
 TR_SUITE(raw_reader,
          {"round trip of every record kind", test_round_trip},
          {"truncation at every byte offset", test_truncation_every_offset},
@@ -464,3 +884,10 @@ TR_SUITE(raw_reader,
          {"unknown record kinds and chunk types skipped", test_unknown_kind_and_chunk_skipped},
          {"streams and syncs before their context record", test_context_after_its_streams},
          {"zlib's CRC-32 is the recorder's", test_crc_matches_recorder})
+
+TR_SUITE(raw_native_frames,
+         {"frames named through the recorded build-id", test_native_by_build_id},
+         {"frames named through the maps inode without a build-id", test_native_by_inode},
+         {"a stripped file's symbols from its build-id debug file", test_native_debug_file},
+         {"directories, empty, non-ELF and pseudo files keep offsets", test_native_not_objects},
+         {"names demangled, symbol versions dropped", test_native_display_names})
