@@ -804,6 +804,9 @@ static void warn_summary(raw_reader *r)
     if (r->stats[TR_RAW_STAT_POOL_EMPTY])
         tr_ingest_warn(r->o, "%s: %llu buffer request(s) refused: buffer pool exhausted",
                        r->path, (unsigned long long)r->stats[TR_RAW_STAT_POOL_EMPTY]);
+    if (r->stats[TR_RAW_STAT_CAPTURE_NO_ID])
+        tr_ingest_warn(r->o, "%s: %llu NVTX start/end capture range(s) ignored: CUPTI gave no range id",
+                       r->path, (unsigned long long)r->stats[TR_RAW_STAT_CAPTURE_NO_ID]);
     if (r->incomplete)
         tr_ingest_warn(r->o, "%s: %zu GPU activit%s without timestamps (still running at exit) "
                        "skipped", r->path, r->incomplete, r->incomplete == 1 ? "y" : "ies");
