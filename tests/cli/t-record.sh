@@ -108,6 +108,9 @@ expect_eq "$(q nv.db "SELECT count(*) FROM events WHERE flags & 2")" 0 "untermin
 expect_status 0 "$REC" -o se.db --nvtx-capture step "$APP" -t 2 -n 60 --start-end step
 expect_eq "$(q se.db "SELECT count(*) FROM events WHERE kind = 7")" 120 "kernels in the start/end range"
 expect_eq "$(q se.db "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value = 'step'")" 1 "the start/end capture range itself"
+# a CUPTI that gives the start callback no range id: nothing can be matched, ingest says so
+FAKE_CUPTI_NO_RANGE_ID=1 expect_status 0 "$REC" -o seni.db --nvtx-capture step "$APP" -n 20 --start-end step
+expect_grep "1 NVTX start/end capture range(s) ignored" "$TMP/err"
 
 # --backtrace: one stack per launch, frames named after their functions at ingest
 expect_status 0 "$REC" -o bt.db --backtrace "$APP" -n 20

@@ -471,7 +471,9 @@ uint64_t fake_cupti_range_start(const char *name)
     if (g_cb && g_cb_enabled[CUPTI_CB_DOMAIN_NVTX][CUPTI_CBID_NVTX_nvtxRangeStartA]) {
         nvtxRangeStartA_params p = {name};
         nvtxRangeId_t ret = id;
-        CUpti_NvtxData d = {"nvtxRangeStartA", &p, &ret};
+        /* FAKE_CUPTI_NO_RANGE_ID: a CUPTI that does not pass the id to the callback */
+        const char *no_id = getenv("FAKE_CUPTI_NO_RANGE_ID");
+        CUpti_NvtxData d = {"nvtxRangeStartA", &p, no_id && *no_id ? NULL : &ret};
         g_cb(g_cb_user, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeStartA, &d);
     }
     return id;
