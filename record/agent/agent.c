@@ -754,11 +754,6 @@ static void finish_on_signal(void);
 static void *writer_main(void *arg)
 {
     (void)arg;
-    sigset_t block;
-    sigemptyset(&block);
-    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++)
-        sigaddset(&block, stop_signals[i]);
-    pthread_sigmask(SIG_BLOCK, &block, NULL);   /* the handler waits for this thread */
     uint64_t next_flush = mono_ns() + (uint64_t)g.flush_ms * 1000000ull;
     unsigned ticks = 0;
     for (;;) {
@@ -1178,10 +1173,17 @@ static int init_locked(void)
     g.stop = 0;
     g.active = 1;
     g.signal_stop = g.signal_done = 0;
-    if (pthread_create(&g.writer, NULL, writer_main, NULL) == 0) {
+    /* the writer is born with the stop signals blocked: the handler waits for it */
+    sigset_t block, old_mask;
+    sigemptyset(&block);
+    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++)
+        sigaddset(&block, stop_signals[i]);
+    pthread_sigmask(SIG_BLOCK, &block, &old_mask);
+    if (pthread_create(&g.writer, NULL, writer_main, NULL) == 0)
         g.writer_running = 1;
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    if (g.writer_running)
         install_stop_handlers();
-    }
     return 1;
 }
 
