@@ -73,7 +73,7 @@ static void *worker(void *arg)
         fake_cupti_pop();
     }
     fake_cupti_memcpy(fake_cupti_api(0, 31), 1, 4096);   /* cudaMemcpy, HtoD */
-    fake_cupti_memset(fake_cupti_api(0, 45), 1024, 0);    /* cudaMemset */
+    fake_cupti_memset(fake_cupti_api(0, 49), 1024, 0);    /* cudaMemset */
     fake_cupti_sync(fake_cupti_api(0, 165));              /* cudaDeviceSynchronize */
     return NULL;
 }
