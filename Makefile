@@ -85,10 +85,13 @@ $(GEN_NVPROF): $(BUILD)/obj/bench/gen-nvprof.o $(CORE_LIB)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
+# gen-raw --stacks loads libraries and reads their symbols: dlopen and dladdr1
+# live in libdl before glibc 2.34
+BENCH_LIBS_gen-raw := -ldl
 $(BENCH_TOOLS): $(BUILD)/bin/%: $(BUILD)/obj/bench/%.o
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(BENCH_LIBS_$*)
 
 $(UNIT_BIN): $(UNIT_SRC:%.c=$(BUILD)/obj/%.o) $(CORE_LIB)
 	$(call say,LD,$@)

@@ -10,10 +10,22 @@
  * writes them.  The same seed and size always give the same bytes, and
  * `trace-ingest` makes about EVENTS events of the file.
  *
- * usage: gen-raw [-n EVENTS] [-s SEED] -o FILE.ctr
+ * --stacks N makes it a `trace-record --backtrace` recording: every kernel
+ * launch call carries one of N native call stacks of 20 to 30 frames, and the
+ * file ends with this process's /proc/self/maps and the GNU build-ids of its
+ * loaded objects.  The frames are return addresses inside functions of files
+ * really mapped here (libc, libm, libz, libsqlite3 when they load, and
+ * gen-raw itself), so `trace-ingest`, run on this machine while those files
+ * stay as they are, names each one after its function.  The events are those
+ * of the same seed without stacks; apart from the addresses, which move with
+ * ASLR, the bytes depend only on the seed, the size and the libraries found.
+ *
+ * usage: gen-raw [-n EVENTS] [-s SEED] [--stacks N] -o FILE.ctr
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +84,24 @@ static void flush_strings(void)
     nstrs = 0;
 }
 
+/* --stacks: stack i has stack_depth[i] pcs, innermost first, from
+ * stack_pcs[i * MAX_DEPTH]; it goes into the STACKS payload the first time a
+ * launch has it, as the recorder writes a stack when it first sees it. */
+#define MIN_DEPTH 20
+#define MAX_DEPTH 30
+static uint32_t nstacks;
+static uint64_t *stack_pcs;
+static unsigned char *stack_depth, *stack_sent;
+static unsigned char *stks;   /* STACKS payload not yet written */
+static size_t nstks;
+
+static void flush_stacks(void)
+{
+    if (nstks)
+        write_chunk(TR_RAW_CH_STACKS, stks, nstks);
+    nstks = 0;
+}
+
 static void flush_kind(unsigned kind)
 {
     stage *st = &stages[kind];
@@ -79,6 +109,8 @@ static void flush_kind(unsigned kind)
         return;
     /* ids a chunk uses must be defined by an earlier chunk */
     flush_strings();
+    if (kind == TR_RAW_REC_STACKREF)
+        flush_stacks();
     uint16_t k16 = (uint16_t)kind, sz = (uint16_t)tr_raw_rec_size(kind);
     memcpy(st->d, &k16, 2);
     memcpy(st->d + 2, &sz, 2);
@@ -259,10 +291,37 @@ static uint32_t call(int th, uint32_t rt_cbid, uint32_t drv_cbid, uint64_t dur,
     return corr;
 }
 
+/* Stacks draw on numbers of their own, so that the events stay those of the
+ * same seed without stacks. */
+static uint64_t stack_rng;
+static uint32_t stack_rnd(uint32_t n) { return bench_rnd(&stack_rng, n); }
+
+/* The recorder's reference from a launch call to its stack, taken on entry. */
+static void stack_ref(int th, uint64_t ts, uint32_t corr)
+{
+    uint32_t i = stack_rnd(nstacks);
+    if (!stack_sent[i]) {
+        if (nstks + 8 + 8 * MAX_DEPTH > STAGE_FLUSH)
+            flush_stacks();
+        uint32_t id = i + 1;
+        uint16_t depth = stack_depth[i], zero = 0;
+        memcpy(stks + nstks, &id, 4);
+        memcpy(stks + nstks + 4, &depth, 2);
+        memcpy(stks + nstks + 6, &zero, 2);
+        memcpy(stks + nstks + 8, stack_pcs + (size_t)i * MAX_DEPTH, 8 * (size_t)depth);
+        nstks += 8 + 8 * (size_t)depth;
+        stack_sent[i] = 1;
+    }
+    tr_raw_stackref r = {.ts = ts, .corr = corr, .stack_id = i + 1, .tid = tids[th]};
+    add(TR_RAW_REC_STACKREF, &r);
+}
+
 static void launch(int th, int kernel, int stream, uint32_t work)
 {
     uint64_t s, e;
     uint32_t corr = call(th, 211, 307, 3000 + rnd(4000), &s, &e);   /* cudaLaunchKernel */
+    if (nstacks)
+        stack_ref(th, s, corr);
     uint64_t ks = max64(gpu[stream], e + 2000) + rnd(500);
     uint64_t ke = ks + 2000 + work / 4 + rnd(20000);
     int32_t grid = 1 + (int32_t)(work / 256) + (int32_t)rnd(64);
@@ -598,13 +657,251 @@ static void optimizer_step(void)
     range_pop(MAIN, r);
 }
 
+/* ------------------------------------------------------------------ stacks */
+
+int main(int argc, char **argv);
+
+/* Exported functions the frames are drawn from, by library.  Those a library
+ * does not have, or has only as an IFUNC (whose address is another
+ * function's), are left out: a frame must name the function it lies in. */
+static const char *const libc_funcs[] = {
+    "fwrite", "fputs", "fprintf", "snprintf", "vfprintf", "fopen", "fclose", "fflush", "fread",
+    "qsort", "bsearch", "strtoll", "strtod", "malloc", "calloc", "realloc", "free", "getenv",
+    "setvbuf", "getopt_long", "opendir", "readdir", "read", "write", "open", "close", "mmap",
+    "munmap", "pthread_create", "pthread_mutex_lock", "pthread_mutex_unlock",
+    "pthread_cond_wait", "pthread_once", "backtrace", "dl_iterate_phdr", "dlopen", "dlsym",
+    "ioctl", "poll", "nanosleep", "clock_gettime", "sched_yield", "syscall", NULL};
+static const char *const libm_funcs[] = {
+    "exp", "log", "pow", "tanh", "erf", "lgamma", "fmod", "expf", "logf", "tanhf", "erff", NULL};
+static const char *const libz_funcs[] = {
+    "deflate", "inflate", "crc32", "adler32", "compress2", "uncompress", "deflateInit2_",
+    "inflateInit2_", "gzwrite", "gzread", NULL};
+static const char *const sqlite_funcs[] = {
+    "sqlite3_exec", "sqlite3_prepare_v2", "sqlite3_step", "sqlite3_bind_int64",
+    "sqlite3_bind_text", "sqlite3_column_int64", "sqlite3_reset", "sqlite3_finalize",
+    "sqlite3_open_v2", "sqlite3_close", "sqlite3_mprintf", "sqlite3_malloc64", NULL};
+static const struct {
+    const char *soname;
+    const char *const *funcs;
+} stack_libs[] = {
+    {"libc.so.6", libc_funcs},
+    {"libm.so.6", libm_funcs},
+    {"libz.so.1", libz_funcs},
+    {"libsqlite3.so.0", sqlite_funcs},
+};
+
+/* gen-raw's own functions: none of them is shorter than OWN_SIZE bytes, and
+ * taking their address keeps an out-of-line copy under their name. */
+#define OWN_SIZE 16
+typedef void (*any_fn)(void);
+static const any_fn own_funcs[] = {
+    (any_fn)write_chunk, (any_fn)flush_kind, (any_fn)add, (any_fn)string, (any_fn)marker,
+    (any_fn)range_push, (any_fn)range_pop, (any_fn)mark, (any_fn)op_push, (any_fn)api,
+    (any_fn)call, (any_fn)launch, (any_fn)copy, (any_fn)memset_async, (any_fn)stream_sync,
+    (any_fn)stream_wait, (any_fn)record, (any_fn)linear, (any_fn)pointwise, (any_fn)layer,
+    (any_fn)load_batch, (any_fn)forward, (any_fn)bwd_op, (any_fn)accumulate_grad,
+    (any_fn)backward_node, (any_fn)backward, (any_fn)optimizer_step,
+};
+
+#define SITES 3   /* call sites per function: its distinct return addresses */
+static uint64_t *pool;
+static size_t npool;
+
+/* SITES return addresses in the size bytes at fn: each lies past the start
+ * (a call precedes it) and before the end, so that both the address and the
+ * address - 1 the reader looks up are in the function. */
+static void add_sites(uint64_t fn, uint64_t size)
+{
+    uint32_t span = size < 64 ? (uint32_t)size : 64;
+    for (int k = 0; k < SITES; k++)
+        pool[npool++] = fn + 1 + stack_rnd(span - 1);
+}
+
+/* A sized, non-IFUNC function of the object h, or 0. */
+static uint64_t lib_function(void *h, const char *name, uint64_t *size)
+{
+    void *a = dlsym(h, name);
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (!a || !dladdr1(a, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym
+        || info.dli_saddr != a || ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_size < 2)
+        return 0;
+    *size = sym->st_size;
+    return (uint64_t)(uintptr_t)a;
+}
+
+/* The N stacks, outermost frame first while built: __libc_start_main and main,
+ * then frames drawn from the pool.  A stack shares its outer frames with an
+ * earlier one, as launches from one code path do, so the stacks form a tree. */
+static void build_stacks(uint64_t seed)
+{
+    stack_rng = seed * 0xd1b54a32d192ed03ull + 7;
+    size_t cap = SITES * (sizeof own_funcs / sizeof own_funcs[0]);
+    for (size_t l = 0; l < sizeof stack_libs / sizeof stack_libs[0]; l++)
+        for (const char *const *f = stack_libs[l].funcs; *f; f++)
+            cap += SITES;
+    pool = malloc(cap * sizeof *pool);
+    stack_pcs = malloc((size_t)nstacks * MAX_DEPTH * sizeof *stack_pcs);
+    stack_depth = malloc(nstacks);
+    stack_sent = calloc(nstacks, 1);
+    stks = malloc(STAGE_FLUSH + 8);
+    if (!pool || !stack_pcs || !stack_depth || !stack_sent || !stks)
+        die("out of memory");
+
+    uint64_t entry[2];
+    int nentry = 0;
+    /* the handles stay open: the maps written at the end must show the libraries */
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    uint64_t size;
+    uint64_t fn = libc ? lib_function(libc, "__libc_start_main", &size) : 0;
+    if (fn)
+        entry[nentry++] = fn + 1 + stack_rnd((uint32_t)(size < 64 ? size : 64) - 1);
+    entry[nentry++] = (uint64_t)(uintptr_t)main + 1 + stack_rnd(OWN_SIZE - 1);
+    for (size_t l = 0; l < sizeof stack_libs / sizeof stack_libs[0]; l++) {
+        void *h = dlopen(stack_libs[l].soname, RTLD_NOW | RTLD_LOCAL);
+        for (const char *const *f = stack_libs[l].funcs; h && *f; f++)
+            if ((fn = lib_function(h, *f, &size)))
+                add_sites(fn, size);
+    }
+    for (size_t i = 0; i < sizeof own_funcs / sizeof own_funcs[0]; i++)
+        add_sites((uint64_t)(uintptr_t)own_funcs[i], OWN_SIZE);
+
+    uint64_t path[MAX_DEPTH];
+    for (uint32_t i = 0; i < nstacks; i++) {
+        unsigned depth = MIN_DEPTH + stack_rnd(MAX_DEPTH - MIN_DEPTH + 1), k = 0;
+        if (i == 0) {
+            for (; k < (unsigned)nentry; k++)
+                path[k] = entry[k];
+        } else {
+            uint32_t p = stack_rnd(i);
+            unsigned pd = stack_depth[p], common = pd < depth ? pd : depth;
+            unsigned share = (unsigned)nentry + stack_rnd(common - (unsigned)nentry);
+            for (; k < share; k++)
+                path[k] = stack_pcs[(size_t)p * MAX_DEPTH + pd - 1 - k];
+        }
+        for (; k < depth; k++)
+            path[k] = pool[stack_rnd((uint32_t)npool)];
+        for (k = 0; k < depth; k++)
+            stack_pcs[(size_t)i * MAX_DEPTH + k] = path[depth - 1 - k];
+        stack_depth[i] = (unsigned char)depth;
+    }
+}
+
+/* What the recorder writes at the end of a --backtrace recording: the maps
+ * text the frames are resolved through ... */
+static void write_maps(uint64_t ts)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    size_t cap = 1 << 16, n = 16;
+    unsigned char *b = malloc(cap + 8);
+    if (!f || !b)
+        die("cannot read /proc/self/maps");
+    size_t r;
+    while ((r = fread(b + n, 1, cap - n, f)) > 0) {
+        n += r;
+        if (n == cap) {
+            unsigned char *nb = realloc(b, 2 * cap + 8);
+            if (!nb)
+                die("out of memory");
+            b = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    uint32_t len = (uint32_t)(n - 16), zero = 0;
+    memcpy(b, &ts, 8);
+    memcpy(b + 8, &len, 4);
+    memcpy(b + 12, &zero, 4);
+    write_chunk(TR_RAW_CH_MAPS, b, n);
+    free(b);
+}
+
+/* ... and the build-ids that show the ingest the files are still those that
+ * were mapped (the recorder's own way: each object's PT_NOTE segments). */
+typedef struct {
+    unsigned char *b;
+    size_t n, cap;
+} module_buf;
+
+static const unsigned char *loaded_build_id(const struct dl_phdr_info *info, size_t *len)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        size_t align = ph->p_align == 8 ? 8 : 4;
+        const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+        size_t off = 0, size = ph->p_memsz;
+        while (off + sizeof(ElfW(Nhdr)) <= size) {
+            ElfW(Nhdr) nh;
+            memcpy(&nh, p + off, sizeof nh);
+            size_t name_at = off + sizeof nh;
+            size_t desc_at = name_at + ((nh.n_namesz + align - 1) & ~(align - 1));
+            size_t next = desc_at + ((nh.n_descsz + align - 1) & ~(align - 1));
+            if (desc_at > size || nh.n_descsz > size - desc_at)
+                break;
+            if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4
+                && memcmp(p + name_at, "GNU", 4) == 0 && nh.n_descsz > 0 && nh.n_descsz <= 64) {
+                *len = nh.n_descsz;
+                return p + desc_at;
+            }
+            off = next;
+        }
+    }
+    return NULL;
+}
+
+static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    module_buf *m = arg;
+    uint64_t addr = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+            addr = (uint64_t)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+            break;
+        }
+    size_t len = 0;
+    const unsigned char *id = loaded_build_id(info, &len);
+    if (!addr || !id)
+        return 0;
+    size_t need = m->n + 16 + tr_raw_pad8(len);
+    if (need + 8 > m->cap) {
+        size_t nc = m->cap ? m->cap * 2 : 4096;
+        while (nc < need + 8)
+            nc *= 2;
+        unsigned char *b = realloc(m->b, nc);
+        if (!b)
+            die("out of memory");
+        m->b = b;
+        m->cap = nc;
+    }
+    unsigned char *e = m->b + m->n;
+    memset(e, 0, need - m->n);
+    uint16_t len16 = (uint16_t)len;
+    memcpy(e, &addr, 8);
+    memcpy(e + 8, &len16, 2);
+    memcpy(e + 16, id, len);
+    m->n = need;
+    return 0;
+}
+
+static void write_modules(void)
+{
+    module_buf m = {0};
+    dl_iterate_phdr(add_module, &m);
+    if (m.n)
+        write_chunk(TR_RAW_CH_MODULES, m.b, m.n);
+    free(m.b);
+}
+
 /* -------------------------------------------------------------------- file */
 
 static void header(uint64_t seed)
 {
     tr_raw_header h;
     memset(&h, 0, sizeof h);
-    h.flags = TR_RAW_HF_CLOCK_MONOTONIC | TR_RAW_HF_SUBSCRIBED;
+    h.flags = TR_RAW_HF_CLOCK_MONOTONIC | TR_RAW_HF_SUBSCRIBED | (nstacks ? TR_RAW_HF_BACKTRACE : 0);
     h.session_id = seed * 0x9e3779b97f4a7c15ull ^ 0x5eed5eed5eed5eedull;
     h.pid = PID;
     h.ppid = PID - 1;   /* the launcher */
@@ -682,6 +979,12 @@ static void finish(void)
     flush_strings();
     for (unsigned k = 1; k < TR_RAW_REC_COUNT_; k++)
         flush_kind(k);
+    uint64_t last = max64(max64(cpu[MAIN], cpu[AUTOGRAD]), max64(gpu[S_MAIN], gpu[S_BWD]));
+    last = max64(last, gpu[S_COPY]) + 1000000;
+    if (nstacks) {
+        write_maps(last);
+        write_modules();
+    }
     /* STATS: nothing dropped, so the reader warns of nothing; one completed
      * CUPTI buffer per records chunk is only a plausible count */
     unsigned char st[8 + 8 * TR_RAW_STAT_COUNT_ + 8];
@@ -693,8 +996,6 @@ static void finish(void)
     memcpy(st + 4, &zero, 4);
     memcpy(st + 8, c, sizeof c);
     write_chunk(TR_RAW_CH_STATS, st, 8 + sizeof c);
-    uint64_t last = max64(max64(cpu[MAIN], cpu[AUTOGRAD]), max64(gpu[S_MAIN], gpu[S_BWD]));
-    last = max64(last, gpu[S_COPY]) + 1000000;
     uint64_t end[4] = {T0_REALTIME + (last - T0_MONOTONIC), last, chunk_seq, 0};
     write_chunk(TR_RAW_CH_END, (unsigned char *)end, 24);
 }
@@ -703,19 +1004,25 @@ int main(int argc, char **argv)
 {
     long long target = 2000;
     uint64_t seed = 1;
+    long long stacks = 0;
+    static const struct option longopts[] = {{"stacks", required_argument, NULL, 'k'},
+                                             {NULL, 0, NULL, 0}};
+    static const char usage[] = "usage: gen-raw [-n EVENTS] [-s SEED] [--stacks N] -o FILE.ctr\n";
     int c;
-    while ((c = getopt(argc, argv, "n:s:o:")) != -1) {
+    while ((c = getopt_long(argc, argv, "n:s:o:", longopts, NULL)) != -1) {
         switch (c) {
         case 'n': target = strtoll(optarg, NULL, 10); break;
         case 's': seed = strtoull(optarg, NULL, 10); break;
         case 'o': out_path = optarg; break;
-        default: fprintf(stderr, "usage: gen-raw [-n EVENTS] [-s SEED] -o FILE.ctr\n"); return 2;
+        case 'k': stacks = strtoll(optarg, NULL, 10); break;
+        default: fputs(usage, stderr); return 2;
         }
     }
-    if (!out_path || target < 1 || optind < argc) {
-        fprintf(stderr, "usage: gen-raw [-n EVENTS] [-s SEED] -o FILE.ctr\n");
+    if (!out_path || target < 1 || stacks < 0 || stacks > 1000000 || optind < argc) {
+        fputs(usage, stderr);
         return 2;
     }
+    nstacks = (uint32_t)stacks;
     rng_state = seed * 0x9e3779b97f4a7c15ull + 1;
     for (unsigned k = 1; k < TR_RAW_REC_COUNT_; k++) {
         stages[k].d = malloc(STAGE_FLUSH + 8);
@@ -729,6 +1036,8 @@ int main(int argc, char **argv)
         if (!stages[k].d)
             die("out of memory");
     setvbuf(out, iobuf, _IOFBF, 8u << 20);
+    if (nstacks)
+        build_stacks(seed);
 
     header(seed);
     meta();
@@ -756,5 +1065,10 @@ int main(int argc, char **argv)
         free(stages[k].d);
     free(strs);
     free(iobuf);
+    free(pool);
+    free(stack_pcs);
+    free(stack_depth);
+    free(stack_sent);
+    free(stks);
     return 0;
 }

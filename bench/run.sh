@@ -2,17 +2,25 @@
 # make bench: speed and memory of every step at 10^5..10^7 events, on an nvprof
 # database, a Kineto JSON trace and a trace-record raw file of the same size (made
 # by gen-nvprof, gen-kineto and gen-raw), beside the PyTorch 1.13 pipeline, a bare
-# sqlite3 GROUP BY and a plain read of the input.
+# sqlite3 GROUP BY and a plain read of the input.  The ingest of a raw file is
+# measured again on a `trace-record --backtrace` file of the same events (gen-raw
+# --stacks), whose launch calls carry native stacks the ingest names from the
+# symbols of the files the generator had mapped.
 # Prints a markdown table and writes it to bench/RESULTS.md.  Never fails on time.
 # Environment: BIN (tools), BENCH_SIZES (default "100000 1000000 10000000"),
 # BENCH_DIR (scratch, default build/bench), BENCH_TORCH_MAX (largest size given to
-# PyTorch, default 1000000: beyond that its pipeline takes too long).
+# PyTorch, default 1000000: beyond that its pipeline takes too long), BENCH_STACKS
+# (distinct stacks of the --backtrace file, default 1000; 0: no such rows),
+# BENCH_STACKS_MAX (its largest size, default 1000000: the rows beyond it would
+# only repeat the raw ingest's).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 BIN=$(cd "${BIN:-$root/build/bin}" && pwd)
 SIZES=${BENCH_SIZES:-"100000 1000000 10000000"}
 TORCH_MAX=${BENCH_TORCH_MAX:-1000000}
+STACKS=${BENCH_STACKS:-1000}
+STACKS_MAX=${BENCH_STACKS_MAX:-1000000}
 W=${BENCH_DIR:-$root/build/bench}
 mkdir -p "$W"
 out="$W/results.md"
@@ -29,6 +37,8 @@ mem=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
     echo "Events are the rows of run.db; MB/s is of the input file (JSON: uncompressed)."
     echo
     echo "events/s and MB/s are per wall second; the tools are single-threaded, so they are also per core."
+    echo "raw --backtrace: the raw file's events, each kernel launch call with one of $STACKS native stacks of"
+    echo "20-30 frames, which the ingest names from the ELF symbols of the files gen-raw had mapped (gen-raw --stacks)."
     echo
     echo "| events | format | step | seconds | CPU s | events/s | MB/s | peak RSS MB |"
     echo "|---:|---|---|---:|---:|---:|---:|---:|"
@@ -94,6 +104,15 @@ for size in $SIZES; do
         awk -v s="$size" -v f="$fmt" -v a="$(eval echo "\$T_${fmt}trace_analyze")" -v q="$(eval echo "\$T_${fmt}sqlite3_GROUP_BY__floor_")" 'BEGIN {
             if (q > 0) printf "| %s | %s | ratio analyze / sqlite3 GROUP BY | %.2fx | | | | |\n", s, f, a / q }' >> "$out"
     done
+    if [ "$STACKS" -gt 0 ] && [ "$size" -le "$STACKS_MAX" ]; then
+        # the ingest must run where gen-raw ran: the frames are named from the files it mapped
+        "$BIN/gen-raw" -n "$size" --stacks "$STACKS" -o "$W/t.ctr"
+        bytes=$(stat -c %s "$W/t.ctr")
+        step "raw --backtrace" "trace-ingest" 0 "$bytes" "$BIN/trace-ingest" -q -o "$W/run.db" "$W/t.ctr"
+        n=$(sqlite3 "$W/run.db" 'SELECT count(*) FROM events')
+        sed -i '$d' "$out"
+        step "raw --backtrace" "trace-ingest" "$n" "$bytes" "$BIN/trace-ingest" -q -o "$W/run.db" "$W/t.ctr"
+    fi
     rm -f "$W/t.nvvp" "$W/t.json" "$W/t.ctr" "$W/run.db"
 done
 cat "$out"
