@@ -55,7 +55,8 @@ static const unsigned char *shdr(const image *im, size_t i)
 typedef struct {
     uint64_t addr, size;
     const char *name;
-    int rank;               /* lower wins among symbols at one address */
+    int sized;              /* a sized alias wins over a size-0 one */
+    int rank;               /* binding: lower wins among equally plain names */
 } cand;
 
 typedef struct {
@@ -65,8 +66,7 @@ typedef struct {
 
 static int binding_rank(unsigned bind)
 {
-    /* Aliases share an address: the exported name is the one users know
-     * (malloc, not __GI___libc_malloc). */
+    /* Among aliases equally plain, the exported name is the one users know. */
     switch (bind) {
     case STB_GLOBAL: return 0;
     case STB_WEAK: return 1;
@@ -119,8 +119,7 @@ static int add_symtab(const image *im, size_t i, cands *out)
             out->v = a;
             out->cap = nc;
         }
-        int rank = (ssize ? 0 : 4) + binding_rank(info >> 4);
-        out->v[out->n++] = (cand){value, ssize, strtab + name, rank};
+        out->v[out->n++] = (cand){value, ssize, strtab + name, ssize != 0, binding_rank(info >> 4)};
     }
     return 1;
 }
@@ -130,12 +129,15 @@ static int cand_cmp(const void *a, const void *b)
     const cand *x = a, *y = b;
     if (x->addr != y->addr)
         return x->addr < y->addr ? -1 : 1;
-    if (x->rank != y->rank)
-        return x->rank < y->rank ? -1 : 1;
-    /* then the plainest spelling: clone3 before __clone3 before __GI___clone3 */
+    if (x->sized != y->sized)
+        return x->sized ? -1 : 1;
+    /* then the plainest spelling, the one users call: glibc exports fwrite as a
+     * weak alias of the global _IO_fwrite, clone3 beside __GI___clone3 */
     size_t ux = strspn(x->name, "_"), uy = strspn(y->name, "_");
     if (ux != uy)
         return ux < uy ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
     size_t lx = strlen(x->name), ly = strlen(y->name);
     if (lx != ly)
         return lx < ly ? -1 : 1;

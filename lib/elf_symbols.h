@@ -11,8 +11,8 @@
  *
  * Symbols are the defined functions (STT_FUNC, STT_GNU_IFUNC with a non-zero
  * value) of .symtab and .dynsym together, sorted by address with one symbol
- * per address: among aliases, one with a size, then global before weak before
- * local, then the fewest leading underscores, the shortest, the first in byte
+ * per address: among aliases, one with a size, then the fewest leading
+ * underscores, global before weak before local, the shortest, the first in byte
  * order, so the choice does not depend on table order.  A symbol with a size
  * covers [addr, addr + size); one without covers up to the next symbol (the
  * last one, to the end of its load segment).

@@ -67,8 +67,8 @@ size_t tr_test_tiny_elf(unsigned char *b, int with_pt_note)
     unsigned char *s = b + symtab;
     const uint64_t v = TR_TEST_TINY_VADDR;
     sym(s + 24 * 0, 0, 0, 0, 0, 0, 0);
-    sym(s + 24 * 1, 1, STB_GLOBAL, STT_FUNC, 1, v, 0x10);                /* f */
-    sym(s + 24 * 2, 3, STB_LOCAL, STT_FUNC, 1, v, 0x10);                 /* __f_alias */
+    sym(s + 24 * 1, 1, STB_WEAK, STT_FUNC, 1, v, 0x10);                  /* f */
+    sym(s + 24 * 2, 3, STB_GLOBAL, STT_FUNC, 1, v, 0x10);                /* __f_alias */
     sym(s + 24 * 3, 13, STB_GLOBAL, STT_FUNC, 1, v + 0x100, 0);          /* g */
     sym(s + 24 * 4, 15, STB_WEAK, STT_FUNC, 1, v + 0x200, 0);            /* h */
     sym(s + 24 * 5, 17, STB_GLOBAL, STT_OBJECT, 1, v + 0x300, 8);        /* obj */
