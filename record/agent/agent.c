@@ -22,7 +22,6 @@
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
-#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,6 +33,7 @@
 #include <unistd.h>
 
 #include "record/agent/agent.h"
+#include "record/loaded_modules.h"
 
 #include <generated_nvtx_meta.h>
 
@@ -600,83 +600,14 @@ static void write_maps(void)
     free(b);
 }
 
-struct module_buf {
-    unsigned char *b;
-    size_t n, cap;
-};
-
-/* The GNU build-id of a loaded object, from its PT_NOTE segments. */
-static const unsigned char *loaded_build_id(const struct dl_phdr_info *info, size_t *len)
-{
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_NOTE)
-            continue;
-        size_t align = ph->p_align == 8 ? 8 : 4;
-        const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
-        size_t off = 0, size = ph->p_memsz;
-        while (off + sizeof(ElfW(Nhdr)) <= size) {
-            ElfW(Nhdr) nh;
-            memcpy(&nh, p + off, sizeof nh);
-            size_t name_at = off + sizeof nh;
-            size_t desc_at = name_at + ((nh.n_namesz + align - 1) & ~(align - 1));
-            size_t next = desc_at + ((nh.n_descsz + align - 1) & ~(align - 1));
-            if (desc_at > size || nh.n_descsz > size - desc_at)
-                break;
-            if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4
-                && memcmp(p + name_at, "GNU", 4) == 0 && nh.n_descsz > 0 && nh.n_descsz <= 64) {
-                *len = nh.n_descsz;
-                return p + desc_at;
-            }
-            off = next;
-        }
-    }
-    return NULL;
-}
-
-static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    struct module_buf *m = arg;
-    uint64_t addr = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_LOAD) {
-            addr = (uint64_t)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-            break;
-        }
-    size_t len = 0;
-    const unsigned char *id = loaded_build_id(info, &len);
-    if (!addr || !id)
-        return 0;
-    size_t need = m->n + 16 + tr_raw_pad8(len);
-    if (need > m->cap) {
-        size_t nc = m->cap ? m->cap * 2 : 4096;
-        while (nc < need)
-            nc *= 2;
-        unsigned char *b = realloc(m->b, nc);
-        if (!b)
-            return 1;
-        m->b = b;
-        m->cap = nc;
-    }
-    unsigned char *e = m->b + m->n;
-    memset(e, 0, need - m->n);
-    uint16_t len16 = (uint16_t)len;
-    memcpy(e, &addr, 8);
-    memcpy(e + 8, &len16, 2);
-    memcpy(e + 16, id, len);
-    m->n = need;
-    return 0;
-}
-
 /* Build-ids let the ingest tell the recorded objects from files changed since. */
 static void write_modules(void)
 {
-    struct module_buf m = {0};
-    dl_iterate_phdr(add_module, &m);
-    if (m.n)
-        rec_write_chunk(&g.enc, TR_RAW_CH_MODULES, m.b, m.n);
-    free(m.b);
+    size_t n;
+    unsigned char *m = tr_loaded_modules(&n);
+    if (m)
+        rec_write_chunk(&g.enc, TR_RAW_CH_MODULES, m, n);
+    free(m);
 }
 
 static void write_stats(void)
