@@ -100,8 +100,14 @@ static struct {
 } g = {.init_mu = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER,
        .cv = PTHREAD_COND_INITIALIZER};
 
-/* Signals that end a program without atexit; see install_stop_handlers. */
-static const int stop_signals[] = {SIGTERM, SIGINT, SIGHUP};
+/* Signals whose default action ends a program without atexit; see
+ * install_stop_handlers.  The first are sent from outside (kill, a terminal, a
+ * batch system's warning before its time limit, a reader gone from a pipe); the
+ * writer thread blocks them so that they reach a thread that can wait for it.
+ * The crash signals hit the thread that faulted, so they cannot be blocked. */
+static const int stop_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+                                   SIGALRM, SIGPIPE, SIGXCPU, SIGXFSZ};
+static const int crash_signals[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 #define STOP_WAIT_NS 5000000000ull
 #define WRITER_SLICE_NS 50000000ull   /* how soon the writer sees a stop signal */
 #define START_SLACK_NS 50000ull
@@ -861,10 +867,12 @@ static void shutdown_recorder(void)
 
 /* ---------------------------------------------------------------- stop signals */
 
-/* SIGTERM, SIGINT and SIGHUP end a program without atexit.  Where the program
- * left them at their default, the handler has the writer thread finish the
- * file (a handler may not take locks or call CUPTI), waits for it a bounded
- * time, then lets the signal kill the process as it would have. */
+/* Fatal signals end a program without atexit.  Where the program left them at
+ * their default, the handler has the writer thread finish the file (a handler
+ * may not take locks or call CUPTI), waits for it a bounded time, then lets the
+ * signal kill the process as it would have, core dump included.  A fault in the
+ * writer itself, or in a thread holding the agent's lock, costs at most the
+ * wait: the file is then left as the last periodic flush wrote it. */
 
 static void on_stop_signal(int sig)
 {
@@ -888,19 +896,24 @@ static void on_stop_signal(int sig)
     errno = saved_errno;
 }
 
+static void install_stop_handler(int sig)
+{
+    struct sigaction old, sa;
+    if (sigaction(sig, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+        return;   /* the program's own handling (or ignoring) stays */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(sig, &sa, NULL);
+}
+
 static void install_stop_handlers(void)
 {
-    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++) {
-        struct sigaction old, sa;
-        if (sigaction(stop_signals[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO)
-            || old.sa_handler != SIG_DFL)
-            continue;   /* the program's own handling (or ignoring) stays */
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_stop_signal;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESTART;
-        sigaction(stop_signals[i], &sa, NULL);
-    }
+    for (size_t i = 0; i < sizeof stop_signals / sizeof stop_signals[0]; i++)
+        install_stop_handler(stop_signals[i]);
+    for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++)
+        install_stop_handler(crash_signals[i]);
 }
 
 /* On the writer thread, when a stop signal came. */

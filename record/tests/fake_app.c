@@ -10,10 +10,11 @@
  *   marks 1.  --fork adds a child process with 1 thread of N/2 iterations.
  *   --start-end NAME wraps the run in an nvtxRangeStartA/End range instead of a push/pop.
  *   --catch SIG installs the program's own handler for SIG, which makes it exit 42.
+ *   --fault ends the program with a real segmentation fault (a store to address 8).
  *
  * usage: fake_app [-t THREADS] [-n ITERS] [--fork] [--exit N] [--signal N]
  *                 [--incomplete K] [--sleep MS] [--profiler] [--capture NAME]
- *                 [--start-end NAME] [--catch SIG] [--print-env]
+ *                 [--start-end NAME] [--catch SIG] [--fault] [--print-env]
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -91,7 +92,7 @@ static void run(int threads, int n)
 
 int main(int argc, char **argv)
 {
-    int threads = 1, do_fork = 0, code = 0, sig = 0, profiler = 0, sleep_ms = 0;
+    int threads = 1, do_fork = 0, code = 0, sig = 0, profiler = 0, sleep_ms = 0, fault = 0;
     const char *capture = NULL, *start_end = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc)
@@ -104,6 +105,8 @@ int main(int argc, char **argv)
             code = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--signal") && i + 1 < argc)
             sig = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--fault"))
+            fault = 1;
         else if (!strcmp(argv[i], "--incomplete") && i + 1 < argc)
             incomplete = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sleep") && i + 1 < argc)
@@ -166,6 +169,11 @@ int main(int argc, char **argv)
     if (sig) {
         fflush(stdout);
         raise(sig);
+    }
+    if (fault) {
+        fflush(stdout);
+        volatile uintptr_t bad = 8;   /* opaque to the compiler: a real fault, not a trap */
+        *(volatile int *)bad = 1;
     }
     return caught ? 42 : code;
 }

@@ -90,10 +90,23 @@ expect_eq "$(q kill.db "SELECT count(*) FROM events WHERE kind = 7")" 100 "kerne
 # a program's own handler is left in place
 expect_status 42 "$REC" -o own.db "$APP" -n 10 --catch 15 --signal 15
 
-# crash: no END chunk, the data of the last periodic flush survives
-expect_status 134 "$REC" -o ab.db --flush-ms 20 "$APP" -n 30 --sleep 300 --signal 6
+# the other fatal signals at their default: a batch system's warning (SIGUSR1),
+# a reader gone from a pipe (SIGPIPE), abort() and a real segmentation fault
+expect_status 138 "$REC" -o usr1.db "$APP" -n 100 --signal 10
+expect_eq "$(q usr1.db "SELECT count(*) FROM events WHERE kind = 7")" 100 "kernels kept at SIGUSR1"
+expect_status 141 "$REC" -o pipe.db "$APP" -n 100 --signal 13
+expect_eq "$(q pipe.db "SELECT count(*) FROM events WHERE kind = 7")" 100 "kernels kept at SIGPIPE"
+expect_status 134 "$REC" -o abrt.db "$APP" -t 2 -n 100 --signal 6
+expect_eq "$(q abrt.db "SELECT count(*) FROM events WHERE kind = 7")" 200 "kernels kept at abort()"
+expect_no_grep "did not exit normally" "$TMP/err"
+expect_status 139 "$REC" -o fault.db "$APP" -n 100 --fault
+expect_eq "$(q fault.db "SELECT count(*) FROM events WHERE kind = 7")" 100 "kernels kept at a segmentation fault"
+expect_no_grep "did not exit normally" "$TMP/err"
+
+# SIGKILL: no END chunk, the data of the last periodic flush survives
+expect_status 137 "$REC" -o kil.db --flush-ms 20 "$APP" -n 30 --sleep 300 --signal 9
 expect_grep "did not exit normally" "$TMP/err"
-[ -f ab.db ] && [ "$(q ab.db "SELECT count(*) FROM events WHERE kind = 7")" -gt 0 ] || fail "nothing recovered after a crash"
+[ -f kil.db ] && [ "$(q kil.db "SELECT count(*) FROM events WHERE kind = 7")" -gt 0 ] || fail "nothing recovered after SIGKILL"
 
 # capture ranges: cudaProfilerStart/Stop and a named NVTX range keep only the
 # 2 x 60 iterations inside; the 10 after are dropped
