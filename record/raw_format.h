@@ -269,6 +269,43 @@ static inline uint64_t tr_raw_ld64(const void *p)
 
 static inline size_t tr_raw_pad8(size_t n) { return (n + 7u) & ~(size_t)7u; }
 
+/* Slicing-by-8 CRC-32: the value of tr_raw_crc32_update at about six times
+ * its speed, for the writer of a recording, where the bytewise CRC of every
+ * chunk was the largest cost.  The caller owns the 8 KiB of tables, filled
+ * once by tr_raw_crc32_slices_init. */
+typedef struct {
+    uint32_t t[8][256];
+} tr_raw_crc32_slices;
+
+static inline void tr_raw_crc32_slices_init(tr_raw_crc32_slices *s)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int b = 0; b < 8; b++)
+            c = (c & 1u) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+        s->t[0][i] = c;
+    }
+    for (int k = 1; k < 8; k++)
+        for (uint32_t i = 0; i < 256; i++)
+            s->t[k][i] = (s->t[k - 1][i] >> 8) ^ s->t[0][s->t[k - 1][i] & 0xffu];
+}
+
+static inline uint32_t tr_raw_crc32_update_sliced(const tr_raw_crc32_slices *s, uint32_t crc,
+                                                  const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    crc = ~crc;
+    for (; len >= 8; p += 8, len -= 8) {
+        uint32_t a = tr_raw_ld32(p) ^ crc, b = tr_raw_ld32(p + 4);
+        crc = s->t[7][a & 0xffu] ^ s->t[6][(a >> 8) & 0xffu] ^ s->t[5][(a >> 16) & 0xffu]
+              ^ s->t[4][a >> 24] ^ s->t[3][b & 0xffu] ^ s->t[2][(b >> 8) & 0xffu]
+              ^ s->t[1][(b >> 16) & 0xffu] ^ s->t[0][b >> 24];
+    }
+    while (len--)
+        crc = s->t[0][(crc ^ *p++) & 0xffu] ^ (crc >> 8);
+    return ~crc;
+}
+
 /* Fills a chunk header for a payload (already padded to 8 bytes). */
 static inline void tr_raw_chunk_fill(tr_raw_chunk *c, unsigned type, const void *payload,
                                      uint32_t len, uint64_t seq)

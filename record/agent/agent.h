@@ -47,6 +47,7 @@ typedef struct {
     /* capture filter: keep(ts) says whether a timestamp is inside the range */
     int (*keep)(uint64_t ts);
     uint64_t stats[TR_RAW_STAT_COUNT_];
+    tr_raw_crc32_slices crc;
 } rec_encoder;
 
 REC_HIDDEN void rec_enc_init(rec_encoder *e, int fd);

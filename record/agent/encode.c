@@ -21,6 +21,7 @@ void rec_enc_init(rec_encoder *e, int fd)
     memset(e, 0, sizeof *e);
     e->fd = fd;
     e->next_sid = 1;
+    tr_raw_crc32_slices_init(&e->crc);
 }
 
 void rec_enc_free(rec_encoder *e)
@@ -70,7 +71,8 @@ void rec_write_chunk(rec_encoder *e, unsigned type, const void *payload, size_t 
     c.sync = TR_RAW_CHUNK_SYNC;
     c.type = (uint16_t)type;
     c.payload_len = (uint32_t)padded;
-    c.crc = tr_raw_crc32_update(tr_raw_crc32(payload, len), zeros, padded - len);
+    c.crc = tr_raw_crc32_update_sliced(&e->crc, tr_raw_crc32_update_sliced(&e->crc, 0, payload, len),
+                                       zeros, padded - len);
     c.seq = e->seq++;
     struct iovec iov[3] = {{&c, sizeof c}, {(void *)payload, len}, {(void *)zeros, padded - len}};
     if (write_all(e->fd, iov, padded > len ? 3 : 2) < 0)
