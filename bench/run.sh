@@ -12,7 +12,8 @@
 # PyTorch, default 1000000: beyond that its pipeline takes too long), BENCH_STACKS
 # (distinct stacks of the --backtrace file, default 1000; 0: no such rows),
 # BENCH_STACKS_MAX (its largest size, default 1000000: the rows beyond it would
-# only repeat the raw ingest's).
+# only repeat the raw ingest's), BENCH_RECORD_ITERS (kernel launches of the
+# recorder's own-cost rows, default 1000000; 0: none).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -21,6 +22,7 @@ SIZES=${BENCH_SIZES:-"100000 1000000 10000000"}
 TORCH_MAX=${BENCH_TORCH_MAX:-1000000}
 STACKS=${BENCH_STACKS:-1000}
 STACKS_MAX=${BENCH_STACKS_MAX:-1000000}
+RECORD_ITERS=${BENCH_RECORD_ITERS:-1000000}
 W=${BENCH_DIR:-$root/build/bench}
 mkdir -p "$W"
 out="$W/results.md"
@@ -115,5 +117,60 @@ for size in $SIZES; do
     fi
     rm -f "$W/t.nvvp" "$W/t.json" "$W/t.ctr" "$W/run.db"
 done
+
+# The recorder's own cost, measurable without a GPU: fake_app (record/tests) plays
+# a one-thread CUDA program whose every iteration is an NVTX range around a kernel
+# launch.  Recorded, its fake libcupti fills the activity records in the program's
+# thread, standing in for CUPTI, and hands full buffers to the agent, whose writer
+# thread encodes, checksums and writes them; bare, nothing is subscribed and the
+# fake builds no records.  So "over bare" is the agent's cost plus a stand-in for
+# CUPTI's; CUPTI's real cost needs a GPU.  Each row is the best of 3 runs.
+REC=$BIN/../rec
+if [ -x "$REC/fake_app" ] && [ -x "$BIN/trace-record" ] && [ "$RECORD_ITERS" -gt 0 ]; then
+    echo "bench: recorder, $RECORD_ITERS launches" >&2
+    {
+        echo
+        echo "## The recorder's own cost (fake CUPTI, no GPU)"
+        echo
+        echo "fake_app -n $RECORD_ITERS: one thread, each iteration an NVTX range around a kernel launch"
+        echo "(3 events an iteration). Recorded, a fake libcupti fills the activity records in the program's"
+        echo "thread in place of CUPTI; the agent's writer thread encodes, checksums and writes them"
+        echo "(\`--raw-only\`: no ingest). Best of 3 runs; \"over bare\" is per launch."
+        echo
+        echo "| run | seconds | CPU s | wall µs over bare | CPU µs over bare | raw MB | peak RSS MB |"
+        echo "|---|---:|---:|---:|---:|---:|---:|"
+    } >> "$out"
+    # rec_row NAME COMMAND...: best of 3 by wall time; the first row is the bare one
+    rec_row() {
+        name=$1
+        shift
+        bw='' bc='' br=''
+        for _ in 1 2 3; do
+            rm -rf "$W/rec.db.raw"
+            "$BIN/measure" -o "$W/m" "$@" >/dev/null 2>"$W/err"
+            read -r wall rss code cpu < "$W/m"
+            if [ "$code" != 0 ]; then
+                echo "| $name | failed (exit $code) | | | | | |" >> "$out"
+                return
+            fi
+            if [ -z "$bw" ] || awk -v a="$wall" -v b="$bw" 'BEGIN { exit !(a < b) }'; then
+                bw=$wall bc=$cpu br=$rss
+            fi
+        done
+        mb=$(du -sm "$W/rec.db.raw" 2>/dev/null | cut -f1)
+        [ -z "${bare_w:-}" ] && bare_w=$bw bare_c=$bc
+        awk -v nm="$name" -v w="$bw" -v c="$bc" -v r="$br" -v bw="$bare_w" -v bc="$bare_c" \
+            -v n="$RECORD_ITERS" -v mb="${mb:-}" 'BEGIN {
+            printf "| %s | %.2f | %.2f | %.2f | %.2f | %s | %.1f |\n", nm, w, c,
+                (w - bw) * 1e6 / n, (c - bc) * 1e6 / n, mb, r / 1024 }' >> "$out"
+    }
+    bare_w=''
+    rec_row "bare (no recorder)" "$REC/fake_app" -n "$RECORD_ITERS"
+    rec_row "trace-record --raw-only" "$BIN/trace-record" --raw-only -o "$W/rec.db" "$REC/fake_app" -n "$RECORD_ITERS"
+    rec_row "trace-record --raw-only --backtrace" "$BIN/trace-record" --raw-only --backtrace -o "$W/rec.db" \
+        "$REC/fake_app" -n "$RECORD_ITERS"
+    rm -rf "$W/rec.db.raw"
+fi
+
 cat "$out"
 cp "$out" "$root/bench/RESULTS.md"
