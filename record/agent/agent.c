@@ -620,7 +620,13 @@ static void write_stats(void)
 {
     unsigned char p[8 + 8 * TR_RAW_STAT_COUNT_];
     uint32_t n = TR_RAW_STAT_COUNT_, zero = 0;
+    /* buffer completions read the count, but records dropped after the last
+     * completion (the pool still empty at the end) are only seen by asking */
+    size_t late_drops = 0;
+    if (cuptiActivityGetNumDroppedRecords(NULL, 0, &late_drops) != CUPTI_SUCCESS)
+        late_drops = 0;
     pthread_mutex_lock(&g.mu);
+    g.dropped += late_drops;
     g.enc.stats[TR_RAW_STAT_DROPPED] = g.dropped;
     g.enc.stats[TR_RAW_STAT_BUFFERS] = g.buffers;
     g.enc.stats[TR_RAW_STAT_POOL_EMPTY] = g.pool_empty;

@@ -58,6 +58,22 @@ expect_status 0 "$REC" -o nc.db --no-children "$APP" -t 1 -n 100 --fork
 expect_eq "$(ls nc.db.raw | wc -l)" 1 "raw files with --no-children"
 expect_eq "$(counts nc.db)" "driver=1 kernel=100 mark=1 memcpy=1 memset=1 range=101 runtime=103 sync=1" "counts with --no-children"
 
+# small buffers and a pool of 2: many buffers, and whatever CUPTI could not place
+# is counted, so the kernels kept plus those reported dropped are all of them
+TRACE_RECORD_POOL_BUFFERS=2 expect_status 0 "$REC" -o sb.db --buffer-size 64k "$APP" -t 4 -n 3000
+kept=$(q sb.db "SELECT count(*) FROM events WHERE kind = 7")
+dropped=$(sed -n 's/.*CUPTI dropped \([0-9]*\) activity.*/\1/p' "$TMP/err")
+lost_kernels=$((12000 - kept))
+[ "$lost_kernels" = 0 ] || [ "${dropped:-0}" -ge "$lost_kernels" ] ||
+    fail "small buffers: $lost_kernels kernels lost, ${dropped:-0} records reported dropped"
+
+# records dropped after the last buffer came back are still counted
+FAKE_CUPTI_DROP_AFTER=200 expect_status 0 "$REC" -o dr.db "$APP" -n 100
+kept=$(q dr.db "SELECT count(*) FROM events WHERE kind = 7")
+dropped=$(sed -n 's/.*CUPTI dropped \([0-9]*\) activity.*/\1/p' "$TMP/err")
+[ "$kept" -lt 100 ] && [ "${dropped:-0}" -ge $((100 - kept)) ] ||
+    fail "drops at the end: $kept of 100 kernels kept, ${dropped:-0} records reported dropped"
+
 # --raw-only keeps raw files and writes no database; trace-ingest reads them later
 expect_status 0 "$REC" -o ro.db --raw-only "$APP" -n 50
 expect_no_file ro.db

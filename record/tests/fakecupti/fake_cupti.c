@@ -32,6 +32,7 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t *g_buf;
 static size_t g_cap, g_used;
 static uint32_t g_next_corr = 1, g_next_marker = 1;
+static long long g_appended, g_drop_after = -2;   /* -2: not read yet; -1: never */
 
 #define ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
 
@@ -75,38 +76,57 @@ static void complete_current_locked(void)
     pthread_mutex_lock(&g_mu);
 }
 
+/* Like CUPTI, never loses a record silently: one that finds no buffer is
+ * counted as dropped. */
 static void *append_locked(CUpti_ActivityKind k)
 {
     size_t sz = ALIGN8(rec_size(k));
     if (!g_req || !g_enabled[k] || sz == 0)
         return NULL;
-    if (g_buf && g_used + sz > g_cap)
+    if (g_drop_after == -2) {
+        /* FAKE_CUPTI_DROP_AFTER=N: after N records no buffer has room (the
+         * last one is completed), as when the tool's pool stays empty to the end */
+        const char *e = getenv("FAKE_CUPTI_DROP_AFTER");
+        g_drop_after = e && *e ? atoll(e) : -1;
+    }
+    if (g_drop_after >= 0 && g_appended >= g_drop_after) {
         complete_current_locked();
-    if (!g_buf) {
+        g_dropped++;
+        return NULL;
+    }
+    while (!g_buf || g_used + sz > g_cap) {
+        if (g_buf) {
+            complete_current_locked();   /* unlocks: look again after */
+            continue;
+        }
         size_t max = 0, cap = 0;
         uint8_t *b = NULL;
         pthread_mutex_unlock(&g_mu);
         g_req(&b, &cap, &max);
         pthread_mutex_lock(&g_mu);
         if (!b || cap < sz) {
+            if (b) {
+                pthread_mutex_unlock(&g_mu);
+                g_done(NULL, 0, b, cap, 0);
+                pthread_mutex_lock(&g_mu);
+            }
             g_dropped++;
             return NULL;
         }
-        if (g_buf) {   /* another thread got one meanwhile: give it back empty */
+        if (g_buf) {   /* another thread got one meanwhile: give ours back empty */
             pthread_mutex_unlock(&g_mu);
             g_done(NULL, 0, b, cap, 0);
             pthread_mutex_lock(&g_mu);
-            if (g_used + sz > g_cap)
-                return NULL;
-        } else {
-            g_buf = b;
-            g_cap = cap;
-            g_used = 0;
+            continue;
         }
+        g_buf = b;
+        g_cap = cap;
+        g_used = 0;
     }
     void *p = g_buf + g_used;
     memset(p, 0, sz);
     g_used += sz;
+    g_appended++;
     ((CUpti_Activity *)p)->kind = k;
     return p;
 }
