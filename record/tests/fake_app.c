@@ -11,10 +11,13 @@
  *   --start-end NAME wraps the run in an nvtxRangeStartA/End range instead of a push/pop.
  *   --catch SIG installs the program's own handler for SIG, which makes it exit 42.
  *   --fault ends the program with a real segmentation fault (a store to address 8).
+ *   --late MS sleeps MS milliseconds after the run, then runs 1 x 10 iterations more.
+ *   --spawn adds a child process that execs this program (1 thread of N/2 iterations).
  *
  * usage: fake_app [-t THREADS] [-n ITERS] [--fork] [--exit N] [--signal N]
  *                 [--incomplete K] [--sleep MS] [--profiler] [--capture NAME]
- *                 [--start-end NAME] [--catch SIG] [--fault] [--print-env]
+ *                 [--start-end NAME] [--catch SIG] [--fault] [--late MS] [--spawn]
+ *                 [--print-env]
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -58,7 +61,16 @@ static void inject_nvtx(void)
     void *h = dlopen(nvtx, RTLD_NOW);
     int (*init)(const void *(*)(uint32_t)) =
         h ? (int (*)(const void *(*)(uint32_t)))dlsym(h, "InitializeInjectionNvtx2") : NULL;
-    if (!init || init(NULL) != 1 || fake_cupti_nvtx_inits != 1) {
+    if (!init) {
+        fprintf(stderr, "fake_app: no InitializeInjectionNvtx2: %s\n", dlerror());
+        exit(91);
+    }
+    /* 0 is the agent declining, right only in a process it does not record
+     * (--no-children): NVTX then stays off */
+    const char *only = getenv("TRACE_RECORD_ONLY_PID");
+    int recorded = !only || !*only || atoi(only) == (int)getpid();
+    int r = init(NULL);
+    if (r != recorded || (recorded && fake_cupti_nvtx_inits != 1)) {
         fprintf(stderr, "fake_app: NVTX injection not forwarded to libcupti\n");
         exit(91);
     }
@@ -93,6 +105,7 @@ static void run(int threads, int n)
 int main(int argc, char **argv)
 {
     int threads = 1, do_fork = 0, code = 0, sig = 0, profiler = 0, sleep_ms = 0, fault = 0;
+    int late_ms = 0, spawn = 0;
     const char *capture = NULL, *start_end = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc)
@@ -107,6 +120,10 @@ int main(int argc, char **argv)
             sig = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--fault"))
             fault = 1;
+        else if (!strcmp(argv[i], "--late") && i + 1 < argc)
+            late_ms = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--spawn"))
+            spawn = 1;
         else if (!strcmp(argv[i], "--incomplete") && i + 1 < argc)
             incomplete = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sleep") && i + 1 < argc)
@@ -163,6 +180,25 @@ int main(int argc, char **argv)
         }
         int st;
         waitpid(p, &st, 0);
+    }
+    if (spawn) {
+        fflush(stdout);
+        pid_t p = fork();
+        if (p == 0) {
+            char n[16];
+            snprintf(n, sizeof n, "%d", iters / 2);
+            execl("/proc/self/exe", "fake_app", "-n", n, (char *)NULL);
+            _exit(127);
+        }
+        int st = 0;
+        if (waitpid(p, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "fake_app: the spawned child failed (status %#x)\n", st);
+            code = 93;
+        }
+    }
+    if (late_ms) {
+        usleep((useconds_t)late_ms * 1000);
+        run(1, 10);
     }
     if (sleep_ms)
         usleep((useconds_t)sleep_ms * 1000);   /* lets the periodic flush run */

@@ -58,6 +58,22 @@ expect_status 0 "$REC" -o nc.db --no-children "$APP" -t 1 -n 100 --fork
 expect_eq "$(ls nc.db.raw | wc -l)" 1 "raw files with --no-children"
 expect_eq "$(counts nc.db)" "driver=1 kernel=100 mark=1 memcpy=1 memset=1 range=101 runtime=103 sync=1" "counts with --no-children"
 
+# a child that execs (fork + exec, as torchrun or a shell starts its workers) is a
+# process of its own, recorded unless --no-children; either way the program runs
+expect_status 0 "$REC" -o sp.db "$APP" -n 100 --spawn
+expect_eq "$(ls sp.db.raw | wc -l)" 2 "raw files (parent + exec'd child)"
+expect_eq "$(q sp.db "SELECT count(*) FROM events WHERE kind = 7")" 150 "kernels of the parent and its exec'd child"
+expect_status 0 "$REC" -o spn.db --no-children "$APP" -n 100 --spawn
+expect_eq "$(ls spn.db.raw | wc -l)" 1 "raw files with --no-children (exec'd child)"
+expect_eq "$(q spn.db "SELECT count(*) FROM events WHERE kind = 7")" 100 "kernels with --no-children (exec'd child)"
+
+# --delay / --duration: 100 iterations at once, 10 more a second later; the window
+# keeps either side only
+expect_status 0 "$REC" -o dl.db --delay 0.5 "$APP" -n 100 --late 1000
+expect_eq "$(q dl.db "SELECT count(*) FROM events WHERE kind = 7")" 10 "kernels after --delay"
+expect_status 0 "$REC" -o du.db --duration 0.5 "$APP" -n 100 --late 1000
+expect_eq "$(q du.db "SELECT count(*) FROM events WHERE kind = 7")" 100 "kernels within --duration"
+
 # small buffers and a pool of 2: many buffers, and whatever CUPTI could not place
 # is counted, so the kernels kept plus those reported dropped are all of them
 TRACE_RECORD_POOL_BUFFERS=2 expect_status 0 "$REC" -o sb.db --buffer-size 64k "$APP" -t 4 -n 3000
