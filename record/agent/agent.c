@@ -31,6 +31,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "record/agent/agent.h"
 #include "record/loaded_modules.h"
@@ -65,6 +66,10 @@ static struct {
     int backtrace;
     int capture, capture_lost;
     char capture_name[256];
+    wchar_t capture_wname[256];   /* the same, decoded from UTF-8; empty if it is not UTF-8 */
+    /* handles of NVTX registered strings equal to capture_name (nvtxDomainRegisterString) */
+    nvtxStringHandle_t capture_handles[16];
+    int n_capture_handles;
     char kinds[256];
     /* buffer pool and the queue of completed buffers */
     pthread_mutex_t mu;
@@ -374,10 +379,84 @@ static int is_launch(CUpti_CallbackDomain dom, CUpti_CallbackId id)
 
 /* ---------------------------------------------------------------- callback API */
 
-/* The message of an NVTX event given as ASCII; NULL for Unicode or registered strings. */
-static const char *nvtx_ascii(const nvtxEventAttributes_t *at)
+/* The capture name as wide characters, for the W calls and Unicode messages:
+ * decoded from UTF-8 once; left empty (never matching) if it is not UTF-8. */
+static void decode_capture_wname(void)
 {
-    return at && at->messageType == NVTX_MESSAGE_TYPE_ASCII ? at->message.ascii : NULL;
+    const unsigned char *p = (const unsigned char *)g.capture_name;
+    size_t n = 0;
+    g.capture_wname[0] = 0;
+    while (*p) {
+        uint32_t c;
+        int more;
+        if (*p < 0x80)
+            c = *p, more = 0;
+        else if ((*p & 0xe0) == 0xc0)
+            c = *p & 0x1fu, more = 1;
+        else if ((*p & 0xf0) == 0xe0)
+            c = *p & 0x0fu, more = 2;
+        else if ((*p & 0xf8) == 0xf0)
+            c = *p & 0x07u, more = 3;
+        else
+            return;
+        p++;
+        for (; more; more--, p++) {
+            if ((*p & 0xc0) != 0x80)
+                return;
+            c = c << 6 | (*p & 0x3fu);
+        }
+        if (n + 1 >= sizeof g.capture_wname / sizeof g.capture_wname[0])
+            return;
+        g.capture_wname[n++] = (wchar_t)c;
+    }
+    g.capture_wname[n] = 0;
+}
+
+static int is_capture_wname(const wchar_t *msg)
+{
+    return msg && g.capture_wname[0] && wcscmp(msg, g.capture_wname) == 0;
+}
+
+static int is_capture_handle(nvtxStringHandle_t h)
+{
+    int n = __atomic_load_n(&g.n_capture_handles, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++)
+        if (g.capture_handles[i] == h)
+            return 1;
+    return 0;
+}
+
+/* A registered string equal to the capture name: its handle names the range
+ * from then on.  Registration is rare, so a lock is fine. */
+static void note_registered(const char *ascii, const wchar_t *wide, const void *ret)
+{
+    if (!ret || !((ascii && strcmp(ascii, g.capture_name) == 0) || is_capture_wname(wide)))
+        return;
+    nvtxStringHandle_t h = *(const nvtxStringHandle_t *)ret;
+    pthread_mutex_lock(&g.mu);
+    if (!is_capture_handle(h) && g.n_capture_handles < (int)(sizeof g.capture_handles / sizeof g.capture_handles[0])) {
+        g.capture_handles[g.n_capture_handles] = h;
+        __atomic_store_n(&g.n_capture_handles, g.n_capture_handles + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* Whether an Ex call's message, in any of its three forms, is the capture name. */
+static int is_capture_attr(const nvtxEventAttributes_t *at)
+{
+    if (!at)
+        return 0;
+    switch (at->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII: return at->message.ascii && strcmp(at->message.ascii, g.capture_name) == 0;
+    case NVTX_MESSAGE_TYPE_UNICODE: return is_capture_wname(at->message.unicode);
+    case NVTX_MESSAGE_TYPE_REGISTERED: return is_capture_handle(at->message.registered);
+    default: return 0;
+    }
+}
+
+static int is_capture_ascii(const char *msg)
+{
+    return msg && strcmp(msg, g.capture_name) == 0;
 }
 
 /* Push/pop ranges nest per thread, so a thread's depth finds the pop that ends
@@ -386,19 +465,25 @@ static const char *nvtx_ascii(const nvtxEventAttributes_t *at)
 static void on_nvtx(CUpti_CallbackId id, const CUpti_NvtxData *nd)
 {
     const void *fp = nd->functionParams;
-    const char *msg = NULL;
+    int match = 0;
+    if (!fp && id != CUPTI_CBID_NVTX_nvtxRangePop && id != CUPTI_CBID_NVTX_nvtxDomainRangePop)
+        return;
     switch (id) {
     case CUPTI_CBID_NVTX_nvtxRangePushA:
-        msg = fp ? ((const nvtxRangePushA_params *)fp)->message : NULL;
+        match = is_capture_ascii(((const nvtxRangePushA_params *)fp)->message);
+        goto push;
+    case CUPTI_CBID_NVTX_nvtxRangePushW:
+        match = is_capture_wname(((const nvtxRangePushW_params *)fp)->message);
         goto push;
     case CUPTI_CBID_NVTX_nvtxRangePushEx:
-        msg = fp ? nvtx_ascii(((const nvtxRangePushEx_params *)fp)->eventAttrib) : NULL;
+        match = is_capture_attr(((const nvtxRangePushEx_params *)fp)->eventAttrib);
         goto push;
     case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
-        msg = fp ? nvtx_ascii(((const nvtxDomainRangePushEx_params *)fp)->core.eventAttrib) : NULL;
+        match = is_capture_attr(((const nvtxDomainRangePushEx_params *)fp)->core.eventAttrib);
     push:
+        /* every push is seen, whatever its form, so that pops stay paired */
         tls_nvtx_depth++;
-        if (!tls_capture_depth && msg && strcmp(msg, g.capture_name) == 0) {
+        if (!tls_capture_depth && match) {
             tls_capture_depth = tls_nvtx_depth;
             capture_enter(mono_ns());
         }
@@ -414,15 +499,18 @@ static void on_nvtx(CUpti_CallbackId id, const CUpti_NvtxData *nd)
         tls_nvtx_depth--;
         return;
     case CUPTI_CBID_NVTX_nvtxRangeStartA:
-        msg = fp ? ((const nvtxRangeStartA_params *)fp)->message : NULL;
+        match = is_capture_ascii(((const nvtxRangeStartA_params *)fp)->message);
+        goto start;
+    case CUPTI_CBID_NVTX_nvtxRangeStartW:
+        match = is_capture_wname(((const nvtxRangeStartW_params *)fp)->message);
         goto start;
     case CUPTI_CBID_NVTX_nvtxRangeStartEx:
-        msg = fp ? nvtx_ascii(((const nvtxRangeStartEx_params *)fp)->eventAttrib) : NULL;
+        match = is_capture_attr(((const nvtxRangeStartEx_params *)fp)->eventAttrib);
         goto start;
     case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
-        msg = fp ? nvtx_ascii(((const nvtxDomainRangeStartEx_params *)fp)->core.eventAttrib) : NULL;
+        match = is_capture_attr(((const nvtxDomainRangeStartEx_params *)fp)->core.eventAttrib);
     start:
-        if (msg && strcmp(msg, g.capture_name) == 0) {
+        if (match) {
             /* the range id is the call's result, so CUPTI may have taken the START
              * marker's time before this callback: open the window a little earlier */
             if (nd->functionReturnValue)
@@ -433,12 +521,19 @@ static void on_nvtx(CUpti_CallbackId id, const CUpti_NvtxData *nd)
         }
         return;
     case CUPTI_CBID_NVTX_nvtxRangeEnd:
-        if (fp)
-            capture_end_id(((const nvtxRangeEnd_params *)fp)->id, mono_ns() + 1000);
+        capture_end_id(((const nvtxRangeEnd_params *)fp)->id, mono_ns() + 1000);
         return;
     case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
-        if (fp)
-            capture_end_id(((const nvtxDomainRangeEnd_params *)fp)->core.id, mono_ns() + 1000);
+        capture_end_id(((const nvtxDomainRangeEnd_params *)fp)->core.id, mono_ns() + 1000);
+        return;
+    case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA:
+        note_registered(((const nvtxDomainRegisterStringA_params *)fp)->string, NULL,
+                        nd->functionReturnValue);
+        return;
+    case CUPTI_CBID_NVTX_nvtxDomainRegisterStringW:
+        /* CUPTI's header declares this string char *; NVTX passes wchar_t * */
+        note_registered(NULL, (const wchar_t *)(const void *)((const nvtxDomainRegisterStringW_params *)fp)->string,
+                        nd->functionReturnValue);
         return;
     default:
         return;
@@ -998,7 +1093,9 @@ static void setup_cupti(void)
                 CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
                 CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxRangeStartA,
                 CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxRangeEnd,
-                CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeEnd};
+                CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeEnd,
+                CUPTI_CBID_NVTX_nvtxRangePushW, CUPTI_CBID_NVTX_nvtxRangeStartW,
+                CUPTI_CBID_NVTX_nvtxDomainRegisterStringA, CUPTI_CBID_NVTX_nvtxDomainRegisterStringW};
             for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
                 cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_NVTX, ids[i]);
         }
@@ -1087,6 +1184,8 @@ static int init_locked(void)
     } else if (cap && strncmp(cap, "nvtx:", 5) == 0 && cap[5]) {
         g.capture = CAP_NVTX;
         snprintf(g.capture_name, sizeof g.capture_name, "%s", cap + 5);
+        decode_capture_wname();
+        g.n_capture_handles = 0;
     } else if (delay || dur) {
         g.capture = CAP_TIME;
         window_open(g.t0_mono + delay);

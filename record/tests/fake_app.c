@@ -13,11 +13,15 @@
  *   --fault ends the program with a real segmentation fault (a store to address 8).
  *   --late MS sleeps MS milliseconds after the run, then runs 1 x 10 iterations more.
  *   --spawn adds a child process that execs this program (1 thread of N/2 iterations).
+ *   --form F makes the --capture push and the --start-end start an NVTX call of form
+ *   F: a (default), w, ex-w (Unicode message), registered, registered-w.
+ *   --inner-wide makes the per-iteration range an nvtxRangePushW.
+ *   -t 0 runs the N iterations on the main thread, inside its capture range.
  *
  * usage: fake_app [-t THREADS] [-n ITERS] [--fork] [--exit N] [--signal N]
  *                 [--incomplete K] [--sleep MS] [--profiler] [--capture NAME]
  *                 [--start-end NAME] [--catch SIG] [--fault] [--late MS] [--spawn]
- *                 [--print-env]
+ *                 [--form F] [--inner-wide] [--print-env]
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -32,6 +36,7 @@
 #include "fakecupti/fake_cupti.h"
 
 static int iters = 100, incomplete;
+static fake_nvtx_form inner_form = FAKE_NVTX_A;
 static volatile sig_atomic_t caught;
 
 static void on_caught(int sig)
@@ -80,7 +85,7 @@ static void *worker(void *arg)
 {
     int n = (int)(intptr_t)arg;
     for (int i = 0; i < n; i++) {
-        fake_cupti_push("iteration");
+        fake_cupti_push_as(inner_form, "iteration");
         uint32_t c = fake_cupti_api(0, 505);   /* __cudaLaunchKernel_v13000 */
         fake_cupti_kernel(c, i % 2 ? "_Z6vecAddPKfS0_Pfi" : "scale_kernel", 7, i >= incomplete);
         fake_cupti_pop();
@@ -93,6 +98,10 @@ static void *worker(void *arg)
 
 static void run(int threads, int n)
 {
+    if (threads == 0) {   /* -t 0: the iterations run on the calling thread itself */
+        worker((void *)(intptr_t)n);
+        return;
+    }
     pthread_t t[64];
     if (threads > 64)
         threads = 64;
@@ -106,6 +115,7 @@ int main(int argc, char **argv)
 {
     int threads = 1, do_fork = 0, code = 0, sig = 0, profiler = 0, sleep_ms = 0, fault = 0;
     int late_ms = 0, spawn = 0;
+    fake_nvtx_form form = FAKE_NVTX_A;
     const char *capture = NULL, *start_end = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc)
@@ -124,6 +134,22 @@ int main(int argc, char **argv)
             late_ms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--spawn"))
             spawn = 1;
+        else if (!strcmp(argv[i], "--inner-wide"))
+            inner_form = FAKE_NVTX_W;
+        else if (!strcmp(argv[i], "--form") && i + 1 < argc) {
+            static const struct { const char *name; fake_nvtx_form form; } forms[] = {
+                {"a", FAKE_NVTX_A}, {"w", FAKE_NVTX_W}, {"ex-w", FAKE_NVTX_EX_UNICODE},
+                {"registered", FAKE_NVTX_REGISTERED}, {"registered-w", FAKE_NVTX_REGISTERED_W}};
+            const char *f = argv[++i];
+            size_t k = 0;
+            while (k < sizeof forms / sizeof forms[0] && strcmp(forms[k].name, f))
+                k++;
+            if (k == sizeof forms / sizeof forms[0]) {
+                fprintf(stderr, "fake_app: bad --form %s\n", f);
+                return 64;
+            }
+            form = forms[k].form;
+        }
         else if (!strcmp(argv[i], "--incomplete") && i + 1 < argc)
             incomplete = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--sleep") && i + 1 < argc)
@@ -158,8 +184,8 @@ int main(int argc, char **argv)
     if (profiler)
         fake_cupti_api(0, 171);   /* cudaProfilerStart */
     if (capture)
-        fake_cupti_push(capture);
-    uint64_t range = start_end ? fake_cupti_range_start(start_end) : 0;
+        fake_cupti_push_as(form, capture);
+    uint64_t range = start_end ? fake_cupti_range_start_as(form, start_end) : 0;
     run(threads, iters);
     if (start_end)
         fake_cupti_range_end(range);

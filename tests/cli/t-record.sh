@@ -153,6 +153,17 @@ expect_eq "$(q nv.db "SELECT count(*) FROM events WHERE flags & 2")" 0 "untermin
 expect_status 0 "$REC" -o se.db --nvtx-capture step "$APP" -t 2 -n 60 --start-end step
 expect_eq "$(q se.db "SELECT count(*) FROM events WHERE kind = 7")" 120 "kernels in the start/end range"
 expect_eq "$(q se.db "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value = 'step'")" 1 "the start/end capture range itself"
+# the capture range named in the other forms NVTX has: wide, an Ex call with a
+# Unicode message, a registered string (ASCII or wide), for push/pop and start/end
+for form in w ex-w registered registered-w; do
+    expect_status 0 "$REC" -o "nv-$form.db" --nvtx-capture step "$APP" -t 2 -n 60 --capture step --form "$form"
+    expect_eq "$(q "nv-$form.db" "SELECT count(*) FROM events WHERE kind = 7")" 120 "kernels in a $form push/pop range"
+    expect_status 0 "$REC" -o "se-$form.db" --nvtx-capture step "$APP" -t 2 -n 60 --start-end step --form "$form"
+    expect_eq "$(q "se-$form.db" "SELECT count(*) FROM events WHERE kind = 7")" 120 "kernels in a $form start/end range"
+done
+# wide pushes inside the capture range on its own thread keep their pops paired
+expect_status 0 "$REC" -o nvw.db --nvtx-capture step "$APP" -t 0 -n 60 --capture step --inner-wide
+expect_eq "$(q nvw.db "SELECT count(*) FROM events WHERE kind = 7")" 60 "kernels in a range holding wide pushes"
 # a CUPTI that gives the start callback no range id: nothing can be matched, ingest says so
 FAKE_CUPTI_NO_RANGE_ID=1 expect_status 0 "$REC" -o seni.db --nvtx-capture step "$APP" -n 20 --start-end step
 expect_grep "1 NVTX start/end capture range(s) ignored" "$TMP/err"

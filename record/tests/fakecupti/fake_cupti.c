@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "fake_cupti.h"
 
@@ -449,14 +450,107 @@ static void marker(uint32_t id, CUpti_ActivityFlag flags, const char *name)
 static __thread uint32_t tls_stack[64];
 static __thread int tls_depth;
 
-/* nvtxRangePushA / nvtxRangePop as CUPTI sees them: NVTX callback, then a MARKER record. */
-void fake_cupti_push(const char *name)
+/* The NVTX callback of one call, if the subscriber enabled it. */
+static void nvtx_callback(CUpti_CallbackId cbid, const char *fn, const void *params, const void *ret)
 {
-    if (g_cb && g_cb_enabled[CUPTI_CB_DOMAIN_NVTX][CUPTI_CBID_NVTX_nvtxRangePushA]) {
-        nvtxRangePushA_params p = {name};
-        CUpti_NvtxData d = {"nvtxRangePushA", &p, NULL};
-        g_cb(g_cb_user, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushA, &d);
+    if (g_cb && g_cb_enabled[CUPTI_CB_DOMAIN_NVTX][cbid]) {
+        CUpti_NvtxData d = {fn, params, ret};
+        g_cb(g_cb_user, CUPTI_CB_DOMAIN_NVTX, cbid, &d);
     }
+}
+
+/* ASCII names only, as the tests use */
+static void widen(const char *s, wchar_t *w, size_t cap)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < cap; i++)
+        w[i] = (wchar_t)(unsigned char)s[i];
+    w[i] = 0;
+}
+
+/* nvtxDomainRegisterStringA/W: one handle per name for the process, as an
+ * application registers a string once and reuses its handle. */
+static nvtxStringHandle_t registered(const char *name, int wide)
+{
+    static struct { const char *name; int wide; nvtxStringHandle_t h; } reg[16];
+    static int nreg;
+    static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&reg_mu);
+    nvtxStringHandle_t h = NULL;
+    for (int i = 0; i < nreg; i++)
+        if (reg[i].wide == wide && strcmp(reg[i].name, name) == 0)
+            h = reg[i].h;
+    if (!h && nreg < 16) {
+        h = (nvtxStringHandle_t)(uintptr_t)(0x1000 + nreg);
+        reg[nreg].name = name;
+        reg[nreg].wide = wide;
+        reg[nreg++].h = h;
+        wchar_t w[256];
+        widen(name, w, 256);
+        if (wide) {
+            nvtxDomainRegisterStringW_params p = {NULL, (const char *)(const void *)w};
+            nvtx_callback(CUPTI_CBID_NVTX_nvtxDomainRegisterStringW, "nvtxDomainRegisterStringW", &p, &h);
+        } else {
+            nvtxDomainRegisterStringA_params p = {NULL, name};
+            nvtx_callback(CUPTI_CBID_NVTX_nvtxDomainRegisterStringA, "nvtxDomainRegisterStringA", &p, &h);
+        }
+    }
+    pthread_mutex_unlock(&reg_mu);
+    return h;
+}
+
+/* The callback of a push or start of the given form; ret is the start's range id. */
+static void push_or_start_callback(int start, fake_nvtx_form form, const char *name, const void *ret)
+{
+    wchar_t w[256];
+    widen(name, w, 256);
+    nvtxEventAttributes_t at;
+    memset(&at, 0, sizeof at);
+    at.version = NVTX_VERSION;
+    at.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    switch (form) {
+    case FAKE_NVTX_A:
+        if (start) {
+            nvtxRangeStartA_params p = {name};
+            nvtx_callback(CUPTI_CBID_NVTX_nvtxRangeStartA, "nvtxRangeStartA", &p, ret);
+        } else {
+            nvtxRangePushA_params p = {name};
+            nvtx_callback(CUPTI_CBID_NVTX_nvtxRangePushA, "nvtxRangePushA", &p, ret);
+        }
+        return;
+    case FAKE_NVTX_W:
+        if (start) {
+            nvtxRangeStartW_params p = {w};
+            nvtx_callback(CUPTI_CBID_NVTX_nvtxRangeStartW, "nvtxRangeStartW", &p, ret);
+        } else {
+            nvtxRangePushW_params p = {w};
+            nvtx_callback(CUPTI_CBID_NVTX_nvtxRangePushW, "nvtxRangePushW", &p, ret);
+        }
+        return;
+    case FAKE_NVTX_EX_UNICODE:
+        at.messageType = NVTX_MESSAGE_TYPE_UNICODE;
+        at.message.unicode = w;
+        break;
+    case FAKE_NVTX_REGISTERED:
+    case FAKE_NVTX_REGISTERED_W:
+        at.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+        at.message.registered = registered(name, form == FAKE_NVTX_REGISTERED_W);
+        break;
+    }
+    if (start) {
+        nvtxDomainRangeStartEx_params p = {NULL, {&at}};
+        nvtx_callback(CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, "nvtxDomainRangeStartEx", &p, ret);
+    } else {
+        nvtxDomainRangePushEx_params p = {NULL, {&at}};
+        nvtx_callback(CUPTI_CBID_NVTX_nvtxDomainRangePushEx, "nvtxDomainRangePushEx", &p, ret);
+    }
+}
+
+/* nvtxRangePush* / nvtxRangePop as CUPTI sees them: NVTX callback, then a MARKER
+ * record, whose name CUPTI has resolved to text whatever the call's form. */
+void fake_cupti_push_as(fake_nvtx_form form, const char *name)
+{
+    push_or_start_callback(0, form, name, NULL);
     pthread_mutex_lock(&g_mu);
     uint32_t id = g_next_marker++;
     pthread_mutex_unlock(&g_mu);
@@ -464,6 +558,11 @@ void fake_cupti_push(const char *name)
         tls_stack[tls_depth] = id;
     tls_depth++;
     marker(id, CUPTI_ACTIVITY_FLAG_MARKER_START, name);
+}
+
+void fake_cupti_push(const char *name)
+{
+    fake_cupti_push_as(FAKE_NVTX_A, name);
 }
 
 void fake_cupti_pop(void)
@@ -480,23 +579,24 @@ void fake_cupti_pop(void)
     }
 }
 
-/* nvtxRangeStartA / nvtxRangeEnd: CUPTI hands the start callback the new range id
+/* nvtxRangeStart* / nvtxRangeEnd: CUPTI hands the start callback the new range id
  * as the call's return value; the end may come from any thread. */
-uint64_t fake_cupti_range_start(const char *name)
+uint64_t fake_cupti_range_start_as(fake_nvtx_form form, const char *name)
 {
     pthread_mutex_lock(&g_mu);
     uint64_t id = g_next_marker++;
     pthread_mutex_unlock(&g_mu);
     marker((uint32_t)id, CUPTI_ACTIVITY_FLAG_MARKER_START, name);
-    if (g_cb && g_cb_enabled[CUPTI_CB_DOMAIN_NVTX][CUPTI_CBID_NVTX_nvtxRangeStartA]) {
-        nvtxRangeStartA_params p = {name};
-        nvtxRangeId_t ret = id;
-        /* FAKE_CUPTI_NO_RANGE_ID: a CUPTI that does not pass the id to the callback */
-        const char *no_id = getenv("FAKE_CUPTI_NO_RANGE_ID");
-        CUpti_NvtxData d = {"nvtxRangeStartA", &p, no_id && *no_id ? NULL : &ret};
-        g_cb(g_cb_user, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeStartA, &d);
-    }
+    nvtxRangeId_t ret = id;
+    /* FAKE_CUPTI_NO_RANGE_ID: a CUPTI that does not pass the id to the callback */
+    const char *no_id = getenv("FAKE_CUPTI_NO_RANGE_ID");
+    push_or_start_callback(1, form, name, no_id && *no_id ? NULL : &ret);
     return id;
+}
+
+uint64_t fake_cupti_range_start(const char *name)
+{
+    return fake_cupti_range_start_as(FAKE_NVTX_A, name);
 }
 
 void fake_cupti_range_end(uint64_t id)
