@@ -412,6 +412,11 @@ static void decode_capture_wname(void)
     g.capture_wname[n] = 0;
 }
 
+static int is_capture_ascii(const char *msg)
+{
+    return msg && strcmp(msg, g.capture_name) == 0;
+}
+
 static int is_capture_wname(const wchar_t *msg)
 {
     return msg && g.capture_wname[0] && wcscmp(msg, g.capture_wname) == 0;
@@ -430,7 +435,7 @@ static int is_capture_handle(nvtxStringHandle_t h)
  * from then on.  Registration is rare, so a lock is fine. */
 static void note_registered(const char *ascii, const wchar_t *wide, const void *ret)
 {
-    if (!ret || !((ascii && strcmp(ascii, g.capture_name) == 0) || is_capture_wname(wide)))
+    if (!ret || !(is_capture_ascii(ascii) || is_capture_wname(wide)))
         return;
     nvtxStringHandle_t h = *(const nvtxStringHandle_t *)ret;
     pthread_mutex_lock(&g.mu);
@@ -447,16 +452,11 @@ static int is_capture_attr(const nvtxEventAttributes_t *at)
     if (!at)
         return 0;
     switch (at->messageType) {
-    case NVTX_MESSAGE_TYPE_ASCII: return at->message.ascii && strcmp(at->message.ascii, g.capture_name) == 0;
+    case NVTX_MESSAGE_TYPE_ASCII: return is_capture_ascii(at->message.ascii);
     case NVTX_MESSAGE_TYPE_UNICODE: return is_capture_wname(at->message.unicode);
     case NVTX_MESSAGE_TYPE_REGISTERED: return is_capture_handle(at->message.registered);
     default: return 0;
     }
-}
-
-static int is_capture_ascii(const char *msg)
-{
-    return msg && strcmp(msg, g.capture_name) == 0;
 }
 
 /* Push/pop ranges nest per thread, so a thread's depth finds the pop that ends
