@@ -1,7 +1,7 @@
 // counts.cu - a CUDA program with exactly known activity counts, for checking
 // trace-record on a GPU (record/tests/gpu/run_gpu.sh).
 //
-// usage: counts [ITERS] [--profiler] [--start-end] [--term]
+// usage: counts [ITERS] [--profiler] [--start-end [--wide | --registered]] [--term]
 // Prints one JSON line with the counts the recorder must find:
 //   kernels 2*ITERS (vec_add ITERS, scale ITERS), all on one non-default stream;
 //   launch API calls (__cudaLaunchKernel, cbid 505) 2*ITERS, one kernel each;
@@ -9,7 +9,9 @@
 //   starts before CUDA is initialised, and ITERS "iter"); NVTX marks 1.
 // With --profiler, cudaProfilerStart/Stop enclose iterations [10, 20): a
 // --capture-range cudaProfilerApi recording keeps 20 kernels.  With --start-end,
-// nvtxRangeStartA/End("window") enclose the same iterations (--nvtx-capture window).
+// nvtxRangeStartA/End("window") enclose the same iterations (--nvtx-capture window);
+// --wide makes it nvtxRangeStartW(L"window"), --registered an nvtxDomainRangeStartEx
+// whose message is a string registered with nvtxDomainRegisterStringA.
 // With --term the program ends by raising SIGTERM after printing its counts.
 #include <cstdio>
 #include <cstdlib>
@@ -42,9 +44,38 @@ __global__ void scale(float *c, float s, int n)
         }                                                                                 \
     } while (0)
 
+enum window_form { WINDOW_ASCII, WINDOW_WIDE, WINDOW_REGISTERED };
+static nvtxDomainHandle_t window_domain;
+
+static nvtxRangeId_t window_start(window_form form)
+{
+    if (form == WINDOW_WIDE)
+        return nvtxRangeStartW(L"window");
+    if (form == WINDOW_REGISTERED) {
+        window_domain = nvtxDomainCreateA("counts");
+        nvtxEventAttributes_t at;
+        memset(&at, 0, sizeof at);
+        at.version = NVTX_VERSION;
+        at.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+        at.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+        at.message.registered = nvtxDomainRegisterStringA(window_domain, "window");
+        return nvtxDomainRangeStartEx(window_domain, &at);
+    }
+    return nvtxRangeStartA("window");
+}
+
+static void window_end(window_form form, nvtxRangeId_t id)
+{
+    if (form == WINDOW_REGISTERED)
+        nvtxDomainRangeEnd(window_domain, id);
+    else
+        nvtxRangeEnd(id);
+}
+
 int main(int argc, char **argv)
 {
     int iters = 100, profiler = 0, start_end = 0, term = 0;
+    window_form form = WINDOW_ASCII;
     nvtxRangeId_t window = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--profiler"))
@@ -53,6 +84,10 @@ int main(int argc, char **argv)
             start_end = 1;
         else if (!strcmp(argv[i], "--term"))
             term = 1;
+        else if (!strcmp(argv[i], "--wide"))
+            form = WINDOW_WIDE;
+        else if (!strcmp(argv[i], "--registered"))
+            form = WINDOW_REGISTERED;
         else
             iters = atoi(argv[i]);
     }
@@ -72,7 +107,7 @@ int main(int argc, char **argv)
         if (profiler && it == 10)
             cudaProfilerStart();
         if (start_end && it == 10)
-            window = nvtxRangeStartA("window");
+            window = window_start(form);
         nvtxRangePushA("iter");
         vec_add<<<(n + 255) / 256, 256, 0, s>>>(a, b, c, n);
         scale<<<(n + 255) / 256, 256, 0, s>>>(c, 2.0f, n);
@@ -83,7 +118,7 @@ int main(int argc, char **argv)
         }
         if (start_end && it == 19) {
             cudaStreamSynchronize(s);
-            nvtxRangeEnd(window);
+            window_end(form, window);
         }
     }
     float h = 0;

@@ -62,6 +62,12 @@ $PY "$here/check_counts.py" "$W/cap.db" '{}' --capture 20 | tee -a "$S" | grep -
 "$REC" -o "$W/se.db" --nvtx-capture window "$W/counts_static" "$ITERS" --start-end > /dev/null 2>> "$S"
 say "== --nvtx-capture window (nvtxRangeStartA/End)"
 $PY "$here/check_counts.py" "$W/se.db" '{}' --capture 20 | tee -a "$S" | grep -q FAIL && failed=1
+# the same window named by a wide string, and by a registered string in a domain
+for form in wide registered; do
+    "$REC" -o "$W/se-$form.db" --nvtx-capture window "$W/counts_static" "$ITERS" --start-end --$form > /dev/null 2>> "$S"
+    say "== --nvtx-capture window ($form)"
+    $PY "$here/check_counts.py" "$W/se-$form.db" '{}' --capture 20 | tee -a "$S" | grep -q FAIL && failed=1
+done
 # SIGTERM: the agent finishes the file, then the program dies of the signal
 exp=$("$W/counts_static" "$ITERS" --term)
 "$REC" -o "$W/term.db" "$W/counts_static" "$ITERS" --term > /dev/null 2> "$W/term.err"
