@@ -572,11 +572,8 @@ void fake_cupti_pop(void)
     tls_depth--;
     uint32_t id = tls_depth < 64 ? tls_stack[tls_depth] : 0;
     marker(id, CUPTI_ACTIVITY_FLAG_MARKER_END, NULL);
-    if (g_cb && g_cb_enabled[CUPTI_CB_DOMAIN_NVTX][CUPTI_CBID_NVTX_nvtxRangePop]) {
-        nvtxRangePop_params p = {NULL};
-        CUpti_NvtxData d = {"nvtxRangePop", &p, NULL};
-        g_cb(g_cb_user, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePop, &d);
-    }
+    nvtxRangePop_params p = {NULL};
+    nvtx_callback(CUPTI_CBID_NVTX_nvtxRangePop, "nvtxRangePop", &p, NULL);
 }
 
 /* nvtxRangeStart* / nvtxRangeEnd: CUPTI hands the start callback the new range id
@@ -602,11 +599,8 @@ uint64_t fake_cupti_range_start(const char *name)
 void fake_cupti_range_end(uint64_t id)
 {
     marker((uint32_t)id, CUPTI_ACTIVITY_FLAG_MARKER_END, NULL);
-    if (g_cb && g_cb_enabled[CUPTI_CB_DOMAIN_NVTX][CUPTI_CBID_NVTX_nvtxRangeEnd]) {
-        nvtxRangeEnd_params p = {id};
-        CUpti_NvtxData d = {"nvtxRangeEnd", &p, NULL};
-        g_cb(g_cb_user, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangeEnd, &d);
-    }
+    nvtxRangeEnd_params p = {id};
+    nvtx_callback(CUPTI_CBID_NVTX_nvtxRangeEnd, "nvtxRangeEnd", &p, NULL);
 }
 
 void fake_cupti_mark(const char *name)
