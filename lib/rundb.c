@@ -4,6 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/atomic_file.h"
@@ -90,15 +95,42 @@ tr_status tr_rundb_create_schema(sqlite3 *db, tr_error *err)
     return sql_exec(db, pragma, err);
 }
 
+/* Opens path for reading without blocking (a FIFO with no writer would block a
+ * plain open) and refuses anything but a regular file; -1 with errno set. */
+static int open_regular(const char *path, const char **what)
+{
+    *what = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return -1;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        *what = S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO"
+              : S_ISSOCK(sb.st_mode) ? "a socket" : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode)
+              ? "a device" : "not a regular file";
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    return fd;
+}
+
 int tr_file_is_sqlite(const char *path)
 {
     char hdr[16];
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    const char *what;
+    int fd = open_regular(path, &what);
+    if (fd < 0)
         return 0;
-    size_t got = fread(hdr, 1, sizeof hdr, f);
-    fclose(f);
-    return got == sizeof hdr && memcmp(hdr, "SQLite format 3", 16) == 0;
+    ssize_t got = read(fd, hdr, sizeof hdr);
+    close(fd);
+    return got == (ssize_t)sizeof hdr && memcmp(hdr, "SQLite format 3", 16) == 0;
 }
 
 /* Prepared insert with positional binds. */
@@ -426,44 +458,215 @@ fail:
     return st;
 }
 
+/* ---- opening a run.db for reading ----
+ *
+ * A run.db may come from anywhere, so it is opened as hostile: read-only, with
+ * SQLite's defensive mode, no views or triggers, an untrusted schema, and a
+ * wall-clock limit on every query.  Every table the tools read must be a
+ * plain table holding the schema's columns, so no query over it can run
+ * user-defined SQL. */
+
+/* Columns of schema v1 that were added after the first v1 files were written:
+ * the tools read none of them, so older files without them stay readable. */
+static const struct { const char *table, *column; } optional_columns[] = {
+    {"sources", "host"},
+    {"sources", "rank"},
+};
+
+static int column_optional(const char *table, const char *column)
+{
+    for (size_t i = 0; i < sizeof optional_columns / sizeof optional_columns[0]; i++)
+        if (!strcmp(optional_columns[i].table, table) && !strcmp(optional_columns[i].column, column))
+            return 1;
+    return 0;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The deadline travels in the handler's pointer argument (CLOCK_MONOTONIC ms):
+ * the handle is closed by callers with sqlite3_close(), so there is no place
+ * to free a separately allocated context. */
+static int past_deadline(void *arg)
+{
+    return now_ms() > (int64_t)(intptr_t)arg;
+}
+
+/* How long queries over this file may run: generous for real work and growing
+ * with the file (1 s per 8 MiB over a minute), TRACEKIT_QUERY_TIMEOUT seconds
+ * when set (0: no limit). */
+static int64_t query_limit_ms(int64_t size)
+{
+    const char *env = getenv("TRACEKIT_QUERY_TIMEOUT");
+    if (env && *env) {
+        char *end;
+        double s = strtod(env, &end);
+        if (*end == '\0' && s >= 0 && s < 1e9)
+            return (int64_t)(s * 1000);
+    }
+    return 60000 + size / (8 << 20) * 1000;
+}
+
+static tr_status bad(tr_error *err, sqlite3 *db, const char *path, const char *fmt, const char *a,
+                     const char *b)
+{
+    tr_fail(err, TR_ERR_INPUT, fmt, path, a, b ? b : (db ? sqlite3_errmsg(db) : ""));
+    return TR_ERR_INPUT;
+}
+
+/* The reference columns of each table, from the schema itself. */
+static tr_status check_tables(sqlite3 *db, const char *path, tr_error *err)
+{
+    sqlite3 *ref = NULL;
+    tr_status st = TR_OK;
+    if (sqlite3_open_v2(":memory:", &ref, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL)
+        != SQLITE_OK || tr_rundb_create_schema(ref, err) != TR_OK) {
+        sqlite3_close(ref);
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    }
+    sqlite3_stmt *obj = NULL, *have = NULL, *want = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT type, sql FROM sqlite_master WHERE name = ?1 COLLATE NOCASE",
+                           -1, &obj, NULL) != SQLITE_OK) {
+        st = bad(err, db, path, "%s: not a readable run database%s: %s", "", NULL);
+        goto out;
+    }
+    for (size_t t = 0; t < tr_rundb_ntables && st == TR_OK; t++) {
+        const char *table = tr_rundb_tables[t].table;
+        sqlite3_reset(obj);
+        sqlite3_bind_text(obj, 1, table, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(obj);
+        if (rc == SQLITE_DONE) {
+            st = bad(err, db, path, "%s: not a run database: table %s is missing%s", table, "");
+            break;
+        }
+        if (rc != SQLITE_ROW) {
+            st = bad(err, db, path, "%s: not a readable run database (table %s): %s", table, NULL);
+            break;
+        }
+        const char *type = (const char *)sqlite3_column_text(obj, 0);
+        const char *sql = (const char *)sqlite3_column_text(obj, 1);
+        if (!type || strcmp(type, "table") != 0) {
+            st = bad(err, db, path, "%s: not a run database: %s is a %s, not a table", table,
+                     type ? type : "nameless object");
+            break;
+        }
+        if (!sql || !strncasecmp(sql, "CREATE VIRTUAL", 14)) {
+            st = bad(err, db, path, "%s: not a run database: %s is a %s, not a plain table", table,
+                     "virtual table");
+            break;
+        }
+        /* the file's columns; a generated column (hidden 2 or 3) runs SQL on read */
+        char q[128];
+        snprintf(q, sizeof q, "SELECT name, hidden FROM pragma_table_xinfo('%s')", table);
+        if (sqlite3_prepare_v2(db, q, -1, &have, NULL) != SQLITE_OK
+            || sqlite3_prepare_v2(ref, "SELECT name FROM pragma_table_xinfo(?1)", -1, &want, NULL)
+                   != SQLITE_OK) {
+            st = bad(err, db, path, "%s: not a readable run database (table %s): %s", table, NULL);
+            break;
+        }
+        sqlite3_bind_text(want, 1, table, -1, SQLITE_STATIC);
+        /* schema tables are small: a quadratic match is cheaper than a set */
+        char cols[64][32];
+        size_t ncols = 0;
+        while ((rc = sqlite3_step(have)) == SQLITE_ROW) {
+            const char *name = (const char *)sqlite3_column_text(have, 0);
+            if (sqlite3_column_int(have, 1) > 1) {
+                st = bad(err, db, path, "%s: not a run database: %s.%s is a generated column",
+                         table, name ? name : "?");
+                break;
+            }
+            if (name && ncols < 64 && strlen(name) < sizeof cols[0])
+                strcpy(cols[ncols++], name);
+        }
+        if (st == TR_OK && rc != SQLITE_DONE)
+            st = bad(err, db, path, "%s: not a readable run database (table %s): %s", table, NULL);
+        while (st == TR_OK && sqlite3_step(want) == SQLITE_ROW) {
+            const char *name = (const char *)sqlite3_column_text(want, 0);
+            size_t i = 0;
+            while (i < ncols && strcasecmp(cols[i], name) != 0)
+                i++;
+            if (i == ncols && !column_optional(table, name))
+                st = bad(err, db, path, "%s: not a run database: table %s has no column %s",
+                         table, name);
+        }
+        sqlite3_finalize(have);
+        sqlite3_finalize(want);
+        have = want = NULL;
+    }
+out:
+    sqlite3_finalize(obj);
+    sqlite3_finalize(have);
+    sqlite3_finalize(want);
+    sqlite3_close(ref);
+    return st;
+}
+
 tr_status tr_rundb_open(const char *path, sqlite3 **out, tr_error *err)
 {
     *out = NULL;
-    if (access(path, R_OK) != 0)
-        return tr_fail(err, TR_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
-    if (!tr_file_is_sqlite(path))
+    const char *what;
+    int fd = open_regular(path, &what);
+    if (fd < 0)
+        return what ? tr_fail(err, TR_ERR_INPUT, "%s: not a run database (%s)", path, what)
+                    : tr_fail(err, TR_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
+    char hdr[16];
+    ssize_t got = read(fd, hdr, sizeof hdr);
+    struct stat sb;
+    int64_t size = fstat(fd, &sb) == 0 ? (int64_t)sb.st_size : 0;
+    close(fd);
+    if (got != (ssize_t)sizeof hdr || memcmp(hdr, "SQLite format 3", 16) != 0)
         return tr_fail(err, TR_ERR_INPUT, "%s: not a run database (not an SQLite file)", path);
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         tr_fail(err, TR_ERR_INPUT, "cannot open %s: %s", path,
                 db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);
         return TR_ERR_INPUT;
     }
+    static const int off[] = {SQLITE_DBCONFIG_ENABLE_TRIGGER, SQLITE_DBCONFIG_ENABLE_VIEW,
+                              SQLITE_DBCONFIG_TRUSTED_SCHEMA, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION};
+    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
+        sqlite3_db_config(db, off[i], 0, (int *)NULL);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
+    sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
+    int64_t limit = query_limit_ms(size);
+    if (limit > 0)
+        sqlite3_progress_handler(db, 10000, past_deadline, (void *)(intptr_t)(now_ms() + limit));
+    /* cell_size_check makes SQLite report a corrupt page instead of reading past a cell */
+    sqlite3_exec(db, "PRAGMA cell_size_check=ON", NULL, NULL, NULL);
+
     sqlite3_stmt *st = NULL;
     int version = -1;
     if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK
         && sqlite3_step(st) == SQLITE_ROW)
         version = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
-    int has_meta = 0;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='events'",
-                           -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        has_meta = 1;
-    sqlite3_finalize(st);
+    tr_status s = TR_ERR_INPUT;
     if (version < 0) {
         tr_fail(err, TR_ERR_INPUT, "%s: not a readable SQLite database: %s", path, sqlite3_errmsg(db));
     } else if (version > TR_RUNDB_SCHEMA_VERSION) {
         tr_fail(err, TR_ERR_INPUT,
                 "%s: run database schema version %d is newer than this tool reads (%d); "
                 "upgrade the toolkit", path, version, TR_RUNDB_SCHEMA_VERSION);
-    } else if (version < 1 || !has_meta) {
-        tr_fail(err, TR_ERR_INPUT, "%s: not a run database (schema version %d, no events table)",
-                path, version);
+    } else if (version < TR_RUNDB_SCHEMA_VERSION) {
+        tr_fail(err, TR_ERR_INPUT, "%s: not a run database (schema version %d)", path, version);
     } else {
+        s = check_tables(db, path, err);
+    }
+    if (s == TR_OK) {
         *out = db;
         return TR_OK;
     }
     sqlite3_close(db);
-    return TR_ERR_INPUT;
+    return s;
+}
+
+const char *tr_rundb_name(sqlite3 *db)
+{
+    const char *p = db ? sqlite3_db_filename(db, "main") : NULL;
+    return p && *p ? p : "run database";
 }

@@ -41,10 +41,19 @@ tr_status tr_rundb_create_schema(sqlite3 *db, tr_error *err);
 tr_status tr_rundb_write(const tr_trace *t, const char *path,
                          const tr_meta_kv *meta, size_t nmeta, tr_error *err);
 
-/* Opens a run.db read-only after checking it is one and of a version we read. */
+/* Opens a run.db read-only after checking it is one and of a version we read.
+ * The file is treated as hostile: it must be a regular file; every table the
+ * tools read must be a plain table with the schema's columns; views and
+ * triggers never run (SQLITE_DBCONFIG_DEFENSIVE, trusted_schema off); and
+ * queries stop with SQLITE_INTERRUPT after a wall-clock limit (60 s plus 1 s
+ * per 8 MiB of file, or TRACEKIT_QUERY_TIMEOUT seconds, 0 for none). */
 tr_status tr_rundb_open(const char *path, sqlite3 **db, tr_error *err);
 
-/* True when the file starts with the SQLite header. */
+/* The file name of an open run.db, for error messages. */
+const char *tr_rundb_name(sqlite3 *db);
+
+/* True when the file is a regular file that starts with the SQLite header
+ * (never blocks: FIFOs, devices and directories are not SQLite files). */
 int tr_file_is_sqlite(const char *path);
 
 #endif
