@@ -1,0 +1,81 @@
+# Real PyTorch 1.13 CPU workloads (tests/oracle/real/golden/*, written by
+# tests/oracle/real/gen.py under Debian's python3-torch): the raw profiler events of each
+# workload, re-encoded as a Kineto trace, must give PyTorch's own tables and stacks
+# byte for byte under --compat torch, and the same numbers in the default mode except
+# for the differences listed in tests/oracle/real/differences.tsv.
+# Needs only python3 (for compare.py and the legacy trace's event count).
+real="$GOLDEN_DIR/../../oracle/real"
+command -v python3 >/dev/null || { skip "python3 not installed"; return 0; }
+[ -d "$real/golden" ] || { fail "no goldens in $real/golden"; return 0; }
+
+# same NAME GOLDEN CMD...: CMD's standard output must equal GOLDEN
+same() {
+    name=$1 want=$2
+    shift 2
+    "$@" >"$w.$name" 2>"$w.$name.err" || {
+        fail "$w: $name: exit $? ($(head -c 200 "$w.$name.err"))"
+        return
+    }
+    cmp -s "$want" "$w.$name" || {
+        fail "$w: $name differs from PyTorch 1.13"
+        diff "$want" "$w.$name" | head -8 >&2
+    }
+}
+
+n=0
+for dir in "$real"/golden/*/; do
+    w=$(basename "$dir")
+    [ -f "$dir/trace_kineto.json" ] || continue
+    n=$((n + 1))
+    "$BIN/trace-ingest" -q -o "$w.db" "$dir/trace_kineto.json" || {
+        fail "$w: trace-ingest trace_kineto.json"
+        continue
+    }
+    # (a) byte-identical with PyTorch's key_averages().table() and export_stacks()
+    same default.txt "$dir/table_default.txt" \
+        "$BIN/trace-analyze" --compat torch --sort self_cpu_time_total -n -1 "$w.db"
+    same unsorted.txt "$dir/table_unsorted.txt" \
+        "$BIN/trace-analyze" --compat torch --sort none -n -1 "$w.db"
+    same shapes.txt "$dir/table_shapes.txt" \
+        "$BIN/trace-analyze" --compat torch --group-by-shape --sort self_cpu_time_total -n -1 "$w.db"
+    same stack5.txt "$dir/table_stack5.txt" \
+        "$BIN/trace-analyze" --compat torch --group-by-stack 5 --sort self_cpu_time_total -n -1 "$w.db"
+    if "$BIN/trace-export" --stacks --compat torch --metric self_cpu_time_total \
+        -o "$w.stacks.txt" "$w.db" 2>"$w.stacks.err"; then
+        cmp -s "$dir/stacks_self_cpu.txt" "$w.stacks.txt" || {
+            fail "$w: export --stacks --compat torch differs from PyTorch 1.13"
+            diff "$dir/stacks_self_cpu.txt" "$w.stacks.txt" | head -8 >&2
+        }
+    else
+        fail "$w: trace-export --stacks --compat torch: $(head -c 200 "$w.stacks.err")"
+    fi
+
+    # (b) the default mode's numbers, row by row, at PyTorch's printed precision
+    if "$BIN/trace-analyze" --format csv -n -1 --sort self_cpu_time_total "$w.db" \
+        >"$w.csv" 2>"$w.csv.err"; then
+        python3 "$real/compare.py" "$dir/table_default.txt" "$w.csv" \
+            --allow "$real/differences.tsv" >"$w.cmp" 2>"$w.cmp.err"
+        case $? in
+            0) ;;
+            1) fail "$w: numbers differ from PyTorch 1.13 ($(cat "$w.cmp.err"))"
+               grep -v '	allowed: ' "$w.cmp" | head -8 >&2 ;;
+            *) fail "$w: compare.py: $(head -c 300 "$w.cmp.err")" ;;
+        esac
+    else
+        fail "$w: trace-analyze --format csv: $(head -c 200 "$w.csv.err")"
+    fi
+
+    # (c) PyTorch's own chrome export (a bare array, no categories) ingests every op
+    if [ -f "$dir/trace_legacy.json" ] && command -v sqlite3 >/dev/null; then
+        want=$(python3 -c 'import json, sys
+print(sum(1 for e in json.load(open(sys.argv[1])) if e.get("ph") == "X"))' \
+            "$dir/trace_legacy.json")
+        if "$BIN/trace-ingest" -q -o "$w.legacy.db" "$dir/trace_legacy.json" 2>"$w.legacy.err"; then
+            got=$(q "$w.legacy.db" 'SELECT count(*) FROM events')
+            expect_eq "$got" "$want" "$w: events ingested from trace_legacy.json"
+        else
+            fail "$w: trace-ingest trace_legacy.json: $(head -c 200 "$w.legacy.err")"
+        fi
+    fi
+done
+[ "$n" -ge 6 ] || fail "expected at least 6 workloads in $real/golden, found $n"

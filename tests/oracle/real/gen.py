@@ -1,0 +1,337 @@
+#!/usr/bin/python3
+"""Ground truth from real PyTorch 1.13 CPU workloads.
+
+  /usr/bin/python3 tests/oracle/real/gen.py [OUTDIR]     (default: tests/oracle/real/golden)
+
+Needs Debian's python3-torch 1.13 (run it with /usr/bin/python3). Each workload runs in a
+process of its own (fresh thread ids, inter-op pool settings, allocator state) and writes
+OUTDIR/<workload>/:
+
+  trace_legacy.json    prof.export_chrome_trace() as this build writes it (bare JSON array)
+  trace_kineto.json    the profiler's raw KinetoEvents, in Kineto's chrome-trace layout
+  table_default.txt    key_averages().table(sort_by="self_cpu_time_total", row_limit=-1)
+  table_unsorted.txt   key_averages().table(row_limit=-1)
+  table_shapes.txt     key_averages(group_by_input_shape=True).table(sort_by=..., row_limit=-1)
+  table_stack5.txt     key_averages(group_by_stack_n=5).table(sort_by=..., row_limit=-1)
+  stacks_self_cpu.txt  export_stacks(path, "self_cpu_time_total")
+  events.tsv           prof.function_events after the tree rebuild (a debugging aid)
+
+and OUTDIR/MANIFEST.md. Times and stack addresses differ from run to run, so a rerun
+rewrites every file; the files of one workload always come from one profile.
+"""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = ["mlp", "conv", "rnn", "attn", "fork", "sched"]
+SORT = "self_cpu_time_total"
+USER_SCOPE = 7
+
+
+def prof_args():
+    return dict(record_shapes=True, with_stack=True, profile_memory=True)
+
+
+# ---- the raw events in Kineto's layout ---------------------------------------------------
+
+def kineto_event(ev, pid):
+    """One KinetoEvent as Kineto's chrome trace writer would lay it out."""
+    import torch
+    name = ev.name()
+    start, dur = ev.start_us(), ev.duration_us()
+    tid = ev.start_thread_id()
+    if name in ("[memory]", "[OutOfMemory]"):
+        dev = ev.device_type()
+        return {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": name,
+                "pid": pid, "tid": tid, "ts": start,
+                "args": {"Device Type": int(dev.value if hasattr(dev, "value") else dev),
+                         "Device Id": ev.device_index(), "Bytes": ev.nbytes()}}
+    args = {"External id": ev.correlation_id(),
+            "Input Dims": [list(s) for s in ev.shapes()],
+            "Input type": list(ev.dtypes())}
+    if ev.sequence_nr() >= 0:
+        args["Sequence number"] = ev.sequence_nr()
+    if ev.fwd_thread_id() > 0:
+        args["Fwd thread id"] = ev.fwd_thread_id()
+    stack = list(ev.stack())
+    if stack:
+        args["Call stack"] = ";".join(stack)
+    if ev.linked_correlation_id() > 0:
+        args["Linked correlation id"] = ev.linked_correlation_id()
+    dev = ev.device_type()
+    if dev != torch.autograd.DeviceType.CPU:
+        args["Device Type"] = int(dev.value if hasattr(dev, "value") else dev)
+        args["Device Id"] = ev.device_index()
+    cat = "user_annotation" if ev.scope() == USER_SCOPE else "cpu_op"
+    if ev.is_async() or ev.start_thread_id() != ev.end_thread_id():
+        cat = "cpu_op"
+        args["Async"] = 1
+        args["End thread id"] = ev.end_thread_id()
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid,
+            "ts": start, "dur": dur, "args": args}
+
+
+def write_kineto(raw, path):
+    pid = os.getpid()
+    events = list(raw.kineto_results.events())
+    t0 = raw.kineto_results.trace_start_us()
+    out = [kineto_event(e, pid) for e in events]
+    end = max([e.start_us() + e.duration_us() for e in events] + [t0])
+    # Kineto's span of the whole profile: it carries the trace start PyTorch subtracts.
+    out.insert(0, {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans",
+                   "tid": "PyTorch Profiler", "ts": t0, "dur": end - t0,
+                   "args": {"Op count": 0}})
+    with open(path, "w") as f:
+        f.write('{"schemaVersion": 1, "traceEvents": [\n')
+        f.write(",\n".join(json.dumps(e, ensure_ascii=False) for e in out))
+        f.write("\n]}\n")
+    return out
+
+
+# ---- PyTorch's own outputs ----------------------------------------------------------------
+
+def write_text(path, s):
+    with open(path, "w", newline="") as f:
+        f.write(s)
+
+
+def write_events_tsv(raw, path):
+    cols = ["id", "name", "thread", "fwd_thread", "start", "end", "scope", "sequence_nr",
+            "is_async", "input_shapes", "cpu_memory_usage", "self_cpu_memory_usage",
+            "self_cpu_time_total", "cpu_parent", "stack"]
+    lines = ["\t".join(cols)]
+    for e in raw.function_events:
+        lines.append("\t".join(str(v) for v in [
+            e.id, e.name, e.thread, e.fwd_thread, e.time_range.start, e.time_range.end,
+            e.scope, e.sequence_nr, int(e.is_async), e.input_shapes, e.cpu_memory_usage,
+            e.self_cpu_memory_usage, e.self_cpu_time_total,
+            e.cpu_parent.id if e.cpu_parent is not None else "",
+            " | ".join(e.stack or [])]))
+    write_text(path, "\n".join(lines) + "\n")
+
+
+def dump(prof, outdir):
+    """prof: a torch.profiler.profile or torch.autograd.profiler.profile that has stopped."""
+    import torch
+    raw = prof.profiler if isinstance(prof, torch.profiler.profile) else prof
+    os.makedirs(outdir, exist_ok=True)
+    p = lambda n: os.path.join(outdir, n)
+    prof.export_chrome_trace(p("trace_legacy.json"))
+    write_kineto(raw, p("trace_kineto.json"))
+    write_text(p("table_default.txt"), prof.key_averages().table(sort_by=SORT, row_limit=-1))
+    write_text(p("table_unsorted.txt"), prof.key_averages().table(row_limit=-1))
+    write_text(p("table_shapes.txt"), prof.key_averages(group_by_input_shape=True).table(
+        sort_by=SORT, row_limit=-1))
+    write_text(p("table_stack5.txt"), prof.key_averages(group_by_stack_n=5).table(
+        sort_by=SORT, row_limit=-1))
+    prof.export_stacks(p("stacks_self_cpu.txt"), "self_cpu_time_total")
+    write_events_tsv(raw, p("events.tsv"))
+
+
+def cpu_profile():
+    import torch
+    return torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], **prof_args())
+
+
+# ---- the workloads --------------------------------------------------------------------------
+
+def w_mlp(outdir):
+    """MLP training: 3 steps of forward, cross-entropy, backward, SGD(momentum) step, zero_grad."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                          nn.Linear(64, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
+
+    def step():
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    step()   # the first step creates the momentum buffers outside the profile
+    with cpu_profile() as prof:
+        for _ in range(3):
+            step()
+    dump(prof, outdir)
+
+
+def w_conv(outdir):
+    """Small conv net (conv2d, batchnorm, relu, maxpool, linear): forward, backward, Adam step."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(32, 5))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(4, 3, 16, 16)
+    model(x).sum().backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    with cpu_profile() as prof:
+        out = model(x)
+        loss = out.square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    dump(prof, outdir)
+
+
+def w_rnn(outdir):
+    """LSTM and GRU forward and backward, through the autograd profiler API."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    lstm = nn.LSTM(8, 16)
+    gru = nn.GRU(8, 16, batch_first=True)
+    x = torch.randn(4, 3, 8)
+    xb = torch.randn(3, 4, 8)
+    with torch.autograd.profiler.profile(**prof_args()) as prof:
+        out, (h, c) = lstm(x)
+        g, hg = gru(xb)
+        (out.sum() + h.mean() + g.pow(2).sum() + hg.sum()).backward()
+    dump(prof, outdir)
+
+
+def w_attn(outdir):
+    """TransformerEncoderLayer: a training forward+backward, then an eval forward (fast path)."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, dropout=0.1,
+                                       batch_first=True)
+    x = torch.randn(2, 6, 16)
+    mask = torch.zeros(2, 6, dtype=torch.bool)
+    mask[1, 4:] = True
+    layer(x).sum().backward()
+    with cpu_profile() as prof:
+        layer.train()
+        y = layer(x, src_key_padding_mask=mask)
+        y.sum().backward()
+        layer.eval()
+        with torch.no_grad():
+            layer(x)
+    dump(prof, outdir)
+
+
+def w_fork(outdir):
+    """TorchScript fork/wait: forked tasks on inter-op pool threads, and the calling script
+    function ends on another thread than it started on (an async event)."""
+    import torch
+    torch.set_num_interop_threads(2)
+
+    @torch.jit.script
+    def branch(x, w):
+        return torch.relu(torch.mm(x, w)).sum()
+
+    @torch.jit.script
+    def forked(x, w):
+        futs = [torch.jit.fork(branch, x + float(i), w) for i in range(3)]
+        total = torch.zeros(1)
+        for f in futs:
+            total = total + torch.jit.wait(f)
+        return total
+
+    torch.manual_seed(0)
+    x, w = torch.randn(16, 16), torch.randn(16, 16)
+    forked(x, w)
+    forked(x, w)
+    # Python threads are left out: this build's profiler observes only the thread that
+    # started it and the threads it hands its state to (autograd, inter-op tasks).
+    with cpu_profile() as prof:
+        forked(x, w)
+        torch.sigmoid(x).mean()
+    dump(prof, outdir)
+
+
+def w_sched(outdir):
+    """Nested record_function ranges under a schedule: ProfilerStep#N events, one active window."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    lin = nn.Linear(8, 8)
+    x = torch.randn(4, 8)
+    done = []
+
+    def ready(p):
+        dump(p, outdir)
+        done.append(p.step_num)
+
+    sched = torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
+                                on_trace_ready=ready, **prof_args()) as prof:
+        for step in range(5):
+            with torch.profiler.record_function("outer"):
+                with torch.profiler.record_function("inner_a"):
+                    y = lin(x).relu()
+                with torch.profiler.record_function("inner_b"):
+                    with torch.profiler.record_function("leaf"):
+                        y = y * 2.0
+                    y.sum().backward()
+            prof.step()
+    if len(done) != 1:
+        raise SystemExit("sched: expected one trace, got %d" % len(done))
+
+
+# ---- driver ---------------------------------------------------------------------------------
+
+def run_one(name, outdir):
+    import torch
+    if name != "fork":
+        torch.set_num_threads(1)
+    globals()["w_" + name](os.path.join(outdir, name))
+
+
+def human(n):
+    return "%.1f KB" % (n / 1024.0) if n < 1024 * 1024 else "%.2f MB" % (n / 1048576.0)
+
+
+def manifest(outdir):
+    import torch
+    lines = ["# Real PyTorch workloads: golden outputs", "",
+             "Written by `/usr/bin/python3 tests/oracle/real/gen.py %s` under PyTorch %s "
+             "(Debian python3-torch, CPU only, no Kineto library: this build's "
+             "`export_chrome_trace` writes the legacy bare array)."
+             % (os.path.relpath(outdir, os.path.join(HERE, "..", "..", "..")), torch.__version__),
+             "Re-running gen.py regenerates everything (times and stack addresses change "
+             "from run to run; the files of one workload always come from one profile).",
+             "See ../README.md for what each file is and how trace_kineto.json is laid out.", "",
+             "| workload | exercises | files |", "|---|---|---|"]
+    total = 0
+    for w in WORKLOADS:
+        d = os.path.join(outdir, w)
+        doc = " ".join(globals()["w_" + w].__doc__.split())
+        sizes = []
+        for f in sorted(os.listdir(d)):
+            n = os.path.getsize(os.path.join(d, f))
+            total += n
+            sizes.append("%s %s" % (f, human(n)))
+        lines.append("| %s | %s | %s |" % (w, doc, ", ".join(sizes)))
+    lines += ["", "Total: %s." % human(total), ""]
+    write_text(os.path.join(outdir, "MANIFEST.md"), "\n".join(lines))
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[1] == "--one":
+        run_one(argv[2], argv[3])
+        return 0
+    outdir = os.path.abspath(argv[1] if len(argv) > 1 else os.path.join(HERE, "golden"))
+    names = argv[2:] or WORKLOADS
+    root = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+    for w in names:
+        print("workload", w, file=sys.stderr)
+        # A relative script path keeps the recorded frames free of this checkout's location.
+        subprocess.run([sys.executable, os.path.relpath(os.path.abspath(__file__), root),
+                        "--one", w, outdir], check=True, cwd=root)
+    if all(os.path.isdir(os.path.join(outdir, w)) for w in WORKLOADS):
+        manifest(outdir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
