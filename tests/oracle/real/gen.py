@@ -225,27 +225,40 @@ def w_fork(outdir):
     import torch
     torch.set_num_interop_threads(2)
 
-    @torch.jit.script
-    def branch(x, w):
-        return torch.relu(torch.mm(x, w)).sum()
+    # Compiled from a string: TorchScript frames name the source file by its absolute path,
+    # which would tie the goldens to the checkout's location; this way they read <string>.
+    cu = torch.jit.CompilationUnit("""
+def branch(x, w):
+    for _ in range(4):
+        x = torch.relu(torch.mm(x, w))
+    return x.sum()
 
-    @torch.jit.script
-    def forked(x, w):
-        futs = [torch.jit.fork(branch, x + float(i), w) for i in range(3)]
-        total = torch.zeros(1)
-        for f in futs:
-            total = total + torch.jit.wait(f)
-        return total
+def forked(x, w):
+    futs = [torch.jit.fork(branch, x + float(i), w) for i in range(3)]
+    total = torch.zeros(1)
+    for f in futs:
+        total = total + torch.jit.wait(f)
+    return total
+""")
+    forked = cu.forked
 
     torch.manual_seed(0)
-    x, w = torch.randn(16, 16), torch.randn(16, 16)
+    x, w = torch.randn(32, 32), torch.randn(32, 32) / 8
     forked(x, w)
     forked(x, w)
     # Python threads are left out: this build's profiler observes only the thread that
     # started it and the threads it hands its state to (autograd, inter-op tasks).
-    with cpu_profile() as prof:
-        forked(x, w)
-        torch.sigmoid(x).mean()
+    # Whether `forked` ends on a pool thread depends on whether its first future is still
+    # running when it waits; profile again (a few times at most) until it does.
+    for attempt in range(20):
+        with cpu_profile() as prof:
+            forked(x, w)
+            torch.sigmoid(x).mean()
+        if any(e.is_async() or e.start_thread_id() != e.end_thread_id()
+               for e in prof.profiler.kineto_results.events()):
+            break
+    else:
+        print("fork: no async event in 20 profiles", file=sys.stderr)
     dump(prof, outdir)
 
 
