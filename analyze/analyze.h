@@ -43,6 +43,7 @@ typedef struct {
     tr_group *groups;
     size_t n, cap;
     int64_t events;
+    int64_t skipped;                             /* events left out for impossible times */
     int64_t sum_cpu_self, sum_gpu_self_device;   /* the table's denominators */
     int has_shapes, has_mem, has_gpu_mem, has_gpu, has_flops, has_frames;
     const char *stack_source;                    /* "frames" or "tree" when grouping by stack */

@@ -191,6 +191,10 @@ int main(int argc, char **argv)
     if (st == TR_OK) {
         o.sort = sort ? sort : tr_sort_key_lookup(s.has_gpu ? "self_cuda_time_total" : "self_cpu_time_total");
         tr_summary_sort(&s, o.sort);
+        if (s.skipped)
+            fprintf(stderr, "trace-analyze: %s: warning: %lld event(s) with impossible times "
+                    "(an end before the start, or out of range) left out\n", argv[optind],
+                    (long long)s.skipped);
         if (s.n == 0)
             fprintf(stderr, "trace-analyze: %s: no events%s\n", argv[optind],
                     s.events == 0 && (sel.kind_mask || sel.include || sel.exclude || sel.has_thread

@@ -4,8 +4,10 @@
 #include <string.h>
 
 #include "analyze/analyze.h"
+#include "lib/checked.h"
 #include "lib/i64map.h"
 #include "lib/model.h"
+#include "lib/rundb.h"
 
 int tr_selection_name_ok(const tr_selection *s, const char *name, size_t len);
 
@@ -192,7 +194,9 @@ typedef struct {
     pair_trie keys;         /* innermost-first frame lists, at most N long */
     tr_i64map key_cache;    /* path node -> key node */
     tr_i64map name_ok;      /* name id -> 1 pass / 0 fail */
-    int64_t *frame_parent, *frame_label;   /* frames mode: stack_nodes */
+    /* frames mode: stack_nodes rows, by index; ids may be sparse (any int64) */
+    tr_i64map frame_index;                 /* stack_nodes.id -> row index */
+    int64_t *frame_parent, *frame_label;   /* parent id (0: none), frame string id */
     size_t nframes_nodes;
     int tree_mode;
     int64_t t0;
@@ -267,10 +271,11 @@ static int64_t stack_key(scan_ctx *c, int64_t node)
             label = c->paths.label[n];
             up = c->paths.parent[n];
         } else {
-            if ((size_t)n >= c->nframes_nodes)
+            int64_t row;
+            if (!tr_i64map_get(&c->frame_index, n, &row))
                 break;
-            label = c->frame_label[n];
-            up = c->frame_parent[n];
+            label = c->frame_label[row];
+            up = c->frame_parent[row];
         }
         key = trie_get(&c->keys, key, label);
         if (key < 0)
@@ -282,11 +287,25 @@ static int64_t stack_key(scan_ctx *c, int64_t node)
     return key;
 }
 
+/* Times a trace can hold: the event's own, and the stored totals derived from them. */
+static int times_ok(sqlite3_stmt *st)
+{
+    return tr_times_ok(sqlite3_column_int64(st, C_START), sqlite3_column_int64(st, C_END))
+           && tr_ns_ok(sqlite3_column_int64(st, C_CPU_TOTAL))
+           && tr_ns_ok(sqlite3_column_int64(st, C_CPU_SELF))
+           && tr_ns_ok(sqlite3_column_int64(st, C_GPU_TOTAL))
+           && tr_ns_ok(sqlite3_column_int64(st, C_GPU_SELF));
+}
+
 static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, int64_t path)
 {
     if (!selected(c, st))
         return TR_OK;
     tr_summary *s = c->s;
+    if (!times_ok(st)) {
+        s->skipped++;   /* its times would inflate every total: left out, and counted */
+        return TR_OK;
+    }
     int64_t name = sqlite3_column_int64(st, C_NAME);
     int gpu = sqlite3_column_int(st, C_GPU) != 0;
     int64_t shape = c->o->group_by_shape ? sqlite3_column_int64(st, C_SHAPE) : 0;
@@ -325,16 +344,17 @@ static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, int64_t path)
         g->first_id = id;
     }
     g->count++;
-    g->cpu_total += sqlite3_column_int64(st, C_CPU_TOTAL);
-    g->cpu_self += sqlite3_column_int64(st, C_CPU_SELF);
-    g->gpu_total += sqlite3_column_int64(st, C_GPU_TOTAL);
-    g->gpu_self += sqlite3_column_int64(st, C_GPU_SELF);
-    g->cpu_mem += sqlite3_column_int64(st, C_CMEM);
-    g->cpu_mem_self += sqlite3_column_int64(st, C_CMEM_SELF);
-    g->gpu_mem += sqlite3_column_int64(st, C_GMEM);
-    g->gpu_mem_self += sqlite3_column_int64(st, C_GMEM_SELF);
+    /* sums saturate: many large but legal values must not wrap into small ones */
+    tr_sat_acc(&g->cpu_total, sqlite3_column_int64(st, C_CPU_TOTAL));
+    tr_sat_acc(&g->cpu_self, sqlite3_column_int64(st, C_CPU_SELF));
+    tr_sat_acc(&g->gpu_total, sqlite3_column_int64(st, C_GPU_TOTAL));
+    tr_sat_acc(&g->gpu_self, sqlite3_column_int64(st, C_GPU_SELF));
+    tr_sat_acc(&g->cpu_mem, sqlite3_column_int64(st, C_CMEM));
+    tr_sat_acc(&g->cpu_mem_self, sqlite3_column_int64(st, C_CMEM_SELF));
+    tr_sat_acc(&g->gpu_mem, sqlite3_column_int64(st, C_GMEM));
+    tr_sat_acc(&g->gpu_mem_self, sqlite3_column_int64(st, C_GMEM_SELF));
     if (sqlite3_column_type(st, C_FLOPS) != SQLITE_NULL)
-        g->flops += sqlite3_column_int64(st, C_FLOPS);
+        tr_sat_acc(&g->flops, sqlite3_column_int64(st, C_FLOPS));
     if (c->o->stats) {
         if (g->ndur == g->capdur) {
             size_t nc = g->capdur ? g->capdur * 2 : 8;
@@ -344,10 +364,16 @@ static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, int64_t path)
             g->durations = nd;
             g->capdur = nc;
         }
-        g->durations[g->ndur++] = end - start;
+        g->durations[g->ndur++] = end - start;   /* times_ok: no overflow */
     }
     s->events++;
     return TR_OK;
+}
+
+static tr_status step_error(scan_ctx *c)
+{
+    return tr_fail(c->err, TR_ERR_INPUT, "%s: cannot read table events: %s", tr_rundb_name(c->db),
+                   sqlite3_errmsg(c->db));
 }
 
 static tr_status run_query(scan_ctx *c, const char *where_order, sqlite3_stmt **out)
@@ -355,14 +381,10 @@ static tr_status run_query(scan_ctx *c, const char *where_order, sqlite3_stmt **
     char sql[2048];
     snprintf(sql, sizeof sql, "%s %s", scan_sql, where_order);
     if (sqlite3_prepare_v2(c->db, sql, -1, out, NULL) != SQLITE_OK)
-        return tr_fail(c->err, TR_ERR_INPUT, "run database: cannot read events: %s", sqlite3_errmsg(c->db));
+        return step_error(c);
     return TR_OK;
 }
 
-static tr_status step_error(scan_ctx *c)
-{
-    return tr_fail(c->err, TR_ERR_INPUT, "run database: cannot read events: %s", sqlite3_errmsg(c->db));
-}
 
 /* Host events in tree order, keeping the open ancestors on a stack so each
  * event's ancestry path is known without lookups; then device activities,
@@ -444,33 +466,92 @@ static tr_status scan_flat(scan_ctx *c)
     return rc;
 }
 
+static tr_status frames_error(scan_ctx *c)
+{
+    return tr_fail(c->err, TR_ERR_INPUT, "%s: cannot read table stack_nodes: %s",
+                   tr_rundb_name(c->db), sqlite3_errmsg(c->db));
+}
+
+/* stack_nodes must be a forest: a parent_id cycle is bad input.  Each row is
+ * marked on its first walk (1 on the walk, 2 done), so the check is linear. */
+static tr_status check_frames(scan_ctx *c, const int64_t *ids)
+{
+    size_t n = c->nframes_nodes;
+    uint8_t *state = calloc(n ? n : 1, 1);
+    size_t *chain = malloc((n ? n : 1) * sizeof *chain);
+    tr_status rc = state && chain ? TR_OK : nomem(c);
+    for (size_t i = 0; i < n && rc == TR_OK; i++) {
+        size_t k = 0, cur = i;
+        for (;;) {
+            if (state[cur] == 1) {
+                rc = tr_fail(c->err, TR_ERR_INPUT, "%s: table stack_nodes: parent_id has a cycle "
+                             "through id %lld", tr_rundb_name(c->db), (long long)ids[cur]);
+                break;
+            }
+            if (state[cur] == 2)
+                break;
+            state[cur] = 1;
+            chain[k++] = cur;
+            int64_t p;
+            if (!c->frame_parent[cur] || !tr_i64map_get(&c->frame_index, c->frame_parent[cur], &p))
+                break;
+            cur = (size_t)p;
+        }
+        while (k > 0)
+            state[chain[--k]] = 2;
+    }
+    free(state);
+    free(chain);
+    return rc;
+}
+
+/* Loads stack_nodes into arrays indexed by row, so a sparse id (4294967295)
+ * costs one map entry, not an array that large. */
 static tr_status load_stack_nodes(scan_ctx *c)
 {
     sqlite3_stmt *st;
-    int64_t max = 0;
-    if (sqlite3_prepare_v2(c->db, "SELECT max(id) FROM stack_nodes", -1, &st, NULL) != SQLITE_OK)
-        return step_error(c);
+    int64_t count = 0;
+    if (sqlite3_prepare_v2(c->db, "SELECT count(*) FROM stack_nodes", -1, &st, NULL) != SQLITE_OK)
+        return frames_error(c);
     if (sqlite3_step(st) == SQLITE_ROW)
-        max = sqlite3_column_int64(st, 0);
+        count = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    if (max <= 0 || max > (1ll << 32))
+    if (count <= 0)
         return TR_OK;
-    c->nframes_nodes = (size_t)max + 1;
-    c->frame_parent = calloc(c->nframes_nodes, sizeof *c->frame_parent);
-    c->frame_label = calloc(c->nframes_nodes, sizeof *c->frame_label);
-    if (!c->frame_parent || !c->frame_label)
+    size_t cap = (size_t)count;
+    c->frame_parent = calloc(cap, sizeof *c->frame_parent);
+    c->frame_label = calloc(cap, sizeof *c->frame_label);
+    int64_t *ids = calloc(cap, sizeof *ids);
+    if (!c->frame_parent || !c->frame_label || !ids) {
+        free(ids);
         return nomem(c);
-    if (sqlite3_prepare_v2(c->db, "SELECT id, coalesce(parent_id, 0), frame_id FROM stack_nodes", -1, &st, NULL) != SQLITE_OK)
-        return step_error(c);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0), parent = sqlite3_column_int64(st, 1);
-        if (id > 0 && id <= max && parent >= 0 && parent < id) {   /* parents first: no cycles */
-            c->frame_parent[id] = parent;
-            c->frame_label[id] = sqlite3_column_int64(st, 2);
-        }
     }
+    if (sqlite3_prepare_v2(c->db, "SELECT id, coalesce(parent_id, 0), frame_id FROM stack_nodes",
+                           -1, &st, NULL) != SQLITE_OK) {
+        free(ids);
+        return frames_error(c);
+    }
+    size_t n = 0;
+    int r;
+    tr_status rc = TR_OK;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW && n < cap) {
+        ids[n] = sqlite3_column_int64(st, 0);
+        c->frame_parent[n] = sqlite3_column_int64(st, 1);
+        c->frame_label[n] = sqlite3_column_int64(st, 2);
+        if (tr_i64map_put(&c->frame_index, ids[n], (int64_t)n) < 0) {
+            rc = nomem(c);
+            break;
+        }
+        n++;
+    }
+    if (rc == TR_OK && r != SQLITE_ROW && r != SQLITE_DONE)
+        rc = frames_error(c);
     sqlite3_finalize(st);
-    return TR_OK;
+    c->nframes_nodes = n;
+    if (rc == TR_OK)
+        rc = check_frames(c, ids);
+    free(ids);
+    return rc;
 }
 
 static char *string_of(scan_ctx *c, int64_t id)
@@ -523,6 +604,7 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
     c.err = err;
     tr_i64map_init(&c.key_cache);
     tr_i64map_init(&c.name_ok);
+    tr_i64map_init(&c.frame_index);
     tr_status rc = TR_OK;
     if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &c.name_stmt, NULL) != SQLITE_OK) {
         rc = step_error(&c);
@@ -547,9 +629,9 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
         goto out;
     for (size_t i = 0; i < s->n; i++) {
         tr_group *g = &s->groups[i];
-        s->sum_cpu_self += g->cpu_self;
+        tr_sat_acc(&s->sum_cpu_self, g->cpu_self);
         if (g->on_gpu)
-            s->sum_gpu_self_device += g->gpu_self;
+            tr_sat_acc(&s->sum_gpu_self_device, g->gpu_self);
         s->has_gpu |= g->gpu_self > 0;
         s->has_shapes |= g->shape_id != 0;
         s->has_mem |= g->cpu_mem || g->gpu_mem || g->cpu_mem_self || g->gpu_mem_self;
@@ -568,6 +650,7 @@ out:
     tr_i64map_free(&c.name_ok);
     free(c.frame_parent);
     free(c.frame_label);
+    tr_i64map_free(&c.frame_index);
     return rc;
 }
 

@@ -61,6 +61,9 @@ typedef struct {
     int width;
     double minwidth;
     int inverted;
+    /* when set, receives the number of events left out for impossible times
+     * (an end before the start, or out of range) */
+    size_t *skipped;
 } tr_export_opts;
 
 typedef struct tr_export_format {

@@ -15,6 +15,7 @@
 
 #include "export/export.h"
 #include "export/scan.h"
+#include "lib/checked.h"
 #include "lib/model.h"
 
 #define FRAME_H 16
@@ -278,9 +279,9 @@ tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, 
     for (size_t i = nn; i-- > 0;) {
         tr_fnode *n = &sc.nodes[i];
         int64_t own = n->v[m] > 0 ? n->v[m] : 0;   /* frees (negative memory) are not drawn */
-        n->w = metric->inclusive ? (own > csum[i] ? own : csum[i]) : own + csum[i];
+        n->w = metric->inclusive ? (own > csum[i] ? own : csum[i]) : tr_sat_add(own, csum[i]);
         if (i)
-            csum[n->parent] += n->w;
+            tr_sat_acc(&csum[n->parent], n->w);
     }
     /* offsets and depths top-down */
     uint32_t maxd = 0;
@@ -289,7 +290,7 @@ tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, 
         int64_t x = sc.nodes[i].x;
         for (uint32_t c = sc.nodes[i].first_child; c; c = sc.nodes[c].next_sibling) {
             sc.nodes[c].x = x;
-            x += sc.nodes[c].w;
+            x = tr_sat_add(x, sc.nodes[c].w);
             depth[c] = depth[i] + 1;
         }
         if (sc.nodes[i].w > 0 && depth[i] > maxd)

@@ -167,6 +167,8 @@ int main(int argc, char **argv)
         return rc;
     }
     sqlite3 *db = NULL;
+    size_t skipped = 0;
+    o.skipped = &skipped;
     tr_status st = tr_rundb_open(argv[optind], &db, &err);
     if (st == TR_OK) {
         tr_atomic_file af;
@@ -194,5 +196,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "trace-export: %s\n", err.msg);
         return st;
     }
+    if (skipped)
+        fprintf(stderr, "trace-export: %s: warning: %zu event(s) with impossible times "
+                "(an end before the start, or out of range) left out\n", argv[optind], skipped);
     return 0;
 }

@@ -5,17 +5,17 @@
 #include <string.h>
 
 #include "export/scan.h"
+#include "lib/checked.h"
 #include "lib/i64map.h"
 #include "lib/model.h"
-
-#define MAX_ANCESTRY 100000   /* guards the parent walks against cycles in a hostile file */
+#include "lib/rundb.h"
 
 static tr_status nomem(tr_error *err) { return tr_fail(err, TR_ERR_RUNTIME, "out of memory"); }
 
 static tr_status dberr(tr_scan *sc, tr_error *err, const char *what)
 {
-    return tr_fail(err, TR_ERR_INPUT, "run database: cannot read %s: %s", what,
-                   sqlite3_errmsg(sc->db));
+    return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table %s: %s", tr_rundb_name(sc->db),
+                   what, sqlite3_errmsg(sc->db));
 }
 
 const char *tr_scan_string(tr_scan *sc, int64_t id, size_t *len)
@@ -140,8 +140,8 @@ tr_status tr_scan_frames_node(tr_scan *sc, int64_t stack_id, uint32_t *out, tr_e
         chain[n++] = cur;
         if (n > sc->nframes) {
             free(chain);
-            return tr_fail(err, TR_ERR_INPUT, "run database: stack_nodes has a cycle at id %lld",
-                           (long long)stack_id);
+            return tr_fail(err, TR_ERR_INPUT, "%s: table stack_nodes: parent_id has a cycle "
+                           "at id %lld", tr_rundb_name(sc->db), (long long)stack_id);
         }
         int64_t p;
         if (!sc->frame_parent[cur] || !tr_i64map_get(idx, sc->frame_parent[cur], &p))
@@ -160,34 +160,67 @@ tr_status tr_scan_frames_node(tr_scan *sc, int64_t stack_id, uint32_t *out, tr_e
     return st;
 }
 
-/* The node of an event found by walking its parents (events not on the open stack). */
-static tr_status event_node(tr_scan *sc, int64_t id, int depth, uint32_t *out, tr_error *err)
+/* Marks an event whose node is being worked out, so a walk that meets it again
+ * has gone round a parent_id cycle. */
+#define EV_WALKING ((int64_t)UINT32_MAX + 1)
+
+/* The node of an event found by walking its parents (events not on the open
+ * stack).  Iterative, so a chain as deep as the file is long cannot overflow
+ * the C stack, and memoized per event, so each ancestor is read once. */
+static tr_status event_node(tr_scan *sc, int64_t id, uint32_t *out, tr_error *err)
 {
-    if (depth > MAX_ANCESTRY)
-        return tr_fail(err, TR_ERR_INPUT, "run database: events.parent_id has a cycle at id %lld",
-                       (long long)id);
-    sqlite3_reset(sc->q_event);
-    sqlite3_bind_int64(sc->q_event, 1, id);
-    int rc = sqlite3_step(sc->q_event);
-    if (rc != SQLITE_ROW) {
-        *out = 0;
-        return rc == SQLITE_DONE ? TR_OK : dberr(sc, err, "events");
-    }
-    int has_parent = sqlite3_column_type(sc->q_event, 0) != SQLITE_NULL;
-    int64_t parent = sqlite3_column_int64(sc->q_event, 0);
-    int kind = sqlite3_column_int(sc->q_event, 1);
-    int64_t name = sqlite3_column_int64(sc->q_event, 2);
-    int has_stack = sqlite3_column_type(sc->q_event, 3) != SQLITE_NULL;
-    int64_t stack = sqlite3_column_int64(sc->q_event, 3);
-    uint32_t ctx = 0;
+    sc->nwalk = 0;
+    uint32_t base = 0;
     tr_status st = TR_OK;
-    if (sc->use_frames && has_stack)
-        st = tr_scan_frames_node(sc, stack, &ctx, err);
-    else if (has_parent)
-        st = event_node(sc, parent, depth + 1, &ctx, err);
-    if (st != TR_OK)
-        return st;
-    return node_child(sc, ctx, name, kind, out, err);
+    for (int64_t cur = id;;) {
+        int64_t memo;
+        if (tr_i64map_get(&sc->event_memo, cur, &memo)) {
+            if (memo == EV_WALKING)
+                return tr_fail(err, TR_ERR_INPUT, "%s: table events: parent_id has a cycle "
+                               "through id %lld", tr_rundb_name(sc->db), (long long)cur);
+            base = (uint32_t)memo;
+            break;
+        }
+        sqlite3_reset(sc->q_event);
+        sqlite3_bind_int64(sc->q_event, 1, cur);
+        int rc = sqlite3_step(sc->q_event);
+        if (rc != SQLITE_ROW) {
+            if (rc != SQLITE_DONE)
+                return dberr(sc, err, "events");
+            break;   /* a dangling parent: the chain starts at the root */
+        }
+        if (sc->nwalk == sc->walkcap) {
+            size_t ncap = sc->walkcap ? sc->walkcap * 2 : 64;
+            struct tr_walk *nw = realloc(sc->walk, ncap * sizeof *nw);
+            if (!nw)
+                return nomem(err);
+            sc->walk = nw;
+            sc->walkcap = ncap;
+        }
+        struct tr_walk *w = &sc->walk[sc->nwalk++];
+        w->id = cur;
+        w->kind = sqlite3_column_int(sc->q_event, 1);
+        w->name = sqlite3_column_int64(sc->q_event, 2);
+        if (tr_i64map_put(&sc->event_memo, cur, EV_WALKING) < 0)
+            return nomem(err);
+        int has_parent = sqlite3_column_type(sc->q_event, 0) != SQLITE_NULL;
+        int64_t parent = sqlite3_column_int64(sc->q_event, 0);
+        if (sc->use_frames && sqlite3_column_type(sc->q_event, 3) != SQLITE_NULL) {
+            st = tr_scan_frames_node(sc, sqlite3_column_int64(sc->q_event, 3), &base, err);
+            break;
+        }
+        if (!has_parent)
+            break;
+        cur = parent;
+    }
+    while (st == TR_OK && sc->nwalk > 0) {
+        const struct tr_walk *w = &sc->walk[--sc->nwalk];
+        if ((st = node_child(sc, base, w->name, w->kind, &base, err)) == TR_OK
+            && tr_i64map_put(&sc->event_memo, w->id, base) < 0)
+            st = nomem(err);
+    }
+    *out = base;
+    return st;
 }
 
 static int re_match(void *re, const char *s, size_t len)
@@ -200,22 +233,76 @@ static int re_match(void *re, const char *s, size_t len)
     return rc >= 0;
 }
 
-/* Bit 0: some frame of the path matches --include; bit 1: some frame matches --exclude. */
+static int match_one(tr_scan *sc, uint32_t idx, int m)
+{
+    const tr_fnode *n = &sc->nodes[idx];
+    if (sc->o->include_re && !(m & 1) && re_match(sc->o->include_re, n->name, n->name_len))
+        m |= 1;
+    if (sc->o->exclude_re && !(m & 2) && re_match(sc->o->exclude_re, n->name, n->name_len))
+        m |= 2;
+    return m;
+}
+
+/* Bit 0: some frame of the path matches --include; bit 1: some frame matches --exclude.
+ * Walks up to the first node already known, then fills the path in going down. */
 static int node_match(tr_scan *sc, uint32_t idx)
 {
-    tr_fnode *n = &sc->nodes[idx];
-    if (n->match >= 0)
-        return n->match;
-    int m = idx ? node_match(sc, n->parent) : 0;
-    n = &sc->nodes[idx];
-    if (idx) {
-        if (sc->o->include_re && !(m & 1) && re_match(sc->o->include_re, n->name, n->name_len))
-            m |= 1;
-        if (sc->o->exclude_re && !(m & 2) && re_match(sc->o->exclude_re, n->name, n->name_len))
-            m |= 2;
+    size_t n = 0;
+    uint32_t cur = idx;
+    while (cur && sc->nodes[cur].match < 0) {
+        if (n == sc->pathcap) {
+            size_t ncap = sc->pathcap ? sc->pathcap * 2 : 64;
+            uint32_t *np = realloc(sc->path, ncap * sizeof *np);
+            if (!np)
+                return match_one(sc, idx, 0);   /* out of memory: this node's own match */
+            sc->path = np;
+            sc->pathcap = ncap;
+        }
+        sc->path[n++] = cur;
+        cur = sc->nodes[cur].parent;
     }
-    n->match = (int8_t)m;
+    int m = cur ? sc->nodes[cur].match : 0;
+    while (n > 0) {
+        cur = sc->path[--n];
+        m = match_one(sc, cur, m);
+        sc->nodes[cur].match = (int8_t)m;
+    }
     return m;
+}
+
+/* stack_nodes must be a forest: a parent_id cycle is bad input.  Each row is
+ * marked on its first walk (1 on the walk, 2 done), so the check is linear. */
+static tr_status check_frames(tr_scan *sc, tr_error *err)
+{
+    uint8_t *state = calloc(sc->nframes + 1, 1);
+    size_t *chain = malloc((sc->nframes + 1) * sizeof *chain);
+    tr_status st = TR_OK;
+    if (!state || !chain)
+        st = nomem(err);
+    for (size_t i = 0; i < sc->nframes && st == TR_OK; i++) {
+        size_t n = 0, cur = i;
+        for (;;) {
+            if (state[cur] == 1) {
+                st = tr_fail(err, TR_ERR_INPUT, "%s: table stack_nodes: parent_id has a cycle "
+                             "through id %lld", tr_rundb_name(sc->db),
+                             (long long)sc->frame_id[cur]);
+                break;
+            }
+            if (state[cur] == 2)
+                break;
+            state[cur] = 1;
+            chain[n++] = cur;
+            int64_t p;
+            if (!sc->frame_parent[cur] || !tr_i64map_get(sc->frame_memo_map, sc->frame_parent[cur], &p))
+                break;
+            cur = (size_t)p;
+        }
+        while (n > 0)
+            state[chain[--n]] = 2;
+    }
+    free(state);
+    free(chain);
+    return st;
 }
 
 static tr_status load_frames(tr_scan *sc, tr_error *err)
@@ -231,8 +318,9 @@ static tr_status load_frames(tr_scan *sc, tr_error *err)
     sc->frame_memo = calloc(n + 1, sizeof *sc->frame_memo);
     sc->frame_parent = calloc(n + 1, sizeof *sc->frame_parent);
     sc->frame_name = calloc(n + 1, sizeof *sc->frame_name);
+    sc->frame_id = calloc(n + 1, sizeof *sc->frame_id);
     tr_i64map *map = malloc(sizeof *map);
-    if (!sc->frame_memo || !sc->frame_parent || !sc->frame_name || !map) {
+    if (!sc->frame_memo || !sc->frame_parent || !sc->frame_name || !sc->frame_id || !map) {
         free(map);
         return nomem(err);
     }
@@ -246,6 +334,7 @@ static tr_status load_frames(tr_scan *sc, tr_error *err)
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && i < n) {
         sc->frame_parent[i] = sqlite3_column_int64(st, 1);   /* NULL reads as 0 = none */
         sc->frame_name[i] = sqlite3_column_int64(st, 2);
+        sc->frame_id[i] = sqlite3_column_int64(st, 0);
         if (tr_i64map_put(map, sqlite3_column_int64(st, 0), (int64_t)i) < 0) {
             sqlite3_finalize(st);
             return nomem(err);
@@ -254,7 +343,9 @@ static tr_status load_frames(tr_scan *sc, tr_error *err)
     }
     sqlite3_finalize(st);
     sc->nframes = i;
-    return TR_OK;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return dberr(sc, err, "stack_nodes");
+    return check_frames(sc, err);
 }
 
 static tr_status load_ids(tr_scan *sc, const char *sql, tr_i64map *map, int64_t (*vals)[2],
@@ -296,6 +387,7 @@ tr_status tr_scan_init(tr_scan *sc, sqlite3 *db, const tr_export_opts *o, tr_err
     sc->o = o;
     tr_i64map_init(&sc->thread_map);
     tr_i64map_init(&sc->stream_map);
+    tr_i64map_init(&sc->event_memo);
     sc->cap = 1024;
     sc->nodes = calloc(sc->cap, sizeof *sc->nodes);
     if (!sc->nodes || hash_grow(sc) < 0)
@@ -312,7 +404,11 @@ tr_status tr_scan_init(tr_scan *sc, sqlite3 *db, const tr_export_opts *o, tr_err
     if (sqlite3_prepare_v2(db, "SELECT parent_id, kind, name_id, stack_id FROM events WHERE id = ?",
                            -1, &sc->q_event, NULL) != SQLITE_OK)
         return dberr(sc, err, "events");
-    sc->trace_start = scalar(db, "SELECT min(start_ns) FROM events", 0);
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT min(start_ns) FROM events WHERE start_ns >= %lld "
+             "AND end_ns <= %lld AND end_ns >= start_ns", -(long long)TR_NS_TIME_MAX,
+             (long long)TR_NS_TIME_MAX);
+    sc->trace_start = scalar(db, sql, 0);
     int has_frames = scalar(db, "SELECT EXISTS(SELECT 1 FROM events e JOIN stack_nodes s "
                                 "ON s.id = e.stack_id)", 0) != 0;
     sc->use_frames = o->source == TR_SRC_FRAMES || (o->source == TR_SRC_AUTO && has_frames);
@@ -337,6 +433,8 @@ tr_status tr_scan_init(tr_scan *sc, sqlite3 *db, const tr_export_opts *o, tr_err
 
 void tr_scan_free(tr_scan *sc)
 {
+    if (sc->o && sc->o->skipped)
+        *sc->o->skipped += sc->nbad;
     for (size_t i = 0; i < sc->nnodes; i++)
         free(sc->nodes[i].name);
     free(sc->nodes);
@@ -344,11 +442,15 @@ void tr_scan_free(tr_scan *sc)
     free(sc->frame_memo);
     free(sc->frame_parent);
     free(sc->frame_name);
+    free(sc->frame_id);
     if (sc->frame_memo_map) {
         tr_i64map_free(sc->frame_memo_map);
         free(sc->frame_memo_map);
     }
     free(sc->open);
+    tr_i64map_free(&sc->event_memo);
+    free(sc->walk);
+    free(sc->path);
     free(sc->threads);
     free(sc->streams);
     tr_i64map_free(&sc->thread_map);
@@ -442,6 +544,13 @@ static void read_row(sqlite3_stmt *st, int details, tr_xrow *r, int64_t *oth, in
     r->cbid = sqlite3_column_int64(st, c + 14);
 }
 
+/* Times a trace can hold: the event's own, and the stored totals derived from them. */
+static int row_times_ok(const tr_xrow *r)
+{
+    return tr_times_ok(r->start, r->end) && tr_ns_ok(r->cpu_self) && tr_ns_ok(r->cpu_total)
+           && tr_ns_ok(r->gpu_self) && tr_ns_ok(r->gpu_total);
+}
+
 static int row_selected(tr_scan *sc, const tr_xrow *r, int64_t oth, int has_oth)
 {
     const tr_export_opts *o = sc->o;
@@ -495,6 +604,10 @@ tr_status tr_scan_run(tr_scan *sc, int flags, tr_row_fn fn, void *ctx, tr_error 
         int64_t oth;
         int has_oth;
         read_row(st, details, &r, &oth, &has_oth);
+        if (!row_times_ok(&r)) {
+            sc->nbad++;   /* its times would inflate every total: left out, and counted */
+            continue;
+        }
         if (!has_oth || !have_thread || oth != cur_thread) {
             sc->nopen = 0;
             cur_thread = oth;
@@ -518,7 +631,7 @@ tr_status tr_scan_run(tr_scan *sc, int flags, tr_row_fn fn, void *ctx, tr_error 
         else if (at >= 0)
             parent_node = sc->open[at].node;
         else if (r.parent_id >= 0)
-            status = event_node(sc, r.parent_id, 0, &parent_node, err);
+            status = event_node(sc, r.parent_id, &parent_node, err);
         if (status != TR_OK
             || (status = node_child(sc, parent_node, r.name_id, (int)r.kind, &r.node, err)) != TR_OK)
             break;
@@ -527,7 +640,7 @@ tr_status tr_scan_run(tr_scan *sc, int flags, tr_row_fn fn, void *ctx, tr_error 
         if (r.selected) {
             tr_fnode *n = &sc->nodes[r.node];
             for (int m = 0; m < TR_M_COUNT_; m++)
-                n->v[m] += tr_export_metrics[m].value(&r);
+                tr_sat_acc(&n->v[m], tr_export_metrics[m].value(&r));
         }
         if (fn && (status = fn(sc, &r, ctx, err)) != TR_OK)
             break;
@@ -596,8 +709,8 @@ const tr_export_metric *tr_scan_metric(const tr_scan *sc)
         return sc->o->metric;
     int64_t cpu = 0, gpu = 0;
     for (size_t i = 0; i < sc->nnodes; i++) {
-        cpu += sc->nodes[i].v[TR_M_SELF_CPU];
-        gpu += sc->nodes[i].v[TR_M_SELF_GPU];
+        tr_sat_acc(&cpu, sc->nodes[i].v[TR_M_SELF_CPU]);
+        tr_sat_acc(&gpu, sc->nodes[i].v[TR_M_SELF_GPU]);
     }
     return &tr_export_metrics[cpu == 0 && gpu > 0 ? TR_M_SELF_GPU : TR_M_SELF_CPU];
 }

@@ -67,7 +67,7 @@ typedef struct {
     size_t hcap;
     /* stack_nodes id -> frame-tree node + 1 (0 = not yet made) */
     uint32_t *frame_memo;
-    int64_t *frame_parent, *frame_name;
+    int64_t *frame_parent, *frame_name, *frame_id;
     size_t nframes;
     tr_i64map *frame_memo_map;    /* stack_nodes id -> row index */
     /* threads.id -> (pid, tid), streams.id -> (device, stream) */
@@ -77,6 +77,14 @@ typedef struct {
     /* open events of the current thread */
     tr_open *open;
     size_t nopen, opencap;
+    /* parent walks: events.id -> frame-tree node, and the chain being walked */
+    tr_i64map event_memo;
+    struct tr_walk { int64_t id, name; int kind; } *walk;
+    size_t nwalk, walkcap;
+    uint32_t *path;           /* node_match's walk up the frame tree */
+    size_t pathcap;
+    /* events skipped for times no trace can hold (end before start, out of range) */
+    size_t nbad;
     sqlite3_stmt *q_str, *q_event;
 } tr_scan;
 

@@ -4,6 +4,8 @@
 
 #include "export/export.h"
 #include "export/scan.h"
+#include "lib/checked.h"
+#include "lib/rundb.h"
 
 typedef struct {
     char *path;
@@ -11,15 +13,31 @@ typedef struct {
     int64_t value;
 } line;
 
-/* Writes the escaped path of node idx (root excluded) to f. */
-static void put_path(FILE *f, const tr_scan *sc, uint32_t idx)
+typedef void (*put_frame_fn)(FILE *f, const char *s, size_t len);
+
+/* Writes the path of node idx (root excluded), outermost first, each frame by put.
+ * Iterative: a frame tree may be as deep as the file is long. */
+static int put_path(FILE *f, tr_scan *sc, uint32_t idx, put_frame_fn put)
 {
-    const tr_fnode *n = &sc->nodes[idx];
-    if (n->parent) {
-        put_path(f, sc, n->parent);
-        putc(';', f);
+    size_t n = 0;
+    for (uint32_t cur = idx; cur; cur = sc->nodes[cur].parent) {
+        if (n == sc->pathcap) {
+            size_t ncap = sc->pathcap ? sc->pathcap * 2 : 64;
+            uint32_t *np = realloc(sc->path, ncap * sizeof *np);
+            if (!np)
+                return -1;
+            sc->path = np;
+            sc->pathcap = ncap;
+        }
+        sc->path[n++] = cur;
     }
-    tr_put_folded_frame(f, n->name, n->name_len);
+    while (n > 0) {
+        const tr_fnode *node = &sc->nodes[sc->path[--n]];
+        put(f, node->name, node->name_len);
+        if (n)
+            putc(';', f);
+    }
+    return 0;
 }
 
 static int cmp_line(const void *a, const void *b)
@@ -51,8 +69,8 @@ static tr_status write_folded(tr_scan *sc, FILE *out, tr_error *err)
             st = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
             break;
         }
-        put_path(f, sc, (uint32_t)i);
-        if (fclose(f) != 0)
+        int bad = put_path(f, sc, (uint32_t)i, tr_put_folded_frame);
+        if (fclose(f) != 0 || bad)
             st = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
         lines[k++].value = sc->nodes[i].v[m];
     }
@@ -63,7 +81,7 @@ static tr_status write_folded(tr_scan *sc, FILE *out, tr_error *err)
             int64_t v = lines[i].value;
             size_t j = i + 1;
             for (; j < k && !cmp_line(&lines[i], &lines[j]); j++)
-                v += lines[j].value;
+                tr_sat_acc(&v, lines[j].value);
             if (v != 0) {
                 fwrite(lines[i].path, 1, lines[i].len, out);
                 fprintf(out, " %lld\n", (long long)v);
@@ -75,16 +93,6 @@ static tr_status write_folded(tr_scan *sc, FILE *out, tr_error *err)
         free(lines[i].path);
     free(lines);
     return st;
-}
-
-static void put_torch_path(FILE *f, const tr_scan *sc, uint32_t idx)
-{
-    const tr_fnode *n = &sc->nodes[idx];
-    if (n->parent) {
-        put_torch_path(f, sc, n->parent);
-        putc(';', f);
-    }
-    tr_put_torch_frame(f, n->name, n->name_len);
 }
 
 /* PyTorch 1.13 export_stacks(path, metric): one line per event that has frames, in
@@ -102,8 +110,8 @@ static tr_status write_torch(tr_scan *sc, FILE *out, tr_error *err)
     if (sqlite3_prepare_v2(sc->db, "SELECT e.stack_id, e.cpu_self_ns, e.gpu_self_ns FROM events e "
                            "JOIN kinds k ON k.id = e.kind WHERE e.stack_id IS NOT NULL "
                            "ORDER BY e.start_ns, e.end_ns DESC, e.id", -1, &st, NULL) != SQLITE_OK)
-        return tr_fail(err, TR_ERR_INPUT, "run database: cannot read events: %s",
-                       sqlite3_errmsg(sc->db));
+        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table events: %s",
+                       tr_rundb_name(sc->db), sqlite3_errmsg(sc->db));
     tr_status status = TR_OK;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -115,12 +123,15 @@ static tr_status write_torch(tr_scan *sc, FILE *out, tr_error *err)
             break;
         if (!node)
             continue;
-        put_torch_path(out, sc, node);
+        if (put_path(out, sc, node, tr_put_torch_frame) < 0) {
+            status = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+            break;
+        }
         fprintf(out, " %lld\n", (long long)v);
     }
     if (status == TR_OK && rc != SQLITE_DONE)
-        status = tr_fail(err, TR_ERR_INPUT, "run database: cannot read events: %s",
-                         sqlite3_errmsg(sc->db));
+        status = tr_fail(err, TR_ERR_INPUT, "%s: cannot read table events: %s",
+                         tr_rundb_name(sc->db), sqlite3_errmsg(sc->db));
     sqlite3_finalize(st);
     return status;
 }

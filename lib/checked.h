@@ -14,6 +14,10 @@
  * or total beyond it is a corrupted value, not a long run. */
 #define TR_NS_SPAN_MAX ((int64_t)1 << 62)
 
+/* The largest magnitude of a timestamp (ns): about 146 years either side of
+ * the clock's origin.  Any two such times differ by less than INT64_MAX. */
+#define TR_NS_TIME_MAX (((int64_t)1 << 62) - 1)
+
 /* a + b, clamped to [INT64_MIN, INT64_MAX]. */
 static inline int64_t tr_sat_add(int64_t a, int64_t b)
 {
@@ -43,6 +47,12 @@ static inline int tr_span_ok(int64_t start, int64_t end)
 {
     int64_t d;
     return end >= start && !__builtin_sub_overflow(end, start, &d) && d <= TR_NS_SPAN_MAX;
+}
+
+/* 1 when start and end are timestamps a trace can hold, end not before start. */
+static inline int tr_times_ok(int64_t start, int64_t end)
+{
+    return start >= -TR_NS_TIME_MAX && end <= TR_NS_TIME_MAX && end >= start;
 }
 
 /* 1 when v is a non-negative time a trace can hold. */
