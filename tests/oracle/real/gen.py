@@ -55,6 +55,10 @@ def kineto_event(ev, pid):
         args["Sequence number"] = ev.sequence_nr()
     if ev.fwd_thread_id() > 0:
         args["Fwd thread id"] = ev.fwd_thread_id()
+    if ev.scope() != 0:
+        # Not in Kineto's own traces; PyTorch needs it: events of scope 1 (backward
+        # functions) give their subtree the forward op's stack.
+        args["Scope"] = ev.scope()
     stack = list(ev.stack())
     if stack:
         args["Call stack"] = ";".join(stack)
