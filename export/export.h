@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "lib/error.h"
+#include "lib/escape.h"
 
 /* Per-event metric values, in the order of tr_export_metrics[]. */
 enum {
@@ -91,16 +92,6 @@ tr_status tr_export_stacks(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_e
 tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err);
 tr_status tr_export_chrome(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err);
 
-/* Escapers (escape.c).  Every one reads s[0..len) as UTF-8, replacing each
- * invalid byte by U+FFFD, so its output is valid UTF-8 whatever the input. */
-void tr_put_json_str(FILE *f, const char *s, size_t len);    /* with the quotes */
-void tr_put_xml_text(FILE *f, const char *s, size_t len);    /* text and attribute values */
-/* One folded-stack frame: ';' -> '_', control characters -> ' ', empty -> "[unnamed]". */
-void tr_put_folded_frame(FILE *f, const char *s, size_t len);
-/* PyTorch 1.13's frame rule: ' ', ';', '\t', '\n' -> '_' (other bytes as they are). */
-void tr_put_torch_frame(FILE *f, const char *s, size_t len);
-/* Decodes one code point at s[0..len); returns its byte length (>= 1) and
- * sets *cp, or U+FFFD with length 1 for an invalid or truncated sequence. */
-size_t tr_utf8_next(const char *s, size_t len, uint32_t *cp);
+/* The escapers of every writer are in lib/escape.h. */
 
 #endif

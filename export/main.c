@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "export/export.h"
-#include "lib/atomic_file.h"
+#include "lib/escape.h"
+#include "lib/output.h"
 #include "lib/rundb.h"
 #include "lib/version.h"
 
@@ -18,7 +19,7 @@ static void usage(FILE *f)
             "  --stacks              folded stacks 'root;...;leaf VALUE', one line per stack\n"
             "  --flamegraph          an interactive flamegraph SVG (self-contained)\n"
             "  --chrome              chrome trace JSON for Perfetto UI / chrome://tracing\n"
-            "  -o, --output FILE     write FILE atomically (default: standard output)\n"
+            "  -o, --output FILE     write FILE atomically; '-' or none: standard output\n"
             "  --metric M            value of a stack (default self_cpu; self_gpu when the\n"
             "                        trace has GPU time but no CPU time)\n"
             "  --stack-source S      frames (recorded call stacks) or tree (range ancestry);\n"
@@ -87,6 +88,7 @@ int main(int argc, char **argv)
     const char *output = NULL;
     int c, rc = 0, selection = 0;
     long long v;
+    tr_output_handle_signals();
     while (rc == 0 && (c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
         switch (c) {
         case O_STACKS: case O_FLAME: case O_CHROME: {
@@ -96,7 +98,11 @@ int main(int argc, char **argv)
             o.format = f;
             break;
         }
-        case 'o': output = optarg; break;
+        case 'o':
+            output = optarg;
+            if (!*output)
+                rc = usage_error("%s", "empty output file name (-o - is standard output)");
+            break;
         case O_METRIC:
             if (!(o.metric = tr_export_metric_lookup(optarg))) {
                 fprintf(stderr, "trace-export: unknown metric '%s' (valid:", optarg);
@@ -169,31 +175,29 @@ int main(int argc, char **argv)
     sqlite3 *db = NULL;
     size_t skipped = 0;
     o.skipped = &skipped;
-    tr_status st = tr_rundb_open(argv[optind], &db, &err);
+    /* no -o: standard output, as documented */
+    tr_status st = tr_output_check_inputs(output, (const char *const *)argv + optind, 1, &err);
+    if (st == TR_OK)
+        st = tr_rundb_open(argv[optind], &db, &err);
     if (st == TR_OK) {
-        tr_atomic_file af;
-        FILE *out = output ? tr_atomic_fopen(&af, output, &err) : stdout;
+        tr_output of;
+        FILE *out = tr_output_fopen(&of, output ? output : "-", &err);
         if (!out) {
             st = err.status ? err.status : TR_ERR_RUNTIME;
         } else {
             st = tr_export_run(db, &o, out, &err);
-            if (output) {
-                if (st == TR_OK) {
-                    st = tr_atomic_fclose(&af, out, &err);
-                } else {
-                    fclose(out);
-                    tr_atomic_abort(&af);
-                }
-            } else if (st == TR_OK && fflush(stdout) != 0) {
-                st = tr_fail(&err, TR_ERR_RUNTIME, "write error on standard output");
-            }
+            if (st == TR_OK)
+                st = tr_output_commit(&of, &err);
+            else
+                tr_output_abort(&of);
         }
     }
     if (db)
         sqlite3_close(db);
     tr_export_opts_free(&o);
     if (st != TR_OK) {
-        fprintf(stderr, "trace-export: %s\n", err.msg);
+        fputs("trace-export: ", stderr);
+        tr_put_line(stderr, err.msg);
         return st;
     }
     if (skipped)

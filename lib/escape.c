@@ -1,12 +1,9 @@
-/* escape.c - name escaping for the folded, XML (SVG) and JSON writers.
+/* escape.c - name escaping for every writer (see escape.h).
  *
- * The writers own their FILE and are single-threaded, so characters go out
- * with the unlocked stdio calls; runs of plain ASCII, most of every name,
- * are copied in one call. */
-#include <stdio.h>
-#include <string.h>
+ * Runs of plain ASCII, most of every name, are copied in one call. */
+#include "lib/escape.h"
 
-#include "export/export.h"
+#include <string.h>
 
 size_t tr_utf8_next(const char *str, size_t len, uint32_t *cp)
 {
@@ -44,6 +41,19 @@ size_t tr_utf8_next(const char *str, size_t len, uint32_t *cp)
     }
     *cp = v;
     return n;
+}
+
+size_t tr_utf8_cut(const char *s, size_t len, size_t max)
+{
+    if (len <= max)
+        return len;
+    size_t cut = max;
+    /* back over at most 3 continuation bytes to the start of their sequence */
+    for (int k = 0; k < 3 && cut > 0 && ((unsigned char)s[cut] & 0xc0) == 0x80; k++)
+        cut--;
+    if (((unsigned char)s[cut] & 0xc0) == 0x80)
+        cut = max;   /* not UTF-8 there anyway */
+    return cut;
 }
 
 static void put_cp(FILE *f, uint32_t cp)
@@ -84,9 +94,27 @@ static size_t put_plain_run(FILE *f, const char *s, size_t len, const char *spec
     return n;
 }
 
+static void put_json_body(FILE *f, const char *s, size_t len);
+
 void tr_put_json_str(FILE *f, const char *s, size_t len)
 {
     putc_unlocked('"', f);
+    put_json_body(f, s, len);
+    putc_unlocked('"', f);
+}
+
+void tr_put_json_str_max(FILE *f, const char *s, size_t len, size_t max)
+{
+    size_t cut = tr_utf8_cut(s, len, max);
+    putc_unlocked('"', f);
+    put_json_body(f, s, cut);
+    if (cut < len)
+        fputs_unlocked(TR_ELLIPSIS, f);
+    putc_unlocked('"', f);
+}
+
+static void put_json_body(FILE *f, const char *s, size_t len)
+{
     for (size_t i = 0; i < len;) {
         size_t run = put_plain_run(f, s + i, len - i, "\"\\");
         if (run) {
@@ -109,7 +137,6 @@ void tr_put_json_str(FILE *f, const char *s, size_t len)
                 put_cp(f, cp);
         }
     }
-    putc_unlocked('"', f);
 }
 
 /* XML 1.0 allows tab, LF, CR, U+0020..U+D7FF, U+E000..U+FFFD, U+10000..U+10FFFF. */
@@ -165,4 +192,95 @@ void tr_put_torch_frame(FILE *f, const char *s, size_t len)
         char c = s[i];
         putc_unlocked(c == ' ' || c == ';' || c == '\t' || c == '\n' ? '_' : c, f);
     }
+}
+
+void tr_put_csv_field(FILE *f, const char *s, size_t len)
+{
+    int quote = 0;
+    for (size_t i = 0; i < len && !quote; i++)
+        quote = s[i] == ',' || s[i] == '"' || s[i] == '\n' || s[i] == '\r';
+    if (quote)
+        putc_unlocked('"', f);
+    for (size_t i = 0; i < len;) {
+        size_t run = put_plain_run(f, s + i, len - i, "\"");
+        if (run) {
+            i += run;
+            continue;
+        }
+        uint32_t cp;
+        i += tr_utf8_next(s + i, len - i, &cp);
+        if (cp == '"')
+            putc_unlocked('"', f);
+        put_cp(f, cp);
+    }
+    if (quote)
+        putc_unlocked('"', f);
+}
+
+void tr_put_md_cell(FILE *f, const char *s, size_t len)
+{
+    static const char special[] = "|\\`*_<";
+    for (size_t i = 0; i < len;) {
+        size_t run = put_plain_run(f, s + i, len - i, special);
+        if (run) {
+            i += run;
+            continue;
+        }
+        uint32_t cp;
+        i += tr_utf8_next(s + i, len - i, &cp);
+        if (cp < 0x20 || cp == 0x7f) {
+            putc_unlocked(' ', f);
+            continue;
+        }
+        if (cp < 0x80 && strchr(special, (int)cp))
+            putc_unlocked('\\', f);
+        put_cp(f, cp >= 0x80 && cp < 0xa0 ? 0xfffd : cp);
+    }
+}
+
+/* The one-column stand-in of a code point in a text table. */
+static uint32_t text_cp(uint32_t cp)
+{
+    if (cp < 0x20)
+        return 0x2400 + cp;   /* Control Pictures: U+2400 NUL .. U+241F US */
+    if (cp == 0x7f)
+        return 0x2421;
+    if (cp >= 0x80 && cp < 0xa0)
+        return 0xfffd;
+    return cp;
+}
+
+size_t tr_put_text_cell(FILE *f, const char *s, size_t len)
+{
+    size_t cols = 0;
+    for (size_t i = 0; i < len;) {
+        size_t run = put_plain_run(f, s + i, len - i, "");
+        if (run) {
+            i += run;
+            cols += run;
+            continue;
+        }
+        uint32_t cp;
+        i += tr_utf8_next(s + i, len - i, &cp);
+        put_cp(f, text_cp(cp));
+        cols++;
+    }
+    return cols;
+}
+
+size_t tr_text_width(const char *s, size_t len)
+{
+    size_t cols = 0;
+    for (size_t i = 0; i < len; cols++) {
+        uint32_t cp;
+        i += tr_utf8_next(s + i, len - i, &cp);
+    }
+    return cols;
+}
+
+void tr_put_line(FILE *f, const char *s)
+{
+    for (; *s; s++)
+        putc_unlocked((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+    putc_unlocked('\n', f);
 }

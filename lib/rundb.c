@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/atomic_file.h"
+#include "lib/output.h"
 #include "lib/bulk_insert.h"
 #include "lib/version.h"
 
@@ -424,8 +424,8 @@ out:
 tr_status tr_rundb_write(const tr_trace *t, const char *path,
                          const tr_meta_kv *meta, size_t nmeta, tr_error *err)
 {
-    tr_atomic_file af;
-    tr_status st = tr_atomic_begin(&af, path, err);
+    tr_output af;
+    tr_status st = tr_output_begin(&af, path, TR_OUTPUT_NEED_FILE, err);
     if (st != TR_OK)
         return st;
     sqlite3 *db = NULL;
@@ -450,11 +450,11 @@ tr_status tr_rundb_write(const tr_trace *t, const char *path,
         goto fail;
     }
     db = NULL;
-    return tr_atomic_commit(&af, err);
+    return tr_output_commit(&af, err);
 fail:
     if (db)
         sqlite3_close(db);
-    tr_atomic_abort(&af);
+    tr_output_abort(&af);
     return st;
 }
 

@@ -1,8 +1,10 @@
-/* Escaping of names for folded stacks, XML (SVG) and JSON; determinism of the writers. */
+/* The escapers of lib/escape.h (folded stacks, XML, JSON, CSV, markdown, text table);
+ * determinism of the export writers. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "export/export.h"
+#include "lib/escape.h"
 #include "lib/model.h"
 #include "lib/rundb.h"
 #include "lib/tree.h"
@@ -53,6 +55,53 @@ static void test_folded(void)
     CHECK_ESC(tr_put_folded_frame, "", "[unnamed]");
     CHECK_ESC(tr_put_folded_frame, "void k<float>(int)", "void k<float>(int)");
     CHECK_ESC(tr_put_torch_frame, "my file.py(3): f;g\tx", "my_file.py(3):_f_g_x");
+}
+
+static void test_cut(void)
+{
+    CHECK_ESC(tr_put_json_str, "", "\"\"");
+    char *got = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&got, &n);
+    tr_put_json_str_max(f, "ab\xc3\xa9z", 5, 3);   /* never splits the e-acute */
+    fputc('|', f);
+    tr_put_json_str_max(f, "abc", 3, 3);
+    fclose(f);
+    CU_ASSERT_STRING_EQUAL(got, "\"ab" TR_ELLIPSIS "\"|\"abc\"");
+    free(got);
+    CU_ASSERT_EQUAL(tr_utf8_cut("\xf0\x9f\x94\xa5x", 5, 3), 0);
+    CU_ASSERT_EQUAL(tr_utf8_cut("\xf0\x9f\x94\xa5x", 5, 4), 4);
+    CU_ASSERT_EQUAL(tr_utf8_cut("\x80\x80\x80\x80\x80", 5, 4), 4);   /* not UTF-8: any cut */
+}
+
+static void test_csv_md(void)
+{
+    CHECK_ESC(tr_put_csv_field, "plain name", "plain name");
+    CHECK_ESC(tr_put_csv_field, "a,b \"q\"\nc", "\"a,b \"\"q\"\"\nc\"");
+    CHECK_ESC(tr_put_csv_field, "\xff" "x", "\xef\xbf\xbd" "x");   /* invalid UTF-8 */
+    CHECK_ESC(tr_put_md_cell, "a|b_c*\\`<d>", "a\\|b\\_c\\*\\\\\\`\\<d>");
+    CHECK_ESC(tr_put_md_cell, "x\ny\tz\x1b", "x y z ");
+    CHECK_ESC(tr_put_md_cell, "\xc2\x9b" "\xfe", "\xef\xbf\xbd\xef\xbf\xbd");   /* C1 CSI, invalid */
+}
+
+static void text_cell(FILE *f, const char *s, size_t len) { tr_put_text_cell(f, s, len); }
+
+static void test_text_cell(void)
+{
+    /* one column per character: the table stays aligned */
+    CHECK_ESC(text_cell, "a\nb\tc", "a\xe2\x90\x8a" "b\xe2\x90\x89" "c");
+    CHECK_ESC(text_cell, "\x1b[31m", "\xe2\x90\x9b[31m");   /* no terminal escapes */
+    CHECK_ESC(text_cell, "\x7f\xc2\x85\xff", "\xe2\x90\xa1\xef\xbf\xbd\xef\xbf\xbd");
+    CHECK_ESC(text_cell, "\xc3\xa9t\xc3\xa9", "\xc3\xa9t\xc3\xa9");
+    CU_ASSERT_EQUAL(tr_text_width("a\nb\xff\xc3\xa9", 6), 5);
+    char *got = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&got, &n);
+    CU_ASSERT_EQUAL(tr_put_text_cell(f, "a\nb\xff\xc3\xa9", 6), 5);
+    tr_put_line(f, "bad\nname\x1b");
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(got, "bad?name?\n"));
+    free(got);
 }
 
 static void test_utf8_next(void)
@@ -186,5 +235,8 @@ TR_SUITE(export_escape,
          {"XML text", test_xml},
          {"folded frames", test_folded},
          {"UTF-8 decoding", test_utf8_next},
+         {"cutting at a character boundary", test_cut},
+         {"CSV fields and markdown cells", test_csv_md},
+         {"text table cells and message lines", test_text_cell},
          {"writers: values, escaping, determinism", test_writers},
          {"metric/format tables and option parsing", test_tables})
