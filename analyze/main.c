@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analyze/analyze.h"
+#include "analyze/report.h"
 #include "lib/rundb.h"
 #include "lib/version.h"
 
@@ -39,6 +40,8 @@ static void usage(FILE *f)
             "                              raw numbers (ns, bytes, counts)\n"
             "      --units U               auto|us|ms|s (text and markdown)\n"
             "      --stats                 add min, max, median and standard deviation of durations\n"
+            "      --report R[,R...]       timeline reports instead of the table; --report list names\n"
+            "                              them (docs/reports.md)\n"
             "  -h, --help                  this help\n"
             "      --version               print the version\n"
             "\n"
@@ -83,6 +86,7 @@ static void list_choices(FILE *f, const char *what, const char *got)
 
 enum { O_SHAPE = 256, O_STACK, O_STACK_SRC, O_TOP, O_INCLUDE, O_EXCLUDE, O_KIND, O_THREAD, O_DEVICE,
        O_STREAM, O_TIME, O_FORMAT, O_UNITS, O_STATS, O_VERSION };
+enum { O_REPORT = 512 };
 
 int main(int argc, char **argv)
 {
@@ -96,7 +100,9 @@ int main(int argc, char **argv)
         {"time-range", required_argument, NULL, O_TIME},  {"format", required_argument, NULL, O_FORMAT},
         {"units", required_argument, NULL, O_UNITS},      {"stats", no_argument, NULL, O_STATS},
         {"help", no_argument, NULL, 'h'},                 {"version", no_argument, NULL, O_VERSION},
+        {"report", required_argument, NULL, O_REPORT},
         {NULL, 0, NULL, 0}};
+    tr_report_opts reports = {0};
     tr_selection sel;
     memset(&sel, 0, sizeof sel);
     tr_analyze_opts o;
@@ -171,11 +177,18 @@ int main(int argc, char **argv)
             else st = tr_fail(&err, TR_ERR_USAGE, "unknown unit '%s' (valid: auto us ms s)", optarg);
             break;
         case O_STATS: o.stats = 1; break;
+        case O_REPORT: st = tr_report_opts_add(&reports, optarg, &err); break;
         case 'h': usage(stdout); tr_selection_free(&sel); return 0;
         case O_VERSION: printf("trace-analyze %s\n", TR_VERSION); tr_selection_free(&sel); return 0;
         default:
             st = tr_fail(&err, TR_ERR_USAGE, "try 'trace-analyze --help'");
         }
+    }
+    if (st == TR_OK && reports.list) {
+        tr_report_print_list(stdout);
+        tr_report_opts_free(&reports);
+        tr_selection_free(&sel);
+        return 0;
     }
     if (st == TR_OK && optind != argc - 1)
         st = tr_fail(&err, TR_ERR_USAGE, "%s", optind >= argc
@@ -186,9 +199,11 @@ int main(int argc, char **argv)
     memset(&s, 0, sizeof s);
     if (st == TR_OK)
         st = tr_rundb_open(argv[optind], &db, &err);
-    if (st == TR_OK)
+    if (st == TR_OK && reports.n)
+        st = tr_report_run(db, &reports, &o, stdout, stderr, &err);
+    else if (st == TR_OK)
         st = tr_summarize(db, &o, &s, &err);
-    if (st == TR_OK) {
+    if (st == TR_OK && !reports.n) {
         o.sort = sort ? sort : tr_sort_key_lookup(s.has_gpu ? "self_cuda_time_total" : "self_cpu_time_total");
         tr_summary_sort(&s, o.sort);
         if (s.skipped)
@@ -203,6 +218,7 @@ int main(int argc, char **argv)
         st = o.format->write(stdout, &s, &o, &err);
     }
     tr_summary_free(&s);
+    tr_report_opts_free(&reports);
     tr_selection_free(&sel);
     if (db)
         sqlite3_close(db);

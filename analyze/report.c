@@ -1,0 +1,862 @@
+/*
+ * report.c - the report table, the request parser, the shared event scan with
+ * the selection filters, and the four output formats of report results.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/report.h"
+#include "lib/format.h"
+#include "lib/model.h"
+
+int tr_selection_name_ok(const tr_selection *s, const char *name, size_t len);
+
+const tr_report tr_reports[] = {
+    {"gpu-time", "GPU time breakdown with TraceLens gpu_timeline semantics, per device and overall",
+     tr_gpu_time_params, tr_gpu_time_cols, tr_report_gpu_time},
+};
+const size_t tr_nreports = sizeof tr_reports / sizeof tr_reports[0];
+
+/* ---- requests ---- */
+
+static const tr_report *report_lookup(const char *name, size_t n)
+{
+    for (size_t i = 0; i < tr_nreports; i++)
+        if (strlen(tr_reports[i].name) == n && !strncmp(tr_reports[i].name, name, n))
+            return &tr_reports[i];
+    return NULL;
+}
+
+static void report_names(char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < tr_nreports && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? " " : "", tr_reports[i].name);
+}
+
+/* "1500", "1.5us", "2ms", "0.1s" -> ns; -1 when invalid. */
+static int64_t parse_duration(const char *s, size_t n)
+{
+    char buf[64];
+    if (n == 0 || n >= sizeof buf)
+        return -1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char *end;
+    double v = strtod(buf, &end);
+    if (end == buf || !(v >= 0))
+        return -1;
+    static const struct { const char *unit; double scale; } units[] = {
+        {"", 1}, {"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].unit)) {
+            double ns = v * units[i].scale;
+            return ns > 9.2e18 ? -1 : (int64_t)(ns + 0.5);
+        }
+    return -1;
+}
+
+static int64_t parse_count(const char *s, size_t n)
+{
+    char buf[32];
+    if (n == 0 || n >= sizeof buf)
+        return -1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char *end;
+    long long v = strtoll(buf, &end, 10);
+    return *end || v < 0 ? -1 : (int64_t)v;
+}
+
+static tr_status parse_param(const tr_report *rep, tr_report_req *req, const char *p, size_t n, tr_error *err)
+{
+    const char *eq = memchr(p, '=', n);
+    size_t kn = eq ? (size_t)(eq - p) : n;
+    for (size_t i = 0; rep->params && rep->params[i].name; i++) {
+        const tr_report_param *pp = &rep->params[i];
+        if (strlen(pp->name) != kn || strncmp(pp->name, p, kn))
+            continue;
+        int64_t v = !eq ? -1
+                    : pp->type == TR_PARAM_TIME ? parse_duration(eq + 1, n - kn - 1)
+                                                 : parse_count(eq + 1, n - kn - 1);
+        if (v < 0)
+            return tr_fail(err, TR_ERR_USAGE, "invalid %s parameter '%.*s' (%s=%s)", rep->name, (int)n, p,
+                           pp->name, pp->type == TR_PARAM_TIME ? "TIME, e.g. 10us" : "COUNT");
+        req->param[i] = v;
+        return TR_OK;
+    }
+    char names[256] = "";
+    size_t k = 0;
+    for (size_t i = 0; rep->params && rep->params[i].name && k < sizeof names; i++)
+        k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? " " : "", rep->params[i].name);
+    return tr_fail(err, TR_ERR_USAGE, "unknown parameter '%.*s' of report %s (valid: %s)", (int)kn, p,
+                   rep->name, k ? names : "none");
+}
+
+tr_status tr_report_opts_add(tr_report_opts *ro, const char *spec, tr_error *err)
+{
+    for (const char *p = spec; *p;) {
+        size_t n = strcspn(p, ",");
+        size_t nn = strcspn(p, ",:");
+        if (nn == 4 && !strncmp(p, "list", 4) && nn == n) {
+            ro->list = 1;
+        } else {
+            const tr_report *rep = report_lookup(p, nn);
+            if (!rep) {
+                char names[512];
+                report_names(names, sizeof names);
+                return tr_fail(err, TR_ERR_USAGE, "unknown report '%.*s' (valid: %s)", (int)nn, p, names);
+            }
+            tr_report_req *nv = realloc(ro->v, (ro->n + 1) * sizeof *nv);
+            if (!nv)
+                return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+            ro->v = nv;
+            tr_report_req *req = &ro->v[ro->n++];
+            memset(req, 0, sizeof *req);
+            req->report = rep;
+            for (size_t i = 0; rep->params && rep->params[i].name && i < TR_REPORT_MAX_PARAMS; i++)
+                req->param[i] = rep->params[i].def;
+            /* parameters: NAME:KEY=VALUE:KEY=VALUE */
+            for (size_t at = nn; at < n;) {
+                at++;   /* the ':' */
+                size_t pn = strcspn(p + at, ",:");
+                if (pn > n - at)
+                    pn = n - at;
+                tr_status st = parse_param(rep, req, p + at, pn, err);
+                if (st != TR_OK)
+                    return st;
+                at += pn;
+            }
+        }
+        p += n;
+        p += *p == ',';
+    }
+    return TR_OK;
+}
+
+void tr_report_opts_free(tr_report_opts *ro)
+{
+    free(ro->v);
+    memset(ro, 0, sizeof *ro);
+}
+
+static void fmt_param_default(char *b, size_t n, const tr_report_param *p)
+{
+    if (p->type == TR_PARAM_COUNT)
+        snprintf(b, n, "%lld", (long long)p->def);
+    else if (p->def % 1000000 == 0 && p->def)
+        snprintf(b, n, "%lldms", (long long)(p->def / 1000000));
+    else if (p->def % 1000 == 0 && p->def)
+        snprintf(b, n, "%lldus", (long long)(p->def / 1000));
+    else
+        snprintf(b, n, "%lldns", (long long)p->def);
+}
+
+void tr_report_print_list(FILE *out)
+{
+    for (size_t i = 0; i < tr_nreports; i++) {
+        const tr_report *r = &tr_reports[i];
+        fprintf(out, "%-10s  %s\n", r->name, r->description);
+        for (size_t k = 0; r->params && r->params[k].name; k++) {
+            char def[32];
+            fmt_param_default(def, sizeof def, &r->params[k]);
+            fprintf(out, "%-10s    :%s=%s  %s\n", "", r->params[k].name, def, r->params[k].help);
+        }
+    }
+}
+
+/* ---- result building ---- */
+
+tr_status tr_report_nomem(tr_report_ctx *c)
+{
+    return tr_fail(c->err, TR_ERR_RUNTIME, "out of memory while building a report");
+}
+
+tr_rtable *tr_rtable_add(tr_rresult *r, const char *title, const tr_report_col *cols)
+{
+    size_t ncols = 0;
+    while (cols[ncols].key)
+        ncols++;
+    tr_rtable *nt = realloc(r->tables, (r->ntables + 1) * sizeof *nt);
+    if (!nt)
+        return NULL;
+    r->tables = nt;
+    tr_rtable *t = &r->tables[r->ntables];
+    memset(t, 0, sizeof *t);
+    if (!(t->title = strdup(title)))
+        return NULL;
+    r->ntables++;
+    t->cols = cols;
+    t->ncols = ncols;
+    return t;
+}
+
+tr_cell *tr_rtable_row(tr_rtable *t)
+{
+    if (t->nrows == t->caprows) {
+        size_t nc = t->caprows ? t->caprows * 2 : 16;
+        tr_cell *n = realloc(t->cells, nc * t->ncols * sizeof *n);
+        if (!n)
+            return NULL;
+        t->cells = n;
+        t->caprows = nc;
+    }
+    tr_cell *row = &t->cells[t->nrows++ * t->ncols];
+    for (size_t i = 0; i < t->ncols; i++)
+        row[i] = (tr_cell){.null = 1};
+    return row;
+}
+
+int tr_cell_str(tr_cell *c, const char *s)
+{
+    free(c->s);
+    c->s = strdup(s ? s : "");
+    c->null = 0;
+    return c->s ? 0 : -1;
+}
+
+void tr_cell_int(tr_cell *c, int64_t v) { c->i = v; c->null = 0; }
+void tr_cell_ns(tr_cell *c, int64_t v) { c->i = v < 0 ? 0 : v; c->null = 0; }
+
+void tr_cell_pct(tr_cell *c, double part, double whole)
+{
+    if (!(whole > 0) || !isfinite(part) || !isfinite(whole)) {
+        c->null = 1;
+        return;
+    }
+    double v = part * 100.0 / whole;
+    /* a share is a part of its whole: rounding must not push it outside [0, 100] */
+    c->d = v < 0 ? 0 : v > 100 ? 100 : v;
+    c->null = 0;
+}
+
+void tr_cell_real(tr_cell *c, double v)
+{
+    c->null = !isfinite(v);
+    c->d = c->null ? 0 : v;
+}
+
+static int add_line(char ***v, size_t *n, const char *fmt, va_list ap)
+{
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        return -1;
+    char **nv = realloc(*v, (*n + 1) * sizeof *nv);
+    if (!nv) {
+        free(s);
+        return -1;
+    }
+    *v = nv;
+    nv[(*n)++] = s;
+    return 0;
+}
+
+int tr_rtable_note(tr_rtable *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = add_line(&t->notes, &t->nnotes, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int tr_rresult_note(tr_rresult *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = add_line(&r->notes, &r->nnotes, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int tr_rresult_nodata(tr_rresult *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    free(r->nodata);
+    r->nodata = NULL;
+    int rc = vasprintf(&r->nodata, fmt, ap) < 0 ? -1 : 0;
+    va_end(ap);
+    return rc;
+}
+
+static void rresult_free(tr_rresult *r)
+{
+    for (size_t t = 0; t < r->ntables; t++) {
+        tr_rtable *tb = &r->tables[t];
+        for (size_t i = 0; i < tb->nrows * tb->ncols; i++)
+            free(tb->cells[i].s);
+        free(tb->cells);
+        for (size_t i = 0; i < tb->nnotes; i++)
+            free(tb->notes[i]);
+        free(tb->notes);
+        free(tb->title);
+    }
+    free(r->tables);
+    for (size_t i = 0; i < r->nnotes; i++)
+        free(r->notes[i]);
+    free(r->notes);
+    free(r->nodata);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- context: devices, streams, threads, names ---- */
+
+static tr_status db_error(tr_report_ctx *c)
+{
+    return tr_fail(c->err, TR_ERR_INPUT, "run database: cannot read events: %s", sqlite3_errmsg(c->db));
+}
+
+int64_t tr_report_query_i64(tr_report_ctx *c, const char *sql)
+{
+    sqlite3_stmt *st;
+    int64_t v = 0;
+    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+char *tr_report_string(tr_report_ctx *c, int64_t id)
+{
+    const char *v = "";
+    sqlite3_bind_int64(c->name_stmt, 1, id);
+    if (sqlite3_step(c->name_stmt) == SQLITE_ROW && sqlite3_column_text(c->name_stmt, 0))
+        v = (const char *)sqlite3_column_text(c->name_stmt, 0);
+    char *r = strdup(v);
+    sqlite3_reset(c->name_stmt);
+    return r;
+}
+
+static tr_status ctx_init(tr_report_ctx *c, sqlite3 *db, const tr_analyze_opts *o, tr_error *err)
+{
+    memset(c, 0, sizeof *c);
+    c->db = db;
+    c->o = o;
+    c->sel = o->select;
+    c->err = err;
+    tr_i64map_init(&c->stream_dev);
+    tr_i64map_init(&c->stream_num);
+    tr_i64map_init(&c->thread_tid);
+    tr_i64map_init(&c->name_ok);
+    if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &c->name_stmt, NULL) != SQLITE_OK)
+        return db_error(c);
+    int nsources = (int)tr_report_query_i64(c, "SELECT count(*) FROM sources");
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT id, source_id, device FROM devices ORDER BY source_id, device, id", -1, &st,
+                           NULL) != SQLITE_OK)
+        return db_error(c);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        tr_rdevice *nd = realloc(c->devs, (c->ndevs + 1) * sizeof *nd);
+        if (!nd) {
+            sqlite3_finalize(st);
+            return tr_report_nomem(c);
+        }
+        c->devs = nd;
+        tr_rdevice *d = &c->devs[c->ndevs++];
+        d->id = sqlite3_column_int64(st, 0);
+        d->source = sqlite3_column_int64(st, 1);
+        d->ordinal = sqlite3_column_int64(st, 2);
+        d->label = NULL;
+        int ok = nsources > 1 ? asprintf(&d->label, "s%lld:%lld", (long long)d->source, (long long)d->ordinal)
+                              : asprintf(&d->label, "%lld", (long long)d->ordinal);
+        if (ok < 0) {
+            d->label = NULL;
+            sqlite3_finalize(st);
+            return tr_report_nomem(c);
+        }
+    }
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(db, "SELECT id, device_id, stream FROM streams", -1, &st, NULL) != SQLITE_OK)
+        return db_error(c);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0), dev = sqlite3_column_int64(st, 1);
+        for (size_t i = 0; i < c->ndevs; i++)
+            if (c->devs[i].id == dev && tr_i64map_put(&c->stream_dev, id, (int64_t)i) < 0) {
+                sqlite3_finalize(st);
+                return tr_report_nomem(c);
+            }
+        if (tr_i64map_put(&c->stream_num, id, sqlite3_column_int64(st, 2)) < 0) {
+            sqlite3_finalize(st);
+            return tr_report_nomem(c);
+        }
+    }
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(db, "SELECT id, tid FROM threads", -1, &st, NULL) != SQLITE_OK)
+        return db_error(c);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        if (tr_i64map_put(&c->thread_tid, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)) < 0) {
+            sqlite3_finalize(st);
+            return tr_report_nomem(c);
+        }
+    sqlite3_finalize(st);
+    if (c->sel && c->sel->has_time)
+        c->t0 = tr_report_query_i64(c, "SELECT coalesce(min(start_ns), 0) FROM events");
+    return TR_OK;
+}
+
+static void ctx_free(tr_report_ctx *c)
+{
+    for (size_t i = 0; i < c->ndevs; i++)
+        free(c->devs[i].label);
+    free(c->devs);
+    tr_i64map_free(&c->stream_dev);
+    tr_i64map_free(&c->stream_num);
+    tr_i64map_free(&c->thread_tid);
+    tr_i64map_free(&c->name_ok);
+    sqlite3_finalize(c->name_stmt);
+}
+
+static int name_passes(tr_report_ctx *c, int64_t name_id)
+{
+    if (!c->sel || (!c->sel->include && !c->sel->exclude))
+        return 1;
+    int64_t ok;
+    if (tr_i64map_get(&c->name_ok, name_id, &ok))
+        return (int)ok;
+    const char *v = "";
+    int len = 0;
+    sqlite3_bind_int64(c->name_stmt, 1, name_id);
+    if (sqlite3_step(c->name_stmt) == SQLITE_ROW && sqlite3_column_text(c->name_stmt, 0)) {
+        v = (const char *)sqlite3_column_text(c->name_stmt, 0);
+        len = sqlite3_column_bytes(c->name_stmt, 0);
+    }
+    ok = tr_selection_name_ok(c->sel, v, (size_t)len);
+    sqlite3_reset(c->name_stmt);
+    tr_i64map_put(&c->name_ok, name_id, ok);
+    return (int)ok;
+}
+
+/* ---- the scan ---- */
+
+static const char scan_cols[] =
+    "e.id, e.kind, e.name_id, e.start_ns, e.end_ns, e.parent_id, e.thread_id, e.stream_id, e.bytes, "
+    "e.correlation, %s";
+static const char launch_cols[] = "p.thread_id, p.start_ns, p.end_ns, p.name_id";
+static const char no_launch_cols[] = "NULL, NULL, NULL, NULL";
+
+static int selected(tr_report_ctx *c, tr_rev *ev, int flags)
+{
+    const tr_selection *sel = c->sel;
+    if (!sel)
+        return 1;
+    if (sel->kind_mask && (ev->kind < 0 || ev->kind >= 32 || !(sel->kind_mask & (1u << ev->kind))))
+        return 0;
+    if (sel->has_thread) {
+        int64_t row = ev->on_gpu ? (ev->has_launch ? ev->launch_thread : 0) : ev->thread, tid;
+        if (!row || !tr_i64map_get(&c->thread_tid, row, &tid) || tid != sel->thread)
+            return 0;
+    }
+    /* --device and --stream pick GPU activities; host events are not on a device */
+    if (ev->on_gpu && sel->has_device && (ev->dev < 0 || c->devs[ev->dev].ordinal != sel->device))
+        return 0;
+    if (ev->on_gpu && sel->has_stream) {
+        int64_t num;
+        if (!tr_i64map_get(&c->stream_num, ev->stream, &num) || num != sel->stream)
+            return 0;
+    }
+    return (flags & TR_SCAN_UNFILTERED_NAMES) || name_passes(c, ev->name_id);
+}
+
+tr_status tr_report_scan(tr_report_ctx *c, unsigned kind_mask, int flags, const char *extra_cols,
+                         const char *extra_join, tr_scan_fn fn, void *arg)
+{
+    const tr_selection *sel = c->sel;
+    int launch = (flags & TR_SCAN_LAUNCH) || (sel && sel->has_thread);
+    char kinds[128] = "", cols[512], where[256] = "";
+    size_t k = 0;
+    for (int i = 1; i < TR_KIND_COUNT_; i++)
+        if (kind_mask & (1u << i))
+            k += (size_t)snprintf(kinds + k, sizeof kinds - k, "%s%d", k ? "," : "", i);
+    snprintf(cols, sizeof cols, scan_cols, launch ? launch_cols : no_launch_cols);
+    if (sel && sel->has_time)
+        snprintf(where, sizeof where, " AND e.start_ns >= %lld AND e.start_ns < %lld",
+                 (long long)(c->t0 + sel->time_start),
+                 (long long)(sel->time_end > INT64_MAX - c->t0 ? INT64_MAX : c->t0 + sel->time_end));
+    char *sql = NULL;
+    if (asprintf(&sql, "SELECT %s%s%s FROM events e %s %s WHERE e.kind IN (%s)%s%s", cols,
+                 extra_cols ? ", " : "", extra_cols ? extra_cols : "",
+                 launch ? "LEFT JOIN events p ON p.id = e.parent_id" : "", extra_join ? extra_join : "",
+                 kinds, where, (flags & TR_SCAN_ORDERED) ? " ORDER BY e.start_ns, e.id" : "") < 0)
+        return tr_report_nomem(c);
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
+    free(sql);
+    if (rc != SQLITE_OK)
+        return db_error(c);
+    tr_status s = TR_OK;
+    tr_rev ev;
+    while (s == TR_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        ev.id = sqlite3_column_int64(st, 0);
+        ev.kind = sqlite3_column_int(st, 1);
+        ev.name_id = sqlite3_column_int64(st, 2);
+        ev.start = sqlite3_column_int64(st, 3);
+        ev.end = sqlite3_column_int64(st, 4);
+        ev.parent = sqlite3_column_type(st, 5) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 5);
+        ev.thread = sqlite3_column_type(st, 6) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 6);
+        ev.stream = sqlite3_column_type(st, 7) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 7);
+        ev.bytes = sqlite3_column_int64(st, 8);
+        ev.correlation = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9);
+        ev.on_gpu = ev.kind > 0 && ev.kind < TR_KIND_COUNT_ && tr_kinds[ev.kind].on_gpu;
+        int64_t di;
+        ev.dev = ev.stream && tr_i64map_get(&c->stream_dev, ev.stream, &di) ? (int)di : -1;
+        ev.has_launch = launch && sqlite3_column_type(st, 11) != SQLITE_NULL;
+        ev.launch_thread = ev.has_launch && sqlite3_column_type(st, 10) != SQLITE_NULL
+                               ? sqlite3_column_int64(st, 10) : 0;
+        ev.launch_start = ev.has_launch ? sqlite3_column_int64(st, 11) : 0;
+        ev.launch_end = ev.has_launch ? sqlite3_column_int64(st, 12) : 0;
+        ev.launch_name = ev.has_launch ? sqlite3_column_int64(st, 13) : 0;
+        if (ev.end < ev.start)
+            ev.end = ev.start;
+        if (selected(c, &ev, flags))
+            s = fn(c, &ev, st, arg);
+    }
+    if (s == TR_OK && rc != SQLITE_DONE)
+        s = db_error(c);
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* ---- output ---- */
+
+typedef struct {
+    FILE *out;
+    const tr_analyze_opts *o;
+    size_t nwritten;          /* reports written so far (json separators, blank lines) */
+} writer;
+
+static int col_shown(const tr_report_col *col, int machine)
+{
+    return !(col->flags & (machine ? TR_COL_TEXT_ONLY : TR_COL_MACHINE_ONLY));
+}
+
+static void fmt_cell(char *b, size_t n, const tr_report_col *col, const tr_cell *c, const tr_analyze_opts *o)
+{
+    if (c->null) {
+        snprintf(b, n, "-");
+        return;
+    }
+    switch (col->type) {
+    case TR_COL_STR: snprintf(b, n, "%s", c->s); break;
+    case TR_COL_INT: snprintf(b, n, "%lld", (long long)c->i); break;
+    case TR_COL_NS: tr_fmt_time(b, n, (double)c->i / 1000.0, o->unit); break;
+    case TR_COL_PCT: snprintf(b, n, "%.2f", c->d); break;
+    case TR_COL_BYTES: tr_fmt_mem(b, n, c->i); break;
+    case TR_COL_REAL: snprintf(b, n, "%.3f", c->d); break;
+    }
+}
+
+static void json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(out, "\\u%04x", *p);
+        else
+            fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+static void csv_string(FILE *out, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+static void md_text(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|' || *s == '\\' || *s == '`' || *s == '*' || *s == '_' || *s == '<')
+            fputc('\\', out);
+        fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
+    }
+}
+
+static void machine_value(FILE *out, const tr_report_col *col, const tr_cell *c, int json)
+{
+    if (c->null) {
+        if (json)
+            fputs("null", out);
+        return;
+    }
+    switch (col->type) {
+    case TR_COL_STR:
+        if (json)
+            json_string(out, c->s);
+        else
+            csv_string(out, c->s);
+        break;
+    case TR_COL_INT: case TR_COL_NS: case TR_COL_BYTES:
+        fprintf(out, "%lld", (long long)c->i);
+        break;
+    case TR_COL_PCT: case TR_COL_REAL:
+        fprintf(out, "%.15g", c->d);
+        break;
+    }
+}
+
+static size_t limit_rows(const tr_rtable *t, const tr_analyze_opts *o)
+{
+    return o->limit >= 0 && (size_t)o->limit < t->nrows ? (size_t)o->limit : t->nrows;
+}
+
+#define MAX_TEXT_WIDTH 100
+
+static void write_text(writer *w, const tr_rresult *r)
+{
+    FILE *out = w->out;
+    if (w->nwritten++)
+        fputc('\n', out);
+    const tr_report *rep = NULL;
+    for (size_t i = 0; i < tr_nreports; i++)
+        if (!strcmp(tr_reports[i].name, r->report))
+            rep = &tr_reports[i];
+    fprintf(out, "== %s: %s ==\n", r->report, rep ? rep->description : "");
+    for (size_t i = 0; i < r->nnotes; i++)
+        fprintf(out, "%s\n", r->notes[i]);
+    char cell[8192];
+    for (size_t t = 0; t < r->ntables; t++) {
+        const tr_rtable *tb = &r->tables[t];
+        size_t nrows = limit_rows(tb, w->o);
+        int width[64];
+        size_t nc = tb->ncols < 64 ? tb->ncols : 64;
+        fprintf(out, "\n%s\n", tb->title);
+        for (size_t j = 0; j < nc; j++) {
+            width[j] = (int)tr_utf8_len(tb->cols[j].header, strlen(tb->cols[j].header));
+            for (size_t i = 0; i < nrows; i++) {
+                fmt_cell(cell, sizeof cell, &tb->cols[j], &tb->cells[i * tb->ncols + j], w->o);
+                int cw = (int)tr_utf8_len(cell, strlen(cell));
+                if (cw > width[j])
+                    width[j] = cw;
+            }
+            if (width[j] > MAX_TEXT_WIDTH)
+                width[j] = MAX_TEXT_WIDTH;
+        }
+        size_t last = 0;
+        for (size_t j = 0; j < nc; j++)
+            if (col_shown(&tb->cols[j], 0))
+                last = j;
+        for (int pass = 0; pass < 2 + (int)nrows; pass++) {
+            const tr_cell *row = pass >= 2 ? &tb->cells[(size_t)(pass - 2) * tb->ncols] : NULL;
+            for (size_t j = 0; j < nc; j++) {
+                const tr_report_col *col = &tb->cols[j];
+                if (!col_shown(col, 0))
+                    continue;
+                int left = col->type == TR_COL_STR;
+                if (pass == 0)
+                    snprintf(cell, sizeof cell, "%s", col->header);
+                else if (pass == 1)
+                    memset(cell, '-', (size_t)width[j]), cell[width[j]] = '\0';
+                else
+                    fmt_cell(cell, sizeof cell, col, &row[j], w->o);
+                size_t len = strlen(cell);
+                size_t cps = tr_utf8_len(cell, len);
+                /* the last column (a name) is printed whole; others are cut to the width */
+                if (j != last && cps > (size_t)width[j]) {
+                    size_t keep = tr_utf8_prefix(cell, len, (size_t)width[j] - 3);
+                    memcpy(cell + keep, "...", 4);
+                    cps = (size_t)width[j];
+                }
+                int pad = width[j] > (int)cps ? width[j] - (int)cps : 0;
+                if (j == last && left)
+                    fprintf(out, "%s", cell);
+                else if (left)
+                    fprintf(out, "%s%*s", cell, pad, "");
+                else
+                    fprintf(out, "%*s%s", pad, "", cell);
+                if (j != last)
+                    fputs("  ", out);
+            }
+            fputc('\n', out);
+        }
+        if (nrows < tb->nrows)
+            fprintf(out, "(%zu more rows; -n -1 shows all)\n", tb->nrows - nrows);
+        for (size_t i = 0; i < tb->nnotes; i++)
+            fprintf(out, "%s\n", tb->notes[i]);
+    }
+}
+
+static void write_markdown(writer *w, const tr_rresult *r)
+{
+    FILE *out = w->out;
+    if (w->nwritten++)
+        fputc('\n', out);
+    fprintf(out, "## %s\n", r->report);
+    for (size_t i = 0; i < r->nnotes; i++) {
+        fputc('\n', out);
+        md_text(out, r->notes[i]);
+        fputc('\n', out);
+    }
+    char cell[8192];
+    for (size_t t = 0; t < r->ntables; t++) {
+        const tr_rtable *tb = &r->tables[t];
+        fprintf(out, "\n### ");
+        md_text(out, tb->title);
+        fputs("\n\n|", out);
+        for (size_t j = 0; j < tb->ncols; j++)
+            if (col_shown(&tb->cols[j], 0)) {
+                fputc(' ', out);
+                md_text(out, tb->cols[j].header);
+                fputs(" |", out);
+            }
+        fputs("\n|", out);
+        for (size_t j = 0; j < tb->ncols; j++)
+            if (col_shown(&tb->cols[j], 0))
+                fputs(tb->cols[j].type == TR_COL_STR ? ":---|" : "---:|", out);
+        fputc('\n', out);
+        size_t nrows = limit_rows(tb, w->o);
+        for (size_t i = 0; i < nrows; i++) {
+            fputc('|', out);
+            for (size_t j = 0; j < tb->ncols; j++) {
+                if (!col_shown(&tb->cols[j], 0))
+                    continue;
+                fmt_cell(cell, sizeof cell, &tb->cols[j], &tb->cells[i * tb->ncols + j], w->o);
+                fputc(' ', out);
+                md_text(out, cell);
+                fputs(" |", out);
+            }
+            fputc('\n', out);
+        }
+        for (size_t i = 0; i < tb->nnotes; i++) {
+            fputc('\n', out);
+            md_text(out, tb->notes[i]);
+            fputc('\n', out);
+        }
+    }
+}
+
+static void write_csv(writer *w, const tr_rresult *r)
+{
+    FILE *out = w->out;
+    for (size_t t = 0; t < r->ntables; t++) {
+        const tr_rtable *tb = &r->tables[t];
+        /* several tables: a blank line between them, each with its own header */
+        if (w->nwritten++)
+            fputc('\n', out);
+        int first = 1;
+        for (size_t j = 0; j < tb->ncols; j++)
+            if (col_shown(&tb->cols[j], 1)) {
+                fprintf(out, "%s%s", first ? "" : ",", tb->cols[j].key);
+                first = 0;
+            }
+        fputc('\n', out);
+        size_t nrows = limit_rows(tb, w->o);
+        for (size_t i = 0; i < nrows; i++) {
+            first = 1;
+            for (size_t j = 0; j < tb->ncols; j++) {
+                if (!col_shown(&tb->cols[j], 1))
+                    continue;
+                if (!first)
+                    fputc(',', out);
+                first = 0;
+                machine_value(out, &tb->cols[j], &tb->cells[i * tb->ncols + j], 0);
+            }
+            fputc('\n', out);
+        }
+    }
+}
+
+static void json_lines(FILE *out, const char *key, char **v, size_t n)
+{
+    fprintf(out, ",\"%s\":[", key);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputc(',', out);
+        json_string(out, v[i]);
+    }
+    fputc(']', out);
+}
+
+static void write_json(writer *w, const tr_rresult *r)
+{
+    FILE *out = w->out;
+    fputs(w->nwritten++ ? ",\n{" : "\n{", out);
+    fputs("\"report\":", out);
+    json_string(out, r->report);
+    if (r->nodata) {
+        fputs(",\"no_data\":", out);
+        json_string(out, r->nodata);
+    }
+    json_lines(out, "notes", r->notes, r->nnotes);
+    fputs(",\"tables\":[", out);
+    for (size_t t = 0; t < r->ntables; t++) {
+        const tr_rtable *tb = &r->tables[t];
+        fputs(t ? ",\n{\"title\":" : "\n{\"title\":", out);
+        json_string(out, tb->title);
+        json_lines(out, "notes", tb->notes, tb->nnotes);
+        fputs(",\"rows\":[", out);
+        size_t nrows = limit_rows(tb, w->o);
+        for (size_t i = 0; i < nrows; i++) {
+            fputs(i ? ",\n{" : "\n{", out);
+            int first = 1;
+            for (size_t j = 0; j < tb->ncols; j++) {
+                if (!col_shown(&tb->cols[j], 1))
+                    continue;
+                fprintf(out, "%s\"%s\":", first ? "" : ",", tb->cols[j].key);
+                first = 0;
+                machine_value(out, &tb->cols[j], &tb->cells[i * tb->ncols + j], 1);
+            }
+            fputc('}', out);
+        }
+        fputs("]}", out);
+    }
+    fputs("]}", out);
+}
+
+static const struct { const char *format; void (*write)(writer *w, const tr_rresult *r); } writers[] = {
+    {"text", write_text}, {"csv", write_csv}, {"json", write_json}, {"markdown", write_markdown},
+};
+
+tr_status tr_report_run(sqlite3 *db, const tr_report_opts *ro, const tr_analyze_opts *o, FILE *out,
+                        FILE *diag, tr_error *err)
+{
+    void (*write)(writer *, const tr_rresult *) = write_text;
+    int json = 0;
+    for (size_t i = 0; i < sizeof writers / sizeof writers[0]; i++)
+        if (o->format && !strcmp(o->format->name, writers[i].format)) {
+            write = writers[i].write;
+            json = write == write_json;
+        }
+    tr_report_ctx c;
+    tr_status st = ctx_init(&c, db, o, err);
+    writer w = {out, o, 0};
+    if (json && st == TR_OK)
+        fputs("{\"time_unit\":\"ns\",\"reports\":[", out);
+    for (size_t i = 0; i < ro->n && st == TR_OK; i++) {
+        tr_rresult r;
+        memset(&r, 0, sizeof r);
+        r.report = ro->v[i].report->name;
+        c.param = ro->v[i].param;
+        st = ro->v[i].report->run(&c, &r);
+        if (st == TR_OK) {
+            if (r.nodata)
+                fprintf(diag, "trace-analyze: %s: %s\n", r.report, r.nodata);
+            if (!r.nodata || json)
+                write(&w, &r);
+        }
+        rresult_free(&r);
+    }
+    if (json && st == TR_OK)
+        fputs("\n]}\n", out);
+    ctx_free(&c);
+    if (st == TR_OK && ferror(out))
+        st = tr_fail(err, TR_ERR_RUNTIME, "write error on output");
+    return st;
+}

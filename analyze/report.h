@@ -1,0 +1,188 @@
+/*
+ * report.h - timeline reports: rows of one report table (name, description,
+ * parameters, columns, function), run over a run database with the same
+ * selection (--device, --stream, --thread, --time-range, --include/--exclude,
+ * --kind) and output formats (text, csv, json, markdown) as the key_averages
+ * table.  docs/reports.md defines every column.
+ *
+ * A report function streams the events it needs from SQLite through
+ * tr_report_scan() (one SELECT, in start order when asked) and fills a
+ * tr_rresult: one or more tables of cells plus note lines.  Memory is bounded
+ * by the rows of those tables (groups), never by the number of events.
+ *
+ * Ownership: tr_report_opts owns its request array (tr_report_opts_free());
+ * a tr_rresult owns its tables, cells, strings and notes (freed by the runner).
+ */
+#ifndef TR_ANALYZE_REPORT_H
+#define TR_ANALYZE_REPORT_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analyze/analyze.h"
+#include "lib/error.h"
+#include "lib/i64map.h"
+
+#define TR_REPORT_MAX_PARAMS 4
+
+/* ---- what main.c sees ---- */
+
+typedef struct tr_report tr_report;
+
+typedef struct {
+    const tr_report *report;
+    int64_t param[TR_REPORT_MAX_PARAMS];
+} tr_report_req;
+
+typedef struct {
+    tr_report_req *v;
+    size_t n;
+    int list;                       /* --report list */
+} tr_report_opts;
+
+/* Adds the reports of one --report argument: NAME[:PARAM=VALUE...][,NAME...],
+ * or "list".  An unknown name is a usage error whose message lists the reports. */
+tr_status tr_report_opts_add(tr_report_opts *ro, const char *spec, tr_error *err);
+void tr_report_opts_free(tr_report_opts *ro);
+/* --report list: a line per report, with its parameters. */
+void tr_report_print_list(FILE *out);
+/* Runs the requested reports in order and writes them in o->format's format.
+ * A report without data says so in one line on `diag` and is otherwise empty. */
+tr_status tr_report_run(sqlite3 *db, const tr_report_opts *ro, const tr_analyze_opts *o,
+                        FILE *out, FILE *diag, tr_error *err);
+
+/* ---- what the report functions (report_*.c) use ---- */
+
+typedef enum {
+    TR_COL_STR,     /* text */
+    TR_COL_INT,     /* a count */
+    TR_COL_NS,      /* a duration or time in ns: formatted in text, raw ns in csv/json */
+    TR_COL_PCT,     /* a percentage in [0, 100] */
+    TR_COL_BYTES,   /* a byte count */
+    TR_COL_REAL     /* any other real number (GB/s, ms) */
+} tr_col_type;
+
+enum { TR_COL_TEXT_ONLY = 1, TR_COL_MACHINE_ONLY = 2 };
+
+typedef struct {
+    const char *key;      /* csv/json key */
+    const char *header;   /* text/markdown header */
+    tr_col_type type;
+    int flags;
+} tr_report_col;
+
+typedef struct {
+    int null;             /* no value: empty in csv, null in json, "-" in text */
+    int64_t i;
+    double d;
+    char *s;
+} tr_cell;
+
+typedef struct {
+    char *title;
+    const tr_report_col *cols;
+    size_t ncols;
+    tr_cell *cells;       /* nrows * ncols */
+    size_t nrows, caprows;
+    char **notes;
+    size_t nnotes;
+} tr_rtable;
+
+typedef struct {
+    const char *report;
+    tr_rtable *tables;
+    size_t ntables;
+    char **notes;         /* lines about the whole report */
+    size_t nnotes;
+    char *nodata;         /* set when the report has nothing to show */
+} tr_rresult;
+
+typedef enum { TR_PARAM_TIME, TR_PARAM_COUNT } tr_param_type;
+
+typedef struct {
+    const char *name;
+    tr_param_type type;
+    int64_t def;          /* ns for TR_PARAM_TIME */
+    const char *help;
+} tr_report_param;
+
+typedef struct {
+    int64_t id;           /* devices.id */
+    int64_t source, ordinal;
+    char *label;          /* "0", or "s2:0" with several sources */
+} tr_rdevice;
+
+typedef struct tr_report_ctx {
+    sqlite3 *db;
+    const tr_analyze_opts *o;
+    const tr_selection *sel;
+    const int64_t *param;
+    tr_error *err;
+    int64_t t0;                         /* first event's start, for --time-range */
+    tr_rdevice *devs;
+    size_t ndevs;
+    tr_i64map stream_dev;               /* streams.id -> index into devs */
+    tr_i64map stream_num;               /* streams.id -> CUDA stream id */
+    tr_i64map thread_tid;               /* threads.id -> OS tid */
+    tr_i64map name_ok;                  /* name id -> passes --include/--exclude */
+    sqlite3_stmt *name_stmt;
+} tr_report_ctx;
+
+/* One event of a scan.  For GPU activities, launch_* describe the API call
+ * that launched it (when the scan asked for it and the call is in the trace). */
+typedef struct {
+    int64_t id, name_id, start, end, parent, thread, stream, bytes, correlation;
+    int kind, on_gpu;
+    int dev;                            /* index into ctx->devs, -1 = none */
+    int has_launch;
+    int64_t launch_thread, launch_start, launch_end, launch_name;
+} tr_rev;
+
+enum { TR_SCAN_ORDERED = 1, TR_SCAN_LAUNCH = 2, TR_SCAN_UNFILTERED_NAMES = 4 };
+
+/* Streams events of the kinds in kind_mask (bit per tr_kind) that pass the
+ * selection, ordered by start when TR_SCAN_ORDERED.  extra_cols/extra_join add
+ * columns after the fixed ones (read them from st at TR_SCAN_NCOLS onwards). */
+#define TR_SCAN_NCOLS 14
+typedef tr_status (*tr_scan_fn)(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, void *arg);
+tr_status tr_report_scan(tr_report_ctx *c, unsigned kind_mask, int flags, const char *extra_cols,
+                         const char *extra_join, tr_scan_fn fn, void *arg);
+
+/* The text of a string id ("" when absent); malloc'd, NULL on out-of-memory. */
+char *tr_report_string(tr_report_ctx *c, int64_t id);
+/* Runs a one-value query; 0 when it returns no row. */
+int64_t tr_report_query_i64(tr_report_ctx *c, const char *sql);
+
+/* Result building; each returns NULL / nonzero on out-of-memory. */
+/* cols: NULL-key terminated. */
+tr_rtable *tr_rtable_add(tr_rresult *r, const char *title, const tr_report_col *cols);
+tr_cell *tr_rtable_row(tr_rtable *t);   /* a new row, all cells null */
+int tr_cell_str(tr_cell *c, const char *s);
+void tr_cell_int(tr_cell *c, int64_t v);
+void tr_cell_ns(tr_cell *c, int64_t v);  /* negative values are clamped to 0 */
+void tr_cell_pct(tr_cell *c, double part, double whole);  /* null when whole <= 0 */
+void tr_cell_real(tr_cell *c, double v); /* null when not finite */
+int tr_rtable_note(tr_rtable *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int tr_rresult_note(tr_rresult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int tr_rresult_nodata(tr_rresult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+tr_status tr_report_nomem(tr_report_ctx *c);
+
+/* The report table. */
+struct tr_report {
+    const char *name;
+    const char *description;
+    const tr_report_param *params;   /* NULL-name terminated, or NULL */
+    const tr_report_col *cols;       /* the main table's columns, NULL-key terminated */
+    tr_status (*run)(tr_report_ctx *c, tr_rresult *r);
+};
+
+extern const tr_report tr_reports[];
+extern const size_t tr_nreports;
+
+/* The report functions (one file each). */
+tr_status tr_report_gpu_time(tr_report_ctx *c, tr_rresult *r);
+extern const tr_report_col tr_gpu_time_cols[];
+extern const tr_report_param tr_gpu_time_params[];
+
+#endif
