@@ -67,6 +67,17 @@ for dir in "$real"/golden/*/; do
         fail "$w: trace-analyze --format csv: $(head -c 200 "$w.csv.err")"
     fi
 
+    # compare.py itself: PyTorch's own rows match its tables, and a missing row is caught
+    for v in default shapes stack5; do
+        python3 "$real/compare.py" "$dir/table_$v.txt" "$dir/rows_$v.csv" >"$w.self.$v" 2>&1 || {
+            fail "$w: compare.py finds differences between table_$v.txt and rows_$v.csv"
+            head -5 "$w.self.$v" >&2
+        }
+    done
+    sed 2d "$dir/rows_default.csv" >"$w.rows-1.csv"
+    python3 "$real/compare.py" "$dir/table_default.txt" "$w.rows-1.csv" >/dev/null 2>&1
+    expect_eq "$?" 1 "$w: compare.py's status for a missing row"
+
     # (c) PyTorch's own chrome export (a bare array, no categories) ingests every op
     if command -v sqlite3 >/dev/null; then
         want=$(python3 -c 'import json, sys

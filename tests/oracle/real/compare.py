@@ -265,8 +265,10 @@ def our_cell(title, kind, ours, totals, pt_cell):
         if x is None:
             return None
         if title == "CPU total %" and pt_cell == "0":
-            # PyTorch prints a bare 0 for async events; our rows have no async flag.
-            return "0" if ours.get("is_async") else "(not async)"
+            # PyTorch prints a bare 0 for a row whose first event is async.
+            if "is_async" not in ours:
+                return "(no is_async column)"
+            return "0" if ours["is_async"] else "(not async)"
         if total == 0:
             return "NaN" if x == 0 else "(total 0)"
         return "%.2f%%" % ((x / 1000.0) * 100.0 / (total / 1000.0))

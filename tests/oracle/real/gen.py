@@ -15,6 +15,8 @@ OUTDIR/<workload>/:
   table_stack5.txt     key_averages(group_by_stack_n=5).table(sort_by=..., row_limit=-1)
   stacks_self_cpu.txt  export_stacks(path, "self_cpu_time_total")
   events.tsv           prof.function_events after the tree rebuild (a debugging aid)
+  rows_*.csv           the key_averages() rows of table_default/shapes/stack5 in
+                       trace-analyze's csv columns (compare.py's own check)
 
 and OUTDIR/MANIFEST.md. Times and stack addresses differ from run to run, so a rerun
 rewrites every file; the files of one workload always come from one profile.
@@ -116,6 +118,30 @@ def write_events_tsv(raw, path):
     write_text(path, "\n".join(lines) + "\n")
 
 
+def write_rows_csv(avgs, path, shapes=False, stack=False):
+    """PyTorch's own key_averages() rows in trace-analyze's csv columns (raw ns and bytes),
+    plus is_async (PyTorch prints an async row's CPU total % as a bare 0): compare.py must
+    find no difference between these and the table they come from."""
+    import csv
+    total = sum(e.self_cpu_time_total for e in avgs)
+    cols = ["name", "device", "self_cpu_pct", "self_cpu_ns", "cpu_total_pct", "cpu_total_ns",
+            "cpu_avg_ns", "cpu_mem_bytes", "self_cpu_mem_bytes", "calls", "is_async"]
+    cols += ["input_shapes"] if shapes else []
+    cols += ["stack"] if stack else []
+    pct = lambda v: "%g" % (v * 100.0 / total) if total else "nan"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(cols)
+        for e in sorted(avgs, key=lambda e: e.self_cpu_time_total, reverse=True):
+            row = [e.key, "cpu", pct(e.self_cpu_time_total), round(e.self_cpu_time_total * 1000),
+                   pct(e.cpu_time_total), round(e.cpu_time_total * 1000),
+                   "%g" % (e.cpu_time * 1000), e.cpu_memory_usage, e.self_cpu_memory_usage,
+                   e.count, int(e.is_async)]
+            row += [str(e.input_shapes)] if shapes else []
+            row += [" <- ".join(e.stack)] if stack else []
+            w.writerow(row)
+
+
 def dump(prof, outdir):
     """prof: a torch.profiler.profile or torch.autograd.profiler.profile that has stopped."""
     import torch
@@ -131,6 +157,9 @@ def dump(prof, outdir):
     write_text(p("table_stack5.txt"), prof.key_averages(group_by_stack_n=5).table(
         sort_by=SORT, row_limit=-1))
     prof.export_stacks(p("stacks_self_cpu.txt"), "self_cpu_time_total")
+    write_rows_csv(prof.key_averages(), p("rows_default.csv"))
+    write_rows_csv(prof.key_averages(group_by_input_shape=True), p("rows_shapes.csv"), shapes=True)
+    write_rows_csv(prof.key_averages(group_by_stack_n=5), p("rows_stack5.csv"), stack=True)
     write_events_tsv(raw, p("events.tsv"))
 
 
