@@ -41,6 +41,11 @@ static const struct {
     [TR_KIND_MEMSET] = {"memset", 40, 50, 175, 50, 175, 50},
     [TR_KIND_MEMORY] = {"memory", 165, 40, 115, 40, 60, 30},
     [TR_KIND_PYTHON] = {"python", 80, 60, 185, 50, 195, 50},
+    [TR_KIND_OPENACC_DATA] = {"OpenACC data", 100, 40, 180, 50, 160, 40},
+    [TR_KIND_OPENACC_LAUNCH] = {"OpenACC launch", 120, 40, 190, 50, 120, 40},
+    [TR_KIND_OPENACC_OTHER] = {"OpenACC", 110, 40, 170, 40, 140, 40},
+    [TR_KIND_CUDA_EVENT] = {"CUDA event", 60, 40, 140, 40, 110, 40},
+    [TR_KIND_OVERHEAD] = {"profiler overhead", 150, 30, 150, 30, 150, 30},
 };
 
 static uint32_t fnv1a(const char *s, size_t len)

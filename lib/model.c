@@ -15,6 +15,12 @@ const tr_kind_info tr_kinds[] = {
     [TR_KIND_MEMSET] = {TR_KIND_MEMSET, "memset", 1, 0, 0},
     [TR_KIND_MEMORY] = {TR_KIND_MEMORY, "memory", 0, 0, 0},
     [TR_KIND_PYTHON] = {TR_KIND_PYTHON, "python", 0, 0, 1},
+    /* OpenACC events enclose the CUDA calls they make, so they take their GPU time as ranges do */
+    [TR_KIND_OPENACC_DATA] = {TR_KIND_OPENACC_DATA, "openacc_data", 0, 0, 1},
+    [TR_KIND_OPENACC_LAUNCH] = {TR_KIND_OPENACC_LAUNCH, "openacc_launch", 0, 0, 1},
+    [TR_KIND_OPENACC_OTHER] = {TR_KIND_OPENACC_OTHER, "openacc_other", 0, 0, 1},
+    [TR_KIND_CUDA_EVENT] = {TR_KIND_CUDA_EVENT, "cuda_event", 1, 0, 0},
+    [TR_KIND_OVERHEAD] = {TR_KIND_OVERHEAD, "overhead", 0, 0, 0},
 };
 
 const tr_kind_info *tr_kind_lookup(const char *name)

@@ -36,6 +36,11 @@ typedef enum {
     TR_KIND_MEMSET = 9,   /* GPU memset */
     TR_KIND_MEMORY = 10,  /* allocation (+bytes) or free (-bytes), zero length (CPU) */
     TR_KIND_PYTHON = 11,  /* Python function frame (CPU) */
+    TR_KIND_OPENACC_DATA = 12,    /* OpenACC data event: upload, download, create, alloc, ... (CPU) */
+    TR_KIND_OPENACC_LAUNCH = 13,  /* OpenACC kernel launch (CPU) */
+    TR_KIND_OPENACC_OTHER = 14,   /* other OpenACC event: compute construct, wait, update, ... (CPU) */
+    TR_KIND_CUDA_EVENT = 15,      /* cudaEventRecord'ed event, zero length on its stream (GPU) */
+    TR_KIND_OVERHEAD = 16,        /* the profiler's own overhead: an interval on a thread or process (CPU) */
     TR_KIND_COUNT_
 } tr_kind;
 
@@ -97,6 +102,7 @@ typedef struct { uint32_t parent; uint32_t frame; } tr_stack_node;
  * events, and only when the trace has memory events, since most have none. */
 typedef struct { int64_t cpu_total, cpu_self, gpu_total, gpu_self; } tr_event_mem;
 
+/* -1 = not in the source (stored as NULL). */
 typedef struct {
     int32_t grid[3], block[3];
     int32_t registers, static_smem, dynamic_smem;

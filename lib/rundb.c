@@ -217,12 +217,12 @@ static int fill_kernel(const void *ctx, size_t i, tr_cell *c)
     const tr_kernel_detail *k = &t->kernels.v[e->detail];
     tr_cell_int(&c[0], (int64_t)i + 1);
     for (int j = 0; j < 3; j++) {
-        tr_cell_int(&c[1 + j], k->grid[j]);
-        tr_cell_int(&c[4 + j], k->block[j]);
+        tr_cell_opt(&c[1 + j], k->grid[j], -1);
+        tr_cell_opt(&c[4 + j], k->block[j], -1);
     }
-    tr_cell_int(&c[7], k->registers);
-    tr_cell_int(&c[8], k->static_smem);
-    tr_cell_int(&c[9], k->dynamic_smem);
+    tr_cell_opt(&c[7], k->registers, -1);
+    tr_cell_opt(&c[8], k->static_smem, -1);
+    tr_cell_opt(&c[9], k->dynamic_smem, -1);
     return 1;
 }
 

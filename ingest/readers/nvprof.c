@@ -3,9 +3,13 @@
  *
  * What is read: kernels (CONCURRENT_KERNEL and KERNEL), runtime and driver API
  * calls with any callback id, memcpy (MEMCPY, MEMCPY2), memset,
- * synchronisation, NVTX markers (start/end pairs by id, instantaneous marks),
- * devices, contexts, streams, process names.  nvprof timestamps are absolute
- * nanoseconds and are kept as such.
+ * synchronisation, CUDA events, OpenACC activity (DATA, LAUNCH, OTHER), the
+ * profiler's overhead rows, NVTX markers (start/end pairs by id, instantaneous
+ * marks), devices, contexts, streams, process names.  Every other non-empty
+ * table is named, with its row count, in one warning.  nvprof timestamps are
+ * absolute nanoseconds and are kept as such; a row without a usable start and
+ * end is skipped and counted, never read as time 0.  docs/formats.md has the
+ * whole mapping.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +17,7 @@
 
 #include "ingest/ingest.h"
 #include "ingest/sql_input.h"
+#include "lib/checked.h"
 #include "lib/cuda_enums.h"
 #include "lib/i64map.h"
 #include "lib/names.h"
@@ -32,8 +37,47 @@ typedef struct {
     tr_i64map ctx_device;   /* contextId -> deviceId */
     uint32_t api_names[2][1024];
     int64_t max_ts;
+    size_t first_event;     /* this file's first event in t->events */
     tr_nvtx_parser *nvtx;
 } nv_reader;
+
+/* Rows of one table whose times cannot be used: skipped, counted, reported once. */
+typedef struct {
+    const char *table;
+    size_t no_time;     /* start or end NULL, or not an integer */
+    size_t bad_span;    /* end before start, or a time no trace can hold */
+} nv_bad;
+
+static int time_ok(int64_t v)
+{
+    return v >= -TR_NS_SPAN_MAX && v <= TR_NS_SPAN_MAX;
+}
+
+/* 1 and the times when columns cs and ce hold a usable interval; else counts why and 0. */
+static int read_interval(nv_bad *b, sqlite3_stmt *st, int cs, int ce, int64_t *start, int64_t *end)
+{
+    if (sqlite3_column_type(st, cs) != SQLITE_INTEGER || sqlite3_column_type(st, ce) != SQLITE_INTEGER) {
+        b->no_time++;
+        return 0;
+    }
+    *start = sqlite3_column_int64(st, cs);
+    *end = sqlite3_column_int64(st, ce);
+    if (!time_ok(*start) || !time_ok(*end) || !tr_span_ok(*start, *end)) {
+        b->bad_span++;
+        return 0;
+    }
+    return 1;
+}
+
+static void report_bad(const nv_reader *r, const nv_bad *b)
+{
+    if (b->no_time)
+        tr_ingest_warn(r->o, "%s: table=%s: %zu row(s) without a start or end time skipped",
+                       r->in.path, b->table, b->no_time);
+    if (b->bad_span)
+        tr_ingest_warn(r->o, "%s: table=%s: %zu row(s) ending before they start (or with "
+                       "impossible times) skipped", r->in.path, b->table, b->bad_span);
+}
 
 static tr_status oom(tr_error *err)
 {
@@ -67,16 +111,17 @@ static ssize_t str_index(const nv_reader *r, int64_t nv_id)
     return lo < r->nstr && r->str_ids[lo] == nv_id ? (ssize_t)lo : -1;
 }
 
-static tr_status load_strings(nv_reader *r, tr_error *err)
+static tr_status read_strings(nv_reader *r, const char *tab, int arg, tr_error *err)
 {
+    (void)arg;
     static const tr_col cols[] = {{"_id_", 1}, {"value", 1}};
     sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, "StringTable", cols, 2, " ORDER BY _id_", &st, err);
+    tr_status s = tr_sql_select(&r->in, tab, cols, 2, " ORDER BY _id_", &st, err);
     if (s != TR_OK)
         return s;
     size_t cap = 0;
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, "StringTable", err)) == 1) {
+    int rc = 0;
+    while (st && (rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
         if (r->nstr == cap) {
             cap = cap ? cap * 2 : 256;
             int64_t *ni = realloc(r->str_ids, cap * sizeof *ni);
@@ -169,12 +214,12 @@ static void object_pid_tid(sqlite3_stmt *st, int kind_col, int blob_col, int64_t
     *tid = v[1];
 }
 
-static tr_status read_devices(nv_reader *r, tr_error *err)
+static tr_status read_devices(nv_reader *r, const char *tab, int arg, tr_error *err)
 {
+    (void)arg;
     static const tr_col cols[] = {
         {"id", 1}, {"name", 0}, {"computeCapabilityMajor", 0}, {"computeCapabilityMinor", 0},
         {"globalMemorySize", 0}, {"numMultiprocessors", 0}};
-    const char *tab = "CUPTI_ACTIVITY_KIND_DEVICE";
     sqlite3_stmt *st;
     tr_status s = tr_sql_select(&r->in, tab, cols, 6, " ORDER BY id", &st, err);
     if (s != TR_OK || !st)
@@ -194,13 +239,18 @@ static tr_status read_devices(nv_reader *r, tr_error *err)
         dev->sm_count = (int32_t)tr_col_i64(st, 5, -1);
     }
     sqlite3_finalize(st);
-    if (rc < 0)
-        return err->status;
+    return rc < 0 ? err->status : TR_OK;
+}
 
-    static const tr_col ccols[] = {{"contextId", 1}, {"deviceId", 1}};
-    tab = "CUPTI_ACTIVITY_KIND_CONTEXT";
-    if ((s = tr_sql_select(&r->in, tab, ccols, 2, NULL, &st, err)) != TR_OK || !st)
+static tr_status read_contexts(nv_reader *r, const char *tab, int arg, tr_error *err)
+{
+    (void)arg;
+    static const tr_col cols[] = {{"contextId", 1}, {"deviceId", 1}};
+    sqlite3_stmt *st;
+    tr_status s = tr_sql_select(&r->in, tab, cols, 2, NULL, &st, err);
+    if (s != TR_OK || !st)
         return s;
+    int rc;
     while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1)
         if (tr_i64map_put(&r->ctx_device, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)) < 0) {
             sqlite3_finalize(st);
@@ -210,10 +260,10 @@ static tr_status read_devices(nv_reader *r, tr_error *err)
     return rc < 0 ? err->status : TR_OK;
 }
 
-static tr_status read_names(nv_reader *r, tr_error *err)
+static tr_status read_names(nv_reader *r, const char *tab, int arg, tr_error *err)
 {
+    (void)arg;
     static const tr_col cols[] = {{"objectKind", 1}, {"objectId", 1}, {"name", 1}};
-    const char *tab = "CUPTI_ACTIVITY_KIND_NAME";
     sqlite3_stmt *st;
     tr_status s = tr_sql_select(&r->in, tab, cols, 3, NULL, &st, err);
     if (s != TR_OK || !st)
@@ -254,17 +304,21 @@ static uint32_t api_name(nv_reader *r, int driver, int cbid)
     return id;
 }
 
-static tr_status read_api(nv_reader *r, int driver, tr_error *err)
+/* arg: 1 for the driver API table. */
+static tr_status read_api(nv_reader *r, const char *tab, int driver, tr_error *err)
 {
     static const tr_col cols[] = {{"cbid", 1}, {"start", 1}, {"end", 1}, {"processId", 0},
                                   {"threadId", 0}, {"correlationId", 0}, {"returnValue", 0}};
-    const char *tab = driver ? "CUPTI_ACTIVITY_KIND_DRIVER" : "CUPTI_ACTIVITY_KIND_RUNTIME";
     sqlite3_stmt *st;
     tr_status s = tr_sql_select(&r->in, tab, cols, 7, " ORDER BY _id_", &st, err);
     if (s != TR_OK || !st)
         return s;
+    nv_bad bad = {tab, 0, 0};
     int rc;
     while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        int64_t start, end;
+        if (!read_interval(&bad, st, 1, 2, &start, &end))
+            continue;
         tr_event *e = tr_add_event(r->t, driver ? TR_KIND_DRIVER : TR_KIND_RUNTIME);
         if (!e) {
             sqlite3_finalize(st);
@@ -272,8 +326,8 @@ static tr_status read_api(nv_reader *r, int driver, tr_error *err)
         }
         int cbid = sqlite3_column_int(st, 0);
         e->name = api_name(r, driver, cbid);
-        e->start = sqlite3_column_int64(st, 1);
-        e->end = sqlite3_column_int64(st, 2);
+        e->start = start;
+        e->end = end;
         e->thread = thread_of(r, tr_col_i64(st, 3, 0), tr_col_i64(st, 4, 0));
         e->correlation = tr_col_i64(st, 5, -1);
         tr_api_detail d = {cbid, tr_col_i64(st, 6, 0)};
@@ -281,11 +335,19 @@ static tr_status read_api(nv_reader *r, int driver, tr_error *err)
         note_ts(r, e->end);
     }
     sqlite3_finalize(st);
+    report_bad(r, &bad);
     return rc < 0 ? err->status : TR_OK;
 }
 
-static tr_status read_kernels(nv_reader *r, const char *tab, tr_error *err)
+/* A launch field the table lacks, or holds as NULL, is unknown (-1: NULL in run.db), not 0. */
+static int32_t launch_field(sqlite3_stmt *st, int col)
 {
+    return (int32_t)tr_col_i64(st, col, -1);
+}
+
+static tr_status read_kernels(nv_reader *r, const char *tab, int arg, tr_error *err)
+{
+    (void)arg;
     static const tr_col cols[] = {
         {"start", 1}, {"end", 1}, {"deviceId", 0}, {"contextId", 0}, {"streamId", 0},
         {"correlationId", 0}, {"name", 1}, {"gridX", 0}, {"gridY", 0}, {"gridZ", 0},
@@ -296,35 +358,41 @@ static tr_status read_kernels(nv_reader *r, const char *tab, tr_error *err)
                                 " ORDER BY _id_", &st, err);
     if (s != TR_OK || !st)
         return s;
+    nv_bad bad = {tab, 0, 0};
     int rc;
     while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        int64_t start, end;
+        if (!read_interval(&bad, st, 0, 1, &start, &end))
+            continue;
         tr_event *e = tr_add_event(r->t, TR_KIND_KERNEL);
         if (!e) {
             sqlite3_finalize(st);
             return oom(err);
         }
-        e->start = sqlite3_column_int64(st, 0);
-        e->end = sqlite3_column_int64(st, 1);
+        e->start = start;
+        e->end = end;
         e->stream = stream_of(r, tr_col_i64(st, 2, 0), tr_col_i64(st, 3, -1), tr_col_i64(st, 4, 0));
         e->correlation = tr_col_i64(st, 5, -1);
         kernel_name(r, sqlite3_column_int64(st, 6), e);
         tr_kernel_detail d;
         for (int j = 0; j < 3; j++) {
-            d.grid[j] = (int32_t)tr_col_i64(st, 7 + j, 0);
-            d.block[j] = (int32_t)tr_col_i64(st, 10 + j, 0);
+            d.grid[j] = launch_field(st, 7 + j);
+            d.block[j] = launch_field(st, 10 + j);
         }
-        d.registers = (int32_t)tr_col_i64(st, 13, 0);
-        d.static_smem = (int32_t)tr_col_i64(st, 14, 0);
-        d.dynamic_smem = (int32_t)tr_col_i64(st, 15, 0);
+        d.registers = launch_field(st, 13);
+        d.static_smem = launch_field(st, 14);
+        d.dynamic_smem = launch_field(st, 15);
         e->detail = tr_add_kernel_detail(r->t, &d);
         note_ts(r, e->end);
     }
     sqlite3_finalize(st);
+    report_bad(r, &bad);
     return rc < 0 ? err->status : TR_OK;
 }
 
-static tr_status read_memcpy(nv_reader *r, const char *tab, tr_error *err)
+static tr_status read_memcpy(nv_reader *r, const char *tab, int arg, tr_error *err)
 {
+    (void)arg;
     static const tr_col cols[] = {{"copyKind", 1}, {"srcKind", 0}, {"dstKind", 0}, {"bytes", 1},
                                   {"start", 1}, {"end", 1}, {"deviceId", 0}, {"contextId", 0},
                                   {"streamId", 0}, {"correlationId", 0}};
@@ -332,8 +400,12 @@ static tr_status read_memcpy(nv_reader *r, const char *tab, tr_error *err)
     tr_status s = tr_sql_select(&r->in, tab, cols, 10, " ORDER BY _id_", &st, err);
     if (s != TR_OK || !st)
         return s;
+    nv_bad bad = {tab, 0, 0};
     int rc;
     while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        int64_t start, end;
+        if (!read_interval(&bad, st, 4, 5, &start, &end))
+            continue;
         tr_event *e = tr_add_event(r->t, TR_KIND_MEMCPY);
         if (!e) {
             sqlite3_finalize(st);
@@ -347,30 +419,35 @@ static tr_status read_memcpy(nv_reader *r, const char *tab, tr_error *err)
                                 : tr_enum_str(r->t, &tr_memory_kinds, sqlite3_column_int64(st, 2))};
         e->name = tr_memcpy_name(r->t, d.copy_kind);
         e->bytes = sqlite3_column_int64(st, 3);
-        e->start = sqlite3_column_int64(st, 4);
-        e->end = sqlite3_column_int64(st, 5);
+        e->start = start;
+        e->end = end;
         e->stream = stream_of(r, tr_col_i64(st, 6, 0), tr_col_i64(st, 7, -1), tr_col_i64(st, 8, 0));
         e->correlation = tr_col_i64(st, 9, -1);
         e->detail = tr_add_copy_detail(r->t, &d);
         note_ts(r, e->end);
     }
     sqlite3_finalize(st);
+    report_bad(r, &bad);
     return rc < 0 ? err->status : TR_OK;
 }
 
-static tr_status read_memset(nv_reader *r, tr_error *err)
+static tr_status read_memset(nv_reader *r, const char *tab, int arg, tr_error *err)
 {
+    (void)arg;
     static const tr_col cols[] = {{"value", 0}, {"bytes", 1}, {"start", 1}, {"end", 1},
                                   {"deviceId", 0}, {"contextId", 0}, {"streamId", 0},
                                   {"correlationId", 0}};
-    const char *tab = "CUPTI_ACTIVITY_KIND_MEMSET";
     sqlite3_stmt *st;
     tr_status s = tr_sql_select(&r->in, tab, cols, 8, " ORDER BY _id_", &st, err);
     if (s != TR_OK || !st)
         return s;
+    nv_bad bad = {tab, 0, 0};
     int rc;
     uint32_t name = tr_str(r->t, "[CUDA memset]");
     while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        int64_t start, end;
+        if (!read_interval(&bad, st, 2, 3, &start, &end))
+            continue;
         tr_event *e = tr_add_event(r->t, TR_KIND_MEMSET);
         if (!e) {
             sqlite3_finalize(st);
@@ -379,27 +456,32 @@ static tr_status read_memset(nv_reader *r, tr_error *err)
         e->name = name;
         e->detail = tr_add_memset_value(r->t, tr_col_i64(st, 0, 0));
         e->bytes = sqlite3_column_int64(st, 1);
-        e->start = sqlite3_column_int64(st, 2);
-        e->end = sqlite3_column_int64(st, 3);
+        e->start = start;
+        e->end = end;
         e->stream = stream_of(r, tr_col_i64(st, 4, 0), tr_col_i64(st, 5, -1), tr_col_i64(st, 6, 0));
         e->correlation = tr_col_i64(st, 7, -1);
         note_ts(r, e->end);
     }
     sqlite3_finalize(st);
+    report_bad(r, &bad);
     return rc < 0 ? err->status : TR_OK;
 }
 
-static tr_status read_sync(nv_reader *r, tr_error *err)
+static tr_status read_sync(nv_reader *r, const char *tab, int arg, tr_error *err)
 {
+    (void)arg;
     static const tr_col cols[] = {{"type", 0}, {"start", 1}, {"end", 1}, {"correlationId", 0},
                                   {"contextId", 0}, {"streamId", 0}};
-    const char *tab = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
     sqlite3_stmt *st;
     tr_status s = tr_sql_select(&r->in, tab, cols, 6, " ORDER BY _id_", &st, err);
     if (s != TR_OK || !st)
         return s;
+    nv_bad bad = {tab, 0, 0};
     int rc;
     while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        int64_t start, end;
+        if (!read_interval(&bad, st, 1, 2, &start, &end))
+            continue;
         tr_event *e = tr_add_event(r->t, TR_KIND_SYNC);
         if (!e) {
             sqlite3_finalize(st);
@@ -407,8 +489,8 @@ static tr_status read_sync(nv_reader *r, tr_error *err)
         }
         int64_t type = tr_col_i64(st, 0, 0);
         e->name = tr_enum_str(r->t, &tr_sync_names, type >= 0 && type < 5 ? type : 0);
-        e->start = sqlite3_column_int64(st, 1);
-        e->end = sqlite3_column_int64(st, 2);
+        e->start = start;
+        e->end = end;
         e->correlation = tr_col_i64(st, 3, -1);
         /* The wait happens on the calling thread (found through the correlation
          * id at tree build); the stream says what was waited for. */
@@ -418,15 +500,320 @@ static tr_status read_sync(nv_reader *r, tr_error *err)
         note_ts(r, e->end);
     }
     sqlite3_finalize(st);
+    report_bad(r, &bad);
+    return rc < 0 ? err->status : TR_OK;
+}
+
+/* nvprof stores no time for a CUDA event (CUpti_ActivityCudaEvent has none): it is
+ * placed, zero length, at the start of the API call with its correlation id, the
+ * cudaEventRecord that recorded it (the runtime call when both exist, as the tree
+ * prefers).  A first pass collects the correlation ids, so the lookup costs memory
+ * in proportion to the CUDA events, not to the API calls. */
+static tr_status read_cuda_events(nv_reader *r, const char *tab, int arg, tr_error *err)
+{
+    (void)arg;
+    static const tr_col cols[] = {{"correlationId", 1}, {"contextId", 0}, {"streamId", 0},
+                                  {"deviceId", 0}};
+    sqlite3_stmt *st;
+    tr_status s = tr_sql_select(&r->in, tab, cols, 4, " ORDER BY _id_", &st, err);
+    if (s != TR_OK || !st)
+        return s;
+    tr_i64map when;   /* correlation id -> the API call's start, INT64_MIN until found */
+    tr_i64map_init(&when);
+    size_t no_call = 0;
+    int rc;
+    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1)
+        if (sqlite3_column_type(st, 0) == SQLITE_INTEGER
+            && tr_i64map_put(&when, sqlite3_column_int64(st, 0), INT64_MIN) < 0)
+            goto nomem;
+    if (rc < 0)
+        goto out;
+    for (size_t i = r->first_event; when.n && i < r->t->events.n; i++) {
+        const tr_event *a = &r->t->events.v[i];
+        int64_t t;
+        if (tr_kinds[a->kind].is_api && tr_i64map_get(&when, a->correlation, &t) && t == INT64_MIN
+            && tr_i64map_put(&when, a->correlation, a->start) < 0)
+            goto nomem;
+    }
+    sqlite3_reset(st);
+    uint32_t name = tr_str(r->t, "[CUDA event]");
+    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        int64_t at = INT64_MIN;
+        if (sqlite3_column_type(st, 0) == SQLITE_INTEGER)
+            tr_i64map_get(&when, sqlite3_column_int64(st, 0), &at);
+        if (at == INT64_MIN) {
+            no_call++;
+            continue;
+        }
+        tr_event *e = tr_add_event(r->t, TR_KIND_CUDA_EVENT);
+        if (!e)
+            goto nomem;
+        e->name = name;
+        e->start = e->end = at;
+        e->correlation = sqlite3_column_int64(st, 0);
+        int64_t ctx = tr_col_i64(st, 1, -1), device = tr_col_i64(st, 3, -1);
+        if (device < 0 && !tr_i64map_get(&r->ctx_device, ctx, &device))
+            device = 0;
+        e->stream = stream_of(r, device, ctx, tr_col_i64(st, 2, 0));
+    }
+out:
+    sqlite3_finalize(st);
+    tr_i64map_free(&when);
+    if (no_call)
+        tr_ingest_warn(r->o, "%s: table=%s: %zu CUDA event(s) skipped: no API call with their "
+                       "correlation id to give them a time", r->in.path, tab, no_call);
+    return rc < 0 ? err->status : TR_OK;
+nomem:
+    sqlite3_finalize(st);
+    tr_i64map_free(&when);
+    return oom(err);
+}
+
+/* CUpti_OpenAccEventKind and CUpti_OpenAccConstructKind, named as nvprof names the
+ * events ("acc_enqueue_launch") and as the directives are written ("enter data"). */
+static const char *const acc_event_names[] = {
+    NULL, "acc_device_init", "acc_device_shutdown", "acc_runtime_shutdown",
+    "acc_enqueue_launch", "acc_enqueue_upload", "acc_enqueue_download", "acc_wait",
+    "acc_implicit_wait", "acc_compute_construct", "acc_update", "acc_enter_data",
+    "acc_exit_data", "acc_create", "acc_delete", "acc_alloc", "acc_free"};
+static const char *const acc_construct_names[] = {
+    NULL, "parallel", "kernels", "loop", "data", "enter data", "exit data", "host_data",
+    "atomic", "declare", "init", "shutdown", "set", "update", "routine", "wait", "runtime api"};
+
+/* The three OpenACC tables differ in the one string that tells their events apart. */
+static const struct {
+    tr_kind kind;
+    const char *detail;   /* string column shown in parentheses */
+} acc_tables[] = {
+    {TR_KIND_OPENACC_DATA, "varName"},
+    {TR_KIND_OPENACC_LAUNCH, "kernelName"},
+    {TR_KIND_OPENACC_OTHER, NULL},
+};
+
+/* "acc_enqueue_launch@jacobi.c:59 (main_59_gpu) [parallel]": nvprof's own name for
+ * the event (event kind, source file and line, launched kernel or data variable),
+ * then the construct it belongs to. */
+static uint32_t acc_name(nv_reader *r, sqlite3_stmt *st)
+{
+    char ev[32];
+    int64_t kind = tr_col_i64(st, 0, 0), construct = tr_col_i64(st, 1, 0);
+    int64_t line = tr_col_i64(st, 8, 0);
+    const char *event = kind > 0 && (uint64_t)kind < sizeof acc_event_names / sizeof acc_event_names[0]
+                            ? acc_event_names[kind] : NULL;
+    if (!event) {
+        snprintf(ev, sizeof ev, "acc_event_%lld", (long long)kind);
+        event = ev;
+    }
+    const char *file = tr_str_of(r->t, raw_string(r, tr_col_i64(st, 7, 0)));
+    const char *detail = tr_str_of(r->t, raw_string(r, tr_col_i64(st, 9, 0)));
+    const char *cons = construct > 0
+                           && (uint64_t)construct < sizeof acc_construct_names / sizeof acc_construct_names[0]
+                           ? acc_construct_names[construct] : NULL;
+    char lbuf[32] = "";
+    if (*file && line > 0)
+        snprintf(lbuf, sizeof lbuf, ":%lld", (long long)line);
+    size_t len = strlen(event) + strlen(file) + strlen(lbuf) + strlen(detail)
+                 + (cons ? strlen(cons) : 0) + 8;
+    char *buf = malloc(len);
+    if (!buf)
+        return 0;
+    snprintf(buf, len, "%s%s%s%s%s%s%s%s%s", event, *file ? "@" : "", file, lbuf,
+             *detail ? " (" : "", detail, *detail ? ")" : "", cons ? " [" : "", cons ? cons : "");
+    if (cons)
+        strcat(buf, "]");
+    uint32_t id = tr_str(r->t, buf);
+    free(buf);
+    return id;
+}
+
+/* OpenACC events run on a host thread and enclose the CUDA calls they make. */
+static tr_status read_openacc(nv_reader *r, const char *tab, int which, tr_error *err)
+{
+    const tr_col cols[] = {{"eventKind", 1}, {"parentConstruct", 0}, {"start", 1}, {"end", 1},
+                           {"cuProcessId", 0}, {"cuThreadId", 0}, {"threadId", 0},
+                           {"srcFile", 0}, {"lineNo", 0},
+                           /* OTHER has no such column: reads as NULL */
+                           {acc_tables[which].detail ? acc_tables[which].detail : "varName", 0},
+                           {"bytes", 0}};
+    sqlite3_stmt *st;
+    tr_status s = tr_sql_select(&r->in, tab, cols, sizeof cols / sizeof cols[0], " ORDER BY _id_",
+                                &st, err);
+    if (s != TR_OK || !st)
+        return s;
+    nv_bad bad = {tab, 0, 0};
+    int rc;
+    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        int64_t start, end;
+        if (!read_interval(&bad, st, 2, 3, &start, &end))
+            continue;
+        tr_event *e = tr_add_event(r->t, acc_tables[which].kind);
+        if (!e || !(e->name = acc_name(r, st))) {
+            sqlite3_finalize(st);
+            return oom(err);
+        }
+        e->start = start;
+        e->end = end;
+        /* cuThreadId is the thread's id as the CUDA API tables give it; OpenACC's own
+         * threadId only stands in when it is missing */
+        int64_t tid = tr_col_i64(st, 5, 0);
+        e->thread = thread_of(r, tr_col_i64(st, 4, 0), tid ? tid : tr_col_i64(st, 6, 0));
+        e->bytes = acc_tables[which].kind == TR_KIND_OPENACC_DATA ? tr_col_i64(st, 10, 0) : 0;
+        note_ts(r, e->end);
+    }
+    sqlite3_finalize(st);
+    report_bad(r, &bad);
+    return rc < 0 ? err->status : TR_OK;
+}
+
+/* CUpti_ActivityOverheadKind. */
+static const struct {
+    int64_t kind;
+    const char *name;
+} overhead_names[] = {
+    {0, "[overhead: unknown]"},
+    {1, "[overhead: driver compiler]"},
+    {1 << 16, "[overhead: CUPTI buffer flush]"},
+    {2 << 16, "[overhead: CUPTI instrumentation]"},
+    {3 << 16, "[overhead: CUPTI resource]"},
+    {4 << 16, "[overhead: runtime triggered module loading]"},
+    {5 << 16, "[overhead: lazy function loading]"},
+    {6 << 16, "[overhead: command buffer full]"},
+    {7 << 16, "[overhead: activity buffer request]"},
+    {8 << 16, "[overhead: UVM activity init]"},
+};
+
+static uint32_t overhead_name(nv_reader *r, int64_t kind)
+{
+    for (size_t i = 0; i < sizeof overhead_names / sizeof overhead_names[0]; i++)
+        if (overhead_names[i].kind == kind)
+            return tr_str(r->t, overhead_names[i].name);
+    char buf[48];
+    snprintf(buf, sizeof buf, "[overhead: kind %lld]", (long long)kind);
+    return tr_str(r->t, buf);
+}
+
+/* API calls of this file that run on a thread, by start time. */
+typedef struct {
+    int64_t start, end;
+    uint32_t thread;
+} nv_call;
+
+static int cmp_call(const void *pa, const void *pb)
+{
+    const nv_call *a = pa, *b = pb;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    return a->end > b->end ? -1 : a->end < b->end;
+}
+
+static nv_call *collect_calls(const nv_reader *r, size_t *n)
+{
+    size_t cap = 1;
+    for (size_t i = r->first_event; i < r->t->events.n; i++)
+        cap += tr_kinds[r->t->events.v[i].kind].is_api;
+    nv_call *c = malloc(cap * sizeof *c);
+    if (!c)
+        return NULL;
+    *n = 0;
+    for (size_t i = r->first_event; i < r->t->events.n; i++) {
+        const tr_event *e = &r->t->events.v[i];
+        if (tr_kinds[e->kind].is_api && e->thread)
+            c[(*n)++] = (nv_call){e->start, e->end, e->thread};
+    }
+    qsort(c, *n, sizeof *c, cmp_call);
+    return c;
+}
+
+/* The one thread of `process` whose API call encloses [start, end], or 0 when none
+ * or several do.  Calls on a thread nest (driver calls inside runtime calls), so the
+ * enclosing call is among the last few that started before `start`. */
+static uint32_t enclosing_thread(const nv_reader *r, const nv_call *c, size_t n, uint32_t process,
+                                 int64_t start, int64_t end)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c[mid].start <= start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint32_t found = 0;
+    for (size_t k = lo, steps = 0; k-- > 0 && steps < 64; steps++) {
+        if (c[k].end < end || r->t->threads.v[c[k].thread].process != process)
+            continue;
+        if (found && found != c[k].thread)
+            return 0;
+        found = c[k].thread;
+    }
+    return found;
+}
+
+/* The profiler's own time, on the thread it names.  A row that names only the
+ * process (CUPTI's instrumentation of each launch, for one) goes to the thread
+ * whose API call encloses it, where it nests and splits the call's own time
+ * from the profiler's.  Failing that it stays off every thread and, flagged
+ * async, out of the tree: it overlaps some thread's time that it cannot be
+ * subtracted from, so it has no self time. */
+static tr_status read_overhead(nv_reader *r, const char *tab, int arg, tr_error *err)
+{
+    (void)arg;
+    nv_call *calls = NULL;
+    size_t ncalls = 0;
+    static const tr_col cols[] = {{"overheadKind", 0}, {"objectKind", 1}, {"objectId", 1},
+                                  {"start", 1}, {"end", 1}};
+    sqlite3_stmt *st;
+    tr_status s = tr_sql_select(&r->in, tab, cols, 5, " ORDER BY _id_", &st, err);
+    if (s != TR_OK || !st)
+        return s;
+    nv_bad bad = {tab, 0, 0};
+    int rc;
+    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        int64_t start, end;
+        if (!read_interval(&bad, st, 3, 4, &start, &end))
+            continue;
+        if (start == 0 && end == 0) {   /* CUPTI's "no timestamp could be collected" */
+            bad.no_time++;
+            continue;
+        }
+        tr_event *e = tr_add_event(r->t, TR_KIND_OVERHEAD);
+        if (!e) {
+            sqlite3_finalize(st);
+            free(calls);
+            return oom(err);
+        }
+        e->name = overhead_name(r, tr_col_i64(st, 0, 0));
+        e->start = start;
+        e->end = end;
+        int64_t pid, tid;
+        object_pid_tid(st, 1, 2, &pid, &tid);
+        int object = sqlite3_column_int(st, 1);
+        if (object == 2) {
+            e->thread = thread_of(r, pid, tid);
+        } else if (object == 1) {
+            if (!calls && !(calls = collect_calls(r, &ncalls))) {
+                sqlite3_finalize(st);
+                return oom(err);
+            }
+            e->thread = enclosing_thread(r, calls, ncalls, tr_process_get(r->t, r->source, pid),
+                                         start, end);
+        }
+        if (!e->thread)
+            e->flags |= TR_FLAG_ASYNC;
+        note_ts(r, e->end);
+    }
+    sqlite3_finalize(st);
+    free(calls);
+    report_bad(r, &bad);
     return rc < 0 ? err->status : TR_OK;
 }
 
 /* NVTX: flags 1 = instantaneous mark, 2 = range start, 4 = range end (name 0). */
-static tr_status read_markers(nv_reader *r, tr_error *err)
+static tr_status read_markers(nv_reader *r, const char *tab, int arg, tr_error *err)
 {
+    (void)arg;
     static const tr_col cols[] = {{"flags", 1}, {"timestamp", 1}, {"id", 1},
                                   {"objectKind", 1}, {"objectId", 1}, {"name", 1}};
-    const char *tab = "CUPTI_ACTIVITY_KIND_MARKER";
     sqlite3_stmt *st;
     tr_status s = tr_sql_select(&r->in, tab, cols, 6, " ORDER BY _id_", &st, err);
     if (s != TR_OK || !st)
@@ -434,10 +821,19 @@ static tr_status read_markers(nv_reader *r, tr_error *err)
     tr_i64map open;
     tr_i64map_init(&open);
     size_t orphan_ends = 0, restarted = 0;
+    nv_bad bad = {tab, 0, 0};
     int rc;
     while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
         int64_t flags = sqlite3_column_int64(st, 0);
         int64_t ts = sqlite3_column_int64(st, 1);
+        if (sqlite3_column_type(st, 1) != SQLITE_INTEGER) {
+            bad.no_time++;
+            continue;
+        }
+        if (!time_ok(ts)) {
+            bad.bad_span++;
+            continue;
+        }
         int64_t id = sqlite3_column_int64(st, 2);
         int64_t pid, tid;
         object_pid_tid(st, 3, 4, &pid, &tid);
@@ -449,8 +845,12 @@ static tr_status read_markers(nv_reader *r, tr_error *err)
                 orphan_ends++;
                 continue;
             }
-            tr_i64map_del(&open, id);
             tr_event *e = &r->t->events.v[idx];
+            if (ts < e->start) {
+                bad.bad_span++;   /* the range stays open: closed at the last timestamp */
+                continue;
+            }
+            tr_i64map_del(&open, id);
             e->end = ts;
             if (e->thread != thread)
                 e->flags |= TR_FLAG_ASYNC;
@@ -501,6 +901,7 @@ static tr_status read_markers(nv_reader *r, tr_error *err)
         e->flags |= TR_FLAG_UNTERMINATED;
     }
     tr_i64map_free(&open);
+    report_bad(r, &bad);
     if (unterminated)
         tr_ingest_warn(r->o, "%s: %zu NVTX range(s) never ended; closed at the last timestamp",
                        r->in.path, unterminated);
@@ -514,6 +915,94 @@ nomem:
     sqlite3_finalize(st);
     tr_i64map_free(&open);
     return oom(err);
+}
+
+/* The tables read, in order, each by its function (arg: the function's variant).
+ * Markers come last: unterminated ranges close at the last timestamp of anything. */
+typedef tr_status (*nv_table_fn)(nv_reader *r, const char *table, int arg, tr_error *err);
+static const struct {
+    const char *table;
+    nv_table_fn read;   /* NULL: read when the file is opened */
+    int arg;
+} nv_tables[] = {
+    {"Version", NULL, 0},
+    {"StringTable", read_strings, 0},
+    {"CUPTI_ACTIVITY_KIND_DEVICE", read_devices, 0},
+    {"CUPTI_ACTIVITY_KIND_CONTEXT", read_contexts, 0},
+    {"CUPTI_ACTIVITY_KIND_NAME", read_names, 0},
+    {"CUPTI_ACTIVITY_KIND_RUNTIME", read_api, 0},
+    {"CUPTI_ACTIVITY_KIND_DRIVER", read_api, 1},
+    {"CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", read_kernels, 0},
+    {"CUPTI_ACTIVITY_KIND_KERNEL", read_kernels, 0},
+    {"CUPTI_ACTIVITY_KIND_MEMCPY", read_memcpy, 0},
+    {"CUPTI_ACTIVITY_KIND_MEMCPY2", read_memcpy, 0},
+    {"CUPTI_ACTIVITY_KIND_MEMSET", read_memset, 0},
+    {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", read_sync, 0},
+    {"CUPTI_ACTIVITY_KIND_CUDA_EVENT", read_cuda_events, 0},   /* after the API calls */
+    {"CUPTI_ACTIVITY_KIND_OPENACC_DATA", read_openacc, 0},
+    {"CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH", read_openacc, 1},
+    {"CUPTI_ACTIVITY_KIND_OPENACC_OTHER", read_openacc, 2},
+    {"CUPTI_ACTIVITY_KIND_OVERHEAD", read_overhead, 0},
+    {"CUPTI_ACTIVITY_KIND_MARKER", read_markers, 0},
+};
+
+static int table_is_read(const char *name)
+{
+    for (size_t i = 0; i < sizeof nv_tables / sizeof nv_tables[0]; i++)
+        if (strcmp(nv_tables[i].table, name) == 0)
+            return 1;
+    return strncmp(name, "sqlite_", 7) == 0;   /* SQLite's own */
+}
+
+/* Nothing is dropped without a word: one warning names every other table that has
+ * rows (CUPTI_ACTIVITY_KIND_ left off the names) with its row count. */
+static tr_status report_unread(nv_reader *r, tr_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->in.db, "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name",
+                           -1, &st, NULL) != SQLITE_OK)
+        return tr_fail(err, TR_ERR_INPUT, "Cannot read " WHAT ": path=\"%s\": %s", r->in.path,
+                       sqlite3_errmsg(r->in.db));
+    static const char prefix[] = "CUPTI_ACTIVITY_KIND_";
+    char list[800];
+    size_t len = 0, ntables = 0, left_off = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        if (!name || table_is_read(name))
+            continue;
+        char *sql = sqlite3_mprintf("SELECT count(*) FROM \"%w\"", name);
+        if (!sql) {
+            sqlite3_finalize(st);
+            return oom(err);
+        }
+        int64_t rows = tr_sql_int(&r->in, sql, -1);
+        sqlite3_free(sql);
+        if (rows == 0)
+            continue;
+        ntables++;
+        const char *shown = strncmp(name, prefix, sizeof prefix - 1) == 0 ? name + sizeof prefix - 1 : name;
+        char item[160];
+        if (rows < 0)
+            snprintf(item, sizeof item, "%s%.100s (unreadable)", len ? ", " : "", shown);
+        else
+            snprintf(item, sizeof item, "%s%.100s %lld", len ? ", " : "", shown, (long long)rows);
+        if (len + strlen(item) < sizeof list - 32) {
+            memcpy(list + len, item, strlen(item) + 1);
+            len += strlen(item);
+        } else {
+            left_off++;
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return tr_fail(err, TR_ERR_INPUT, "Cannot read " WHAT ": path=\"%s\": %s", r->in.path,
+                       sqlite3_errmsg(r->in.db));
+    if (left_off)
+        snprintf(list + len, sizeof list - len, ", and %zu more", left_off);
+    if (ntables)
+        tr_ingest_warn(r->o, "%s: %zu table(s) not read (rows): %s", r->in.path, ntables, list);
+    return TR_OK;
 }
 
 tr_status tr_nvprof_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err)
@@ -534,24 +1023,19 @@ tr_status tr_nvprof_read(tr_trace *t, const char *path, const tr_ingest_opts *o,
     char version[32];
     snprintf(version, sizeof version, "%lld",
              (long long)tr_sql_int(&r.in, "SELECT max(version) FROM Version", -1));
-    size_t first_event = t->events.n;
+    r.first_event = t->events.n;
     r.source = tr_add_source(t, path, "nvprof", version);
     if (!r.source || (s = tr_nvtx_parser_new(&r.nvtx, err)) != TR_OK) {
         s = r.source ? s : oom(err);
         goto out;
     }
-    /* Markers last: unterminated ranges close at the last timestamp of anything. */
-    if ((s = load_strings(&r, err)) != TR_OK || (s = read_devices(&r, err)) != TR_OK
-        || (s = read_names(&r, err)) != TR_OK || (s = read_api(&r, 0, err)) != TR_OK
-        || (s = read_api(&r, 1, err)) != TR_OK
-        || (s = read_kernels(&r, "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", err)) != TR_OK
-        || (s = read_kernels(&r, "CUPTI_ACTIVITY_KIND_KERNEL", err)) != TR_OK
-        || (s = read_memcpy(&r, "CUPTI_ACTIVITY_KIND_MEMCPY", err)) != TR_OK
-        || (s = read_memcpy(&r, "CUPTI_ACTIVITY_KIND_MEMCPY2", err)) != TR_OK
-        || (s = read_memset(&r, err)) != TR_OK || (s = read_sync(&r, err)) != TR_OK
-        || (s = read_markers(&r, err)) != TR_OK)
-        goto out;
-    t->sources.v[r.source].events = (int64_t)(t->events.n - first_event);
+    for (size_t i = 0; i < sizeof nv_tables / sizeof nv_tables[0] && s == TR_OK; i++)
+        if (nv_tables[i].read)
+            s = nv_tables[i].read(&r, nv_tables[i].table, nv_tables[i].arg, err);
+    if (s == TR_OK)
+        s = report_unread(&r, err);
+    if (s == TR_OK)
+        t->sources.v[r.source].events = (int64_t)(t->events.n - r.first_event);
 out:
     tr_nvtx_parser_free(r.nvtx);
     tr_sql_close(&r.in);
