@@ -132,6 +132,13 @@ typedef struct {
     size_t cap, n;
 } group_map;
 
+/* Ids come from the file and may be any int64: mixed as unsigned, never overflowing. */
+static uint64_t group_hash(int64_t name, int gpu, int64_t shape, int64_t stack)
+{
+    return pair_hash((int64_t)((uint64_t)name * 2 + (uint64_t)gpu),
+                     (int64_t)((uint64_t)shape * 31 + (uint64_t)stack));
+}
+
 static int64_t *group_find(group_map *m, int64_t name, int gpu, int64_t shape, int64_t stack, int *fresh)
 {
     if ((m->n + 1) * 2 > m->cap) {
@@ -143,7 +150,7 @@ static int64_t *group_find(group_map *m, int64_t name, int gpu, int64_t shape, i
             if (!m->slots[i].used)
                 continue;
             struct gslot *o = &m->slots[i];
-            size_t j = pair_hash(o->name * 2 + o->gpu, o->shape * 31 + o->stack) & (ncap - 1);
+            size_t j = group_hash(o->name, o->gpu, o->shape, o->stack) & (ncap - 1);
             while (ns[j].used)
                 j = (j + 1) & (ncap - 1);
             ns[j] = *o;
@@ -152,7 +159,7 @@ static int64_t *group_find(group_map *m, int64_t name, int gpu, int64_t shape, i
         m->slots = ns;
         m->cap = ncap;
     }
-    size_t j = pair_hash(name * 2 + gpu, shape * 31 + stack) & (m->cap - 1);
+    size_t j = group_hash(name, gpu, shape, stack) & (m->cap - 1);
     while (m->slots[j].used) {
         struct gslot *o = &m->slots[j];
         if (o->name == name && o->gpu == gpu && o->shape == shape && o->stack == stack) {

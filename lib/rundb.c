@@ -635,7 +635,7 @@ tr_status tr_rundb_open(const char *path, sqlite3 **out, tr_error *err)
     sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
     int64_t limit = query_limit_ms(size);
     if (limit > 0)
-        sqlite3_progress_handler(db, 10000, past_deadline, (void *)(intptr_t)(now_ms() + limit));
+        sqlite3_progress_handler(db, 1000, past_deadline, (void *)(intptr_t)(now_ms() + limit));
     /* cell_size_check makes SQLite report a corrupt page instead of reading past a cell */
     sqlite3_exec(db, "PRAGMA cell_size_check=ON", NULL, NULL, NULL);
 
