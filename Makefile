@@ -110,14 +110,15 @@ test:
 	$(Q)$(MAKE) --no-print-directory check SAN=address,undefined
 	$(Q)$(MAKE) --no-print-directory fuzz-replay
 
-# libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang into build-fuzz/.
+# libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang into $(FUZZ_BUILD)/.
+FUZZ_BUILD ?= build-fuzz
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_BINS := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/fuzz/%)
+FUZZ_BINS := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/fuzz/%)
 FUZZ_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
 fuzz:
-	$(Q)$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang \
+	$(Q)$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang \
 	    CFLAGS="-O1 -g -fsanitize=fuzzer-no-link $(FUZZ_FLAGS)" $(FUZZ_BINS)
-build-fuzz/fuzz/%: tests/fuzz/%.c $(CORE_LIB)
+$(FUZZ_BUILD)/fuzz/%: tests/fuzz/%.c $(CORE_LIB)
 	$(call say,FUZZ,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer $(FUZZ_FLAGS) -o $@ $< $(CORE_LIB) $(LIBS)
@@ -152,7 +153,7 @@ uninstall:
 	$(Q)rm -rf $(DESTDIR)$(PREFIX)/share/doc/tracekit
 
 clean:
-	rm -rf build build-san build-debug build-san-debug build-fuzz
+	rm -rf build build-san build-debug build-san-debug $(FUZZ_BUILD)
 
 help:
 	@echo "targets:"
