@@ -125,19 +125,41 @@ static int self_dir(char *buf, size_t size)
     return 0;
 }
 
-static int mkdir_p(const char *dir)
+/* The raw directory beside the run database.  Nothing is created above it:
+ * a missing parent is a typo in -o, not a request for a directory tree.  An
+ * existing X.raw must be a real directory, never a file or a symbolic link,
+ * which would send the program's trace somewhere else.  Sets *created when
+ * the directory is new, so an empty one can be removed at the end. */
+static int make_raw_dir(const char *out, const char *rawdir, int *created)
 {
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", dir);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
+    *created = 0;
+    char parent[PATH_MAX];
+    const char *slash = strrchr(out, '/');
+    if (!slash)
+        strcpy(parent, ".");
+    else if (slash == out)
+        strcpy(parent, "/");
+    else
+        snprintf(parent, sizeof parent, "%.*s", (int)(slash - out), out);
+    struct stat st;
+    int e = stat(parent, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+    if (e) {
+        fprintf(stderr, PROG ": cannot write %s: directory %s: %s\n", out, parent, strerror(e));
+        return -1;
     }
-    return mkdir(tmp, 0755) < 0 && errno != EEXIST ? -1 : 0;
+    if (lstat(rawdir, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return 0;
+        fprintf(stderr, PROG ": cannot use %s for the raw files: it is a %s, not a directory\n",
+                rawdir, S_ISLNK(st.st_mode) ? "symbolic link" : "file");
+        return -1;
+    }
+    if (mkdir(rawdir, 0755) != 0) {
+        fprintf(stderr, PROG ": cannot create %s: %s\n", rawdir, strerror(errno));
+        return -1;
+    }
+    *created = 1;
+    return 0;
 }
 
 static volatile sig_atomic_t child_pid;
@@ -232,7 +254,12 @@ int main(int argc, char **argv)
     char capbuf[300];
     while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'o': out = optarg; break;
+        case 'o':
+            out = optarg;
+            if (!*out || !strcmp(out, "-"))
+                return usage_error("bad -o '%s': a run database file name is needed "
+                                   "(its raw files go beside it)", out);
+            break;
         case O_RAW: raw_only = 1; break;
         case O_KINDS:
             if (check_kinds(optarg) < 0)
@@ -301,14 +328,18 @@ int main(int argc, char **argv)
         return 1;
     }
     char rawdir[PATH_MAX];
-    snprintf(rawdir, sizeof rawdir, "%s.raw", out);
-    if (mkdir_p(rawdir) < 0) {
-        fprintf(stderr, PROG ": cannot create %s: %s\n", rawdir, strerror(errno));
+    int raw_created = 0;
+    if ((size_t)snprintf(rawdir, sizeof rawdir, "%s.raw", out) >= sizeof rawdir) {
+        fprintf(stderr, PROG ": output path too long\n");
         return 1;
     }
+    if (make_raw_dir(out, rawdir, &raw_created) < 0)
+        return 1;
     char rawabs[PATH_MAX];
     if (!realpath(rawdir, rawabs)) {
         fprintf(stderr, PROG ": cannot resolve %s: %s\n", rawdir, strerror(errno));
+        if (raw_created)
+            rmdir(rawdir);
         return 1;
     }
     uint64_t session = 0;
@@ -399,7 +430,8 @@ int main(int argc, char **argv)
     child_pid = 0;
     if (got == (ssize_t)sizeof exec_errno) {
         fprintf(stderr, PROG ": cannot run '%s': %s\n", argv[optind], strerror(exec_errno));
-        rmdir(rawabs);   /* only removed when empty */
+        if (raw_created)
+            rmdir(rawabs);   /* only removed when empty */
         return exec_errno == ENOENT ? 127 : 126;
     }
     int status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
@@ -414,6 +446,8 @@ int main(int argc, char **argv)
     if (!n) {
         fprintf(stderr, PROG ": no trace written: %s never initialised CUDA or NVTX\n",
                 argv[optind]);
+        if (raw_created)
+            rmdir(rawabs);   /* only removed when empty */
     } else if (raw_only) {
         fprintf(stderr, PROG ": %zu raw file(s) in %s\n", n, rawdir);
     } else {
