@@ -1,10 +1,16 @@
 #include "ingest/ingest.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "lib/output.h"
 #include "lib/rundb.h"
 #include "lib/tree.h"
 
@@ -27,6 +33,9 @@ void tr_ingest_warn(const tr_ingest_opts *o, const char *fmt, ...)
     va_end(ap);
     o->warn(o->warn_ctx, buf);
 }
+
+static tr_status unrecognised(const char *path, const unsigned char *head, size_t n,
+                              tr_error *err);
 
 const tr_reader *tr_reader_by_name(const char *name)
 {
@@ -54,6 +63,12 @@ tr_status tr_reader_detect(const char *path, const tr_reader **out, tr_error *er
             return TR_OK;
         }
     }
+    return unrecognised(path, head, n, err);
+}
+
+static tr_status unrecognised(const char *path, const unsigned char *head, size_t n,
+                              tr_error *err)
+{
     if (n == 0)
         return tr_fail(err, TR_ERR_INPUT, "%s: empty file", path);
     if (n >= 16 && memcmp(head, "SQLite format 3", 16) == 0)
@@ -66,25 +81,211 @@ tr_status tr_reader_detect(const char *path, const tr_reader **out, tr_error *er
                    path);
 }
 
+/* ---- inputs that are streams ---- */
+
+/* How long a FIFO may stay silent before its first byte when nothing has
+ * written to it yet: a named FIFO that no process opens would otherwise
+ * leave the reader waiting for ever. */
+#define FIFO_WAIT_MS 5000
+
+typedef struct {
+    char path[4200];   /* the spool file, "" when the input is read in place */
+    int slot;
+} spool;
+
+static ssize_t read_full(int fd, unsigned char *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+static int write_full(int fd, const unsigned char *buf, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, buf, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        buf += w, n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* 1 when head starts a format some reader takes (SQLite files are probed
+ * by their tables, which a head alone does not hold). */
+static int known_head(const char *path, const unsigned char *head, size_t n)
+{
+    if (n >= 16 && memcmp(head, "SQLite format 3", 16) == 0)
+        return 1;
+    for (size_t i = 0; i < tr_nreaders; i++)
+        if (tr_readers[i].probe(path, head, n))
+            return 1;
+    return 0;
+}
+
+/* The readers open their file by name, probe it and read it again, and
+ * SQLite seeks: a pipe (/dev/stdin, <(...), a named FIFO) is copied to a
+ * temporary file under $TMPDIR first, once its first bytes show a known
+ * format, so endless junk is refused rather than stored.  Other files that
+ * are not regular are refused: a device never ends, a directory is no trace. */
+static tr_status spool_stream(const char *path, int forced, spool *sp, tr_error *err)
+{
+    sp->path[0] = '\0';
+    sp->slot = -1;
+    struct stat sb, in0;
+    if (stat(path, &sb) != 0 || S_ISREG(sb.st_mode))
+        return TR_OK;   /* missing files are reported by the reader's open */
+    if (S_ISDIR(sb.st_mode))
+        return tr_fail(err, TR_ERR_INPUT, "%s: a directory, not a trace file", path);
+    if (S_ISCHR(sb.st_mode) && isatty(0) && fstat(0, &in0) == 0 && in0.st_rdev == sb.st_rdev)
+        return tr_fail(err, TR_ERR_INPUT, "%s: standard input is a terminal, not a trace "
+                       "(pipe a file into it)", path);
+    if (!S_ISFIFO(sb.st_mode))
+        return tr_fail(err, TR_ERR_INPUT, "%s: not a regular file or a pipe (a %s)", path,
+                       S_ISCHR(sb.st_mode) ? "character device"
+                       : S_ISBLK(sb.st_mode) ? "block device" : "socket");
+    /* our own stdin is read as it is; anything else is opened without
+     * waiting for a writer, which FIFO_WAIT_MS then bounds */
+    int fd = fstat(0, &in0) == 0 && in0.st_dev == sb.st_dev && in0.st_ino == sb.st_ino
+                 ? 0 : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return tr_fail(err, TR_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
+    if (fd)
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    enum { BUF = 1 << 18 };
+    unsigned char *buf = malloc(BUF);
+    tr_status st = buf ? TR_OK : tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    ssize_t n = st == TR_OK ? read_full(fd, buf, 4096) : 0;
+    if (st == TR_OK && n == 0) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, FIFO_WAIT_MS) > 0)
+            n = read_full(fd, buf, 4096);
+    }
+    int out = -1;
+    if (st == TR_OK && n < 0)
+        st = tr_fail(err, TR_ERR_INPUT, "cannot read %s: %s", path, strerror(errno));
+    else if (st == TR_OK && !forced && !known_head(path, buf, (size_t)n))
+        st = unrecognised(path, buf, (size_t)n, err);
+    else if (st == TR_OK
+             && (out = tr_output_mktemp(sp->path, sizeof sp->path, "trace-ingest-input",
+                                        &sp->slot, err)) < 0)
+        st = TR_ERR_RUNTIME;
+    while (st == TR_OK && n > 0) {
+        if (write_full(out, buf, (size_t)n) != 0)
+            st = tr_fail(err, TR_ERR_RUNTIME, "cannot copy %s to %s: %s", path, sp->path,
+                         strerror(errno));
+        else if ((n = read_full(fd, buf, BUF)) < 0)
+            st = tr_fail(err, TR_ERR_INPUT, "cannot read %s: %s", path, strerror(errno));
+    }
+    if (out >= 0 && close(out) != 0 && st == TR_OK)
+        st = tr_fail(err, TR_ERR_RUNTIME, "cannot copy %s to %s: %s", path, sp->path,
+                     strerror(errno));
+    if (st != TR_OK && sp->path[0] && out < 0)
+        sp->path[0] = '\0';   /* mktemp failed: nothing to remove */
+    free(buf);
+    if (fd > 0)
+        close(fd);
+    return st;
+}
+
+static void spool_remove(spool *sp)
+{
+    if (sp->path[0]) {
+        unlink(sp->path);
+        tr_output_unregister(sp->slot);
+        sp->path[0] = '\0';
+    }
+}
+
+/* Messages and recorded source paths name the input, never the spool. */
+static void replace_in(char *msg, size_t size, const char *from, const char *to)
+{
+    char *hit = strstr(msg, from);
+    if (!hit || !*from)
+        return;
+    char rest[1024];
+    snprintf(rest, sizeof rest, "%s", hit + strlen(from));
+    snprintf(hit, size - (size_t)(hit - msg), "%s%s", to, rest);
+}
+
+typedef struct {
+    const tr_ingest_opts *outer;
+    const char *from, *to;
+} spool_warn_ctx;
+
+static void spool_warn(void *ctx, const char *msg)
+{
+    const spool_warn_ctx *c = ctx;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", msg);
+    replace_in(buf, sizeof buf, c->from, c->to);
+    c->outer->warn(c->outer->warn_ctx, buf);
+}
+
+static tr_status read_one(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err)
+{
+    spool sp;
+    tr_status st = spool_stream(path, o && o->force_format, &sp, err);
+    if (st != TR_OK) {
+        spool_remove(&sp);
+        return st;
+    }
+    const char *name = sp.path[0] ? sp.path : path;
+    tr_ingest_opts local;
+    spool_warn_ctx wc = {o, sp.path, path};
+    if (sp.path[0] && o && o->warn) {
+        local = *o;
+        local.warn = spool_warn;
+        local.warn_ctx = &wc;
+        o = &local;
+    }
+    size_t nsources = t->sources.n;
+    const tr_reader *r = NULL;
+    if (o && o->force_format) {
+        r = tr_reader_by_name(o->force_format);
+        if (!r)
+            st = tr_fail(err, TR_ERR_USAGE, "unknown input format '%s'", o->force_format);
+    } else {
+        st = tr_reader_detect(name, &r, err);
+    }
+    if (st == TR_OK)
+        st = r->read(t, name, o, err);
+    if (sp.path[0]) {
+        if (st != TR_OK && err)
+            replace_in(err->msg, sizeof err->msg, sp.path, path);
+        for (size_t i = nsources; i < t->sources.n; i++)
+            if (i > 0)
+                t->sources.v[i].path = tr_str(t, path);
+        spool_remove(&sp);
+    }
+    return st;
+}
+
 tr_status tr_ingest_files(const char *const *paths, size_t npaths, const char *out,
                           const tr_ingest_opts *o, size_t *nevents, tr_error *err)
 {
-    tr_trace t;
-    tr_status st = tr_trace_init(&t, err);
+    if (nevents)
+        *nevents = 0;
+    tr_status st = tr_output_check_inputs(out, paths, npaths, err);
     if (st != TR_OK)
         return st;
-    for (size_t i = 0; i < npaths && st == TR_OK; i++) {
-        const tr_reader *r = NULL;
-        if (o && o->force_format) {
-            r = tr_reader_by_name(o->force_format);
-            if (!r)
-                st = tr_fail(err, TR_ERR_USAGE, "unknown input format '%s'", o->force_format);
-        } else {
-            st = tr_reader_detect(paths[i], &r, err);
-        }
-        if (st == TR_OK)
-            st = r->read(&t, paths[i], o, err);
-    }
+    tr_trace t;
+    st = tr_trace_init(&t, err);
+    if (st != TR_OK)
+        return st;
+    for (size_t i = 0; i < npaths && st == TR_OK; i++)
+        st = read_one(&t, paths[i], o, err);
     if (st == TR_OK)
         st = tr_tree_build(&t, err);
     if (st == TR_OK) {

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "ingest/ingest.h"
+#include "lib/escape.h"
+#include "lib/output.h"
 #include "lib/version.h"
 
 static void usage(FILE *f)
@@ -14,7 +16,8 @@ static void usage(FILE *f)
             "\n"
             "Reads GPU traces into one run database (SQLite; see docs/schema.md).\n"
             "\n"
-            "  -o, --output FILE   run database to write (default run.db); written atomically\n"
+            "  -o, --output FILE   run database to write (default run.db); written atomically;\n"
+            "                      '-' writes it to standard output\n"
             "      --format NAME   skip detection and read every FILE as NAME\n"
             "  -q, --quiet         no summary and no warnings on stderr\n"
             "  -h, --help          this help\n"
@@ -41,9 +44,16 @@ int main(int argc, char **argv)
     const char *out = "run.db";
     int quiet = 0, c;
     tr_ingest_opts opts = {warn_stderr, NULL, NULL};
+    tr_output_handle_signals();
     while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'o': out = optarg; break;
+        case 'o':
+            out = optarg;
+            if (!*out) {
+                fprintf(stderr, "trace-ingest: empty output file name (try 'trace-ingest --help')\n");
+                return TR_ERR_USAGE;
+            }
+            break;
         case 'F':
             if (!tr_reader_by_name(optarg)) {
                 fprintf(stderr, "trace-ingest: unknown format '%s' (valid:", optarg);
@@ -72,7 +82,8 @@ int main(int argc, char **argv)
     tr_status st = tr_ingest_files((const char *const *)argv + optind, (size_t)(argc - optind),
                                    out, &opts, &nevents, &err);
     if (st != TR_OK) {
-        fprintf(stderr, "trace-ingest: %s\n", err.msg);
+        fputs("trace-ingest: ", stderr);
+        tr_put_line(stderr, err.msg);
         return st;
     }
     if (!quiet) {
