@@ -14,8 +14,20 @@
 int tr_selection_name_ok(const tr_selection *s, const char *name, size_t len);
 
 const tr_report tr_reports[] = {
+    {"summary", "the run on one screen: sources, span, threads, devices, events per kind, GPU busy, top kernels and ops",
+     tr_summary_params, tr_summary_cols, tr_report_summary},
     {"gpu-time", "GPU time breakdown with TraceLens gpu_timeline semantics, per device and overall",
      tr_gpu_time_params, tr_gpu_time_cols, tr_report_gpu_time},
+    {"kernels", "kernel time by name, as nsys cuda_gpu_kern_sum",
+     tr_kernels_params, tr_dursum_cols, tr_report_kernels},
+    {"api", "CUDA runtime and driver API time by function, as nsys cuda_api_sum",
+     tr_api_params, tr_dursum_cols, tr_report_api},
+    {"memcpy", "copies and sets by kind: count, bytes, time and bandwidth",
+     tr_memcpy_params, tr_memcpy_cols, tr_report_memcpy},
+    {"nvtx", "NVTX ranges, record_function labels and ops by name, as nsys nvtx_sum",
+     tr_nvtx_params, tr_nvtx_cols, tr_report_nvtx},
+    {"nvtx-gpu", "GPU work launched inside each range: its span and busy time, as nsys nvtx_gpu_proj_sum",
+     tr_nvtx_gpu_params, tr_nvtx_gpu_cols, tr_report_nvtx_gpu},
 };
 const size_t tr_nreports = sizeof tr_reports / sizeof tr_reports[0];
 
@@ -239,6 +251,137 @@ void tr_cell_real(tr_cell *c, double v)
     c->d = c->null ? 0 : v;
 }
 
+void tr_cell_nsr(tr_cell *c, double v)
+{
+    tr_cell_real(c, v < 0 ? 0 : v);
+}
+
+/* ---- duration groups ---- */
+
+static uint64_t key_hash(int64_t a, int64_t b)
+{
+    uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15ull ^ ((uint64_t)b + 0x7f4a7c159e3779b9ull);
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 32);
+}
+
+tr_rgroup *tr_rgroups_find(const tr_rgroups *g, int64_t k1, int64_t k2)
+{
+    if (!g->scap)
+        return NULL;
+    for (size_t j = key_hash(k1, k2) & (g->scap - 1); g->slots[j].used; j = (j + 1) & (g->scap - 1))
+        if (g->slots[j].k1 == k1 && g->slots[j].k2 == k2)
+            return &g->v[g->slots[j].idx];
+    return NULL;
+}
+
+tr_rgroup *tr_rgroups_get(tr_rgroups *g, int64_t k1, int64_t k2)
+{
+    tr_rgroup *f = tr_rgroups_find(g, k1, k2);
+    if (f)
+        return f;
+    if ((g->n + 1) * 2 > g->scap) {
+        size_t nc = g->scap ? g->scap * 2 : 256;
+        struct tr_rgslot *ns = calloc(nc, sizeof *ns);
+        if (!ns)
+            return NULL;
+        for (size_t i = 0; i < g->scap; i++) {
+            if (!g->slots[i].used)
+                continue;
+            size_t j = key_hash(g->slots[i].k1, g->slots[i].k2) & (nc - 1);
+            while (ns[j].used)
+                j = (j + 1) & (nc - 1);
+            ns[j] = g->slots[i];
+        }
+        free(g->slots);
+        g->slots = ns;
+        g->scap = nc;
+    }
+    if (g->n == g->cap) {
+        size_t nc = g->cap ? g->cap * 2 : 64;
+        tr_rgroup *nv = realloc(g->v, nc * sizeof *nv);
+        if (!nv)
+            return NULL;
+        g->v = nv;
+        g->cap = nc;
+    }
+    size_t j = key_hash(k1, k2) & (g->scap - 1);
+    while (g->slots[j].used)
+        j = (j + 1) & (g->scap - 1);
+    g->slots[j] = (struct tr_rgslot){k1, k2, g->n, 1};
+    tr_rgroup *r = &g->v[g->n++];
+    memset(r, 0, sizeof *r);
+    r->k1 = k1;
+    r->k2 = k2;
+    r->first_start = INT64_MAX;
+    return r;
+}
+
+void tr_rgroup_add(tr_rgroup *g, int64_t dur, int64_t start)
+{
+    if (!g->count || dur < g->min)
+        g->min = dur;
+    if (!g->count || dur > g->max)
+        g->max = dur;
+    g->count++;
+    g->total = dur > INT64_MAX - g->total ? INT64_MAX : g->total + dur;
+    double d = (double)dur - g->mean;
+    g->mean += d / (double)g->count;
+    g->m2 += d * ((double)dur - g->mean);
+    if (start < g->first_start)
+        g->first_start = start;
+}
+
+void tr_rgroup_median_feed(tr_rgroup *g, int64_t dur)
+{
+    int64_t pos = g->seen++;
+    if (pos == (g->count - 1) / 2)
+        g->med_lo = dur;
+    if (pos == g->count / 2)
+        g->med_hi = dur;
+}
+
+double tr_rgroup_median(const tr_rgroup *g) { return ((double)g->med_lo + (double)g->med_hi) / 2.0; }
+
+double tr_rgroup_stddev(const tr_rgroup *g)
+{
+    return g->count > 1 && g->m2 > 0 ? sqrt(g->m2 / (double)(g->count - 1)) : 0;
+}
+
+static int cmp_rgroup(const void *pa, const void *pb)
+{
+    const tr_rgroup *a = pa, *b = pb;
+    if (a->total != b->total)
+        return a->total > b->total ? -1 : 1;
+    if (a->first_start != b->first_start)
+        return a->first_start < b->first_start ? -1 : 1;
+    return a->k1 < b->k1 ? -1 : a->k1 > b->k1 ? 1 : (a->k2 > b->k2) - (a->k2 < b->k2);
+}
+
+tr_status tr_rgroups_finish(tr_report_ctx *c, tr_rgroups *g, int resolve_names)
+{
+    /* the slots index the unsorted array: lookups end here */
+    free(g->slots);
+    g->slots = NULL;
+    g->scap = 0;
+    if (g->n > 1)
+        qsort(g->v, g->n, sizeof *g->v, cmp_rgroup);
+    for (size_t i = 0; resolve_names && i < g->n; i++)
+        if (!(g->v[i].name = tr_report_string(c, g->v[i].k1)))
+            return tr_report_nomem(c);
+    return TR_OK;
+}
+
+void tr_rgroups_free(tr_rgroups *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        free(g->v[i].name);
+    free(g->v);
+    free(g->slots);
+    memset(g, 0, sizeof *g);
+}
+
 static int add_line(char ***v, size_t *n, const char *fmt, va_list ap)
 {
     char *s = NULL;
@@ -440,7 +583,7 @@ static const char scan_cols[] =
 static const char launch_cols[] = "p.thread_id, p.start_ns, p.end_ns, p.name_id";
 static const char no_launch_cols[] = "NULL, NULL, NULL, NULL";
 
-static int selected(tr_report_ctx *c, tr_rev *ev, int flags)
+static int selected(tr_report_ctx *c, const tr_rev *ev, int flags)
 {
     const tr_selection *sel = c->sel;
     if (!sel)
@@ -463,8 +606,13 @@ static int selected(tr_report_ctx *c, tr_rev *ev, int flags)
     return (flags & TR_SCAN_UNFILTERED_NAMES) || name_passes(c, ev->name_id);
 }
 
-tr_status tr_report_scan(tr_report_ctx *c, unsigned kind_mask, int flags, const char *extra_cols,
-                         const char *extra_join, tr_scan_fn fn, void *arg)
+int tr_report_selected(tr_report_ctx *c, const tr_rev *ev)
+{
+    return selected(c, ev, 0);
+}
+
+tr_status tr_report_scan(tr_report_ctx *c, unsigned kind_mask, int flags, const char *order,
+                         const char *extra_cols, const char *extra_join, tr_scan_fn fn, void *arg)
 {
     const tr_selection *sel = c->sel;
     int launch = (flags & TR_SCAN_LAUNCH) || (sel && sel->has_thread);
@@ -479,10 +627,10 @@ tr_status tr_report_scan(tr_report_ctx *c, unsigned kind_mask, int flags, const 
                  (long long)(c->t0 + sel->time_start),
                  (long long)(sel->time_end > INT64_MAX - c->t0 ? INT64_MAX : c->t0 + sel->time_end));
     char *sql = NULL;
-    if (asprintf(&sql, "SELECT %s%s%s FROM events e %s %s WHERE e.kind IN (%s)%s%s", cols,
+    if (asprintf(&sql, "SELECT %s%s%s FROM events e %s %s WHERE e.kind IN (%s)%s%s%s", cols,
                  extra_cols ? ", " : "", extra_cols ? extra_cols : "",
                  launch ? "LEFT JOIN events p ON p.id = e.parent_id" : "", extra_join ? extra_join : "",
-                 kinds, where, (flags & TR_SCAN_ORDERED) ? " ORDER BY e.start_ns, e.id" : "") < 0)
+                 kinds, where, order ? " ORDER BY " : "", order ? order : "") < 0)
         return tr_report_nomem(c);
     sqlite3_stmt *st;
     int rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
@@ -545,6 +693,7 @@ static void fmt_cell(char *b, size_t n, const tr_report_col *col, const tr_cell 
     case TR_COL_STR: snprintf(b, n, "%s", c->s); break;
     case TR_COL_INT: snprintf(b, n, "%lld", (long long)c->i); break;
     case TR_COL_NS: tr_fmt_time(b, n, (double)c->i / 1000.0, o->unit); break;
+    case TR_COL_NSR: tr_fmt_time(b, n, c->d / 1000.0, o->unit); break;
     case TR_COL_PCT: snprintf(b, n, "%.2f", c->d); break;
     case TR_COL_BYTES: tr_fmt_mem(b, n, c->i); break;
     case TR_COL_REAL: snprintf(b, n, "%.3f", c->d); break;
@@ -606,7 +755,7 @@ static void machine_value(FILE *out, const tr_report_col *col, const tr_cell *c,
     case TR_COL_INT: case TR_COL_NS: case TR_COL_BYTES:
         fprintf(out, "%lld", (long long)c->i);
         break;
-    case TR_COL_PCT: case TR_COL_REAL:
+    case TR_COL_PCT: case TR_COL_REAL: case TR_COL_NSR:
         fprintf(out, "%.15g", c->d);
         break;
     }

@@ -58,6 +58,7 @@ typedef enum {
     TR_COL_STR,     /* text */
     TR_COL_INT,     /* a count */
     TR_COL_NS,      /* a duration or time in ns: formatted in text, raw ns in csv/json */
+    TR_COL_NSR,     /* the same, not a whole number (averages, medians) */
     TR_COL_PCT,     /* a percentage in [0, 100] */
     TR_COL_BYTES,   /* a byte count */
     TR_COL_REAL     /* any other real number (GB/s, ms) */
@@ -139,16 +140,54 @@ typedef struct {
     int64_t launch_thread, launch_start, launch_end, launch_name;
 } tr_rev;
 
-enum { TR_SCAN_ORDERED = 1, TR_SCAN_LAUNCH = 2, TR_SCAN_UNFILTERED_NAMES = 4 };
+enum { TR_SCAN_LAUNCH = 1, TR_SCAN_UNFILTERED_NAMES = 2 };
 
 /* Streams events of the kinds in kind_mask (bit per tr_kind) that pass the
- * selection, ordered by start when TR_SCAN_ORDERED.  extra_cols/extra_join add
- * columns after the fixed ones (read them from st at TR_SCAN_NCOLS onwards). */
+ * selection, in the SQL order `order` (NULL: as stored; "e.start_ns, e.id":
+ * time order).  extra_cols/extra_join add columns after the fixed ones (read
+ * them from st at TR_SCAN_NCOLS onwards). */
 #define TR_SCAN_NCOLS 14
+#define TR_ORDER_START "e.start_ns, e.id"
+#define TR_KBIT(k) (1u << (k))
+#define TR_GPU_KINDS (TR_KBIT(7) | TR_KBIT(8) | TR_KBIT(9))
 typedef tr_status (*tr_scan_fn)(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, void *arg);
-tr_status tr_report_scan(tr_report_ctx *c, unsigned kind_mask, int flags, const char *extra_cols,
-                         const char *extra_join, tr_scan_fn fn, void *arg);
+tr_status tr_report_scan(tr_report_ctx *c, unsigned kind_mask, int flags, const char *order,
+                         const char *extra_cols, const char *extra_join, tr_scan_fn fn, void *arg);
 
+/* Groups of durations keyed by two integers (a name id and a device, stream,
+ * ...): count, total, min, max, mean and variance (Welford), and the median,
+ * found by a second scan in duration order (tr_rgroups_median_*). */
+typedef struct {
+    int64_t k1, k2;
+    int64_t count, total, min, max;
+    double mean, m2;
+    int64_t med_lo, med_hi, seen;
+    int64_t sum[4];          /* the report's own sums */
+    int64_t first_start;
+    char *name;              /* resolved for output */
+} tr_rgroup;
+
+typedef struct {
+    tr_rgroup *v;
+    size_t n, cap;
+    struct tr_rgslot { int64_t k1, k2; size_t idx; int used; } *slots;
+    size_t scap;
+} tr_rgroups;
+
+tr_rgroup *tr_rgroups_get(tr_rgroups *g, int64_t k1, int64_t k2);   /* NULL on out-of-memory */
+tr_rgroup *tr_rgroups_find(const tr_rgroups *g, int64_t k1, int64_t k2);
+void tr_rgroup_add(tr_rgroup *g, int64_t dur, int64_t start);
+/* Feed every event of the group again in ascending duration order. */
+void tr_rgroup_median_feed(tr_rgroup *g, int64_t dur);
+double tr_rgroup_median(const tr_rgroup *g);
+double tr_rgroup_stddev(const tr_rgroup *g);      /* sample standard deviation, as nsys */
+/* Sorts by total descending (ties: first appearance), resolves names of k1. */
+tr_status tr_rgroups_finish(tr_report_ctx *c, tr_rgroups *g, int resolve_names);
+void tr_rgroups_free(tr_rgroups *g);
+
+/* Does an event pass the selection (kind, thread, device, stream, names)?
+ * --time-range is applied by the scan's SQL, not here. */
+int tr_report_selected(tr_report_ctx *c, const tr_rev *ev);
 /* The text of a string id ("" when absent); malloc'd, NULL on out-of-memory. */
 char *tr_report_string(tr_report_ctx *c, int64_t id);
 /* Runs a one-value query; 0 when it returns no row. */
@@ -163,6 +202,7 @@ void tr_cell_int(tr_cell *c, int64_t v);
 void tr_cell_ns(tr_cell *c, int64_t v);  /* negative values are clamped to 0 */
 void tr_cell_pct(tr_cell *c, double part, double whole);  /* null when whole <= 0 */
 void tr_cell_real(tr_cell *c, double v); /* null when not finite */
+void tr_cell_nsr(tr_cell *c, double v);  /* a real ns value; negative clamped to 0 */
 int tr_rtable_note(tr_rtable *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int tr_rresult_note(tr_rresult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int tr_rresult_nodata(tr_rresult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -181,8 +221,16 @@ extern const tr_report tr_reports[];
 extern const size_t tr_nreports;
 
 /* The report functions (one file each). */
-tr_status tr_report_gpu_time(tr_report_ctx *c, tr_rresult *r);
-extern const tr_report_col tr_gpu_time_cols[];
-extern const tr_report_param tr_gpu_time_params[];
+#define TR_REPORT_DECL(fn, cols, params) \
+    tr_status fn(tr_report_ctx *c, tr_rresult *r); \
+    extern const tr_report_col cols[]; \
+    extern const tr_report_param params[]
+TR_REPORT_DECL(tr_report_gpu_time, tr_gpu_time_cols, tr_gpu_time_params);
+TR_REPORT_DECL(tr_report_summary, tr_summary_cols, tr_summary_params);
+TR_REPORT_DECL(tr_report_kernels, tr_dursum_cols, tr_kernels_params);
+TR_REPORT_DECL(tr_report_api, tr_dursum_cols, tr_api_params);
+TR_REPORT_DECL(tr_report_nvtx, tr_nvtx_cols, tr_nvtx_params);
+TR_REPORT_DECL(tr_report_memcpy, tr_memcpy_cols, tr_memcpy_params);
+TR_REPORT_DECL(tr_report_nvtx_gpu, tr_nvtx_gpu_cols, tr_nvtx_gpu_params);
 
 #endif

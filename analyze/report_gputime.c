@@ -182,7 +182,7 @@ tr_status tr_report_gpu_time(tr_report_ctx *c, tr_rresult *r)
     if (!g.sc)
         return tr_report_nomem(c);
     unsigned mask = (1u << TR_KIND_KERNEL) | (1u << TR_KIND_MEMCPY) | (1u << TR_KIND_MEMSET);
-    tr_status st = tr_report_scan(c, mask, TR_SCAN_ORDERED, NULL, NULL, on_event, &g);
+    tr_status st = tr_report_scan(c, mask, 0, TR_ORDER_START, NULL, NULL, on_event, &g);
     const scope *all = &g.sc[0];
     size_t ndev_used = 0;
     for (size_t i = 0; i < c->ndevs; i++)
