@@ -210,7 +210,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "trace-analyze: %s: warning: %lld event(s) with impossible times "
                     "(an end before the start, or out of range) left out\n", argv[optind],
                     (long long)s.skipped);
-        if (s.n == 0)
+        if (s.n == 0 && !s.skipped)   /* the warning above already says why */
             fprintf(stderr, "trace-analyze: %s: no events%s\n", argv[optind],
                     s.events == 0 && (sel.kind_mask || sel.include || sel.exclude || sel.has_thread
                                       || sel.has_device || sel.has_stream || sel.has_time || sel.top_level)

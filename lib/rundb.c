@@ -506,7 +506,7 @@ static int64_t query_limit_ms(int64_t size)
         char *end;
         double s = strtod(env, &end);
         if (*end == '\0' && s >= 0 && s < 1e9)
-            return (int64_t)(s * 1000);
+            return s > 0 && s < 0.001 ? 1 : (int64_t)(s * 1000);
     }
     return 60000 + size / (8 << 20) * 1000;
 }
@@ -640,13 +640,15 @@ tr_status tr_rundb_open(const char *path, sqlite3 **out, tr_error *err)
     sqlite3_exec(db, "PRAGMA cell_size_check=ON", NULL, NULL, NULL);
 
     sqlite3_stmt *st = NULL;
-    int version = -1;
+    int version = 0, readable = 0;
     if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK
-        && sqlite3_step(st) == SQLITE_ROW)
+        && sqlite3_step(st) == SQLITE_ROW) {
         version = sqlite3_column_int(st, 0);
+        readable = 1;
+    }
     sqlite3_finalize(st);
     tr_status s = TR_ERR_INPUT;
-    if (version < 0) {
+    if (!readable) {
         tr_fail(err, TR_ERR_INPUT, "%s: not a readable SQLite database: %s", path, sqlite3_errmsg(db));
     } else if (version > TR_RUNDB_SCHEMA_VERSION) {
         tr_fail(err, TR_ERR_INPUT,
