@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analyze/analyze.h"
+#include "lib/escape.h"
 
 #define US(ns) ((double)(ns) / 1000.0)
 #define NAME_MAX_WIDTH 55
@@ -227,12 +228,13 @@ static const char *header_of(const column *col, const table_ctx *c)
 /* Pads by code points, as Python's str.format does. */
 static void put_cell(FILE *out, const char *text, int width, int left)
 {
-    size_t cps = cps_of(text);
+    /* control characters as one-column pictures: a name cannot break the row */
+    size_t len = strlen(text), cps = tr_text_width(text, len);
     int pad = width > (int)cps ? width - (int)cps : 0;
-    if (left)
-        fprintf(out, "%s%*s  ", text, pad, "");
-    else
-        fprintf(out, "%*s%s  ", pad, "", text);
+    if (!left)
+        fprintf(out, "%*s", pad, "");
+    tr_put_text_cell(out, text, len);
+    fprintf(out, "%*s  ", left ? pad : 0, "");
 }
 
 static size_t shown_columns(const table_ctx *c, const column **shown)
@@ -325,34 +327,9 @@ tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *
 
 /* ---- machine-readable formats: every column with data, raw numbers ---- */
 
-static void json_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(out, "\\u%04x", *p);
-        else
-            fputc(*p, out);
-    }
-    fputc('"', out);
-}
+static void json_string(FILE *out, const char *s) { tr_put_json_str(out, s, strlen(s)); }
 
-static void csv_string(FILE *out, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, out);
-        return;
-    }
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', out);
-        fputc(*s, out);
-    }
-    fputc('"', out);
-}
+static void csv_string(FILE *out, const char *s) { tr_put_csv_field(out, s, strlen(s)); }
 
 static void number(FILE *out, const column *col, double v)
 {
@@ -457,17 +434,7 @@ static tr_status write_json(FILE *out, const tr_summary *s, const tr_analyze_opt
     return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error on output") : TR_OK;
 }
 
-static void md_cell(FILE *out, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '|' || *s == '\\' || *s == '`' || *s == '*' || *s == '_' || *s == '<')
-            fputc('\\', out);
-        if (*s == '\n')
-            fputc(' ', out);
-        else
-            fputc(*s, out);
-    }
-}
+static void md_cell(FILE *out, const char *s) { tr_put_md_cell(out, s, strlen(s)); }
 
 static tr_status write_markdown(FILE *out, const tr_summary *s, const tr_analyze_opts *o, tr_error *err)
 {
