@@ -6,6 +6,7 @@
 
 #include "analyze/analyze.h"
 #include "analyze/report.h"
+#include "lib/output.h"
 #include "lib/rundb.h"
 #include "lib/version.h"
 
@@ -103,6 +104,9 @@ int main(int argc, char **argv)
         {"report", required_argument, NULL, O_REPORT},
         {NULL, 0, NULL, 0}};
     tr_report_opts reports = {0};
+    /* a closed pipe (trace-analyze | head) ends the tool quietly, the same way
+     * whatever SIGPIPE disposition it inherited */
+    tr_output_handle_signals();
     tr_selection sel;
     memset(&sel, 0, sizeof sel);
     tr_analyze_opts o;
