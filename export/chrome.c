@@ -14,9 +14,17 @@
 #include "export/scan.h"
 #include "lib/model.h"
 
+/* Names and shapes repeat in every event: one huge name must not multiply
+ * into gigabytes (lib/escape.h, tr_name_cap).  Names up to NAME_SOFT bytes
+ * (all real kernel names) are never cut. */
+#define NAME_SOFT (8 * 1024)
+#define NAME_HARD (64 * 1024)
+#define NAME_BUDGET (64 * 1024 * 1024)
+
 typedef struct {
     FILE *out;
     int first;
+    tr_name_cap cap;
 } chrome_ctx;
 
 static void put_us(FILE *f, int64_t ns)
@@ -33,6 +41,11 @@ static void sep(chrome_ctx *c)
 }
 
 static void put_cstr(FILE *f, const char *s) { tr_put_json_str(f, s, strlen(s)); }
+
+static void put_name(chrome_ctx *c, const char *s, size_t len)
+{
+    tr_put_json_str_max(c->out, s, len, tr_name_cap_take(&c->cap, s, len));
+}
 
 static void meta_event(chrome_ctx *c, const char *what, int64_t pid, int has_tid, int64_t tid,
                        const char *key, const char *value, size_t len)
@@ -126,7 +139,7 @@ static tr_status on_row(tr_scan *sc, tr_xrow *r, void *vctx, tr_error *err)
     int instant = dur == 0 && (kind == TR_KIND_MARK || kind == TR_KIND_MEMORY);
     sep(c);
     fputs("{\"name\":", f);
-    tr_put_json_str(f, n->name, n->name_len);
+    put_name(c, n->name, n->name_len);
     fprintf(f, ",\"cat\":\"%s\",\"ph\":\"%s\",\"ts\":", cat, instant ? "i" : "X");
     put_us(f, r->start - sc->trace_start);
     if (instant) {
@@ -143,7 +156,7 @@ static tr_status on_row(tr_scan *sc, tr_xrow *r, void *vctx, tr_error *err)
         size_t len;
         const char *s = tr_scan_string(sc, r->shape_id, &len);
         fputs(",\"shapes\":", f);
-        tr_put_json_str(f, s, len);
+        put_name(c, s, len);
     }
     if (r->has_kernel)
         fprintf(f, ",\"grid\":[%lld,%lld,%lld],\"block\":[%lld,%lld,%lld],"
@@ -188,7 +201,7 @@ static tr_status on_row(tr_scan *sc, tr_xrow *r, void *vctx, tr_error *err)
 tr_status tr_export_chrome(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err)
 {
     tr_scan sc;
-    chrome_ctx c = {out, 1};
+    chrome_ctx c = {out, 1, {NAME_SOFT, NAME_HARD, NAME_BUDGET}};
     tr_status st = tr_scan_init(&sc, db, o, err);
     if (st == TR_OK) {
         fprintf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"trace-export\","

@@ -98,27 +98,35 @@ static void fmt_value(char *buf, size_t n, int64_t v, const char *unit)
     }
 }
 
+/* Caps on a name's text, so a huge name cannot blow the file up (a 100 MB
+ * name repeated in every stack it ends): a label never holds more than
+ * LABEL_MAX bytes, a tooltip more than TITLE_MAX, and tooltips beyond
+ * LABEL_MAX share TITLE_BUDGET; the viewer's search reads the tooltips. */
+#define LABEL_MAX 1024
+#define TITLE_MAX (64 * 1024)
+#define TITLE_BUDGET (16 * 1024 * 1024)
+
 /* The label that fits in px pixels: the name, or a prefix + "..", or nothing. */
 static void put_label(FILE *f, const tr_fnode *n, double px)
 {
     size_t fit = px > 6 ? (size_t)((px - 6) / CHAR_W) : 0;
     if (fit < 3)
         return;
-    /* count code points to cut on a character boundary */
+    size_t len = tr_utf8_cut(n->name, n->name_len, LABEL_MAX);
+    /* count code points, only as far as the box, to cut on a character boundary */
     size_t cps = 0, i = 0, cut = 0;
-    while (i < n->name_len) {
+    while (i < len && cps <= fit) {
         uint32_t cp;
         if (cps == fit - 2)
             cut = i;
-        i += tr_utf8_next(n->name + i, n->name_len - i, &cp);
+        i += tr_utf8_next(n->name + i, len - i, &cp);
         cps++;
     }
-    if (cps <= fit) {
-        tr_put_xml_text(f, n->name, n->name_len);
-    } else {
-        tr_put_xml_text(f, n->name, cut);
+    if (cps > fit)
+        len = cut;
+    tr_put_xml_text(f, n->name, len);
+    if (len < n->name_len)
         fputs("..", f);
-    }
 }
 
 static const char fg_style[] =
@@ -319,7 +327,7 @@ tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, 
     fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"rgb(248,248,240)\"/>\n",
             width, height);
     fprintf(out, "<text id=\"title\" x=\"%d\" y=\"22\">", width / 2);
-    tr_put_xml_text(out, title, strlen(title));
+    tr_put_xml_text(out, title, tr_utf8_cut(title, strlen(title), LABEL_MAX));
     fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"40\">%s: %s total%s; stacks: %s",
             width / 2, metric->label, tot,
             auto_gpu ? " (the trace has no CPU time)" : "",
@@ -350,6 +358,7 @@ tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, 
     if (total <= 0)
         fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">No %s in the selected events"
                      "</text>\n", width / 2, PAD_TOP + FRAME_H, metric->label);
+    tr_name_cap cap = {LABEL_MAX, TITLE_MAX, TITLE_BUDGET};
     for (size_t i = 0; i < nn && total > 0; i++) {
         const tr_fnode *n = &sc.nodes[i];
         double px = (double)n->w * scale;
@@ -361,7 +370,10 @@ tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, 
         fmt_value(buf, sizeof buf, n->w, metric->unit);
         fprintf(out, "<g class=\"f\" data-x=\"%lld\" data-w=\"%lld\" data-d=\"%u\"><title>",
                 (long long)n->x, (long long)n->w, depth[i]);
-        tr_put_xml_text(out, n->name, n->name_len);
+        size_t shown = tr_name_cap_take(&cap, n->name, n->name_len);
+        tr_put_xml_text(out, n->name, shown);
+        if (shown < n->name_len)
+            fputs(TR_ELLIPSIS, out);
         fprintf(out, " (%s, %.2f%%%s%s)</title>", buf, 100.0 * (double)n->w / (double)total,
                 i ? ", " : "", i ? palette[n->kind < TR_KIND_COUNT_ ? n->kind : 0].label : "");
         fprintf(out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"", x, y, px,

@@ -56,6 +56,18 @@ size_t tr_utf8_cut(const char *s, size_t len, size_t max)
     return cut;
 }
 
+size_t tr_name_cap_take(tr_name_cap *c, const char *s, size_t len)
+{
+    if (len <= c->soft)
+        return len;
+    size_t want = len < c->hard ? len : c->hard;
+    size_t extra = want - c->soft;
+    if (extra > c->budget)
+        extra = 0;   /* spent: the rest of the output gets short names */
+    c->budget -= extra;
+    return tr_utf8_cut(s, len, c->soft + extra);
+}
+
 static void put_cp(FILE *f, uint32_t cp)
 {
     if (cp < 0x80) {

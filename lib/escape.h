@@ -26,6 +26,19 @@ size_t tr_utf8_next(const char *s, size_t len, uint32_t *cp);
  * UTF-8 sequence. */
 size_t tr_utf8_cut(const char *s, size_t len, size_t max);
 
+/* A cap for names that may repeat through a whole output (a flamegraph's
+ * tooltips, a chrome trace's events), so one huge name cannot multiply into
+ * gigabytes: every name is kept up to `soft` bytes; what is beyond comes out
+ * of `budget`, each name cut at `hard`; once the budget is spent, names are
+ * cut at `soft`.  Names up to `soft` bytes, nearly all of them, are never
+ * touched. */
+typedef struct {
+    size_t soft, hard, budget;
+} tr_name_cap;
+/* How many bytes of s[0..len) to write (never splitting a UTF-8 sequence);
+ * less than len means the caller marks the cut (TR_ELLIPSIS). */
+size_t tr_name_cap_take(tr_name_cap *c, const char *s, size_t len);
+
 /* A JSON string, with the quotes.  Control characters, U+2028 and U+2029 as
  * \u escapes (the last two break JavaScript string literals). */
 void tr_put_json_str(FILE *f, const char *s, size_t len);

@@ -72,6 +72,13 @@ static void test_cut(void)
     CU_ASSERT_EQUAL(tr_utf8_cut("\xf0\x9f\x94\xa5x", 5, 3), 0);
     CU_ASSERT_EQUAL(tr_utf8_cut("\xf0\x9f\x94\xa5x", 5, 4), 4);
     CU_ASSERT_EQUAL(tr_utf8_cut("\x80\x80\x80\x80\x80", 5, 4), 4);   /* not UTF-8: any cut */
+    /* repeated huge names: short ones whole, long ones from the budget, then cut short */
+    tr_name_cap cap = {4, 8, 6};
+    CU_ASSERT_EQUAL(tr_name_cap_take(&cap, "abcd", 4), 4);
+    CU_ASSERT_EQUAL(tr_name_cap_take(&cap, "abcdefghij", 10), 8);
+    CU_ASSERT_EQUAL(tr_name_cap_take(&cap, "abcdefghij", 10), 4);   /* 2 left: not enough */
+    CU_ASSERT_EQUAL(tr_name_cap_take(&cap, "abcdef", 6), 6);
+    CU_ASSERT_EQUAL(tr_name_cap_take(&cap, "abcdef", 6), 4);
 }
 
 static void test_csv_md(void)
