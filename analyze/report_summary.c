@@ -174,8 +174,9 @@ static tr_status run_table(tr_report_ctx *c, tr_rresult *r, sm_state *s)
             if (sqlite3_column_type(st, 5) != SQLITE_NULL)
                 snprintf(rank, sizeof rank, ", rank %lld", (long long)sqlite3_column_int64(st, 5));
             const char *host = (const char *)sqlite3_column_text(st, 4);
-            snprintf(b, sizeof b, "%s (%s %s%s%s%s)", (const char *)sqlite3_column_text(st, 1),
-                     (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3),
+            const char *ver = (const char *)sqlite3_column_text(st, 3);
+            snprintf(b, sizeof b, "%s (%s%s%s%s%s%s)", (const char *)sqlite3_column_text(st, 1),
+                     (const char *)sqlite3_column_text(st, 2), ver && *ver ? " " : "", ver ? ver : "",
                      host && *host ? ", host " : "", host ? host : "", rank);
             if (kv(t, item, b, 1, sqlite3_column_int64(st, 6))) {
                 sqlite3_finalize(st);

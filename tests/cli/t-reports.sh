@@ -44,6 +44,10 @@ gpu("gpu_memset", "Memset (Device)", 45, 1, 4)
 gpu("kernel", "RCCL_generic", 60, 10, 5)
 gpu("kernel", "early_kernel", 0, 5, 99)
 gpu("kernel", "dev1_kernel", 100, 10, 6, dev=1, stream=9)
+# host ranges around the launches: outer holds all six, inner only the copy's
+ev.append({"ph": "X", "cat": "user_annotation", "name": "outer", "pid": 100, "tid": 100, "ts": 0.5, "dur": 7.5})
+ev.append({"ph": "X", "cat": "user_annotation", "name": "inner", "pid": 100, "tid": 100, "ts": 2.9, "dur": 1.1})
+ev.append({"ph": "X", "cat": "user_annotation", "name": "idle range", "pid": 100, "tid": 100, "ts": 7, "dur": 0.5})
 json.dump({"traceEvents": ev}, open("timeline.json", "w"))
 PY
 expect_status 0 "$BIN/trace-ingest" -q -o timeline.db timeline.json
@@ -74,6 +78,21 @@ done
 expect_status 0 "$BIN/trace-analyze" --report gpu-time --format json timeline.db
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['reports'][0]['tables'][0]['rows'][0]['time_ns']==21000" \
     "$TMP/out" || fail "gpu-time json does not parse or lacks its rows"
+
+# nvtx-gpu: outer spans [10,110) with busy 30+1+10+10 and 6 activities; inner is the copy
+expect_status 0 "$BIN/trace-analyze" --report nvtx-gpu --format csv timeline.db
+expect_eq "$(cut -d, -f2,9,11,13 "$TMP/out" | tr '\n' ' ')" \
+    "total_span_ns,total_busy_ns,gpu_ops,name 100000,51000,6,outer 15000,15000,1,inner " "nvtx-gpu projection"
+expect_status 0 "$BIN/trace-analyze" --report nvtx-gpu --device 0 --format csv timeline.db
+expect_eq "$(grep outer "$TMP/out" | cut -d, -f2,9,11)" "60000,41000,5" "nvtx-gpu --device 0"
+expect_status 0 "$BIN/trace-analyze" --report nvtx-gpu timeline.db
+expect_grep '1 range instances launched no GPU work' "$TMP/out"
+for r in summary kernels api memcpy nvtx nvtx-gpu; do
+    expect_status 0 "$BIN/trace-analyze" --report $r --units us timeline.db
+    golden reports-$r.txt "$TMP/out"
+done
+expect_status 0 "$BIN/trace-analyze" --report kernels:stream=1,memcpy --format csv timeline.db
+golden reports-kernels-memcpy.csv "$TMP/out"
 
 # no GPU activity: one line, exit 0, nothing on stdout
 python3 -c "
@@ -149,5 +168,89 @@ for dev, v in rows.items():
         print(sys.argv[2], dev, checks, v, file=sys.stderr)
         bad = 1
 sys.exit(bad)
+PY
+done
+
+# --- kernels, api, memcpy, nvtx on the six Nsight Systems exports equal direct SQL
+# over their source tables; kernel totals equal the key_averages table's --kind kernel ---
+for f in "$TRACES"/nsys/*.sqlite; do
+    b=$(basename "$f"); db=all-${b%%.*}.db
+    [ -f "$db" ] || { fail "$b was not ingested"; continue; }
+    for r in kernels api memcpy nvtx; do
+        "$BIN/trace-analyze" --report $r --format csv -n -1 "$db" >"rep-$r.csv" 2>/dev/null \
+            || fail "--report $r on $b"
+    done
+    "$BIN/trace-analyze" --kind kernel --format csv -n -1 "$db" >table-kernels.csv 2>/dev/null
+    python3 - "$f" "$b" <<'PY' || fail "report sums differ from the source tables of $b"
+import collections, csv, os, re, sqlite3, sys
+src = sqlite3.connect(sys.argv[1])
+def q(sql):
+    try:
+        return src.execute(sql).fetchall()
+    except sqlite3.OperationalError:   # the export has no such table
+        return []
+def rows(name):
+    return list(csv.DictReader(open(name))) if os.path.getsize(name) else []
+bad = []
+def same(what, ours, theirs):
+    if ours != theirs:
+        bad.append(f"{what}: ours {ours}, source {theirs}")
+
+# kernels, per demangled name: instances, total, min, max
+k = {r["name"]: r for r in rows("rep-kernels.csv")}
+for name, n, tot, mn, mx in q("""select coalesce(s.value, ''), count(*), sum(k.end - k.start), min(k.end - k.start),
+        max(k.end - k.start) from CUPTI_ACTIVITY_KIND_KERNEL k left join StringIds s on s.id = k.demangledName
+        group by k.demangledName"""):
+    r = k.pop(name, None)
+    same(f"kernel {name[:50]}", r and (int(r["instances"]), int(r["total_ns"]), int(r["min_ns"]), int(r["max_ns"])),
+         (n, tot, mn, mx))
+same("kernels not in the source", list(k), [])
+# the median of one kernel by SQL: the middle of its sorted durations
+for name, in q("select s.value from CUPTI_ACTIVITY_KIND_KERNEL k join StringIds s on s.id = k.demangledName group by 1 order by count(*) desc limit 1"):
+    d = [x for x, in q(f"""select k.end - k.start from CUPTI_ACTIVITY_KIND_KERNEL k join StringIds s on s.id = k.demangledName
+          where s.value = '{name.replace("'", "''")}' order by 1""")]
+    med = (d[(len(d) - 1) // 2] + d[len(d) // 2]) / 2
+    same(f"median of {name[:50]}", float({r["name"]: r for r in rows("rep-kernels.csv")}[name]["med_ns"]), med)
+# kernel totals of the key_averages table
+t = [r for r in rows("table-kernels.csv") if r["device"] == "gpu"]
+same("kernel totals vs --kind kernel", (sum(int(r["calls"]) for r in t), sum(int(r["self_gpu_ns"]) for r in t)),
+     tuple(q("select count(*), coalesce(sum(end - start), 0) from CUPTI_ACTIVITY_KIND_KERNEL")[0]) if q("select 1 from CUPTI_ACTIVITY_KIND_KERNEL limit 1") else (0, 0))
+
+# API calls, per function (nsys names carry a _vNNNN version suffix)
+api = collections.defaultdict(lambda: [0, 0])
+for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"):
+    for name, n, tot in q(f"""select s.value, count(*), sum(r.end - r.start) from {table} r
+            join StringIds s on s.id = r.nameId group by r.nameId"""):
+        key = re.sub(r"_v\d+$", "", name)
+        api[key][0] += n
+        api[key][1] += tot
+ours = collections.defaultdict(lambda: [0, 0])
+for r in rows("rep-api.csv"):
+    ours[r["name"]][0] += int(r["instances"])
+    ours[r["name"]][1] += int(r["total_ns"])
+same("API calls", dict(ours), dict(api))
+
+# copies by direction, and sets: count, bytes, time
+m = rows("rep-memcpy.csv")
+kinds = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD", 9: "HtoH", 10: "PtoP"}
+theirs = collections.Counter()
+for ck, n, by, tot in q("select copyKind, count(*), sum(bytes), sum(end - start) from CUPTI_ACTIVITY_KIND_MEMCPY group by copyKind"):
+    theirs[(kinds.get(ck, "?"), "n")] += n; theirs[(kinds.get(ck, "?"), "b")] += by; theirs[(kinds.get(ck, "?"), "t")] += tot
+for n, by, tot in q("select count(*), sum(bytes), sum(end - start) from CUPTI_ACTIVITY_KIND_MEMSET where 1 having count(*) > 0"):
+    theirs[("memset", "n")] += n; theirs[("memset", "b")] += by; theirs[("memset", "t")] += tot
+ours = collections.Counter()
+for r in m:
+    op = r["operation"].split(" ")[0]
+    ours[(op, "n")] += int(r["count"]); ours[(op, "b")] += int(r["total_bytes"]); ours[(op, "t")] += int(r["total_ns"])
+same("copies and sets", dict(ours), dict(theirs))
+
+# NVTX push/pop and start/end ranges: instances and total time
+n = rows("rep-nvtx.csv")
+theirs = q("select count(*), coalesce(sum(end - start), 0) from NVTX_EVENTS where eventType in (59, 60) and end is not null")
+same("NVTX ranges", (sum(int(r["instances"]) for r in n), sum(int(r["total_ns"]) for r in n)),
+     tuple(theirs[0]) if theirs else (0, 0))
+for line in bad:
+    print(sys.argv[2] + ": " + line, file=sys.stderr)
+sys.exit(1 if bad else 0)
 PY
 done
