@@ -14,7 +14,7 @@ const tr_kind_info tr_kinds[] = {
     [TR_KIND_MEMCPY] = {TR_KIND_MEMCPY, "memcpy", 1, 0, 0},
     [TR_KIND_MEMSET] = {TR_KIND_MEMSET, "memset", 1, 0, 0},
     [TR_KIND_MEMORY] = {TR_KIND_MEMORY, "memory", 0, 0, 0},
-    [TR_KIND_PYTHON] = {TR_KIND_PYTHON, "python", 0, 0, 1},
+    [TR_KIND_PYTHON] = {TR_KIND_PYTHON, "python", 0, 0, 0},
     /* OpenACC events enclose the CUDA calls they make, so they take their GPU time as ranges do */
     [TR_KIND_OPENACC_DATA] = {TR_KIND_OPENACC_DATA, "openacc_data", 0, 0, 1},
     [TR_KIND_OPENACC_LAUNCH] = {TR_KIND_OPENACC_LAUNCH, "openacc_launch", 0, 0, 1},
@@ -141,6 +141,7 @@ void tr_trace_free(tr_trace *t)
     tr_intern_free(&t->strings);
     free(t->events.v);
     free(t->mem);
+    free(t->backward.v);
     free(t->sources.v);
     free(t->processes.v);
     free(t->threads.v);

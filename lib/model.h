@@ -60,7 +60,9 @@ enum {
     TR_FLAG_ASYNC = 1,          /* began and ended on different threads: not nested */
     TR_FLAG_UNTERMINATED = 2,   /* range start without an end: closed at the trace's last timestamp */
     TR_FLAG_DEMANGLED = 4,      /* name is the demangled form of raw_name */
-    TR_FLAG_GPU_MEMORY = 8      /* a memory event on a device, not on the host */
+    TR_FLAG_GPU_MEMORY = 8,     /* a memory event on a device, not on the host */
+    TR_FLAG_BACKWARD = 16,      /* an autograd backward function (PyTorch's BACKWARD_FUNCTION scope) */
+    TR_FLAG_MERGED = 32         /* a redispatch of its parent op, merged into it (tree.h): no metrics */
 };
 
 typedef struct {
@@ -109,6 +111,9 @@ typedef struct {
 } tr_kernel_detail;
 typedef struct { uint32_t copy_kind, src_kind, dst_kind; } tr_copy_detail;
 typedef struct { int32_t cbid; int64_t return_value; } tr_api_detail;
+/* A backward function's forward thread (PyTorch's fwd_thread): the tid, in the
+ * event's own process, of the thread that ran the forward op with the same seq. */
+typedef struct { size_t event; int64_t fwd_tid; } tr_backward_link;
 
 #define TR_VEC(type) struct { type *v; size_t n, cap; }
 
@@ -125,6 +130,8 @@ typedef struct {
     TR_VEC(tr_copy_detail) copies;
     TR_VEC(tr_api_detail) apis;
     TR_VEC(int64_t) memset_values;
+    TR_VEC(tr_backward_link) backward;   /* filled by readers; event indices */
+    size_t merged_redispatch;        /* ops flagged TR_FLAG_MERGED by tr_tree_build() */
     int tree_built;
     tr_event_mem *mem;               /* per event, or NULL: all zero (tree.h) */
     /* lookup tables, rebuilt on demand */

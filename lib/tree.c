@@ -179,46 +179,57 @@ static tr_status build_cpu_tree(tr_trace *t, size_t *order, size_t n, tr_error *
     return TR_OK;
 }
 
-tr_status tr_tree_build(tr_trace *t, tr_error *err)
+/* ---- links: correlation map, thread-less syncs, the CPU tree ---------------- */
+
+typedef struct {
+    corr_map cm;
+    size_t *order;   /* CPU tree events, per thread, parents before children */
+    size_t n;
+} tree_links;
+
+static void links_free(tree_links *l)
+{
+    free(l->cm.s);
+    free(l->order);
+    memset(l, 0, sizeof *l);
+}
+
+static tr_status oom(tr_error *err)
+{
+    return tr_fail(err, TR_ERR_RUNTIME, "out of memory while rebuilding the call tree");
+}
+
+/* Resets the derived fields (so a rebuild gives the same result), maps
+ * correlation ids to API calls and nests the CPU events of each thread. */
+static tr_status build_links(tr_trace *t, tree_links *l, int fresh, tr_error *err)
 {
     tr_event *ev = t->events.v;
     size_t nev = t->events.n;
-    tr_status st = TR_OK;
-
-    /* Reset derived fields so a rebuild gives the same result (idempotent). */
-    size_t napi = 0, nmem = 0;
-    if (nev >= UINT32_MAX)
-        return tr_fail(err, TR_ERR_RUNTIME, "more than %u events in one trace", UINT32_MAX - 1);
+    size_t napi = 0;
     for (size_t i = 0; i < nev; i++) {
         tr_event *e = &ev[i];
         e->parent = -1;
         e->depth = 0;
         e->cpu_self = e->gpu_self = e->gpu_total = 0;
-        if (e->kind == TR_KIND_MEMORY)
-            nmem++;
+        if (fresh)
+            e->flags &= (uint8_t)~TR_FLAG_MERGED;
         if (e->end < e->start)
             e->end = e->start;
         if (tr_kinds[e->kind].is_api && e->correlation >= 0)
             napi++;
     }
-
-    /* Correlation map over API calls. */
-    free(t->mem);
-    t->mem = nmem ? calloc(nev, sizeof *t->mem) : NULL;
-    corr_map cm = {NULL, 16};
-    while (cm.cap < napi * 2 + 16)
-        cm.cap *= 2;
-    cm.s = calloc(cm.cap, sizeof *cm.s);
-    size_t *order = malloc((nev ? nev : 1) * sizeof *order);
-    if (!cm.s || !order || (nmem && !t->mem)) {
-        st = tr_fail(err, TR_ERR_RUNTIME, "out of memory while rebuilding the call tree");
-        goto out;
-    }
+    l->cm = (corr_map){NULL, 16};
+    while (l->cm.cap < napi * 2 + 16)
+        l->cm.cap *= 2;
+    l->cm.s = calloc(l->cm.cap, sizeof *l->cm.s);
+    l->order = malloc((nev ? nev : 1) * sizeof *l->order);
+    if (!l->cm.s || !l->order)
+        return oom(err);
     for (size_t i = 0; i < nev; i++) {
         tr_event *e = &ev[i];
         if (!tr_kinds[e->kind].is_api || e->correlation < 0)
             continue;
-        corr_slot *s = corr_find(&cm, tr_event_source(t, e), e->correlation);
+        corr_slot *s = corr_find(&l->cm, tr_event_source(t, e), e->correlation);
         if (!s->event_plus1)
             *s = (corr_slot){e->correlation, tr_event_source(t, e), (uint32_t)i + 1};
         else if (e->kind == TR_KIND_RUNTIME && ev[s->event_plus1 - 1].kind != TR_KIND_RUNTIME)
@@ -230,25 +241,257 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
         tr_event *e = &ev[i];
         if (e->kind != TR_KIND_SYNC || e->thread || e->correlation < 0)
             continue;
-        corr_slot *s = corr_find(&cm, tr_event_source(t, e), e->correlation);
+        corr_slot *s = corr_find(&l->cm, tr_event_source(t, e), e->correlation);
         if (s->event_plus1)
             e->thread = ev[s->event_plus1 - 1].thread;
     }
 
-    /* CPU tree. */
-    size_t n = 0;
+    l->n = 0;
     for (size_t i = 0; i < nev; i++) {
         const tr_event *e = &ev[i];
-        if (!tr_kinds[e->kind].on_gpu && e->thread && !(e->flags & TR_FLAG_ASYNC))
-            order[n++] = i;
+        if (!tr_kinds[e->kind].on_gpu && e->thread && !(e->flags & (TR_FLAG_ASYNC | TR_FLAG_MERGED)))
+            l->order[l->n++] = i;
     }
-    if ((st = sort_cpu_events(ev, order, n, err)) != TR_OK)
-        goto out;
-    if ((st = build_cpu_tree(t, order, n, err)) != TR_OK)
-        goto out;
+    tr_status st = sort_cpu_events(ev, l->order, l->n, err);
+    if (st == TR_OK)
+        st = build_cpu_tree(t, l->order, l->n, err);
+    return st;
+}
 
-    /* GPU activities hang off their API call; their time goes to the innermost range. */
-    for (size_t i = 0; i < nev; i++) {
+/* ---- PyTorch's redispatch merge (_remove_dup_nodes) ---------------------- */
+
+/* An op whose parent is an op of the same name with no other child (memory
+ * events aside: PyTorch does not make them children) is the same call
+ * redispatched: PyTorch keeps only the outer one, which then owns the inner
+ * one's children and time.  Such ops stay in the trace, flagged
+ * TR_FLAG_MERGED, out of the tree and without metrics; outer[i] gets the op
+ * each one merged into, + 1.  Ranges (NVTX, record_function) are the user's
+ * own and are never merged. */
+static tr_status merge_redispatched(tr_trace *t, const tree_links *l, uint32_t **outer_out,
+                                    size_t *merged, tr_error *err)
+{
+    tr_event *ev = t->events.v;
+    size_t nev = t->events.n;
+    *merged = 0;
+    *outer_out = NULL;
+    uint32_t *children = calloc(nev ? nev : 1, sizeof *children);
+    uint32_t *outer = calloc(nev ? nev : 1, sizeof *outer);
+    if (!children || !outer) {
+        free(children);
+        free(outer);
+        return oom(err);
+    }
+    for (size_t k = 0; k < l->n; k++) {
+        const tr_event *e = &ev[l->order[k]];
+        if (e->parent >= 0 && e->kind != TR_KIND_MEMORY)
+            children[e->parent]++;
+    }
+    for (size_t k = 0; k < l->n; k++) {   /* parents first: a chain folds into its top */
+        size_t i = l->order[k];
+        tr_event *e = &ev[i];
+        if (e->parent < 0 || e->kind != TR_KIND_OP)
+            continue;
+        const tr_event *p = &ev[e->parent];
+        if (p->kind == e->kind && p->name == e->name && children[e->parent] == 1) {
+            e->flags |= TR_FLAG_MERGED;
+            outer[i] = outer[e->parent] ? outer[e->parent] : (uint32_t)e->parent + 1;
+            ++*merged;
+        }
+    }
+    free(children);
+    if (!*merged)
+        free(outer);
+    else
+        *outer_out = outer;
+    return TR_OK;
+}
+
+/* Merged ops hang under the op they merged into, with no time of their own. */
+static void link_merged(tr_trace *t, const uint32_t *outer)
+{
+    tr_event *ev = t->events.v;
+    for (size_t i = 0; i < t->events.n; i++) {
+        if (!outer[i])
+            continue;
+        ev[i].parent = (int64_t)outer[i] - 1;
+        ev[i].depth = ev[outer[i] - 1].depth + 1;
+    }
+}
+
+/* ---- PyTorch's backward stacks (_set_backward_stacktraces) --------------- */
+
+/* (process, seq, tid) -> the first event in (start, -end) order with that key
+ * and no backward function above it.  tid INT64_MIN is "any thread", seq
+ * INT64_MIN marks a known (process, tid). */
+typedef struct { uint32_t process; int64_t seq, tid; size_t event_plus1; } fwd_slot;
+typedef struct { fwd_slot *s; size_t cap, n; } fwd_map;
+
+static fwd_slot *fwd_find(fwd_map *m, uint32_t process, int64_t seq, int64_t tid)
+{
+    uint64_t h = ((uint64_t)seq * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)tid * 0xff51afd7ed558ccdull)
+                 ^ process;
+    h ^= h >> 31;
+    size_t i = (size_t)h & (m->cap - 1);
+    while (m->s[i].event_plus1 && !(m->s[i].process == process && m->s[i].seq == seq
+                                    && m->s[i].tid == tid))
+        i = (i + 1) & (m->cap - 1);
+    return &m->s[i];
+}
+
+static int earlier(const tr_event *ev, size_t a, size_t b)
+{
+    if (ev[a].start != ev[b].start)
+        return ev[a].start < ev[b].start;
+    if (ev[a].end != ev[b].end)
+        return ev[a].end > ev[b].end;
+    return a < b;
+}
+
+static void fwd_offer(fwd_map *m, const tr_event *ev, uint32_t process, int64_t seq, int64_t tid,
+                      size_t i)
+{
+    fwd_slot *s = fwd_find(m, process, seq, tid);
+    if (!s->event_plus1) {
+        *s = (fwd_slot){process, seq, tid, i + 1};
+        m->n++;
+    } else if (seq != INT64_MIN && earlier(ev, i, s->event_plus1 - 1)) {
+        s->event_plus1 = i + 1;
+    }
+}
+
+/* Every event under a backward function b (b included) takes the stack of
+ * the forward op with b's sequence number on b's forward thread, as PyTorch
+ * does, so backward work shows under the Python lines that caused it. */
+static tr_status set_backward_stacks(tr_trace *t, const tree_links *l, tr_error *err)
+{
+    if (!t->backward.n)
+        return TR_OK;
+    tr_event *ev = t->events.v;
+    size_t nev = t->events.n;
+    int64_t *fwd_tid = malloc(nev * sizeof *fwd_tid);
+    uint32_t *bw = calloc(nev, sizeof *bw);   /* backward function above, + 1 */
+    fwd_map m = {NULL, 64, 0};
+    while (m.cap < (l->n + t->threads.n) * 4)
+        m.cap *= 2;
+    m.s = calloc(m.cap, sizeof *m.s);
+    if (!fwd_tid || !bw || !m.s) {
+        free(fwd_tid);
+        free(bw);
+        free(m.s);
+        return oom(err);
+    }
+    for (size_t k = 0; k < t->backward.n; k++)
+        fwd_tid[t->backward.v[k].event] = t->backward.v[k].fwd_tid;
+    for (size_t th = 1; th < t->threads.n; th++)
+        fwd_offer(&m, ev, t->threads.v[th].process, INT64_MIN, t->threads.v[th].tid, 0);
+    for (size_t k = 0; k < l->n; k++) {   /* parents come before their children */
+        size_t i = l->order[k];
+        tr_event *e = &ev[i];
+        if (e->flags & TR_FLAG_BACKWARD)
+            bw[i] = (uint32_t)i + 1;
+        else if (e->parent >= 0)
+            bw[i] = bw[e->parent];
+        if (bw[i] || e->kind == TR_KIND_MEMORY)
+            continue;
+        const tr_thread *th = &t->threads.v[e->thread];
+        fwd_offer(&m, ev, th->process, e->seq, th->tid, i);
+        fwd_offer(&m, ev, th->process, e->seq, INT64_MIN, i);
+    }
+    for (size_t k = 0; k < l->n; k++) {
+        size_t i = l->order[k];
+        if (!bw[i] || ev[i].kind == TR_KIND_MEMORY)
+            continue;
+        const tr_event *b = &ev[bw[i] - 1];
+        uint32_t process = t->threads.v[b->thread].process;
+        int64_t tid = fwd_tid[bw[i] - 1];
+        /* a trace whose thread ids are not the profiler's own: match by seq alone;
+         * no forward thread (AccumulateGrad): no forward op, so no stack */
+        if (tid > 0 && !fwd_find(&m, process, INT64_MIN, tid)->event_plus1)
+            tid = INT64_MIN;
+        const fwd_slot *s = tid > 0 || tid == INT64_MIN ? fwd_find(&m, process, b->seq, tid) : NULL;
+        ev[i].stack = s && s->event_plus1 ? ev[s->event_plus1 - 1].stack : 0;
+    }
+    free(fwd_tid);
+    free(bw);
+    free(m.s);
+    return TR_OK;
+}
+
+/* ---- memory events: closed windows --------------------------------------- */
+
+/* A memory event at t belongs to the deepest event of its thread whose closed
+ * window [start, end] holds t (PyTorch uses closed windows; its timestamps are
+ * whole µs, so many allocations fall exactly on an op's end or on a
+ * zero-length op); at equal depth, the later-starting one.  The tree gave the
+ * deepest half-open [start, end) holder; only events ending exactly at t can
+ * beat it. */
+typedef struct { uint32_t thread; int64_t end; size_t event_plus1; } end_slot;
+
+static size_t end_hash(uint32_t thread, int64_t end, size_t cap)
+{
+    uint64_t h = (uint64_t)end * 0x9e3779b97f4a7c15ull ^ ((uint64_t)thread << 40);
+    h ^= h >> 29;
+    return (size_t)h & (cap - 1);
+}
+
+static int owns_before(const tr_event *ev, size_t a, int64_t b)
+{
+    if (b < 0)
+        return 1;
+    if (ev[a].depth != ev[b].depth)
+        return ev[a].depth > ev[b].depth;
+    return ev[a].start > ev[b].start;
+}
+
+static tr_status attach_memory(tr_trace *t, const tree_links *l, tr_error *err)
+{
+    tr_event *ev = t->events.v;
+    size_t nmem = 0;
+    for (size_t k = 0; k < l->n; k++)
+        nmem += ev[l->order[k]].kind == TR_KIND_MEMORY;
+    if (!nmem)
+        return TR_OK;
+    size_t cap = 64;
+    while (cap < l->n * 2)
+        cap *= 2;
+    end_slot *s = calloc(cap, sizeof *s);
+    if (!s)
+        return oom(err);
+    for (size_t k = 0; k < l->n; k++) {
+        size_t i = l->order[k];
+        const tr_event *e = &ev[i];
+        if (e->kind == TR_KIND_MEMORY || e->kind == TR_KIND_MARK)
+            continue;
+        size_t h = end_hash(e->thread, e->end, cap);
+        while (s[h].event_plus1 && !(s[h].thread == e->thread && s[h].end == e->end))
+            h = (h + 1) & (cap - 1);
+        if (!s[h].event_plus1 || owns_before(ev, i, (int64_t)s[h].event_plus1 - 1))
+            s[h] = (end_slot){e->thread, e->end, i + 1};
+    }
+    for (size_t k = 0; k < l->n; k++) {
+        tr_event *m = &ev[l->order[k]];
+        if (m->kind != TR_KIND_MEMORY)
+            continue;
+        size_t h = end_hash(m->thread, m->start, cap);
+        while (s[h].event_plus1 && !(s[h].thread == m->thread && s[h].end == m->start))
+            h = (h + 1) & (cap - 1);
+        if (s[h].event_plus1 && owns_before(ev, s[h].event_plus1 - 1, m->parent)) {
+            m->parent = (int64_t)s[h].event_plus1 - 1;
+            m->depth = ev[m->parent].depth + 1;
+        }
+    }
+    free(s);
+    return TR_OK;
+}
+
+/* ---- GPU time and the totals --------------------------------------------- */
+
+/* GPU activities hang off their API call; their time goes to the innermost
+ * range or op (never a Python frame) that encloses the call. */
+static void attribute_gpu(tr_trace *t, tree_links *l)
+{
+    tr_event *ev = t->events.v;
+    for (size_t i = 0; i < t->events.n; i++) {
         tr_event *g = &ev[i];
         if (!tr_kinds[g->kind].on_gpu)
             continue;
@@ -256,7 +499,7 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
         g->gpu_self = g->gpu_total = dur;
         if (g->correlation < 0)
             continue;
-        corr_slot *s = corr_find(&cm, tr_event_source(t, g), g->correlation);
+        corr_slot *s = corr_find(&l->cm, tr_event_source(t, g), g->correlation);
         if (!s->event_plus1)
             continue;
         tr_event *api = &ev[s->event_plus1 - 1];
@@ -271,29 +514,33 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
         }
         target->gpu_self += dur;
     }
+}
 
-    /* Memory events: own bytes; then totals bottom-up.  In the sorted order a
-     * parent precedes all its descendants, so a reverse walk sees every child
-     * complete before its parent. */
-    for (size_t k = 0; k < n; k++) {
-        tr_event *e = &ev[order[k]];
+/* Memory events: own bytes; then totals bottom-up.  In the sorted order a
+ * parent precedes all its descendants, so a reverse walk sees every child
+ * complete before its parent. */
+static void sum_totals(tr_trace *t, const tree_links *l)
+{
+    tr_event *ev = t->events.v;
+    for (size_t k = 0; k < l->n; k++) {
+        tr_event *e = &ev[l->order[k]];
         e->gpu_total = e->gpu_self;
         if (e->kind == TR_KIND_MEMORY) {
-            tr_event_mem *m = &t->mem[order[k]];
+            tr_event_mem *m = &t->mem[l->order[k]];
             if (e->flags & TR_FLAG_GPU_MEMORY)
                 m->gpu_total = m->gpu_self = e->bytes;
             else
                 m->cpu_total = m->cpu_self = e->bytes;
         }
     }
-    for (size_t k = n; k-- > 0;) {
-        tr_event *e = &ev[order[k]];
+    for (size_t k = l->n; k-- > 0;) {
+        tr_event *e = &ev[l->order[k]];
         if (e->parent < 0)
             continue;
         ev[e->parent].gpu_total += e->gpu_total;
         if (!t->mem)
             continue;
-        const tr_event_mem *m = &t->mem[order[k]];
+        const tr_event_mem *m = &t->mem[l->order[k]];
         tr_event_mem *pm = &t->mem[e->parent];
         pm->cpu_total += m->cpu_total;
         pm->gpu_total += m->gpu_total;
@@ -302,9 +549,51 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
             pm->gpu_self += m->gpu_self;
         }
     }
-    t->tree_built = 1;
-out:
-    free(cm.s);
-    free(order);
+    /* CPU events outside the tree (a sync whose API call is not in the trace)
+     * are their own self time; async ranges have none, as in PyTorch. */
+    for (size_t i = 0; i < t->events.n; i++) {
+        tr_event *e = &ev[i];
+        if (!tr_kinds[e->kind].on_gpu && !e->thread && !(e->flags & (TR_FLAG_ASYNC | TR_FLAG_MERGED)))
+            e->cpu_self = e->end - e->start;
+    }
+}
+
+tr_status tr_tree_build(tr_trace *t, tr_error *err)
+{
+    if (t->events.n >= UINT32_MAX)
+        return tr_fail(err, TR_ERR_RUNTIME, "more than %u events in one trace", UINT32_MAX - 1);
+    tree_links l = {0};
+    uint32_t *outer = NULL;
+    size_t merged = 0;
+    tr_status st = build_links(t, &l, 1, err);
+    if (st == TR_OK)
+        st = merge_redispatched(t, &l, &outer, &merged, err);
+    if (st == TR_OK && merged) {
+        links_free(&l);
+        st = build_links(t, &l, 0, err);
+        if (st == TR_OK)
+            link_merged(t, outer);
+    }
+    t->merged_redispatch = merged;
+    if (st == TR_OK)
+        st = set_backward_stacks(t, &l, err);
+    if (st == TR_OK)
+        st = attach_memory(t, &l, err);
+    if (st == TR_OK) {
+        size_t nmem = 0;
+        for (size_t i = 0; i < t->events.n; i++)
+            nmem += t->events.v[i].kind == TR_KIND_MEMORY;
+        free(t->mem);
+        t->mem = nmem ? calloc(t->events.n, sizeof *t->mem) : NULL;
+        if (nmem && !t->mem)
+            st = oom(err);
+    }
+    if (st == TR_OK) {
+        attribute_gpu(t, &l);
+        sum_totals(t, &l);
+        t->tree_built = 1;
+    }
+    free(outer);
+    links_free(&l);
     return st;
 }

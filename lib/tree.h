@@ -13,9 +13,17 @@
  *    encloses that call, or of the call itself when no range encloses it;
  *    gpu_total = gpu_self + the children's gpu_total.  Each activity is thus
  *    counted once per tree level.
- *  - Memory events add their bytes to every enclosing event's memory totals
- *    and to their direct parent's memory self (trace->mem, allocated only
- *    when the trace has memory events).
+ *  - An op whose parent is a same-named op with no other child is a
+ *    redispatch (PyTorch's _remove_dup_nodes): flagged TR_FLAG_MERGED, out of
+ *    the tree, under the op it merged into, with no metrics of its own.
+ *  - Everything under a TR_FLAG_BACKWARD event b takes the stack of the first
+ *    forward event with b's seq on b's forward thread (trace->backward), as
+ *    PyTorch's _set_backward_stacktraces does.
+ *  - A memory event belongs to the deepest event of its thread whose closed
+ *    window [start, end] holds it (later start first at equal depth); it adds
+ *    its bytes to that event's memory self and to every ancestor's memory
+ *    totals (trace->mem, allocated only when the trace has memory events).
+ *  - GPU time is never charged to a Python frame (not tr_kinds[].is_range).
  *
  * Ownership: works in place on the trace; allocates only temporaries.
  */

@@ -189,6 +189,158 @@ static void test_sync_adopts_thread(void)
     tr_trace_free(&t);
 }
 
+static void test_redispatch_merge(void)
+{
+    /* add[0,10) > add[0,10) > add[2,8) > k[3,4): one add (PyTorch's _remove_dup_nodes),
+     * owning k and the GPU time both outer ops launched (PyTorch keeps only the inner's);
+     * a same-named op with a sibling, and a same-named range, are left alone */
+    setup();
+    size_t a1 = add(TR_KIND_OP, "aten::add", 0, 10, thread1, -1);
+    size_t a2 = add(TR_KIND_OP, "aten::add", 0, 10, thread1, -1);
+    size_t a3 = add(TR_KIND_OP, "aten::add", 2, 8, thread1, -1);
+    size_t k = add(TR_KIND_OP, "k", 3, 4, thread1, -1);
+    size_t call = add(TR_KIND_RUNTIME, "cudaLaunchKernel", 5, 6, thread1, 9);
+    size_t kern = add(TR_KIND_KERNEL, "kernel", 20, 50, 0, 9);
+    size_t m = add(TR_KIND_MEMORY, "[memory]", 7, 7, thread1, -1);
+    EV(m)->bytes = 64;
+    size_t b1 = add(TR_KIND_OP, "aten::mul", 20, 30, thread1, -1);
+    size_t b2 = add(TR_KIND_OP, "aten::mul", 21, 25, thread1, -1);
+    size_t b3 = add(TR_KIND_OP, "other", 26, 28, thread1, -1);
+    size_t r1 = add(TR_KIND_RANGE, "step", 40, 50, thread1, -1);
+    size_t r2 = add(TR_KIND_RANGE, "step", 41, 49, thread1, -1);
+    build();
+    CU_ASSERT(EV(a2)->flags & TR_FLAG_MERGED);
+    CU_ASSERT(EV(a3)->flags & TR_FLAG_MERGED);
+    CU_ASSERT(!(EV(a1)->flags & TR_FLAG_MERGED));
+    CU_ASSERT_EQUAL(t.merged_redispatch, 2);
+    CU_ASSERT_EQUAL(EV(k)->parent, (int64_t)a1);
+    CU_ASSERT_EQUAL(EV(call)->parent, (int64_t)a1);
+    CU_ASSERT_EQUAL(EV(kern)->parent, (int64_t)call);
+    CU_ASSERT_EQUAL(EV(a2)->parent, (int64_t)a1);
+    CU_ASSERT_EQUAL(EV(a3)->parent, (int64_t)a1);
+    CU_ASSERT_EQUAL(EV(a1)->cpu_self, 8);           /* 10 - k - the call */
+    CU_ASSERT_EQUAL(EV(a2)->cpu_self, 0);
+    CU_ASSERT_EQUAL(EV(a3)->cpu_self, 0);
+    CU_ASSERT_EQUAL(EV(a1)->gpu_self, 30);
+    CU_ASSERT_EQUAL(EV(a3)->gpu_self, 0);
+    CU_ASSERT_EQUAL(MEM(a1)->cpu_self, 64);
+    CU_ASSERT(!(EV(b2)->flags & TR_FLAG_MERGED));   /* its parent has two children */
+    CU_ASSERT_EQUAL(EV(b3)->parent, (int64_t)b1);
+    CU_ASSERT(!(EV(r2)->flags & TR_FLAG_MERGED));   /* ranges are the user's own */
+    CU_ASSERT_EQUAL(EV(r2)->parent, (int64_t)r1);
+    build();                                        /* idempotent */
+    CU_ASSERT_EQUAL(t.merged_redispatch, 2);
+    CU_ASSERT_EQUAL(EV(a1)->cpu_self, 8);
+    tr_trace_free(&t);
+}
+
+static uint32_t stack_of(const char *frame)
+{
+    uint32_t f = tr_str(&t, frame);
+    return tr_stack_get(&t, &f, 1);
+}
+
+static size_t backward_fn(const char *name, int64_t s, int64_t e, uint32_t thread, int64_t seq,
+                          int64_t fwd_tid)
+{
+    size_t i = add(TR_KIND_OP, name, s, e, thread, -1);
+    EV(i)->seq = seq;
+    EV(i)->flags |= TR_FLAG_BACKWARD;
+    tr_vec_reserve(t.backward, t.backward.n + 1);
+    t.backward.v[t.backward.n++] = (tr_backward_link){i, fwd_tid};
+    return i;
+}
+
+static void test_backward_stacks(void)
+{
+    /* forward mm seq 7 on thread 1 (tid 1); MulBackward0 seq 7 fwd thread 1 on thread 2,
+     * with a child: both take the forward stack.  seq 99 (no forward) and a backward
+     * function without a forward thread (AccumulateGrad) get none.  A forward op listed
+     * later with the same seq does not win. */
+    setup();
+    uint32_t fwd = stack_of("model.py(3): forward"), late = stack_of("other.py(1): f");
+    uint32_t own = stack_of("torch/autograd/__init__.py(9): backward");
+    size_t f1 = add(TR_KIND_OP, "aten::mm", 10, 20, thread1, -1);
+    EV(f1)->seq = 7;
+    EV(f1)->stack = fwd;
+    size_t f2 = add(TR_KIND_OP, "aten::mm", 30, 40, thread1, -1);
+    EV(f2)->seq = 7;
+    EV(f2)->stack = late;
+    size_t b = backward_fn("MmBackward0", 100, 200, thread2, 7, 1);
+    EV(b)->stack = own;
+    size_t bc = add(TR_KIND_OP, "aten::mm", 110, 120, thread2, -1);
+    EV(bc)->stack = own;
+    size_t orphan = backward_fn("AddBackward0", 300, 310, thread2, 99, 1);
+    EV(orphan)->stack = own;
+    size_t acc = backward_fn("torch::autograd::AccumulateGrad", 320, 330, thread2, 7, 0);
+    EV(acc)->stack = own;
+    build();
+    CU_ASSERT_EQUAL(EV(b)->stack, fwd);
+    CU_ASSERT_EQUAL(EV(bc)->stack, fwd);
+    CU_ASSERT_EQUAL(EV(orphan)->stack, 0);
+    CU_ASSERT_EQUAL(EV(acc)->stack, 0);
+    CU_ASSERT_EQUAL(EV(f2)->stack, late);   /* forward events keep their own */
+    tr_trace_free(&t);
+}
+
+static void test_memory_closed_windows(void)
+{
+    /* A[0,10) ends at 10 with a child A1[5,10); Z[10,10) is zero-length; B[10,20).
+     * An allocation at 10 goes to the deepest holder of the closed window: A1 (depth 1),
+     * not B; at 20 (B's end) to B; one on another thread at 5 to none of them. */
+    setup();
+    size_t a = add(TR_KIND_OP, "A", 0, 10, thread1, -1);
+    size_t a1 = add(TR_KIND_OP, "A1", 5, 10, thread1, -1);
+    size_t bb = add(TR_KIND_OP, "B", 10, 20, thread1, -1);
+    size_t z = add(TR_KIND_OP, "Z", 15, 15, thread1, -1);
+    size_t m10 = add(TR_KIND_MEMORY, "[memory]", 10, 10, thread1, -1);
+    EV(m10)->bytes = 100;
+    size_t m15 = add(TR_KIND_MEMORY, "[memory]", 15, 15, thread1, -1);
+    EV(m15)->bytes = 7;
+    size_t m20 = add(TR_KIND_MEMORY, "[memory]", 20, 20, thread1, -1);
+    EV(m20)->bytes = 3;
+    size_t other = add(TR_KIND_MEMORY, "[memory]", 5, 5, thread2, -1);
+    EV(other)->bytes = 1;
+    build();
+    CU_ASSERT_EQUAL(EV(m10)->parent, (int64_t)a1);
+    CU_ASSERT_EQUAL(EV(m15)->parent, (int64_t)z);   /* a zero-length op holds its allocation */
+    CU_ASSERT_EQUAL(EV(m20)->parent, (int64_t)bb);
+    CU_ASSERT_EQUAL(EV(other)->parent, -1);
+    CU_ASSERT_EQUAL(MEM(a1)->cpu_self, 100);
+    CU_ASSERT_EQUAL(MEM(a)->cpu_total, 100);
+    CU_ASSERT_EQUAL(MEM(a)->cpu_self, 0);
+    CU_ASSERT_EQUAL(MEM(z)->cpu_self, 7);
+    CU_ASSERT_EQUAL(MEM(bb)->cpu_total, 10);
+    CU_ASSERT_EQUAL(MEM(bb)->cpu_self, 3);
+    tr_trace_free(&t);
+}
+
+static void test_python_frames_hold_no_gpu_self(void)
+{
+    /* a launch directly under a Python frame charges the call, not the frame */
+    setup();
+    size_t py = add(TR_KIND_PYTHON, "model.py(3): forward", 0, 100, thread1, -1);
+    size_t call = add(TR_KIND_RUNTIME, "cudaLaunchKernel", 10, 20, thread1, 4);
+    add(TR_KIND_KERNEL, "k", 30, 70, 0, 4);
+    build();
+    CU_ASSERT_EQUAL(EV(py)->gpu_self, 0);
+    CU_ASSERT_EQUAL(EV(py)->gpu_total, 40);
+    CU_ASSERT_EQUAL(EV(call)->gpu_self, 40);
+    tr_trace_free(&t);
+}
+
+static void test_orphan_sync_self(void)
+{
+    /* a thread-less sync whose API call is not in the trace is its own self time */
+    setup();
+    size_t sync = add(TR_KIND_SYNC, "[sync] device", 10, 90, 0, 77);
+    EV(sync)->thread = 0;
+    EV(sync)->stream = stream1;
+    build();
+    CU_ASSERT_EQUAL(EV(sync)->cpu_self, 80);
+    tr_trace_free(&t);
+}
+
 /* Many nested events in shuffled order give the same tree whether the sort
  * takes its radix path (times within hours) or its fallback (times far apart). */
 static void check_shuffled_nesting(int64_t base, int64_t far)
@@ -234,4 +386,9 @@ TR_SUITE(tree,
          {"idempotent; async not nested", test_idempotent_and_async},
          {"memory totals and self", test_memory},
          {"sync waits take their call's thread", test_sync_adopts_thread},
-         {"sorted the same on the radix and fallback paths", test_sort_paths})
+         {"sorted the same on the radix and fallback paths", test_sort_paths},
+         {"redispatched ops merge into their parent", test_redispatch_merge},
+         {"backward ops take their forward op's stack", test_backward_stacks},
+         {"memory: deepest holder of the closed window", test_memory_closed_windows},
+         {"Python frames hold no GPU self time", test_python_frames_hold_no_gpu_self},
+         {"a sync without its call keeps its self time", test_orphan_sync_self})
