@@ -78,6 +78,7 @@ typedef struct {
     size_t unknown, unknown_first_len;
     char unknown_first[64];
     size_t no_ts, gpu_annotations;
+    size_t legacy;          /* events in the autograd profiler's own layout */
 } kin_reader;
 
 static tr_status oom(kin_reader *r)
@@ -618,11 +619,6 @@ static uint32_t call_stack(kin_reader *r, const char *s)
     return r->frames.n ? tr_stack_get(r->t, r->frames.v, r->frames.n) : 0;
 }
 
-static int cat_is(const char *cat, const char *a, const char *b)
-{
-    return cat && (strcmp(cat, a) == 0 || (b && strcmp(cat, b) == 0));
-}
-
 /* Ops PyTorch itself leaves out of its event list (SEMANTICS.md 1.4). */
 static int skipped_name(const char *n)
 {
@@ -685,11 +681,237 @@ static tr_status add_meta_name(kin_reader *r, const cJSON *ev, int thread)
     return TR_OK;
 }
 
+/* ---- the args of each kind ------------------------------------------------ */
+
+/* Each reads what its kind keeps from an event's args into event `idx`
+ * (which it may move: adding strings or details can grow the arrays). */
+typedef tr_status (*kin_args_fn)(kin_reader *r, size_t idx, const char *name, const cJSON *args);
+
+/* An autograd backward function (RecordScope BACKWARD_FUNCTION): named by a
+ * "Scope" arg where the writer keeps it; Kineto writes none, but records a
+ * forward thread only for the engine's calls, whose evaluate_function
+ * wrappers are not themselves the backward function. */
+static int is_backward_function(const char *name, const cJSON *args)
+{
+    const cJSON *scope = jget(args, "Scope");
+    if (scope)
+        return cJSON_IsNumber(scope) && scope->valuedouble == 1;
+    return jint(args, "Fwd thread id", 0) > 0
+           && strncmp(name, "autograd::engine::evaluate_function:", 36) != 0;
+}
+
+static tr_status op_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
+{
+    tr_event *e = &r->t->events.v[idx];
+    const cJSON *dims = jget(args, "Input Dims");
+    if (!dims)
+        dims = jget(args, "Input dims");
+    if (cJSON_IsArray(dims)) {
+        r->tmp.n = 0;
+        if (repr(&r->tmp, dims, 0) < 0)
+            return oom(r);
+        e->shape = tr_intern_add(&r->t->strings, r->tmp.v, r->tmp.n);
+    }
+    e->seq = jint(args, "Sequence number", -1);
+    int64_t rf = jint(args, "Record function id", -1);
+    e->op_id = rf > 0 ? rf : -1;
+    e->flops = jint(args, "flops", -1);
+    if (jint(args, "Async", 0) == 1)
+        e->flags |= TR_FLAG_ASYNC;   /* began and ended on different threads */
+    if (is_backward_function(name, args)) {
+        e->flags |= TR_FLAG_BACKWARD;
+        if (tr_vec_reserve(r->t->backward, r->t->backward.n + 1) < 0)
+            return oom(r);
+        r->t->backward.v[r->t->backward.n++] =
+            (tr_backward_link){idx, jint(args, "Fwd thread id", 0)};
+    }
+    const char *cs = jstr(args, "Call stack");
+    if (cs) {
+        uint32_t st = call_stack(r, cs);
+        r->t->events.v[idx].stack = st;
+    }
+    return TR_OK;
+}
+
+static tr_status api_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
+{
+    (void)name;
+    int64_t cbid = jint(args, "cbid", -1);
+    if (cbid >= 0) {
+        tr_api_detail d = {(int32_t)cbid, 0};
+        r->t->events.v[idx].detail = tr_add_api_detail(r->t, &d);
+    }
+    return TR_OK;
+}
+
+static tr_status kernel_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
+{
+    (void)name;
+    tr_kernel_detail d;
+    memset(&d, 0, sizeof d);
+    const cJSON *g = jget(args, "grid");
+    const cJSON *b = jget(args, "block");
+    for (int k = 0; k < 3; k++) {
+        const cJSON *gk = cJSON_GetArrayItem(g, k), *bk = cJSON_GetArrayItem(b, k);
+        d.grid[k] = cJSON_IsNumber(gk) ? (int32_t)gk->valueint : 0;
+        d.block[k] = cJSON_IsNumber(bk) ? (int32_t)bk->valueint : 0;
+    }
+    d.registers = (int32_t)jint(args, "registers per thread", 0);
+    d.static_smem = (int32_t)jint(args, "shared memory", 0);
+    r->t->events.v[idx].detail = tr_add_kernel_detail(r->t, &d);
+    return TR_OK;
+}
+
+static tr_status memcpy_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
+{
+    tr_copy_detail d;
+    copy_detail(r, name, args, &d);
+    tr_event *e = &r->t->events.v[idx];
+    e->bytes = jint(args, "bytes", 0);
+    e->detail = tr_add_copy_detail(r->t, &d);
+    return TR_OK;
+}
+
+static tr_status memset_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
+{
+    (void)name;
+    r->t->events.v[idx].bytes = jint(args, "bytes", 0);
+    return TR_OK;
+}
+
+static tr_status memory_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
+{
+    (void)name;
+    tr_event *e = &r->t->events.v[idx];
+    e->bytes = jint(args, "Bytes", 0);
+    int64_t dt = jint(args, "Device Type", 0);
+    if (dt == 1 || dt == 6)   /* c10::DeviceType CUDA, HIP */
+        e->flags |= TR_FLAG_GPU_MEMORY;
+    return TR_OK;
+}
+
+static tr_status python_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
+{
+    (void)name;
+    const cJSON *pid = jget(args, "Python id");
+    if (cJSON_IsNumber(pid)) {
+        if (tr_vec_reserve(r->py, r->py.n + 1) < 0)
+            return oom(r);
+        r->py.v[r->py.n++] = (kin_py){jint(args, "Python id", -1),
+                                      jint(args, "Python parent id", -1), idx};
+    }
+    return TR_OK;
+}
+
+/* ---- categories ------------------------------------------------------------ */
+
+enum { KIN_KEEP, KIN_DROP_OPS, KIN_SKIP, KIN_SKIP_COUNTED };
+
+/* The categories of complete events: Kineto's name, the 2020 pre-release's,
+ * the kind it becomes, whether it runs on a device stream, and the args it keeps. */
+typedef struct {
+    const char *cat, *alt;
+    tr_kind kind;
+    int on_gpu;
+    int keep;
+    kin_args_fn args;
+} kin_category;
+
+static const kin_category kin_categories[] = {
+    {"cpu_op", "Operator", TR_KIND_OP, 0, KIN_DROP_OPS, op_args},
+    {"user_annotation", NULL, TR_KIND_RANGE, 0, KIN_KEEP, op_args},
+    /* the GPU-side span of a user annotation: it would count the GPU time twice */
+    {"gpu_user_annotation", NULL, 0, 0, KIN_SKIP_COUNTED, NULL},
+    {"cuda_runtime", "Runtime", TR_KIND_RUNTIME, 0, KIN_KEEP, api_args},
+    {"cuda_driver", "Driver", TR_KIND_DRIVER, 0, KIN_KEEP, api_args},
+    {"cuda_sync", NULL, TR_KIND_SYNC, 1, KIN_KEEP, NULL},
+    {"kernel", "Kernel", TR_KIND_KERNEL, 1, KIN_KEEP, kernel_args},
+    {"gpu_memcpy", "Memcpy", TR_KIND_MEMCPY, 1, KIN_KEEP, memcpy_args},
+    {"gpu_memset", "Memset", TR_KIND_MEMSET, 1, KIN_KEEP, memset_args},
+    {"python_function", NULL, TR_KIND_PYTHON, 0, KIN_KEEP, python_args},
+    /* the profiler's own span and its overhead rows */
+    {"Trace", "overhead", 0, 0, KIN_SKIP, NULL},
+};
+
+/* PyTorch's autograd profiler without Kineto writes no "cat": host events
+ * under pid "CPU functions", and (before 1.9) kernels under "CUDA functions". */
+static const kin_category legacy_host = {NULL, NULL, TR_KIND_OP, 0, KIN_DROP_OPS, NULL};
+static const kin_category legacy_device = {NULL, NULL, TR_KIND_KERNEL, 1, KIN_KEEP, NULL};
+
+static const kin_category *category_of(kin_reader *r, const cJSON *ev, const char *cat)
+{
+    if (!cat) {
+        const char *pid = jstr(ev, "pid");
+        if (!pid)
+            return NULL;
+        r->legacy++;
+        return strcmp(pid, "CUDA functions") == 0 ? &legacy_device : &legacy_host;
+    }
+    for (size_t i = 0; i < sizeof kin_categories / sizeof kin_categories[0]; i++) {
+        const kin_category *c = &kin_categories[i];
+        if (strcmp(cat, c->cat) == 0 || (c->alt && strcmp(cat, c->alt) == 0))
+            return c;
+    }
+    return NULL;
+}
+
+static const kin_category instant_memory = {NULL, NULL, TR_KIND_MEMORY, 0, KIN_KEEP, memory_args};
+static const kin_category instant_mark = {NULL, NULL, TR_KIND_MARK, 0, KIN_KEEP, NULL};
+
+/* The category of event `ev`, or NULL when it is not one we keep. */
+static const kin_category *classify(kin_reader *r, const cJSON *ev, const char *ph,
+                                    const char *cat, const char *name)
+{
+    int complete = ph[0] == 'X' && !ph[1];
+    int instant = (ph[0] == 'i' || ph[0] == 'I') && !ph[1];
+    if (instant) {
+        const char *scope = jstr(ev, "s");
+        if (scope && (scope[0] == 'g' || scope[0] == 'p'))
+            return NULL;   /* global/process markers such as "Iteration Start" */
+        return strcmp(name, "[memory]") == 0 ? &instant_memory : &instant_mark;
+    }
+    if (!complete)
+        return NULL;   /* flows (s/t/f), counters, async b/e, ... */
+    const kin_category *c = category_of(r, ev, cat);
+    if (!c) {
+        if (!r->unknown++)
+            snprintf(r->unknown_first, sizeof r->unknown_first, "%s", cat ? cat : "(none)");
+        return NULL;
+    }
+    if (c->keep == KIN_SKIP_COUNTED)
+        r->gpu_annotations++;
+    if (c->keep == KIN_SKIP_COUNTED || c->keep == KIN_SKIP
+        || (c->keep == KIN_DROP_OPS && skipped_name(name)))
+        return NULL;
+    return c;
+}
+
+/* ts and dur in ns; 0 = skip the event (counted), or an error status. */
+static tr_status event_times(kin_reader *r, int complete, uint64_t off, int64_t *ts, int64_t *dur,
+                             int *ok)
+{
+    static const char *const time_keys[] = {"ts", "dur"};
+    const char *tv[2];
+    size_t tn[2];
+    *ts = *dur = 0;
+    *ok = 0;
+    unsigned have = top_numbers(r->el.v, r->el.n, time_keys, complete ? 2 : 1, tv, tn);
+    if (!(have & 1) || tr_kineto_us_to_ns(tv[0], tn[0], ts) < 0) {
+        r->no_ts++;
+        return TR_OK;
+    }
+    if (complete && (have & 2) && (tr_kineto_us_to_ns(tv[1], tn[1], dur) < 0 || *dur < 0))
+        return bad(r, off, "%s", "bad event duration");
+    if (*ts > INT64_MAX - *dur)
+        return bad(r, off, "%s", "event time out of range");
+    *ok = 1;
+    return TR_OK;
+}
+
 static tr_status handle_event(kin_reader *r, const cJSON *ev, uint64_t off)
 {
     r->nevents_seen++;
     const char *ph = jstr(ev, "ph");
-    const char *cat = jstr(ev, "cat");
     const char *name = jstr(ev, "name");
     if (!ph)
         return TR_OK;   /* e.g. the empty {} some writers end the array with */
@@ -702,68 +924,16 @@ static tr_status handle_event(kin_reader *r, const cJSON *ev, uint64_t off)
             return add_meta_name(r, ev, 1);
         return TR_OK;
     }
-    int complete = ph[0] == 'X' && !ph[1];
-    int instant = (ph[0] == 'i' || ph[0] == 'I') && !ph[1];
-    if (!complete && !instant)
-        return TR_OK;   /* flows (s/t/f), counters, async b/e, ... */
-    const cJSON *args = jget(ev, "args");
-    tr_kind kind;
-    int gpu = 0;
-    if (instant) {
-        const char *scope = jstr(ev, "s");
-        if (scope && (scope[0] == 'g' || scope[0] == 'p'))
-            return TR_OK;   /* global/process markers such as "Iteration Start" */
-        kind = strcmp(name, "[memory]") == 0 ? TR_KIND_MEMORY : TR_KIND_MARK;
-    } else if (cat_is(cat, "cpu_op", "Operator")) {
-        if (skipped_name(name))
-            return TR_OK;
-        kind = TR_KIND_OP;
-    } else if (cat_is(cat, "user_annotation", NULL)) {
-        kind = TR_KIND_RANGE;
-    } else if (cat_is(cat, "gpu_user_annotation", NULL)) {
-        r->gpu_annotations++;
-        return TR_OK;   /* the GPU-side span of a user annotation: would double count */
-    } else if (cat_is(cat, "cuda_runtime", "Runtime")) {
-        kind = TR_KIND_RUNTIME;
-    } else if (cat_is(cat, "cuda_driver", "Driver")) {
-        kind = TR_KIND_DRIVER;
-    } else if (cat_is(cat, "cuda_sync", NULL)) {
-        kind = TR_KIND_SYNC;
-        gpu = 1;
-    } else if (cat_is(cat, "kernel", "Kernel")) {
-        kind = TR_KIND_KERNEL;
-        gpu = 1;
-    } else if (cat_is(cat, "gpu_memcpy", "Memcpy")) {
-        kind = TR_KIND_MEMCPY;
-        gpu = 1;
-    } else if (cat_is(cat, "gpu_memset", "Memset")) {
-        kind = TR_KIND_MEMSET;
-        gpu = 1;
-    } else if (cat_is(cat, "python_function", NULL)) {
-        kind = TR_KIND_PYTHON;
-    } else if (cat_is(cat, "Trace", "overhead")) {
-        return TR_OK;   /* the profiler's own span and its overhead rows */
-    } else {
-        if (!r->unknown++)
-            snprintf(r->unknown_first, sizeof r->unknown_first, "%s", cat ? cat : "(none)");
+    const kin_category *c = classify(r, ev, ph, jstr(ev, "cat"), name);
+    if (!c)
         return TR_OK;
-    }
+    int64_t ts, dur;
+    int ok;
+    tr_status s = event_times(r, ph[0] == 'X', off, &ts, &dur, &ok);
+    if (s != TR_OK || !ok)
+        return s;
 
-    static const char *const time_keys[] = {"ts", "dur"};
-    const char *tv[2];
-    size_t tn[2];
-    int64_t ts = 0, dur = 0;
-    unsigned have = top_numbers(r->el.v, r->el.n, time_keys, complete ? 2 : 1, tv, tn);
-    if (!(have & 1) || tr_kineto_us_to_ns(tv[0], tn[0], &ts) < 0) {
-        r->no_ts++;
-        return TR_OK;
-    }
-    if (complete && (have & 2) && (tr_kineto_us_to_ns(tv[1], tn[1], &dur) < 0 || dur < 0))
-        return bad(r, off, "%s", "bad event duration");
-    if (ts > INT64_MAX - dur)
-        return bad(r, off, "%s", "event time out of range");
-
-    tr_event *e = tr_add_event(r->t, kind);
+    tr_event *e = tr_add_event(r->t, c->kind);
     if (!e)
         return oom(r);
     size_t idx = r->t->events.n - 1;
@@ -772,92 +942,16 @@ static tr_status handle_event(kin_reader *r, const cJSON *ev, uint64_t off)
     set_name(r, e, name);
     if (!e->name)
         return oom(r);
-    if (gpu) {
-        e->stream = gpu_stream(r, ev, args);
-        e = &r->t->events.v[idx];
+    const cJSON *args = jget(ev, "args");
+    if (c->on_gpu) {
+        uint32_t stream = gpu_stream(r, ev, args);
+        r->t->events.v[idx].stream = stream;
     } else {
-        e->thread = thread_of(r, id_of(r, jget(ev, "pid")), id_of(r, jget(ev, "tid")));
+        uint32_t thread = thread_of(r, id_of(r, jget(ev, "pid")), id_of(r, jget(ev, "tid")));
+        r->t->events.v[idx].thread = thread;
     }
-    e->correlation = jint(args, "correlation", -1);
-    switch (kind) {
-    case TR_KIND_OP:
-    case TR_KIND_RANGE: {
-        const cJSON *dims = jget(args, "Input Dims");
-        if (!dims)
-            dims = jget(args, "Input dims");
-        if (cJSON_IsArray(dims)) {
-            r->tmp.n = 0;
-            if (repr(&r->tmp, dims, 0) < 0)
-                return oom(r);
-            e->shape = tr_intern_add(&r->t->strings, r->tmp.v, r->tmp.n);
-        }
-        e->seq = jint(args, "Sequence number", -1);
-        int64_t rf = jint(args, "Record function id", -1);
-        e->op_id = rf > 0 ? rf : -1;
-        e->flops = jint(args, "flops", -1);
-        const char *cs = jstr(args, "Call stack");
-        if (cs) {
-            uint32_t st = call_stack(r, cs);
-            r->t->events.v[idx].stack = st;
-        }
-        break;
-    }
-    case TR_KIND_RUNTIME:
-    case TR_KIND_DRIVER: {
-        int64_t cbid = jint(args, "cbid", -1);
-        if (cbid >= 0) {
-            tr_api_detail d = {(int32_t)cbid, 0};
-            e->detail = tr_add_api_detail(r->t, &d);
-        }
-        break;
-    }
-    case TR_KIND_KERNEL: {
-        tr_kernel_detail d;
-        memset(&d, 0, sizeof d);
-        const cJSON *g = jget(args, "grid");
-        const cJSON *b = jget(args, "block");
-        for (int k = 0; k < 3; k++) {
-            const cJSON *gk = cJSON_GetArrayItem(g, k), *bk = cJSON_GetArrayItem(b, k);
-            d.grid[k] = cJSON_IsNumber(gk) ? (int32_t)gk->valueint : 0;
-            d.block[k] = cJSON_IsNumber(bk) ? (int32_t)bk->valueint : 0;
-        }
-        d.registers = (int32_t)jint(args, "registers per thread", 0);
-        d.static_smem = (int32_t)jint(args, "shared memory", 0);
-        e->detail = tr_add_kernel_detail(r->t, &d);
-        break;
-    }
-    case TR_KIND_MEMCPY: {
-        tr_copy_detail d;
-        copy_detail(r, name, args, &d);
-        e = &r->t->events.v[idx];
-        e->bytes = jint(args, "bytes", 0);
-        e->detail = tr_add_copy_detail(r->t, &d);
-        break;
-    }
-    case TR_KIND_MEMSET:
-        e->bytes = jint(args, "bytes", 0);
-        break;
-    case TR_KIND_MEMORY: {
-        e->bytes = jint(args, "Bytes", 0);
-        int64_t dt = jint(args, "Device Type", 0);
-        if (dt == 1 || dt == 6)   /* c10::DeviceType CUDA, HIP */
-            e->flags |= TR_FLAG_GPU_MEMORY;
-        break;
-    }
-    case TR_KIND_PYTHON: {
-        const cJSON *pid = jget(args, "Python id");
-        if (cJSON_IsNumber(pid)) {
-            if (tr_vec_reserve(r->py, r->py.n + 1) < 0)
-                return oom(r);
-            r->py.v[r->py.n++] = (kin_py){jint(args, "Python id", -1),
-                                          jint(args, "Python parent id", -1), idx};
-        }
-        break;
-    }
-    default:
-        break;
-    }
-    return TR_OK;
+    r->t->events.v[idx].correlation = jint(args, "correlation", -1);
+    return c->args ? c->args(r, idx, name, args) : TR_OK;
 }
 
 /* ---- the document -------------------------------------------------------- */
@@ -1219,6 +1313,12 @@ static tr_status finish(kin_reader *r)
         return s;
     apply_names(r);
     t->sources.v[r->source].events = (int64_t)(t->events.n - r->first_event);
+    if (t->events.n == r->first_event && r->unknown) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%zu events, none of a known category (first: '%s')",
+                 r->unknown, r->unknown_first);
+        return bad(r, 0, "%s", msg);
+    }
     if (r->unknown)
         tr_ingest_warn(r->o, "%s: %zu event(s) of unknown category skipped (first: '%s')", r->path,
                        r->unknown, r->unknown_first);
