@@ -114,3 +114,20 @@ if [ -n "$TRACES" ]; then
     expect_eq "$(q ranks.db 'SELECT count(DISTINCT source_id) FROM processes')" 2 "processes per source"
     expect_eq "$(q ranks.db 'SELECT sum(event_count) FROM sources')" "$(q ranks.db 'SELECT count(*) FROM events')" "events per source"
 fi
+
+# PyTorch's legacy export (no Kineto): every complete event is read, as an op
+legacy="$root/../shared/reference/pytorch/examples/real_cpu_trace.json"
+if [ -f "$legacy" ]; then
+    expect_status 0 "$BIN/trace-ingest" -q -o legacy.db "$legacy"
+    expect_eq "$(q legacy.db 'select count(*) from events where kind = 2')" \
+              "$(python3 -c 'import json,sys; print(sum(e.get("ph") == "X" for e in json.load(open(sys.argv[1]))))' "$legacy")" \
+              "legacy export: one op per complete event"
+    expect_eq "$(q legacy.db "select count(*) from events e join strings s on s.id = e.name_id where s.value = 'aten::mm'")" 3 "legacy aten::mm"
+fi
+
+# a file whose events are all of unknown categories is bad input, not an empty run
+printf '[{"name":"a","ph":"X","cat":"foo","ts":1,"dur":2,"pid":1,"tid":1},{"name":"b","ph":"X","cat":"bar","ts":3,"dur":2,"pid":1,"tid":1}]' > unknown.json
+expect_status 3 "$BIN/trace-ingest" -q -o unknown.db unknown.json
+expect_one_line_error
+expect_grep "2 events, none of a known category (first: 'foo')" "$TMP/err"
+expect_no_file unknown.db
