@@ -27,6 +27,7 @@
 typedef struct {
     int64_t name_id, shape_id, stack_key;
     int on_gpu;
+    int is_async;                                /* its first event crosses threads */
     int64_t count;
     int64_t cpu_total, cpu_self, gpu_total, gpu_self;
     int64_t cpu_mem, cpu_mem_self, gpu_mem, gpu_mem_self;
@@ -90,6 +91,7 @@ typedef struct {
     long limit;                 /* rows; < 0 = all */
     tr_time_unit unit;
     int stats;                  /* min/max/median/stddev columns */
+    int compat_torch;           /* PyTorch 1.13's numbers, defects included (compat_torch.h) */
     const tr_output_format *format;
     const tr_selection *select;
 } tr_analyze_opts;

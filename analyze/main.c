@@ -41,6 +41,8 @@ static void usage(FILE *f)
             "                              raw numbers (ns, bytes, counts)\n"
             "      --units U               auto|us|ms|s (text and markdown)\n"
             "      --stats                 add min, max, median and standard deviation of durations\n"
+            "      --compat torch          PyTorch 1.13's own numbers, defects included (its memory\n"
+            "                              and self-time rules, its frame filter; docs/semantics.md)\n"
             "      --report R[,R...]       timeline reports instead of the table; --report list names\n"
             "                              them (docs/reports.md)\n"
             "  -h, --help                  this help\n"
@@ -87,7 +89,7 @@ static void list_choices(FILE *f, const char *what, const char *got)
 
 enum { O_SHAPE = 256, O_STACK, O_STACK_SRC, O_TOP, O_INCLUDE, O_EXCLUDE, O_KIND, O_THREAD, O_DEVICE,
        O_STREAM, O_TIME, O_FORMAT, O_UNITS, O_STATS, O_VERSION };
-enum { O_REPORT = 512 };
+enum { O_REPORT = 512, O_COMPAT };
 
 int main(int argc, char **argv)
 {
@@ -102,6 +104,7 @@ int main(int argc, char **argv)
         {"units", required_argument, NULL, O_UNITS},      {"stats", no_argument, NULL, O_STATS},
         {"help", no_argument, NULL, 'h'},                 {"version", no_argument, NULL, O_VERSION},
         {"report", required_argument, NULL, O_REPORT},
+        {"compat", required_argument, NULL, O_COMPAT},
         {NULL, 0, NULL, 0}};
     tr_report_opts reports = {0};
     /* a closed pipe (trace-analyze | head) ends the tool quietly, the same way
@@ -182,6 +185,11 @@ int main(int argc, char **argv)
             break;
         case O_STATS: o.stats = 1; break;
         case O_REPORT: st = tr_report_opts_add(&reports, optarg, &err); break;
+        case O_COMPAT:
+            if (strcmp(optarg, "torch") != 0)
+                st = tr_fail(&err, TR_ERR_USAGE, "unknown --compat '%s' (valid: torch)", optarg);
+            o.compat_torch = 1;
+            break;
         case 'h': usage(stdout); tr_selection_free(&sel); return 0;
         case O_VERSION: printf("trace-analyze %s\n", TR_VERSION); tr_selection_free(&sel); return 0;
         default:

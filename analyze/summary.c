@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "analyze/analyze.h"
+#include "analyze/compat_torch.h"
 #include "lib/checked.h"
+#include "lib/frames.h"
 #include "lib/i64map.h"
 #include "lib/model.h"
 #include "lib/rundb.h"
@@ -208,7 +210,13 @@ typedef struct {
     int tree_mode;
     int64_t t0;
     sqlite3_stmt *name_stmt;
+    tr_i64map folded;       /* name id -> the id it groups under (ProfilerStep#N) */
+    tr_i64map hidden;       /* frame string id -> 1 when left out of stacks */
+    tr_torch_compat torch;  /* --compat torch: PyTorch's own metrics */
 } scan_ctx;
+
+/* The group name of ProfilerStep#N, which has no string id of its own. */
+#define PROFILER_STEP_FOLD (-1)
 
 static tr_status nomem(scan_ctx *c)
 {
@@ -235,8 +243,70 @@ static int name_passes(scan_ctx *c, int64_t name_id)
     return (int)ok;
 }
 
+/* Text of string `id` through name_stmt, for a callback; 0 when unreadable. */
+static int with_string(scan_ctx *c, int64_t id, int (*fn)(const char *, size_t, const void *),
+                       const void *arg)
+{
+    int r = 0;
+    sqlite3_bind_int64(c->name_stmt, 1, id);
+    if (sqlite3_step(c->name_stmt) == SQLITE_ROW && sqlite3_column_text(c->name_stmt, 0))
+        r = fn((const char *)sqlite3_column_text(c->name_stmt, 0),
+               (size_t)sqlite3_column_bytes(c->name_stmt, 0), arg);
+    sqlite3_reset(c->name_stmt);
+    return r;
+}
+
+static int is_profiler_step(const char *s, size_t n, const void *arg)
+{
+    (void)arg;
+    return n > 13 && memcmp(s, "ProfilerStep#", 13) == 0;
+}
+
+static int frame_is_hidden(const char *s, size_t n, const void *torch113)
+{
+    return tr_frame_hidden(s, n, *(const int *)torch113);
+}
+
+/* PyTorch groups every ProfilerStep#N under "ProfilerStep*". */
+static int64_t group_name(scan_ctx *c, int64_t name_id)
+{
+    int64_t v;
+    if (tr_i64map_get(&c->folded, name_id, &v))
+        return v;
+    v = with_string(c, name_id, is_profiler_step, NULL) ? PROFILER_STEP_FOLD : name_id;
+    tr_i64map_put(&c->folded, name_id, v);
+    return v;
+}
+
+static int label_hidden(scan_ctx *c, int64_t label)
+{
+    int64_t v;
+    if (tr_i64map_get(&c->hidden, label, &v))
+        return (int)v;
+    v = with_string(c, label, frame_is_hidden, &c->o->compat_torch);
+    tr_i64map_put(&c->hidden, label, v);
+    return (int)v;
+}
+
+/* Memory events are rows of their own ("[memory]") only when no host event
+ * holds them: PyTorch's rule, on any thread, under --compat torch; ours, on
+ * their own thread (the tree's parent), otherwise. */
+static int memory_unclaimed(scan_ctx *c, sqlite3_stmt *st)
+{
+    if (c->o->compat_torch) {
+        int claimed;
+        tr_torch_compat_get(&c->torch, sqlite3_column_int64(st, C_ID), &claimed);
+        return !claimed;
+    }
+    return sqlite3_column_type(st, C_PARENT) == SQLITE_NULL;
+}
+
 static int selected(scan_ctx *c, sqlite3_stmt *st)
 {
+    if (sqlite3_column_int(st, C_FLAGS) & TR_FLAG_MERGED)
+        return 0;   /* counted in the op it was merged into, as PyTorch does */
+    if (sqlite3_column_int(st, C_KIND) == TR_KIND_MEMORY && !memory_unclaimed(c, st))
+        return 0;
     const tr_selection *sel = c->sel;
     if (!sel)
         return 1;
@@ -283,6 +353,11 @@ static int64_t stack_key(scan_ctx *c, int64_t node)
                 break;
             label = c->frame_label[row];
             up = c->frame_parent[row];
+            if (label_hidden(c, label)) {
+                i--;   /* PyTorch's own frames do not count among the N */
+                n = up;
+                continue;
+            }
         }
         key = trie_get(&c->keys, key, label);
         if (key < 0)
@@ -313,7 +388,7 @@ static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, int64_t path)
         s->skipped++;   /* its times would inflate every total: left out, and counted */
         return TR_OK;
     }
-    int64_t name = sqlite3_column_int64(st, C_NAME);
+    int64_t name = group_name(c, sqlite3_column_int64(st, C_NAME));
     int gpu = sqlite3_column_int(st, C_GPU) != 0;
     int64_t shape = c->o->group_by_shape ? sqlite3_column_int64(st, C_SHAPE) : 0;
     int64_t key = stack_key(c, path);
@@ -349,17 +424,29 @@ static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, int64_t path)
         g->first_start = start;
         g->first_end = end;
         g->first_id = id;
+        g->is_async = (sqlite3_column_int(st, C_FLAGS) & TR_FLAG_ASYNC) != 0;
     }
     g->count++;
     /* sums saturate: many large but legal values must not wrap into small ones */
     tr_sat_acc(&g->cpu_total, sqlite3_column_int64(st, C_CPU_TOTAL));
-    tr_sat_acc(&g->cpu_self, sqlite3_column_int64(st, C_CPU_SELF));
     tr_sat_acc(&g->gpu_total, sqlite3_column_int64(st, C_GPU_TOTAL));
     tr_sat_acc(&g->gpu_self, sqlite3_column_int64(st, C_GPU_SELF));
-    tr_sat_acc(&g->cpu_mem, sqlite3_column_int64(st, C_CMEM));
-    tr_sat_acc(&g->cpu_mem_self, sqlite3_column_int64(st, C_CMEM_SELF));
-    tr_sat_acc(&g->gpu_mem, sqlite3_column_int64(st, C_GMEM));
-    tr_sat_acc(&g->gpu_mem_self, sqlite3_column_int64(st, C_GMEM_SELF));
+    int claimed;
+    const tr_torch_metrics *tm = c->o->compat_torch ? tr_torch_compat_get(&c->torch, id, &claimed)
+                                                    : NULL;
+    if (tm) {
+        tr_sat_acc(&g->cpu_self, tm->cpu_self);
+        tr_sat_acc(&g->cpu_mem, tm->cpu_mem);
+        tr_sat_acc(&g->cpu_mem_self, tm->cpu_mem_self);
+        tr_sat_acc(&g->gpu_mem, tm->gpu_mem);
+        tr_sat_acc(&g->gpu_mem_self, tm->gpu_mem_self);
+    } else {
+        tr_sat_acc(&g->cpu_self, sqlite3_column_int64(st, C_CPU_SELF));
+        tr_sat_acc(&g->cpu_mem, sqlite3_column_int64(st, C_CMEM));
+        tr_sat_acc(&g->cpu_mem_self, sqlite3_column_int64(st, C_CMEM_SELF));
+        tr_sat_acc(&g->gpu_mem, sqlite3_column_int64(st, C_GMEM));
+        tr_sat_acc(&g->gpu_mem_self, sqlite3_column_int64(st, C_GMEM_SELF));
+    }
     if (sqlite3_column_type(st, C_FLOPS) != SQLITE_NULL)
         tr_sat_acc(&g->flops, sqlite3_column_int64(st, C_FLOPS));
     if (c->o->stats) {
@@ -563,6 +650,8 @@ static tr_status load_stack_nodes(scan_ctx *c)
 
 static char *string_of(scan_ctx *c, int64_t id)
 {
+    if (id == PROFILER_STEP_FOLD)
+        return strdup("ProfilerStep*");
     const char *v = "";
     sqlite3_bind_int64(c->name_stmt, 1, id);
     if (id && sqlite3_step(c->name_stmt) == SQLITE_ROW && sqlite3_column_text(c->name_stmt, 0))
@@ -612,7 +701,11 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
     tr_i64map_init(&c.key_cache);
     tr_i64map_init(&c.name_ok);
     tr_i64map_init(&c.frame_index);
+    tr_i64map_init(&c.folded);
+    tr_i64map_init(&c.hidden);
     tr_status rc = TR_OK;
+    if (o->compat_torch && (rc = tr_torch_compat_load(db, &c.torch, err)) != TR_OK)
+        return rc;
     if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &c.name_stmt, NULL) != SQLITE_OK) {
         rc = step_error(&c);
         goto out;
@@ -658,6 +751,9 @@ out:
     free(c.frame_parent);
     free(c.frame_label);
     tr_i64map_free(&c.frame_index);
+    tr_i64map_free(&c.folded);
+    tr_i64map_free(&c.hidden);
+    tr_torch_compat_free(&c.torch);
     return rc;
 }
 

@@ -81,9 +81,10 @@ static void c_name(char *b, size_t n, const tr_group *g, const table_ctx *c)
 {
     size_t len = strlen(g->name);
     size_t keep = (size_t)NAME_MAX_WIDTH - 3;
-    (void)c;
-    /* PyTorch also appends "..." to a name of exactly 52 characters; only cut names are marked */
-    if (tr_utf8_len(g->name, len) > keep)
+    /* PyTorch also appends "..." to a name of exactly 52 characters; only cut names are
+     * marked, except under --compat torch */
+    size_t chars = tr_utf8_len(g->name, len);
+    if (chars > keep || (c->o->compat_torch && chars == keep))
         snprintf(b, n, "%.*s...", (int)tr_utf8_prefix(g->name, len, keep), g->name);
     else
         snprintf(b, n, "%s", g->name);
@@ -92,8 +93,14 @@ static void c_time_of(char *b, size_t n, double ns, const table_ctx *c) { tr_fmt
 static void c_self_cpu_pct(char *b, size_t n, const tr_group *g, const table_ctx *c)
 { tr_fmt_share(b, n, US(g->cpu_self), US(c->s->sum_cpu_self)); }
 static void c_self_cpu(char *b, size_t n, const tr_group *g, const table_ctx *c) { c_time_of(b, n, (double)g->cpu_self, c); }
+/* PyTorch prints a bare 0 for an async span: it has no share of the self time */
 static void c_cpu_total_pct(char *b, size_t n, const tr_group *g, const table_ctx *c)
-{ tr_fmt_share(b, n, US(g->cpu_total), US(c->s->sum_cpu_self)); }
+{
+    if (g->is_async)
+        snprintf(b, n, "0");
+    else
+        tr_fmt_share(b, n, US(g->cpu_total), US(c->s->sum_cpu_self));
+}
 static void c_cpu_total(char *b, size_t n, const tr_group *g, const table_ctx *c) { c_time_of(b, n, (double)g->cpu_total, c); }
 static void c_cpu_avg(char *b, size_t n, const tr_group *g, const table_ctx *c)
 { tr_fmt_time(b, n, g->count ? US(g->cpu_total) / (double)g->count : 0, c->o->unit); }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "export/scan.h"
+#include "lib/frames.h"
 #include "lib/checked.h"
 #include "lib/i64map.h"
 #include "lib/model.h"
@@ -151,7 +152,11 @@ tr_status tr_scan_frames_node(tr_scan *sc, int64_t stack_id, uint32_t *out, tr_e
     tr_status st = TR_OK;
     while (n > 0) {
         int64_t cur = chain[--n];
-        if ((st = node_child(sc, base, sc->frame_name[cur], TR_KIND_FRAME, &base, err)) != TR_OK)
+        size_t len;
+        const char *name = tr_scan_string(sc, sc->frame_name[cur], &len);
+        /* PyTorch's own autograd frames are left out (lib/frames.h) */
+        if (!tr_frame_hidden(name, len, sc->o->compat_torch)
+            && (st = node_child(sc, base, sc->frame_name[cur], TR_KIND_FRAME, &base, err)) != TR_OK)
             break;
         sc->frame_memo[cur] = base + 1;
     }

@@ -4,6 +4,8 @@
 
 #include "export/export.h"
 #include "export/scan.h"
+#include "analyze/compat_torch.h"
+#include "lib/model.h"
 #include "lib/checked.h"
 #include "lib/rundb.h"
 
@@ -107,15 +109,28 @@ static tr_status write_torch(tr_scan *sc, FILE *out, tr_error *err)
         return tr_fail(err, TR_ERR_USAGE, "metric should be one of: ['self_cpu_time_total', "
                        "'self_cuda_time_total'] with --compat torch");
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(sc->db, "SELECT e.stack_id, e.cpu_self_ns, e.gpu_self_ns FROM events e "
-                           "JOIN kinds k ON k.id = e.kind WHERE e.stack_id IS NOT NULL "
-                           "ORDER BY e.start_ns, e.end_ns DESC, e.id", -1, &st, NULL) != SQLITE_OK)
+    /* PyTorch's self CPU time: the children's durations summed, not their union */
+    tr_torch_compat tc;
+    tr_status status = tr_torch_compat_load(sc->db, &tc, err);
+    if (status != TR_OK)
+        return status;
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT e.stack_id, e.cpu_self_ns, e.gpu_self_ns, e.id FROM events e "
+             "WHERE e.stack_id IS NOT NULL AND (e.flags & %d) = 0 "
+             "ORDER BY e.start_ns, e.end_ns DESC, e.id", TR_FLAG_MERGED);
+    if (sqlite3_prepare_v2(sc->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        tr_torch_compat_free(&tc);
         return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table events: %s",
                        tr_rundb_name(sc->db), sqlite3_errmsg(sc->db));
-    tr_status status = TR_OK;
+    }
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t v = sqlite3_column_int64(st, gpu ? 2 : 1) / 1000;   /* ns -> whole µs, toward 0 */
+        int64_t v = sqlite3_column_int64(st, gpu ? 2 : 1);
+        int claimed;
+        const tr_torch_metrics *tm = tr_torch_compat_get(&tc, sqlite3_column_int64(st, 3), &claimed);
+        if (tm && !gpu)
+            v = tm->cpu_self;
+        v /= 1000;   /* ns -> whole µs, toward 0 */
         if (v <= 0)
             continue;
         uint32_t node;
@@ -133,6 +148,7 @@ static tr_status write_torch(tr_scan *sc, FILE *out, tr_error *err)
         status = tr_fail(err, TR_ERR_INPUT, "%s: cannot read table events: %s",
                          tr_rundb_name(sc->db), sqlite3_errmsg(sc->db));
     sqlite3_finalize(st);
+    tr_torch_compat_free(&tc);
     return status;
 }
 
