@@ -27,7 +27,7 @@
 #define PROG "trace-record"
 
 static const char *const known_kinds[] = {"kernel", "runtime", "driver", "memcpy", "memset",
-                                          "sync", "nvtx", "overhead"};
+                                          "sync", "nvtx", "overhead", "query"};
 
 static void usage(FILE *f)
 {
@@ -40,7 +40,7 @@ static void usage(FILE *f)
             "  -o, --output FILE       run database to write (default run.db)\n"
             "      --raw-only          keep the raw files only, do not ingest\n"
             "      --kinds LIST        comma list of: kernel,runtime,driver,memcpy,memset,sync,\n"
-            "                          nvtx,overhead (default: all but overhead)\n"
+            "                          nvtx,overhead,query (default: all but overhead and query)\n"
             "      --no-children       record only PROGRAM's process, not its descendants\n"
             "      --buffer-size BYTES CUPTI activity buffer size (default 8M; k/M suffix)\n"
             "      --flush-ms MS       periodic flush interval (default 200)\n"

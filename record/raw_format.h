@@ -18,7 +18,7 @@
 
 #define TR_RAW_MAGIC "\x89TKR\r\n\x1a\n"      /* 8 bytes */
 #define TR_RAW_MAJOR 1u
-#define TR_RAW_MINOR 1u
+#define TR_RAW_MINOR 2u
 #define TR_RAW_HEADER_LEN 128u
 #define TR_RAW_ENDIAN_CHECK 0x01020304u
 #define TR_RAW_CHUNK_SYNC 0x4b4e4843u          /* "CHNK" read as a little-endian u32 */
@@ -31,7 +31,9 @@ enum {
     TR_RAW_HF_CLOCK_MONOTONIC = 1,  /* timestamps are CLOCK_MONOTONIC ns (else CLOCK_REALTIME) */
     TR_RAW_HF_SUBSCRIBED = 2,       /* the CUPTI callback subscriber was obtained */
     TR_RAW_HF_BACKTRACE = 4,        /* STACKREF records may follow */
-    TR_RAW_HF_CAPTURE_RANGE = 8     /* records were filtered to a capture range */
+    TR_RAW_HF_CAPTURE_RANGE = 8,    /* records were filtered to a capture range */
+    TR_RAW_HF_CLOCK_CUPTI = 16      /* (1.2) timestamps are CUPTI's own clock, read as t0_cupti
+                                     * together with t0_realtime (the timestamp callback failed) */
 };
 
 /* File header, 128 bytes at offset 0. */
@@ -47,7 +49,8 @@ typedef struct {
     uint64_t t0_monotonic;         /* ... read together with this CLOCK_MONOTONIC ns */
     uint32_t cupti_runtime_version, cupti_compile_version;
     uint32_t recorder_version, reserved0;
-    uint8_t reserved[124 - 72];
+    uint64_t t0_cupti;             /* (1.2) cuptiGetTimestamp read with t0_realtime, 0 if unknown */
+    uint8_t reserved[124 - 80];
     uint32_t header_crc;           /* CRC-32 of bytes [0, 124) */
 } tr_raw_header;
 
@@ -68,8 +71,25 @@ enum {
     TR_RAW_CH_MAPS = 6,     /* u64 ts, u32 len, u32 pad, /proc/self/maps text */
     TR_RAW_CH_STATS = 7,    /* u32 n, u32 pad, u64 counter[n] (tr_raw_stat order) */
     TR_RAW_CH_MODULES = 8,  /* {u64 addr, u16 build_id_len, u16 pad, u32 pad, id, pad to 8} ... */
-    TR_RAW_CH_END = 9       /* u64 realtime, u64 monotonic, u64 chunks_before */
+    TR_RAW_CH_END = 9,      /* u64 realtime, u64 monotonic, u64 chunks_before */
+    TR_RAW_CH_STATUS = 10,  /* (1.2) tr_raw_status entries: what is recorded, what failed, why */
+    TR_RAW_CH_LAST_ = TR_RAW_CH_STATUS   /* a new type goes above: tests check the docs list it */
 };
+
+/* STATUS entries: {u64 ts, u32 result, u16 state, u16 text_len, text, zero pad to 8}.
+ * text is "what\0detail": what names a feature ("kind memcpy", "clock", "nvtx") or
+ * a CUPTI call; detail says why (cuptiGetResultString's text for a failure). */
+enum {
+    TR_RAW_ST_ACTIVE = 1,   /* recorded */
+    TR_RAW_ST_FAILED = 2,   /* a call failed: what it sets up is not recorded */
+    TR_RAW_ST_OFF = 3,      /* not asked for */
+    TR_RAW_ST_TAKEN = 4     /* another CUPTI client took it over at ts: records stop there */
+};
+typedef struct {
+    uint64_t ts;            /* the file's clock (as records) */
+    uint32_t result;        /* CUptiResult, 0 when the state is not a failure */
+    uint16_t state, text_len;
+} tr_raw_status;
 
 /* Record kinds (RECORDS chunks). */
 enum {
@@ -119,9 +139,13 @@ typedef struct {                       /* 48 bytes */
     uint16_t memory_kind, flags;
 } tr_raw_memset;
 
+/* type: CUPTI's synchronization type in the low 16 bits; TR_RAW_SYNC_QUERY marks
+ * a stream or event query (not a wait), kept only with --kinds query. */
+enum { TR_RAW_SYNC_TYPE_MASK = 0xffff, TR_RAW_SYNC_QUERY = 1u << 16 };
 typedef struct {                       /* 40 bytes */
     uint64_t start, end;
-    uint32_t corr, type, context, stream, event_id, pad;
+    uint32_t corr, type, context, stream, event_id;
+    uint32_t ret;                      /* (1.2) CUresult of the call (was padding: 0) */
 } tr_raw_sync;
 
 enum { TR_RAW_MK_MARK = 1, TR_RAW_MK_START = 2, TR_RAW_MK_END = 4 };
@@ -164,11 +188,15 @@ enum {
     TR_RAW_STAT_FILTERED,          /* records outside the capture range */
     TR_RAW_STAT_INHERITED,         /* buffers dropped in a forked child (parent's data) */
     TR_RAW_STAT_CAPTURE_NO_ID,     /* (1.1) NVTX capture starts CUPTI gave no range id for */
+    TR_RAW_STAT_QUERIES,           /* (1.2) stream/event queries folded (API and sync records) */
+    TR_RAW_STAT_STRING_RESETS,     /* (1.2) times the string cache was emptied (ids re-emitted) */
+    TR_RAW_STAT_INTERNAL_LAUNCH,   /* (1.2) internal-launch API records written */
     TR_RAW_STAT_COUNT_
 };
 
 _Static_assert(sizeof(tr_raw_header) == 128, "header size");
 _Static_assert(sizeof(tr_raw_chunk) == 24, "chunk header size");
+_Static_assert(sizeof(tr_raw_status) == 16, "status entry size");
 _Static_assert(sizeof(tr_raw_kernel) == 88, "kernel size");
 _Static_assert(sizeof(tr_raw_api) == 40, "api size");
 _Static_assert(sizeof(tr_raw_memcpy) == 56, "memcpy size");

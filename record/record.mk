@@ -47,7 +47,7 @@ $(REC_FAKE): record/tests/fakecupti/fake_cupti.c record/tests/fakecupti/fake_cup
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(REC_TFLAGS) -fPIC -shared -o $@ $< -Wl,-soname,libcupti.so.13 \
-	    -Wl,--version-script=record/tests/fakecupti/fake_cupti.map -lpthread
+	    -Wl,--version-script=record/tests/fakecupti/fake_cupti.map -lpthread -ldl
 
 $(REC_APP): record/tests/fake_app.c record/tests/fakecupti/fake_cupti.h $(REC_FAKE)
 	$(call say,LD,$@)

@@ -9,6 +9,17 @@
  * CLOCK_MONOTONIC and shifted to CLOCK_REALTIME ns with the header's anchor so
  * that files of several processes (and hosts) line up.
  *
+ * The header says which clock the timestamps are on: CLOCK_MONOTONIC (the
+ * recorder's timestamp callback), CUPTI's own clock anchored by t0_cupti (the
+ * callback failed), or, in files that say neither, CLOCK_REALTIME.  STATUS
+ * chunks say what the recorder could not record, and when another CUPTI
+ * client took over: both become warnings.
+ *
+ * A copy joins to the runtime call that made it when there is one
+ * (runtimeCorrelationId), else to the driver call (correlationId); kernels and
+ * sets have one id, and a runtime call is preferred to a driver call sharing
+ * it.  Syncs of stream and event queries are not waits: they make no event.
+ *
  * Stacks (--backtrace) are attached to the API call of the same correlation id.
  * A frame is named by the function holding it, read from the symbol table of
  * the object the recorded /proc/self/maps places it in (or of that object's
@@ -34,6 +45,7 @@
 #include "record/raw_format.h"
 
 typedef struct { size_t event; uint32_t context, stream; } pending_stream;
+typedef struct { size_t event; uint32_t driver_corr, runtime_corr; } pending_copy;
 
 typedef struct {
     tr_trace *t;
@@ -47,7 +59,7 @@ typedef struct {
     size_t nstrs;
     tr_i64map ctx_device;     /* context -> device */
     tr_i64map open_ranges;    /* marker id -> event index */
-    tr_i64map api_corr;       /* correlation -> API event index */
+    tr_i64map api_corr;       /* correlation -> API event index (a runtime call's, if one has it) */
     tr_i64map stack_at;       /* stack id -> index into stack_pcs of {n, pcs...} */
     uint64_t *stack_pcs;
     size_t nstack_pcs, cap_stack_pcs;
@@ -59,6 +71,9 @@ typedef struct {
     uint64_t stats[TR_RAW_STAT_COUNT_];
     int have_stats, have_end;
     size_t unknown_kinds, short_records, incomplete, orphan_ends, restarted;
+    size_t not_waits;         /* sync records of queries, or of calls that failed */
+    uint64_t t0_real;         /* the header's CLOCK_REALTIME anchor */
+    TR_VEC(pending_copy) copies;   /* copies whose join waits for the API calls */
     uint32_t api_names[2][1024];
     tr_nvtx_parser *nvtx;
     /* syncs and streams seen before their context record: device resolved at the end */
@@ -295,7 +310,9 @@ static tr_status read_record(raw_reader *r, unsigned kind, const unsigned char *
         tr_api_detail d = {(int32_t)a.cbid, (int64_t)a.ret};
         if (!(e->detail = tr_add_api_detail(r->t, &d)))
             return oom(err);
-        if (a.corr && tr_i64map_put(&r->api_corr, a.corr, (int64_t)(r->t->events.n - 1)) < 0)
+        int64_t prev;
+        if (a.corr && (a.domain == TR_RAW_API_RUNTIME || !tr_i64map_get(&r->api_corr, a.corr, &prev))
+            && tr_i64map_put(&r->api_corr, a.corr, (int64_t)(r->t->events.n - 1)) < 0)
             return oom(err);
         return TR_OK;
     }
@@ -317,10 +334,15 @@ static tr_status read_record(raw_reader *r, unsigned kind, const unsigned char *
         e->bytes = (int64_t)m.bytes;
         e->start = ts_of(r, m.start);
         e->end = ts_of(r, m.end);
-        e->correlation = m.corr;
+        e->correlation = m.runtime_corr ? m.runtime_corr : m.corr;
         e->stream = stream_of(r, m.device, m.context, m.stream);
         if (!(e->detail = tr_add_copy_detail(r->t, &d)))
             return oom(err);
+        if (m.runtime_corr && m.corr && m.runtime_corr != m.corr) {
+            if (tr_vec_reserve(r->copies, r->copies.n + 1) < 0)
+                return oom(err);
+            r->copies.v[r->copies.n++] = (pending_copy){r->t->events.n - 1, m.corr, m.runtime_corr};
+        }
         return TR_OK;
     }
     case TR_RAW_REC_MEMSET: {
@@ -346,7 +368,12 @@ static tr_status read_record(raw_reader *r, unsigned kind, const unsigned char *
     case TR_RAW_REC_SYNC: {
         tr_raw_sync s;
         memcpy(&s, p, sizeof s);
-        uint32_t name = tr_enum_str(r->t, &tr_sync_names, s.type < 5 ? s.type : 0);
+        if ((s.type & TR_RAW_SYNC_QUERY) || s.ret) {   /* polled or failed: nothing was waited for */
+            r->not_waits++;
+            return TR_OK;
+        }
+        uint32_t type = s.type & TR_RAW_SYNC_TYPE_MASK;
+        uint32_t name = tr_enum_str(r->t, &tr_sync_names, type < 5 ? type : 0);
         if (!(e = tr_add_event(r->t, TR_KIND_SYNC)))
             return oom(err);
         e->name = name;
@@ -513,6 +540,44 @@ static tr_status read_stacks(raw_reader *r, const unsigned char *p, size_t n, tr
         off += 8 + 8 * nf;
     }
     return TR_OK;
+}
+
+/* STATUS entries: failures and takeovers are warned about as they are read. */
+static void read_status(raw_reader *r, const unsigned char *p, size_t n)
+{
+    for (size_t off = 0; off + sizeof(tr_raw_status) <= n;) {
+        uint64_t ts = tr_raw_ld64(p + off);
+        unsigned state = tr_raw_ld16(p + off + 12), len = tr_raw_ld16(p + off + 14);
+        if (len > n - off - sizeof(tr_raw_status))
+            break;
+        const char *what = (const char *)p + off + sizeof(tr_raw_status);
+        size_t wl = strnlen(what, len);
+        const char *detail = wl < len ? what + wl + 1 : "";
+        int dl = wl < len ? (int)(len - wl - 1) : 0;
+        if (state == TR_RAW_ST_FAILED)   /* detail: the call, CUPTI's text, what follows */
+            tr_ingest_warn(r->o, "%s: %.*s: %.*s", r->path, (int)wl, what, dl, detail);
+        else if (state == TR_RAW_ST_TAKEN) {
+            int64_t at;
+            if (__builtin_add_overflow((int64_t)ts, r->shift, &at))
+                at = 0;
+            tr_ingest_warn(r->o, "%s: trace truncated at %.3f s: another CUPTI client took over "
+                           "(%.*s)", r->path, (double)(at - (int64_t)r->t0_real) / 1e9, dl, detail);
+        }
+        off += tr_raw_pad8(sizeof(tr_raw_status) + len);
+    }
+}
+
+/* Each copy with both ids joins to its runtime call if the file has it,
+ * else to its driver call. */
+static void join_copies(raw_reader *r)
+{
+    for (size_t i = 0; i < r->copies.n; i++) {
+        const pending_copy *c = &r->copies.v[i];
+        int64_t ev;
+        if (!tr_i64map_get(&r->api_corr, c->runtime_corr, &ev)
+            && tr_i64map_get(&r->api_corr, c->driver_corr, &ev))
+            r->t->events.v[c->event].correlation = c->driver_corr;
+    }
 }
 
 static tr_status read_maps(raw_reader *r, const unsigned char *p, size_t n, tr_error *err)
@@ -764,6 +829,7 @@ static tr_status read_chunks(raw_reader *r, raw_input *in, size_t off, tr_error 
         case TR_RAW_CH_STACKS: s = read_stacks(r, p, pl, err); break;
         case TR_RAW_CH_MAPS: s = read_maps(r, p, pl, err); break;
         case TR_RAW_CH_MODULES: s = read_modules(r, p, pl, err); break;
+        case TR_RAW_CH_STATUS: read_status(r, p, pl); break;
         case TR_RAW_CH_STATS:
             if (pl >= 8) {
                 size_t n = tr_raw_ld32(p);
@@ -804,6 +870,13 @@ static void warn_summary(raw_reader *r)
     if (r->stats[TR_RAW_STAT_POOL_EMPTY])
         tr_ingest_warn(r->o, "%s: %llu buffer request(s) refused: buffer pool exhausted",
                        r->path, (unsigned long long)r->stats[TR_RAW_STAT_POOL_EMPTY]);
+    if (r->stats[TR_RAW_STAT_QUERIES])
+        tr_ingest_warn(r->o, "%s: %llu stream/event query record(s) folded: queries are not waits "
+                       "(--kinds query records them)", r->path,
+                       (unsigned long long)r->stats[TR_RAW_STAT_QUERIES]);
+    if (r->not_waits)
+        tr_ingest_warn(r->o, "%s: %zu sync record(s) of queries or failed calls not counted as waits",
+                       r->path, r->not_waits);
     if (r->stats[TR_RAW_STAT_CAPTURE_NO_ID])
         tr_ingest_warn(r->o, "%s: %llu NVTX start/end capture range(s) ignored: CUPTI gave no range id",
                        r->path, (unsigned long long)r->stats[TR_RAW_STAT_CAPTURE_NO_ID]);
@@ -886,7 +959,14 @@ tr_status tr_raw_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr
     uint32_t flags = tr_raw_ld32(d + 20);
     uint32_t pid = tr_raw_ld32(d + 32);
     uint64_t t0_real = tr_raw_ld64(d + 40), t0_mono = tr_raw_ld64(d + 48);
-    r.shift = (flags & TR_RAW_HF_CLOCK_MONOTONIC) ? (int64_t)(t0_real - t0_mono) : 0;
+    uint64_t t0_cupti = tr_raw_ld64(d + offsetof(tr_raw_header, t0_cupti));
+    r.t0_real = t0_real;
+    if (flags & TR_RAW_HF_CLOCK_MONOTONIC)
+        r.shift = (int64_t)(t0_real - t0_mono);
+    else if ((flags & TR_RAW_HF_CLOCK_CUPTI) && t0_cupti)
+        r.shift = (int64_t)(t0_real - t0_cupti);
+    else
+        r.shift = 0;   /* minor 0 and 1 files without the flag: CLOCK_REALTIME */
     char version[32];
     snprintf(version, sizeof version, "%u.%u", major, minor);
     size_t first_event = t->events.n;
@@ -901,6 +981,7 @@ tr_status tr_raw_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr
     if ((s = read_chunks(&r, &in, hlen, err)) != TR_OK || (s = resolve_pending(&r, err)) != TR_OK)
         goto out;
     close_ranges(&r);
+    join_copies(&r);
     if ((s = attach_stacks(&r, err)) != TR_OK)
         goto out;
     warn_summary(&r);
@@ -918,6 +999,7 @@ out:
     free(r.maps);
     free(r.modules);
     free(r.pending.v);
+    free(r.copies.v);
     close_input(&in);
     return s;
 }

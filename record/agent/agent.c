@@ -56,9 +56,19 @@ typedef struct { uint64_t start, end; } window;
 
 enum { CAP_NONE, CAP_TIME, CAP_PROFILER, CAP_NVTX };
 
+/* A set-up failure, printed once set-up is over (one line when CUPTI could
+ * not start at all). */
+typedef struct {
+    char line[400];               /* what: call failed: CUPTI's text */
+    const char *otherwise;        /* what follows from it */
+} failure;
+#define MAX_FAILURES 64
+
 static struct {
     pthread_mutex_t init_mu;
-    int inited, active, disabled;
+    pthread_cond_t init_cv;
+    int inited, init_done, active, disabled;
+    pid_t init_tid;               /* the thread running the set-up */
     pid_t pid;
     /* options */
     size_t buf_size, pool_cap;
@@ -102,8 +112,23 @@ static struct {
     CUpti_SubscriberHandle sub;
     int subscribed;
     uint64_t t0_mono;
-} g = {.init_mu = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER,
-       .cv = PTHREAD_COND_INITIALIZER};
+    /* what CUPTI set-up gave: STATUS entries (under mu; written from status_written on) */
+    unsigned char *status;
+    size_t n_status, cap_status, status_written;
+    failure *failures;
+    size_t n_failures;
+    int clock_ok;                 /* the timestamp callback is registered */
+    int64_t clock_offset;         /* CUPTI's clock minus CLOCK_MONOTONIC when it is not */
+    int kinds_active;             /* CUPTI activity kinds enabled */
+    int buffers_ok;               /* our buffer callbacks are registered */
+    int nvtx_by_cupti;            /* CUPTI records NVTX (MARKER kind enabled) */
+    /* buffers CUPTI holds, and when it last called us (under mu): a buffer that
+     * a forced flush does not give back went to another client's callbacks */
+    size_t outstanding;
+    uint64_t last_buffer_mono;
+    int taken_over;
+} g = {.init_mu = PTHREAD_MUTEX_INITIALIZER, .init_cv = PTHREAD_COND_INITIALIZER,
+       .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* Signals whose default action ends a program without atexit; see
  * install_stop_handlers.  The first are sent from outside (kill, a terminal, a
@@ -158,10 +183,18 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
     return errno || *end ? dflt : (uint64_t)x;
 }
 
+/* Kinds left out unless --kinds names them: overhead records, and stream and
+ * event queries, which a polling loop makes by the million. */
+static const char *const opt_in_kinds[] = {"overhead", "query"};
+
 static int kind_on(const char *k)
 {
-    if (!g.kinds[0])
+    if (!g.kinds[0]) {
+        for (size_t i = 0; i < sizeof opt_in_kinds / sizeof opt_in_kinds[0]; i++)
+            if (!strcmp(k, opt_in_kinds[i]))
+                return 0;
         return 1;
+    }
     size_t n = strlen(k);
     for (const char *p = g.kinds; *p;) {
         const char *c = strchr(p, ',');
@@ -171,6 +204,148 @@ static int kind_on(const char *k)
         p += len + (c != NULL);
     }
     return 0;
+}
+
+/* ---------------------------------------------------------------- status */
+
+/* A STATUS entry: what is recorded, what failed and why, what another client
+ * took.  ts is CLOCK_MONOTONIC here, moved to the file's clock when written. */
+static void status_add_at(uint64_t ts, unsigned state, uint32_t result, const char *what,
+                          const char *detail)
+{
+    size_t lw = strlen(what), ld = detail ? strlen(detail) : 0;
+    if (lw + 1 + ld > 2000)
+        ld = 2000 - lw - 1;
+    size_t text = lw + 1 + ld, need = tr_raw_pad8(sizeof(tr_raw_status) + text);
+    pthread_mutex_lock(&g.mu);
+    if (g.n_status + need > g.cap_status) {
+        size_t nc = g.cap_status ? g.cap_status * 2 : 4096;
+        while (nc < g.n_status + need)
+            nc *= 2;
+        unsigned char *b = realloc(g.status, nc);
+        if (!b) {
+            pthread_mutex_unlock(&g.mu);
+            return;
+        }
+        g.status = b;
+        g.cap_status = nc;
+    }
+    unsigned char *p = g.status + g.n_status;
+    memset(p, 0, need);
+    tr_raw_status st = {ts, result, (uint16_t)state, (uint16_t)text};
+    memcpy(p, &st, sizeof st);
+    memcpy(p + sizeof st, what, lw);
+    if (ld)
+        memcpy(p + sizeof st + lw + 1, detail, ld);
+    g.n_status += need;
+    pthread_mutex_unlock(&g.mu);
+}
+
+static void status_add(unsigned state, uint32_t result, const char *what, const char *detail)
+{
+    status_add_at(mono_ns(), state, result, what, detail);
+}
+
+/* Why CUPTI may have failed, when the driver itself is the cause: with no
+ * driver libcupti answers CUPTI_ERROR_UNKNOWN to everything. */
+static const char *driver_hint(void)
+{
+    static char hint[300];
+    static int done;
+    if (done)
+        return hint;
+    done = 1;
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        h = dlopen("libcuda.so.1", RTLD_LAZY);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(hint, sizeof hint, " (the CUDA driver cannot be loaded: %s)",
+                 e ? e : "libcuda.so.1 not found");
+    }
+    return hint;
+}
+
+/* Checks a CUPTI call of the set-up: a failure becomes a STATUS entry naming
+ * the call and CUPTI's text, and a line on stderr once set-up is over. */
+static int cupti_ok_or(CUptiResult r, const char *call, const char *what, const char *otherwise)
+{
+    if (r == CUPTI_SUCCESS)
+        return 1;
+    const char *text = NULL;
+    if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || !text)
+        text = "unknown CUPTI error";
+    char line[400];
+    snprintf(line, sizeof line, "%.80s: %.80s failed: %.60s%.160s", what, call, text,
+             r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED ? driver_hint() : "");
+    if (!g.failures)
+        g.failures = calloc(MAX_FAILURES, sizeof *g.failures);
+    for (size_t i = 0; g.failures && i < g.n_failures && i < MAX_FAILURES; i++)
+        if (!strcmp(g.failures[i].line, line))
+            return 0;   /* the same call for another cbid: said once */
+    char detail[512];
+    snprintf(detail, sizeof detail, "%s; %s", line + strlen(what) + 2, otherwise);
+    status_add(TR_RAW_ST_FAILED, (uint32_t)r, what, detail);
+    if (g.failures && g.n_failures < MAX_FAILURES) {
+        memcpy(g.failures[g.n_failures].line, line, sizeof line);
+        g.failures[g.n_failures].otherwise = otherwise;
+    }
+    g.n_failures++;
+    return 0;
+}
+
+static int cupti_ok(CUptiResult r, const char *call, const char *what)
+{
+    return cupti_ok_or(r, call, what, "not recorded");
+}
+
+/* CUPTI calls made while recording: the first failure of each is said once. */
+enum { RC_FLUSH, RC_FLUSH_FORCED, RC_DROPPED, RC_VERSION, RC_TIMESTAMP, RC_COUNT_ };
+static const struct {
+    const char *call, *otherwise;
+} run_calls[RC_COUNT_] = {
+    {"cuptiActivityFlushAll(0)", "records come back only when buffers fill"},
+    {"cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)",
+     "records in buffers CUPTI still held are lost"},
+    {"cuptiActivityGetNumDroppedRecords", "dropped records are not counted"},
+    {"cuptiGetVersion", "the CUPTI version is not recorded"},
+    {"cuptiGetTimestamp", "CUPTI's clock is not anchored: timestamps are taken as CLOCK_REALTIME"},
+};
+static int run_reported[RC_COUNT_];
+
+static CUptiResult run_check(CUptiResult r, int which)
+{
+    if (r == CUPTI_SUCCESS || __atomic_exchange_n(&run_reported[which], 1, __ATOMIC_RELAXED))
+        return r;
+    const char *text = NULL;
+    if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || !text)
+        text = "unknown CUPTI error";
+    char detail[400];
+    snprintf(detail, sizeof detail, "%s failed: %s; %s", run_calls[which].call, text,
+             run_calls[which].otherwise);
+    status_add(TR_RAW_ST_FAILED, (uint32_t)r, "recording", detail);
+    fprintf(stderr, "trace-record: %s\n", detail);
+    return r;
+}
+
+/* After set-up: each failure on a line of its own, or one line when nothing
+ * could be enabled at all. */
+static void report_failures(void)
+{
+    if (!g.n_failures || !g.failures)
+        return;
+    if (!g.kinds_active) {
+        size_t last = (g.n_failures < MAX_FAILURES ? g.n_failures : MAX_FAILURES) - 1;
+        fprintf(stderr, "trace-record: CUPTI could not start: %s (%zu call(s) failed, listed in the raw "
+                "file)\n", g.failures[last].line, g.n_failures);
+    } else {
+        size_t n = g.n_failures < MAX_FAILURES ? g.n_failures : MAX_FAILURES;
+        for (size_t i = 0; i < n; i++)
+            fprintf(stderr, "trace-record: %s; %s\n", g.failures[i].line, g.failures[i].otherwise);
+    }
+    free(g.failures);
+    g.failures = NULL;
+    g.n_failures = 0;
 }
 
 /* ---------------------------------------------------------------- capture range */
@@ -599,6 +774,9 @@ static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_r
     }
     if (!b)
         g.pool_empty++;
+    else
+        g.outstanding++;
+    g.last_buffer_mono = mono_ns();
     pthread_mutex_unlock(&g.mu);
     if (!b) {
         *buf = NULL;
@@ -616,13 +794,17 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 {
     (void)size;
     size_t dropped = 0;
-    cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped);
+    if (run_check(cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped), RC_DROPPED) != CUPTI_SUCCESS)
+        dropped = 0;
     if (!buf)
         return;
     pool_buf *b = (pool_buf *)buf - 1;
     b->size = valid;   /* reused as the valid size while queued; restored on release */
     pthread_mutex_lock(&g.mu);
     g.dropped += dropped;
+    if (g.outstanding)
+        g.outstanding--;
+    g.last_buffer_mono = mono_ns();
     if (b->owner != getpid() || !g.active) {
         g.inherited += b->owner != getpid();
         /* a forked child's copy of the parent's buffer: its records are the parent's */
@@ -718,7 +900,8 @@ static void write_stats(void)
     /* buffer completions read the count, but records dropped after the last
      * completion (the pool still empty at the end) are only seen by asking */
     size_t late_drops = 0;
-    if (cuptiActivityGetNumDroppedRecords(NULL, 0, &late_drops) != CUPTI_SUCCESS)
+    if (g.buffers_ok
+        && run_check(cuptiActivityGetNumDroppedRecords(NULL, 0, &late_drops), RC_DROPPED) != CUPTI_SUCCESS)
         late_drops = 0;
     pthread_mutex_lock(&g.mu);
     g.dropped += late_drops;
@@ -732,6 +915,30 @@ static void write_stats(void)
     memcpy(p + 4, &zero, 4);
     memcpy(p + 8, g.enc.stats, sizeof g.enc.stats);
     rec_write_chunk(&g.enc, TR_RAW_CH_STATS, p, sizeof p);
+}
+
+/* Writes the STATUS entries added since the last call. */
+static void write_status(void)
+{
+    pthread_mutex_lock(&g.mu);
+    size_t from = g.status_written, n = g.n_status - from;
+    unsigned char *p = n ? malloc(n) : NULL;
+    if (p) {
+        memcpy(p, g.status + from, n);
+        g.status_written = g.n_status;
+    }
+    pthread_mutex_unlock(&g.mu);
+    if (!p)
+        return;
+    for (size_t off = 0; off + sizeof(tr_raw_status) <= n;) {
+        tr_raw_status st;
+        memcpy(&st, p + off, sizeof st);
+        st.ts += (uint64_t)g.clock_offset;
+        memcpy(p + off, &st, sizeof st);
+        off += tr_raw_pad8(sizeof st + st.text_len);
+    }
+    rec_write_chunk(&g.enc, TR_RAW_CH_STATUS, p, n);
+    free(p);
 }
 
 /* Writes stacks and stack references gathered since the last call. */
@@ -749,8 +956,10 @@ static void drain_stacks(void)
     pthread_mutex_unlock(&g.mu);
     if (nst)
         rec_write_chunk(&g.enc, TR_RAW_CH_STACKS, st, nst);
-    for (size_t i = 0; i < nrefs; i++)
+    for (size_t i = 0; i < nrefs; i++) {
+        refs[i].ts += (uint64_t)g.clock_offset;   /* to the file's clock */
         rec_enc_add(&g.enc, TR_RAW_REC_STACKREF, &refs[i]);
+    }
     if (nrefs)
         rec_enc_flush(&g.enc);
     free(st);
@@ -825,8 +1034,10 @@ static void *writer_main(void *arg)
         if (stop)
             break;
         if (mono_ns() >= next_flush) {
-            cuptiActivityFlushAll(0);   /* completes buffers into our queue; no lock held */
+            if (g.buffers_ok)   /* completes buffers into our queue; no lock held */
+                run_check(cuptiActivityFlushAll(0), RC_FLUSH);
             drain_queue();
+            write_status();
             if (++ticks % 5 == 0) {
                 write_thread_names();
                 rec_enc_flush(&g.enc);
@@ -889,16 +1100,25 @@ static void write_header_and_meta(uint64_t session)
 {
     tr_raw_header h;
     memset(&h, 0, sizeof h);
-    h.flags = TR_RAW_HF_CLOCK_MONOTONIC | (g.subscribed == 1 ? TR_RAW_HF_SUBSCRIBED : 0)
+    /* the clock of CUPTI's timestamps: ours only if the callback took; else
+     * CUPTI's own, anchored here, and every timestamp of ours moved onto it */
+    uint64_t t0_cupti = 0;
+    h.t0_realtime = real_ns();
+    h.t0_monotonic = mono_ns();
+    if (!g.clock_ok && run_check(cuptiGetTimestamp(&t0_cupti), RC_TIMESTAMP) != CUPTI_SUCCESS)
+        t0_cupti = 0;
+    g.clock_offset = t0_cupti ? (int64_t)(t0_cupti - h.t0_monotonic) : 0;
+    g.enc.clock_offset = g.clock_offset;
+    h.t0_cupti = t0_cupti;
+    h.flags = (g.clock_ok ? TR_RAW_HF_CLOCK_MONOTONIC : t0_cupti ? TR_RAW_HF_CLOCK_CUPTI : 0)
+              | (g.subscribed == 1 ? TR_RAW_HF_SUBSCRIBED : 0)
               | (g.backtrace ? TR_RAW_HF_BACKTRACE : 0)
               | (g.capture != CAP_NONE ? TR_RAW_HF_CAPTURE_RANGE : 0);
     h.session_id = session;
     h.pid = (uint32_t)getpid();
     h.ppid = (uint32_t)getppid();
-    h.t0_realtime = real_ns();
-    h.t0_monotonic = mono_ns();
     uint32_t v = 0;
-    if (cuptiGetVersion(&v) == CUPTI_SUCCESS)
+    if (run_check(cuptiGetVersion(&v), RC_VERSION) == CUPTI_SUCCESS)
         h.cupti_runtime_version = v;
     h.cupti_compile_version = CUPTI_API_VERSION;
     h.recorder_version = RECORDER_VERSION;
@@ -927,6 +1147,7 @@ static void write_header_and_meta(uint64_t session)
         meta_add(meta, sizeof meta, &n, "capture", "ignored: no callback subscriber, everything recorded");
     meta_add(meta, sizeof meta, &n, "CUDA_VISIBLE_DEVICES", getenv("CUDA_VISIBLE_DEVICES"));
     rec_write_chunk(&g.enc, TR_RAW_CH_META, meta, n);
+    write_status();
 }
 
 /* ---------------------------------------------------------------- life cycle */
@@ -935,6 +1156,8 @@ static void write_header_and_meta(uint64_t session)
 static void finish_file(void)
 {
     drain_queue();
+    rec_enc_finish(&g.enc);
+    write_status();
     if (g.backtrace) {
         drain_stacks();
         write_maps();
@@ -950,11 +1173,33 @@ static void finish_file(void)
     g.enc.fd = -1;
 }
 
+/* After a forced flush every buffer CUPTI held has come back, unless another
+ * client (torch.profiler's Kineto, another injection) registered its own
+ * callbacks since: CUPTI then gives ours to it, and records after the last
+ * buffer we saw went there. */
+static void check_takeover(void)
+{
+    pthread_mutex_lock(&g.mu);
+    int lost = g.outstanding > 0 && !g.taken_over;
+    uint64_t at = g.last_buffer_mono;
+    g.taken_over |= lost;
+    pthread_mutex_unlock(&g.mu);
+    if (!lost)
+        return;
+    status_add_at(at, TR_RAW_ST_TAKEN, 0, "buffers",
+                  "another CUPTI client registered its buffer callbacks: later records went to it");
+    fprintf(stderr, "trace-record: another CUPTI client (torch.profiler?) took over CUPTI's buffers "
+            "%.3f s after the start: later records are lost\n",
+            (double)(int64_t)(at - g.t0_mono) / 1e9);
+}
+
 static void shutdown_recorder(void)
 {
     if (!g.active || g.pid != getpid())
         return;
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (g.buffers_ok
+        && run_check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), RC_FLUSH_FORCED) == CUPTI_SUCCESS)
+        check_takeover();   /* only a flush that worked shows buffers gone elsewhere */
     pthread_mutex_lock(&g.mu);
     g.stop = 1;
     pthread_cond_signal(&g.cv);
@@ -1020,7 +1265,9 @@ static void install_stop_handlers(void)
 /* On the writer thread, when a stop signal came. */
 static void finish_on_signal(void)
 {
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (g.buffers_ok
+        && run_check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), RC_FLUSH_FORCED) == CUPTI_SUCCESS)
+        check_takeover();   /* only a flush that worked shows buffers gone elsewhere */
     finish_file();
     __atomic_store_n(&g.signal_done, 1, __ATOMIC_SEQ_CST);
 }
@@ -1054,6 +1301,12 @@ static void atfork_child(void)
     g.stop = 0;
     g.queue_head = g.queue_tail = NULL;
     g.dropped = g.buffers = g.pool_empty = g.inherited = 0;
+    g.outstanding = 0;
+    g.taken_over = 0;
+    g.init_done = 0;
+    g.init_tid = 0;
+    pthread_cond_init(&g.init_cv, NULL);
+    g.n_status = g.status_written = 0;
     g.nwindows = 0;
     g.captures_open = 0;
     g.n_capture_ids = 0;
@@ -1062,98 +1315,210 @@ static void atfork_child(void)
     tls_tid = 0;
 }
 
-static void enable(CUpti_ActivityKind k)
+/* The activity kinds behind each --kinds name.  "driver" is a filtered set of
+ * cbids (launches, and the queries that tell polls from waits), not the chatty
+ * DRIVER kind; "query" only keeps what the others produce. */
+static const struct {
+    const char *name;
+    CUpti_ActivityKind kinds[2];
+} kind_tab[] = {
+    {"kernel", {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API}},
+    {"runtime", {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_INVALID}},
+    {"memcpy", {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2}},
+    {"memset", {CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_INVALID}},
+    {"sync", {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_INVALID}},
+    {"nvtx", {CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_NAME}},
+    {"overhead", {CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_INVALID}},
+};
+
+static const struct {
+    CUpti_ActivityKind kind;
+    const char *name;
+} cupti_kind_names[] = {
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"},
+    {CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API, "INTERNAL_LAUNCH_API"},
+    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"}, {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"}, {CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2"},
+    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"}, {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION"},
+    {CUPTI_ACTIVITY_KIND_MARKER, "MARKER"}, {CUPTI_ACTIVITY_KIND_NAME, "NAME"},
+    {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD"}, {CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE"},
+    {CUPTI_ACTIVITY_KIND_CONTEXT, "CONTEXT"}, {CUPTI_ACTIVITY_KIND_STREAM, "STREAM"},
+};
+
+static const char *cupti_kind_name(CUpti_ActivityKind k)
 {
-    cuptiActivityEnable(k);
+    for (size_t i = 0; i < sizeof cupti_kind_names / sizeof cupti_kind_names[0]; i++)
+        if (cupti_kind_names[i].kind == k)
+            return cupti_kind_names[i].name;
+    return "?";
 }
 
-static void setup_cupti(void)
+/* Enables one activity kind (dump: also the records of what exists already,
+ * with a plain enable if that is refused); returns 1 if it is on. */
+static int enable_kind(CUpti_ActivityKind k, int dump)
 {
-    cuptiActivityRegisterTimestampCallback(timestamp_cb);
-    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-    cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+    char call[96], what[64];
+    snprintf(call, sizeof call, "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_%s)", cupti_kind_name(k));
+    snprintf(what, sizeof what, "kind %s", cupti_kind_name(k));
+    char dcall[96];
+    snprintf(dcall, sizeof dcall, "cuptiActivityEnableAndDump(CUPTI_ACTIVITY_KIND_%s)", cupti_kind_name(k));
+    if ((dump && cupti_ok_or(cuptiActivityEnableAndDump(k), dcall, what,
+                             "enabled without the records of what exists already"))
+        || cupti_ok(cuptiActivityEnable(k), call, what)) {
+        status_add(TR_RAW_ST_ACTIVE, 0, what, NULL);
+        g.kinds_active++;
+        return 1;
+    }
+    return 0;
+}
 
+static const CUpti_CallbackId query_rt[] = {CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020,
+                                            CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000,
+                                            CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020};
+static const CUpti_CallbackId query_drv[] = {CUPTI_DRIVER_TRACE_CBID_cuStreamQuery,
+                                             CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz,
+                                             CUPTI_DRIVER_TRACE_CBID_cuEventQuery};
+
+static void enable_runtime(int queries)
+{
+    if (!enable_kind(CUPTI_ACTIVITY_KIND_RUNTIME, 0))
+        return;
+    /* after enabling the kind: RUNTIME overrides per-cbid settings made before it */
+    static const CUpti_CallbackId chatty[] = {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+                                              CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+                                              CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020};
+    for (size_t i = 0; i < sizeof chatty / sizeof chatty[0]; i++)
+        cupti_ok(cuptiActivityEnableRuntimeApi(chatty[i], 0), "cuptiActivityEnableRuntimeApi",
+                 "runtime call filter");
+    if (!queries)
+        for (size_t i = 0; i < sizeof query_rt / sizeof query_rt[0]; i++)
+            cupti_ok(cuptiActivityEnableRuntimeApi(query_rt[i], 0), "cuptiActivityEnableRuntimeApi",
+                     "runtime call filter");
+}
+
+/* The driver launch calls (and the driver queries, when syncs are recorded,
+ * to tell their records apart from waits). */
+static void enable_driver(int queries)
+{
+    int ok = 1;
+    static const char *const otherwise = "the whole DRIVER kind is recorded instead";
+    for (CUpti_CallbackId id = 1; id < 1024 && ok; id++)
+        if (is_launch(CUPTI_CB_DOMAIN_DRIVER_API, id))
+            ok = cupti_ok_or(cuptiActivityEnableDriverApi(id, 1), "cuptiActivityEnableDriverApi",
+                             "kind DRIVER", otherwise);
+    for (size_t i = 0; i < sizeof query_drv / sizeof query_drv[0] && ok && queries; i++)
+        ok = cupti_ok_or(cuptiActivityEnableDriverApi(query_drv[i], 1), "cuptiActivityEnableDriverApi",
+                         "kind DRIVER", otherwise);
+    if (ok) {
+        status_add(TR_RAW_ST_ACTIVE, 0, "kind DRIVER", "launch and query calls only");
+        g.kinds_active++;
+    } else {
+        enable_kind(CUPTI_ACTIVITY_KIND_DRIVER, 0);
+    }
+}
+
+static void subscribe_callbacks(void)
+{
     int need_cb = g.backtrace || g.capture == CAP_PROFILER || g.capture == CAP_NVTX;
     g.subscribed = 0;
-    if (need_cb && cuptiSubscribe(&g.sub, on_callback, NULL) != CUPTI_SUCCESS)
+    if (!need_cb)
+        return;
+    CUptiResult r = cuptiSubscribe(&g.sub, on_callback, NULL);
+    if (!cupti_ok(r, "cuptiSubscribe", "callback subscriber")) {
         g.subscribed = -1;   /* another CUPTI client (or tool) holds the subscriber */
-    else if (need_cb) {
-        g.subscribed = 1;
-        if (g.capture == CAP_PROFILER) {
-            cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API,
-                                CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
-            cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API,
-                                CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
-            cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
-            cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+        return;
+    }
+    g.subscribed = 1;
+    status_add(TR_RAW_ST_ACTIVE, 0, "callback subscriber", NULL);
+    if (g.capture == CAP_PROFILER) {
+        static const struct { CUpti_CallbackDomain d; CUpti_CallbackId id; } ids[] = {
+            {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000},
+            {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000},
+            {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart},
+            {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop}};
+        for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+            cupti_ok(cuptiEnableCallback(1, g.sub, ids[i].d, ids[i].id), "cuptiEnableCallback",
+                     "capture range cudaProfilerApi");
+    }
+    if (g.capture == CAP_NVTX) {
+        static const CUpti_CallbackId ids[] = {
+            CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
+            CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
+            CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxRangeStartA,
+            CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxRangeEnd,
+            CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeEnd,
+            CUPTI_CBID_NVTX_nvtxRangePushW, CUPTI_CBID_NVTX_nvtxRangeStartW,
+            CUPTI_CBID_NVTX_nvtxDomainRegisterStringA, CUPTI_CBID_NVTX_nvtxDomainRegisterStringW};
+        for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+            cupti_ok(cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_NVTX, ids[i]), "cuptiEnableCallback",
+                     "capture range nvtx");
+    }
+    if (g.backtrace) {
+        for (CUpti_CallbackId id = 1; id < 1024; id++) {
+            if (is_launch(CUPTI_CB_DOMAIN_RUNTIME_API, id))
+                cupti_ok(cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API, id),
+                         "cuptiEnableCallback", "backtrace");
+            if (is_launch(CUPTI_CB_DOMAIN_DRIVER_API, id))
+                cupti_ok(cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, id),
+                         "cuptiEnableCallback", "backtrace");
         }
-        if (g.capture == CAP_NVTX) {
-            static const CUpti_CallbackId ids[] = {
-                CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
-                CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
-                CUPTI_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxRangeStartA,
-                CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxRangeEnd,
-                CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeEnd,
-                CUPTI_CBID_NVTX_nvtxRangePushW, CUPTI_CBID_NVTX_nvtxRangeStartW,
-                CUPTI_CBID_NVTX_nvtxDomainRegisterStringA, CUPTI_CBID_NVTX_nvtxDomainRegisterStringW};
-            for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
-                cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_NVTX, ids[i]);
-        }
-        if (g.backtrace) {
-            for (CUpti_CallbackId id = 1; id < 1024; id++) {
-                if (is_launch(CUPTI_CB_DOMAIN_RUNTIME_API, id))
-                    cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
-                if (is_launch(CUPTI_CB_DOMAIN_DRIVER_API, id))
-                    cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
-            }
-        }
     }
-
-    if (cuptiActivityEnableAndDump(CUPTI_ACTIVITY_KIND_DEVICE) != CUPTI_SUCCESS)
-        enable(CUPTI_ACTIVITY_KIND_DEVICE);
-    if (cuptiActivityEnableAndDump(CUPTI_ACTIVITY_KIND_CONTEXT) != CUPTI_SUCCESS)
-        enable(CUPTI_ACTIVITY_KIND_CONTEXT);
-    enable(CUPTI_ACTIVITY_KIND_STREAM);
-    if (kind_on("kernel"))
-        enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    if (kind_on("runtime")) {
-        enable(CUPTI_ACTIVITY_KIND_RUNTIME);
-        /* after enabling the kind: RUNTIME overrides per-cbid settings made before it */
-        static const CUpti_CallbackId chatty[] = {
-            CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
-            CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
-            CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
-            CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020,
-            CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020};
-        for (size_t i = 0; i < sizeof chatty / sizeof chatty[0]; i++)
-            cuptiActivityEnableRuntimeApi(chatty[i], 0);
-    }
-    if (kind_on("driver")) {
-        int ok = 1;
-        for (CUpti_CallbackId id = 1; id < 1024; id++)
-            if (is_launch(CUPTI_CB_DOMAIN_DRIVER_API, id)
-                && cuptiActivityEnableDriverApi(id, 1) != CUPTI_SUCCESS)
-                ok = 0;
-        if (!ok)
-            enable(CUPTI_ACTIVITY_KIND_DRIVER);
-    }
-    if (kind_on("memcpy")) {
-        enable(CUPTI_ACTIVITY_KIND_MEMCPY);
-        enable(CUPTI_ACTIVITY_KIND_MEMCPY2);
-    }
-    if (kind_on("memset"))
-        enable(CUPTI_ACTIVITY_KIND_MEMSET);
-    if (kind_on("sync"))
-        enable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
-    if (kind_on("nvtx")) {
-        enable(CUPTI_ACTIVITY_KIND_MARKER);
-        enable(CUPTI_ACTIVITY_KIND_NAME);
-    }
-    if (kind_on("overhead"))
-        enable(CUPTI_ACTIVITY_KIND_OVERHEAD);
 }
 
-static int init_locked(void)
+/* Every call checked: what fails is said once (report_failures) and kept in
+ * the file's STATUS entries; the rest goes on. */
+static void setup_cupti(void)
+{
+    g.kinds_active = 0;
+    g.nvtx_by_cupti = 0;
+    g.clock_ok = cupti_ok_or(cuptiActivityRegisterTimestampCallback(timestamp_cb),
+                             "cuptiActivityRegisterTimestampCallback", "clock",
+                             "timestamps stay on CUPTI's clock, anchored at the start");
+    if (g.clock_ok)
+        status_add(TR_RAW_ST_ACTIVE, 0, "clock", "CLOCK_MONOTONIC through the timestamp callback");
+    cupti_ok_or(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM), "cuptiSetThreadIdType",
+                "system thread ids", "thread ids are CUPTI's");
+    g.buffers_ok = cupti_ok_or(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
+                               "cuptiActivityRegisterCallbacks", "buffers",
+                               "no CUPTI activity is recorded");
+    if (!g.buffers_ok)
+        return;   /* no activity record can come back: enabling kinds would only lose them */
+    subscribe_callbacks();
+
+    enable_kind(CUPTI_ACTIVITY_KIND_DEVICE, 1);
+    enable_kind(CUPTI_ACTIVITY_KIND_CONTEXT, 1);
+    enable_kind(CUPTI_ACTIVITY_KIND_STREAM, 0);
+    int queries = kind_on("query") || kind_on("sync");
+    for (size_t i = 0; i < sizeof kind_tab / sizeof kind_tab[0]; i++) {
+        if (!kind_on(kind_tab[i].name)) {
+            char what[64];
+            snprintf(what, sizeof what, "kind %s", kind_tab[i].name);
+            status_add(TR_RAW_ST_OFF, 0, what, "not in --kinds");
+            continue;
+        }
+        if (!strcmp(kind_tab[i].name, "runtime")) {
+            enable_runtime(queries);
+            continue;
+        }
+        for (int j = 0; j < 2 && kind_tab[i].kinds[j] != CUPTI_ACTIVITY_KIND_INVALID; j++)
+            if (enable_kind(kind_tab[i].kinds[j], 0) && kind_tab[i].kinds[j] == CUPTI_ACTIVITY_KIND_MARKER)
+                g.nvtx_by_cupti = 1;
+    }
+    if (kind_on("driver"))
+        enable_driver(queries);
+    else
+        status_add(TR_RAW_ST_OFF, 0, "kind driver", "not in --kinds");
+    /* without the runtime kind, the query calls alone, to tell polls from waits */
+    if (queries && !kind_on("runtime"))
+        for (size_t i = 0; i < sizeof query_rt / sizeof query_rt[0]; i++)
+            cupti_ok(cuptiActivityEnableRuntimeApi(query_rt[i], 1), "cuptiActivityEnableRuntimeApi",
+                     "query calls");
+    if (!kind_on("query"))
+        status_add(TR_RAW_ST_OFF, 0, "kind query",
+                   "stream and event queries folded (--kinds query keeps them)");
+}
+
+static int init_recorder(void)
 {
     g.pid = getpid();
     const char *only = getenv("TRACE_RECORD_ONLY_PID");
@@ -1211,7 +1576,10 @@ static int init_locked(void)
         return 0;
     rec_enc_free(&g.enc);
     rec_enc_init(&g.enc, fd);
+    g.enc.keep_queries = kind_on("query");
+    g.enc.str_budget = (size_t)env_u64("TRACE_RECORD_STRING_CACHE", g.enc.str_budget);
     setup_cupti();
+    report_failures();
     g.capture_lost = 0;
     if ((g.capture == CAP_PROFILER || g.capture == CAP_NVTX) && g.subscribed != 1) {
         g.capture = CAP_NONE;   /* the range cannot be seen: record everything, say so */
@@ -1236,26 +1604,46 @@ static int init_locked(void)
     return 1;
 }
 
-static void init_once(void)
+/* One set-up per process, run with no lock held: CUPTI set-up can initialise
+ * the driver, whose cuInit calls InitializeInjection on this same thread, and
+ * the NVTX door may run on one thread while cuInit runs on another.  A call
+ * that finds the set-up under way returns at once (the CUDA door: the driver
+ * may hold its own locks) or waits for it a bounded time (the NVTX door, which
+ * must know whether CUPTI records NVTX). */
+static void init_once(int wait)
 {
     static int registered;
     pthread_mutex_lock(&g.init_mu);
-    if (!g.inited) {
-        g.inited = 1;
-        if (!registered) {
-            registered = 1;
-            pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-            atexit(shutdown_recorder);
+    if (g.inited) {
+        if (wait && !g.init_done && g.init_tid != my_tid()) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 5;
+            while (!g.init_done && pthread_cond_timedwait(&g.init_cv, &g.init_mu, &until) == 0)
+                ;
         }
-        init_locked();
+        pthread_mutex_unlock(&g.init_mu);
+        return;
     }
+    g.inited = 1;
+    g.init_tid = my_tid();
+    if (!registered) {
+        registered = 1;
+        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+        atexit(shutdown_recorder);
+    }
+    pthread_mutex_unlock(&g.init_mu);
+    init_recorder();
+    pthread_mutex_lock(&g.init_mu);
+    g.init_done = 1;
+    pthread_cond_broadcast(&g.init_cv);
     pthread_mutex_unlock(&g.init_mu);
 }
 
 EXPORT int InitializeInjection(void);
 int InitializeInjection(void)
 {
-    init_once();
+    init_once(0);
     return 1;
 }
 
@@ -1265,7 +1653,7 @@ typedef int (*nvtx_init_fn)(nvtx_get_export_table_fn);
 EXPORT int InitializeInjectionNvtx2(nvtx_get_export_table_fn get);
 int InitializeInjectionNvtx2(nvtx_get_export_table_fn get)
 {
-    init_once();
+    init_once(1);
     if (g.disabled)
         return 0;
     /* forward to the libcupti already mapped (ours is linked by soname) */

@@ -30,13 +30,23 @@ typedef struct {
     char *s;
 } rec_strent;
 
+/* A SYNC record held until the end of its buffer: whether it belongs to a
+ * query is known from the query's API record, which may come after it. */
+typedef struct {
+    tr_raw_sync r;
+    int age;                       /* buffers it has waited through */
+} rec_pending_sync;
+
 typedef struct {
     int fd;                        /* -1: nothing is written */
     uint64_t seq;
     int write_failed;
     rec_stage stage[TR_RAW_REC_COUNT_];
+    /* strings: a cache of bounded size; emptied when full, after which a
+     * string is written again under a new id (ids are never reused) */
     rec_strent *strs;
-    size_t nstrs, cap_strs;
+    size_t nstrs, cap_strs, str_bytes;
+    size_t str_budget;             /* bytes of string text kept at most */
     uint32_t next_sid;
     unsigned char *pending;        /* STRINGS payload not yet written */
     size_t npending, cap_pending;
@@ -44,8 +54,18 @@ typedef struct {
     size_t cap_kept, n_kept;
     uint64_t *named;               /* (tid << 32 | name sid) already written */
     size_t n_named, cap_named;
-    /* capture filter: keep(ts) says whether a timestamp is inside the range */
+    /* capture filter: keep(ts) says whether a timestamp is inside the range;
+     * it takes CLOCK_MONOTONIC: records on CUPTI's own clock are moved by
+     * clock_offset (their clock minus CLOCK_MONOTONIC) first */
     int (*keep)(uint64_t ts);
+    int64_t clock_offset;
+    /* stream/event queries: their correlation ids (this buffer's and the
+     * previous one's), and syncs waiting to be told apart from them */
+    uint32_t *query_ids[2];
+    size_t n_query[2], cap_query;
+    rec_pending_sync *psync;
+    size_t n_psync, cap_psync;
+    int keep_queries;              /* --kinds query: write them, flagged */
     uint64_t stats[TR_RAW_STAT_COUNT_];
     tr_raw_crc32_slices crc;
 } rec_encoder;
@@ -63,6 +83,10 @@ REC_HIDDEN void rec_enc_buffer(rec_encoder *e, uint8_t *buf, size_t valid);
 REC_HIDDEN void rec_enc_thread_name(rec_encoder *e, uint32_t tid, const char *name);
 /* Writes pending strings, then every staged record kind. */
 REC_HIDDEN void rec_enc_flush(rec_encoder *e);
+/* At the end of the file: the syncs still held are written. */
+REC_HIDDEN void rec_enc_finish(rec_encoder *e);
+/* 1 for the runtime and driver cbids of stream and event queries. */
+REC_HIDDEN int rec_is_query(int driver, uint32_t cbid);
 /* Writes one chunk (payload padded to 8 bytes here). */
 REC_HIDDEN void rec_write_chunk(rec_encoder *e, unsigned type, const void *payload, size_t len);
 

@@ -3,10 +3,12 @@
  *
  * Runs on the writer thread only (and at exit, after that thread is joined),
  * so nothing here locks.  Strings (kernel, NVTX, device and thread names) are
- * interned by content; a STRINGS chunk defining new ids is always written
- * before the RECORDS chunks that use them.
+ * interned by content in a cache of bounded size; a STRINGS chunk defining new
+ * ids is always written before the RECORDS chunks that use them.  GPU activity
+ * records are converted by tables of field offsets (gpu_kinds).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -15,12 +17,17 @@
 #include "record/agent/agent.h"
 
 #define STAGE_FLUSH (4u << 20)   /* write a kind's records once this many bytes are staged */
+#define PENDING_FLUSH (1u << 20) /* write new strings once this many bytes wait */
+#define STR_BUDGET (4u << 20)    /* string text the cache keeps (TRACE_RECORD_STRING_CACHE) */
+#define STR_MAX_SLOTS (1u << 17) /* and its table's slots at most */
+#define MAX_STR (1u << 20)       /* longer strings are cut */
 
 void rec_enc_init(rec_encoder *e, int fd)
 {
     memset(e, 0, sizeof *e);
     e->fd = fd;
     e->next_sid = 1;
+    e->str_budget = STR_BUDGET;
     tr_raw_crc32_slices_init(&e->crc);
 }
 
@@ -34,6 +41,9 @@ void rec_enc_free(rec_encoder *e)
     free(e->pending);
     free(e->kept_ranges);
     free(e->named);
+    free(e->query_ids[0]);
+    free(e->query_ids[1]);
+    free(e->psync);
     memset(e, 0, sizeof *e);
     e->fd = -1;
 }
@@ -122,22 +132,47 @@ static int strtab_grow(rec_encoder *e)
     return 0;
 }
 
+/* Empties the cache.  Programs that name every range differently (emit_nvtx's
+ * sequence numbers and shapes) would otherwise grow it without end; a string
+ * seen again after this is written again under a new id. */
+static void strtab_reset(rec_encoder *e)
+{
+    for (size_t i = 0; i < e->cap_strs; i++) {
+        free(e->strs[i].s);
+        e->strs[i] = (rec_strent){0, 0, 0, NULL};
+    }
+    e->nstrs = 0;
+    e->str_bytes = 0;
+    e->stats[TR_RAW_STAT_STRING_RESETS]++;
+}
+
+static void write_pending_strings(rec_encoder *e)
+{
+    if (e->npending) {
+        rec_write_chunk(e, TR_RAW_CH_STRINGS, e->pending, e->npending);
+        e->npending = 0;
+    }
+}
+
 uint32_t rec_enc_string(rec_encoder *e, const char *s)
 {
     if (!s)
         return 0;
-    size_t len = strlen(s);
-    if (len > (1u << 20))
-        len = 1u << 20;
+    size_t len = strnlen(s, MAX_STR);
     uint64_t h = hash_str(s, len);
+    if (e->cap_strs) {
+        for (size_t j = h & (e->cap_strs - 1); e->strs[j].hash; j = (j + 1) & (e->cap_strs - 1))
+            if (e->strs[j].hash == h && e->strs[j].len == len && memcmp(e->strs[j].s, s, len) == 0)
+                return e->strs[j].sid;
+    }
+    if (e->str_bytes + len > e->str_budget
+        || ((e->nstrs + 1) * 2 > e->cap_strs && e->cap_strs >= STR_MAX_SLOTS))
+        strtab_reset(e);
     if ((e->nstrs + 1) * 2 > e->cap_strs && strtab_grow(e) < 0)
         return 0;
     size_t j = h & (e->cap_strs - 1);
-    while (e->strs[j].hash) {
-        if (e->strs[j].hash == h && e->strs[j].len == len && memcmp(e->strs[j].s, s, len) == 0)
-            return e->strs[j].sid;
+    while (e->strs[j].hash)
         j = (j + 1) & (e->cap_strs - 1);
-    }
     char *copy = malloc(len + 1);
     size_t need = e->npending + 8 + ((len + 3) & ~(size_t)3);
     if (!copy || grow((void **)&e->pending, &e->cap_pending, need, 1) < 0) {
@@ -149,11 +184,15 @@ uint32_t rec_enc_string(rec_encoder *e, const char *s)
     uint32_t sid = e->next_sid++;
     e->strs[j] = (rec_strent){h, sid, (uint32_t)len, copy};
     e->nstrs++;
+    e->str_bytes += len;
     uint32_t hdr[2] = {sid, (uint32_t)len};
     memcpy(e->pending + e->npending, hdr, 8);
     memcpy(e->pending + e->npending + 8, s, len);
     memset(e->pending + e->npending + 8 + len, 0, ((len + 3) & ~(size_t)3) - len);
     e->npending = need;
+    /* a string may be defined any time before its first use: early is fine */
+    if (e->npending >= PENDING_FLUSH)
+        write_pending_strings(e);
     return sid;
 }
 
@@ -174,10 +213,7 @@ static void flush_kind(rec_encoder *e, unsigned kind)
 
 void rec_enc_flush(rec_encoder *e)
 {
-    if (e->npending) {
-        rec_write_chunk(e, TR_RAW_CH_STRINGS, e->pending, e->npending);
-        e->npending = 0;
-    }
+    write_pending_strings(e);
     for (unsigned k = 1; k < TR_RAW_REC_COUNT_; k++)
         flush_kind(e, k);
 }
@@ -189,10 +225,7 @@ void rec_enc_add(rec_encoder *e, unsigned kind, const void *rec)
     if (!sz)
         return;
     if (st->n + sz > STAGE_FLUSH && st->count) {
-        if (e->npending) {
-            rec_write_chunk(e, TR_RAW_CH_STRINGS, e->pending, e->npending);
-            e->npending = 0;
-        }
+        write_pending_strings(e);
         flush_kind(e, kind);
     }
     if (st->n == 0)
@@ -276,7 +309,7 @@ void rec_enc_thread_name(rec_encoder *e, uint32_t tid, const char *name)
 
 static int keep(rec_encoder *e, uint64_t ts)
 {
-    if (!e->keep || e->keep(ts))
+    if (!e->keep || e->keep(ts - (uint64_t)e->clock_offset))
         return 1;
     e->stats[TR_RAW_STAT_FILTERED]++;
     return 0;
@@ -294,176 +327,374 @@ static int gpu_interval(rec_encoder *e, uint64_t start, uint64_t end)
     return keep(e, start) ? GPU_KEEP : GPU_DROP;
 }
 
+/* ------------------------------------------------------------ GPU activities */
+
+/* One field copied from a CUPTI record to a raw one, widened or narrowed
+ * between unsigned integers of 1, 2, 4 or 8 bytes. */
+typedef struct {
+    uint16_t dst, src;
+    uint8_t dsz, ssz;
+} field_map;
+
+#define FM(RAW, RF, CUPTI, CF) \
+    {offsetof(RAW, RF), offsetof(CUPTI, CF), sizeof(((RAW *)0)->RF), sizeof(((CUPTI *)0)->CF)}
+
+static uint64_t load_uint(const unsigned char *p, unsigned size)
+{
+    uint8_t a;
+    uint16_t b;
+    uint32_t c;
+    uint64_t d;
+    switch (size) {
+    case 1: memcpy(&a, p, 1); return a;
+    case 2: memcpy(&b, p, 2); return b;
+    case 4: memcpy(&c, p, 4); return c;
+    default: memcpy(&d, p, 8); return d;
+    }
+}
+
+static void store_uint(unsigned char *p, unsigned size, uint64_t v)
+{
+    uint8_t a = (uint8_t)v;
+    uint16_t b = (uint16_t)v;
+    uint32_t c = (uint32_t)v;
+    switch (size) {
+    case 1: memcpy(p, &a, 1); return;
+    case 2: memcpy(p, &b, 2); return;
+    case 4: memcpy(p, &c, 4); return;
+    default: memcpy(p, &v, 8); return;
+    }
+}
+
+typedef struct {
+    CUpti_ActivityKind kind;
+    unsigned raw_kind;
+    uint16_t start, end;         /* CUPTI offsets of the interval */
+    uint16_t raw_flags;          /* raw offset of the u8 flags byte */
+    uint16_t name, raw_name;     /* CUPTI offset of a const char * name (0: none), raw sid */
+    const field_map *fields;
+    size_t nfields;
+} gpu_kind;
+
+static const field_map kernel_fields[] = {
+    FM(tr_raw_kernel, start, CUpti_ActivityKernel10, start),
+    FM(tr_raw_kernel, end, CUpti_ActivityKernel10, end),
+    FM(tr_raw_kernel, graph_node, CUpti_ActivityKernel10, graphNodeId),
+    FM(tr_raw_kernel, corr, CUpti_ActivityKernel10, correlationId),
+    FM(tr_raw_kernel, device, CUpti_ActivityKernel10, deviceId),
+    FM(tr_raw_kernel, context, CUpti_ActivityKernel10, contextId),
+    FM(tr_raw_kernel, stream, CUpti_ActivityKernel10, streamId),
+    FM(tr_raw_kernel, grid[0], CUpti_ActivityKernel10, gridX),
+    FM(tr_raw_kernel, grid[1], CUpti_ActivityKernel10, gridY),
+    FM(tr_raw_kernel, grid[2], CUpti_ActivityKernel10, gridZ),
+    FM(tr_raw_kernel, block[0], CUpti_ActivityKernel10, blockX),
+    FM(tr_raw_kernel, block[1], CUpti_ActivityKernel10, blockY),
+    FM(tr_raw_kernel, block[2], CUpti_ActivityKernel10, blockZ),
+    FM(tr_raw_kernel, smem_static, CUpti_ActivityKernel10, staticSharedMemory),
+    FM(tr_raw_kernel, smem_dynamic, CUpti_ActivityKernel10, dynamicSharedMemory),
+    FM(tr_raw_kernel, local_per_thread, CUpti_ActivityKernel10, localMemoryPerThread),
+    FM(tr_raw_kernel, registers, CUpti_ActivityKernel10, registersPerThread),
+    FM(tr_raw_kernel, launch_type, CUpti_ActivityKernel10, launchType),
+    FM(tr_raw_kernel, graph_id, CUpti_ActivityKernel10, graphId),
+};
+
+/* correlationId is the driver call's id, runtimeCorrelationId the runtime
+ * call's: both are kept, the reader picks the one to join on. */
+static const field_map memcpy_fields[] = {
+    FM(tr_raw_memcpy, start, CUpti_ActivityMemcpy6, start),
+    FM(tr_raw_memcpy, end, CUpti_ActivityMemcpy6, end),
+    FM(tr_raw_memcpy, bytes, CUpti_ActivityMemcpy6, bytes),
+    FM(tr_raw_memcpy, corr, CUpti_ActivityMemcpy6, correlationId),
+    FM(tr_raw_memcpy, runtime_corr, CUpti_ActivityMemcpy6, runtimeCorrelationId),
+    FM(tr_raw_memcpy, device, CUpti_ActivityMemcpy6, deviceId),
+    FM(tr_raw_memcpy, context, CUpti_ActivityMemcpy6, contextId),
+    FM(tr_raw_memcpy, stream, CUpti_ActivityMemcpy6, streamId),
+    FM(tr_raw_memcpy, copy_kind, CUpti_ActivityMemcpy6, copyKind),
+    FM(tr_raw_memcpy, src_kind, CUpti_ActivityMemcpy6, srcKind),
+    FM(tr_raw_memcpy, dst_kind, CUpti_ActivityMemcpy6, dstKind),
+    FM(tr_raw_memcpy, graph_id, CUpti_ActivityMemcpy6, graphId),
+};
+
+static const field_map p2p_fields[] = {
+    FM(tr_raw_memcpy, start, CUpti_ActivityMemcpyPtoP4, start),
+    FM(tr_raw_memcpy, end, CUpti_ActivityMemcpyPtoP4, end),
+    FM(tr_raw_memcpy, bytes, CUpti_ActivityMemcpyPtoP4, bytes),
+    FM(tr_raw_memcpy, corr, CUpti_ActivityMemcpyPtoP4, correlationId),
+    FM(tr_raw_memcpy, device, CUpti_ActivityMemcpyPtoP4, deviceId),
+    FM(tr_raw_memcpy, context, CUpti_ActivityMemcpyPtoP4, contextId),
+    FM(tr_raw_memcpy, stream, CUpti_ActivityMemcpyPtoP4, streamId),
+    FM(tr_raw_memcpy, copy_kind, CUpti_ActivityMemcpyPtoP4, copyKind),
+    FM(tr_raw_memcpy, src_kind, CUpti_ActivityMemcpyPtoP4, srcKind),
+    FM(tr_raw_memcpy, dst_kind, CUpti_ActivityMemcpyPtoP4, dstKind),
+    FM(tr_raw_memcpy, graph_id, CUpti_ActivityMemcpyPtoP4, graphId),
+};
+
+static const field_map memset_fields[] = {
+    FM(tr_raw_memset, start, CUpti_ActivityMemset4, start),
+    FM(tr_raw_memset, end, CUpti_ActivityMemset4, end),
+    FM(tr_raw_memset, bytes, CUpti_ActivityMemset4, bytes),
+    FM(tr_raw_memset, corr, CUpti_ActivityMemset4, correlationId),
+    FM(tr_raw_memset, device, CUpti_ActivityMemset4, deviceId),
+    FM(tr_raw_memset, context, CUpti_ActivityMemset4, contextId),
+    FM(tr_raw_memset, stream, CUpti_ActivityMemset4, streamId),
+    FM(tr_raw_memset, value, CUpti_ActivityMemset4, value),
+    FM(tr_raw_memset, memory_kind, CUpti_ActivityMemset4, memoryKind),
+};
+
+#define GK(K, RAWK, RAW, CUPTI, NAME, RNAME, F)                                              \
+    {K, RAWK, offsetof(CUPTI, start), offsetof(CUPTI, end), offsetof(RAW, flags), NAME, RNAME, \
+     F, sizeof F / sizeof F[0]}
+
+static const gpu_kind gpu_kinds[] = {
+    GK(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, TR_RAW_REC_KERNEL, tr_raw_kernel, CUpti_ActivityKernel10,
+       offsetof(CUpti_ActivityKernel10, name), offsetof(tr_raw_kernel, name_sid), kernel_fields),
+    GK(CUPTI_ACTIVITY_KIND_KERNEL, TR_RAW_REC_KERNEL, tr_raw_kernel, CUpti_ActivityKernel10,
+       offsetof(CUpti_ActivityKernel10, name), offsetof(tr_raw_kernel, name_sid), kernel_fields),
+    GK(CUPTI_ACTIVITY_KIND_MEMCPY, TR_RAW_REC_MEMCPY, tr_raw_memcpy, CUpti_ActivityMemcpy6, 0, 0,
+       memcpy_fields),
+    GK(CUPTI_ACTIVITY_KIND_MEMCPY2, TR_RAW_REC_MEMCPY, tr_raw_memcpy, CUpti_ActivityMemcpyPtoP4, 0,
+       0, p2p_fields),
+    GK(CUPTI_ACTIVITY_KIND_MEMSET, TR_RAW_REC_MEMSET, tr_raw_memset, CUpti_ActivityMemset4, 0, 0,
+       memset_fields),
+};
+
+static const gpu_kind *gpu_kind_of(CUpti_ActivityKind k)
+{
+    for (size_t i = 0; i < sizeof gpu_kinds / sizeof gpu_kinds[0]; i++)
+        if (gpu_kinds[i].kind == k)
+            return &gpu_kinds[i];
+    return NULL;
+}
+
+static void enc_gpu(rec_encoder *e, const gpu_kind *g, const CUpti_Activity *a)
+{
+    const unsigned char *src = (const unsigned char *)a;
+    int when = gpu_interval(e, load_uint(src + g->start, 8), load_uint(src + g->end, 8));
+    if (when == GPU_DROP)
+        return;
+    unsigned char r[128];
+    memset(r, 0, sizeof r);
+    for (size_t i = 0; i < g->nfields; i++) {
+        const field_map *f = &g->fields[i];
+        store_uint(r + f->dst, f->dsz, load_uint(src + f->src, f->ssz));
+    }
+    if (when == GPU_RUNNING)
+        r[g->raw_flags] |= TR_RAW_KF_INCOMPLETE;
+    if (g->name) {
+        const char *name;
+        memcpy(&name, src + g->name, sizeof name);
+        store_uint(r + g->raw_name, 4, rec_enc_string(e, name));
+    }
+    rec_enc_add(e, g->raw_kind, r);
+}
+
+/* ------------------------------------------------------------ queries and syncs */
+
+int rec_is_query(int driver, uint32_t cbid)
+{
+    if (driver)
+        return cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery
+               || cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz
+               || cbid == CUPTI_DRIVER_TRACE_CBID_cuEventQuery;
+    return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020
+           || cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000
+           || cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020;
+}
+
+static size_t qslot(uint32_t id, size_t cap)
+{
+    return (size_t)((id * 0x9e3779b1u) & (uint32_t)(cap - 1));
+}
+
+/* Correlation ids of the queries of this buffer (set 0) and of the last (1):
+ * open addressing, 0 is empty (CUPTI's ids start at 1). */
+static void query_note(rec_encoder *e, uint32_t id)
+{
+    if (!id)
+        return;
+    if ((e->n_query[0] + 1) * 2 > e->cap_query) {
+        size_t nc = e->cap_query ? e->cap_query * 2 : 256;
+        uint32_t *a = calloc(nc, sizeof *a), *b = calloc(nc, sizeof *b);
+        if (!a || !b) {
+            free(a);
+            free(b);
+            return;
+        }
+        for (int g = 0; g < 2; g++) {
+            uint32_t *to = g ? b : a;
+            for (size_t i = 0; i < e->cap_query; i++) {
+                uint32_t v = e->query_ids[g][i];
+                if (!v)
+                    continue;
+                size_t j = qslot(v, nc);
+                while (to[j])
+                    j = (j + 1) & (nc - 1);
+                to[j] = v;
+            }
+            free(e->query_ids[g]);
+        }
+        e->query_ids[0] = a;
+        e->query_ids[1] = b;
+        e->cap_query = nc;
+    }
+    size_t j = qslot(id, e->cap_query);
+    while (e->query_ids[0][j] && e->query_ids[0][j] != id)
+        j = (j + 1) & (e->cap_query - 1);
+    if (!e->query_ids[0][j]) {
+        e->query_ids[0][j] = id;
+        e->n_query[0]++;
+    }
+}
+
+static int query_seen(const rec_encoder *e, uint32_t id)
+{
+    if (!e->cap_query || !id)
+        return 0;
+    for (int g = 0; g < 2; g++)
+        for (size_t j = qslot(id, e->cap_query); e->query_ids[g][j]; j = (j + 1) & (e->cap_query - 1))
+            if (e->query_ids[g][j] == id)
+                return 1;
+    return 0;
+}
+
+/* At the end of a buffer: each held sync is a query's (folded, or kept and
+ * flagged with --kinds query) or, once its buffer and the next have shown no
+ * query of its id, a wait.  Then this buffer's queries become the last's. */
+static void resolve_syncs(rec_encoder *e, int final)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < e->n_psync; i++) {
+        rec_pending_sync *p = &e->psync[i];
+        if (query_seen(e, p->r.corr)) {
+            if (!e->keep_queries) {
+                e->stats[TR_RAW_STAT_QUERIES]++;
+                continue;
+            }
+            p->r.type |= TR_RAW_SYNC_QUERY;
+        } else if (!final && p->age++ == 0) {
+            e->psync[kept++] = *p;
+            continue;
+        }
+        if (keep(e, p->r.start))
+            rec_enc_add(e, TR_RAW_REC_SYNC, &p->r);
+    }
+    e->n_psync = kept;
+    if (e->cap_query) {
+        uint32_t *t = e->query_ids[1];
+        e->query_ids[1] = e->query_ids[0];
+        e->query_ids[0] = t;
+        memset(t, 0, e->cap_query * sizeof *t);
+        e->n_query[1] = e->n_query[0];
+        e->n_query[0] = 0;
+    }
+}
+
+static void hold_sync(rec_encoder *e, const CUpti_ActivitySynchronization2 *s)
+{
+    if (grow((void **)&e->psync, &e->cap_psync, e->n_psync + 1, sizeof *e->psync) < 0)
+        return;
+    tr_raw_sync r;
+    memset(&r, 0, sizeof r);
+    r.start = s->start;
+    r.end = s->end;
+    r.corr = s->correlationId;
+    r.type = (uint32_t)s->type & TR_RAW_SYNC_TYPE_MASK;
+    r.context = s->contextId;
+    r.stream = s->streamId;
+    r.event_id = s->cudaEventId;
+    r.ret = s->returnValue;
+    e->psync[e->n_psync++] = (rec_pending_sync){r, 0};
+}
+
+void rec_enc_finish(rec_encoder *e)
+{
+    resolve_syncs(e, 1);
+    rec_enc_flush(e);
+}
+
+/* ------------------------------------------------------------ one record */
+
+static void enc_api(rec_encoder *e, const CUpti_Activity *a)
+{
+    const CUpti_ActivityAPI *p = (const void *)a;
+    int driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+    if (a->kind != CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API && rec_is_query(driver, p->cbid)) {
+        query_note(e, p->correlationId);
+        if (!e->keep_queries) {
+            e->stats[TR_RAW_STAT_QUERIES]++;
+            return;
+        }
+    }
+    if (!keep(e, p->start))
+        return;
+    tr_raw_api r;
+    memset(&r, 0, sizeof r);
+    r.start = p->start;
+    r.end = p->end;
+    r.corr = p->correlationId;
+    r.cbid = p->cbid;
+    r.tid = p->threadId;
+    r.ret = p->returnValue;
+    r.domain = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? TR_RAW_API_RUNTIME
+               : driver                                ? TR_RAW_API_DRIVER
+                                                       : TR_RAW_API_INTERNAL;
+    if (r.domain == TR_RAW_API_INTERNAL)
+        e->stats[TR_RAW_STAT_INTERNAL_LAUNCH]++;
+    rec_enc_add(e, TR_RAW_REC_API, &r);
+}
+
+static void enc_marker(rec_encoder *e, const CUpti_ActivityMarker2 *m)
+{
+    tr_raw_marker r;
+    memset(&r, 0, sizeof r);
+    r.ts = m->timestamp;
+    r.id = m->id;
+    if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS)
+        r.flags = TR_RAW_MK_MARK;
+    else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START)
+        r.flags = TR_RAW_MK_START;
+    else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END)
+        r.flags = TR_RAW_MK_END;
+    else
+        return;   /* sync acquire/release markers: no range */
+    if (e->keep) {
+        if (r.flags == TR_RAW_MK_END) {
+            if (!kept_take(e, r.id)) {
+                e->stats[TR_RAW_STAT_FILTERED]++;
+                return;
+            }
+        } else if (!keep(e, r.ts)) {
+            return;
+        } else if (r.flags == TR_RAW_MK_START) {
+            kept_put(e, r.id);
+        }
+    }
+    if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS)
+        r.tid = m->objectId.pt.threadId;
+    r.name_sid = rec_enc_string(e, m->name);
+    r.domain_sid = rec_enc_string(e, m->domain);
+    rec_enc_add(e, TR_RAW_REC_MARKER, &r);
+}
+
 void rec_enc_activity(rec_encoder *e, const CUpti_Activity *a)
 {
-    switch (a->kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-        const CUpti_ActivityKernel10 *k = (const void *)a;
-        tr_raw_kernel r;
-        memset(&r, 0, sizeof r);
-        r.start = k->start;
-        r.end = k->end;
-        int when = gpu_interval(e, r.start, r.end);
-        if (when == GPU_DROP)
-            return;
-        if (when == GPU_RUNNING)
-            r.flags |= TR_RAW_KF_INCOMPLETE;
-        r.graph_node = k->graphNodeId;
-        r.corr = k->correlationId;
-        r.name_sid = rec_enc_string(e, k->name);
-        r.device = k->deviceId;
-        r.context = k->contextId;
-        r.stream = k->streamId;
-        r.grid[0] = k->gridX, r.grid[1] = k->gridY, r.grid[2] = k->gridZ;
-        r.block[0] = k->blockX, r.block[1] = k->blockY, r.block[2] = k->blockZ;
-        r.smem_static = (uint32_t)k->staticSharedMemory;
-        r.smem_dynamic = (uint32_t)k->dynamicSharedMemory;
-        r.local_per_thread = k->localMemoryPerThread;
-        r.registers = k->registersPerThread;
-        r.launch_type = k->launchType;
-        r.graph_id = k->graphId;
-        rec_enc_add(e, TR_RAW_REC_KERNEL, &r);
+    const gpu_kind *g = gpu_kind_of(a->kind);
+    if (g) {
+        enc_gpu(e, g, a);
         return;
     }
+    switch (a->kind) {
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER:
-    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: {
-        const CUpti_ActivityAPI *p = (const void *)a;
-        if (!keep(e, p->start))
-            return;
-        tr_raw_api r;
-        memset(&r, 0, sizeof r);
-        r.start = p->start;
-        r.end = p->end;
-        r.corr = p->correlationId;
-        r.cbid = p->cbid;
-        r.tid = p->threadId;
-        r.ret = p->returnValue;
-        r.domain = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME  ? TR_RAW_API_RUNTIME
-                   : a->kind == CUPTI_ACTIVITY_KIND_DRIVER ? TR_RAW_API_DRIVER
-                                                            : TR_RAW_API_INTERNAL;
-        rec_enc_add(e, TR_RAW_REC_API, &r);
+    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API:
+        enc_api(e, a);
         return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-        const CUpti_ActivityMemcpy6 *m = (const void *)a;
-        tr_raw_memcpy r;
-        memset(&r, 0, sizeof r);
-        r.start = m->start;
-        r.end = m->end;
-        int when = gpu_interval(e, r.start, r.end);
-        if (when == GPU_DROP)
-            return;
-        if (when == GPU_RUNNING)
-            r.flags |= TR_RAW_KF_INCOMPLETE;
-        r.bytes = m->bytes;
-        r.corr = m->correlationId;
-        r.runtime_corr = m->runtimeCorrelationId;
-        r.device = m->deviceId;
-        r.context = m->contextId;
-        r.stream = m->streamId;
-        r.copy_kind = m->copyKind;
-        r.src_kind = m->srcKind;
-        r.dst_kind = m->dstKind;
-        r.graph_id = m->graphId;
-        rec_enc_add(e, TR_RAW_REC_MEMCPY, &r);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+        hold_sync(e, (const void *)a);
         return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-        const CUpti_ActivityMemcpyPtoP4 *m = (const void *)a;
-        tr_raw_memcpy r;
-        memset(&r, 0, sizeof r);
-        r.start = m->start;
-        r.end = m->end;
-        int when = gpu_interval(e, r.start, r.end);
-        if (when == GPU_DROP)
-            return;
-        if (when == GPU_RUNNING)
-            r.flags |= TR_RAW_KF_INCOMPLETE;
-        r.bytes = m->bytes;
-        r.corr = m->correlationId;
-        r.device = m->deviceId;
-        r.context = m->contextId;
-        r.stream = m->streamId;
-        r.copy_kind = m->copyKind;
-        r.src_kind = m->srcKind;
-        r.dst_kind = m->dstKind;
-        r.graph_id = m->graphId;
-        rec_enc_add(e, TR_RAW_REC_MEMCPY, &r);
+    case CUPTI_ACTIVITY_KIND_MARKER:
+        enc_marker(e, (const void *)a);
         return;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-        const CUpti_ActivityMemset4 *m = (const void *)a;
-        tr_raw_memset r;
-        memset(&r, 0, sizeof r);
-        r.start = m->start;
-        r.end = m->end;
-        int when = gpu_interval(e, r.start, r.end);
-        if (when == GPU_DROP)
-            return;
-        if (when == GPU_RUNNING)
-            r.flags |= TR_RAW_KF_INCOMPLETE;
-        r.bytes = m->bytes;
-        r.corr = m->correlationId;
-        r.device = m->deviceId;
-        r.context = m->contextId;
-        r.stream = m->streamId;
-        r.value = m->value;
-        r.memory_kind = m->memoryKind;
-        rec_enc_add(e, TR_RAW_REC_MEMSET, &r);
-        return;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-        const CUpti_ActivitySynchronization2 *s = (const void *)a;
-        if (!keep(e, s->start))
-            return;
-        tr_raw_sync r;
-        memset(&r, 0, sizeof r);
-        r.start = s->start;
-        r.end = s->end;
-        r.corr = s->correlationId;
-        r.type = (uint32_t)s->type;
-        r.context = s->contextId;
-        r.stream = s->streamId;
-        r.event_id = s->cudaEventId;
-        rec_enc_add(e, TR_RAW_REC_SYNC, &r);
-        return;
-    }
-    case CUPTI_ACTIVITY_KIND_MARKER: {
-        const CUpti_ActivityMarker2 *m = (const void *)a;
-        tr_raw_marker r;
-        memset(&r, 0, sizeof r);
-        r.ts = m->timestamp;
-        r.id = m->id;
-        if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS)
-            r.flags = TR_RAW_MK_MARK;
-        else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START)
-            r.flags = TR_RAW_MK_START;
-        else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END)
-            r.flags = TR_RAW_MK_END;
-        else
-            return;   /* sync acquire/release markers: no range */
-        if (e->keep) {
-            if (r.flags == TR_RAW_MK_END) {
-                if (!kept_take(e, r.id)) {
-                    e->stats[TR_RAW_STAT_FILTERED]++;
-                    return;
-                }
-            } else if (!keep(e, r.ts)) {
-                return;
-            } else if (r.flags == TR_RAW_MK_START) {
-                kept_put(e, r.id);
-            }
-        }
-        if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD
-            || m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS)
-            r.tid = m->objectId.pt.threadId;
-        r.name_sid = rec_enc_string(e, m->name);
-        r.domain_sid = rec_enc_string(e, m->domain);
-        rec_enc_add(e, TR_RAW_REC_MARKER, &r);
-        return;
-    }
     case CUPTI_ACTIVITY_KIND_DEVICE: {
         const CUpti_ActivityDevice5 *d = (const void *)a;
         tr_raw_device r;
@@ -511,5 +742,6 @@ void rec_enc_buffer(rec_encoder *e, uint8_t *buf, size_t valid)
             break;   /* MAX_LIMIT_REACHED: end; INVALID_KIND: incomplete record */
         rec_enc_activity(e, rec);
     }
+    resolve_syncs(e, 0);
     rec_enc_flush(e);
 }

@@ -17,11 +17,21 @@
  *   F: a (default), w, ex-w (Unicode message), registered, registered-w.
  *   --inner-wide makes the per-iteration range an nvtxRangePushW.
  *   -t 0 runs the N iterations on the main thread, inside its capture range.
+ *   --poll Q polls a stream Q times (not ready), then once more (ready), then waits on
+ *   it with cudaStreamSynchronize: Q + 1 queries and 1 wait.
+ *   --internal K adds K kernels launched by CUDA itself (internal launches).
+ *   --takeover: after the run another CUPTI client takes the buffers, 10 iterations
+ *   run, and it stops (disabling the kinds).
+ *   --unique-ranges R opens and closes R NVTX ranges of unique ~175-byte names and
+ *   prints "rss-growth-kb=N": the growth of the process from R/10 ranges to R.
+ *   --order O: the order of the two injections: nvtx-first (default), cuda-first, or
+ *   threads (both at once from two threads).
  *
  * usage: fake_app [-t THREADS] [-n ITERS] [--fork] [--exit N] [--signal N]
  *                 [--incomplete K] [--sleep MS] [--profiler] [--capture NAME]
  *                 [--start-end NAME] [--catch SIG] [--fault] [--late MS] [--spawn]
- *                 [--form F] [--inner-wide] [--print-env]
+ *                 [--form F] [--inner-wide] [--poll Q] [--internal K] [--takeover]
+ *                 [--unique-ranges R] [--order O] [--print-env]
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -90,9 +100,50 @@ static void *worker(void *arg)
         fake_cupti_kernel(c, i % 2 ? "_Z6vecAddPKfS0_Pfi" : "scale_kernel", 7, i >= incomplete);
         fake_cupti_pop();
     }
-    fake_cupti_memcpy(fake_cupti_api(0, 31), 1, 4096);   /* cudaMemcpy, HtoD */
+    /* cudaMemcpy (HtoD) and the cuMemcpyHtoD_v2 it makes: the copy carries both ids */
+    uint32_t rt = fake_cupti_api(0, 31);
+    fake_cupti_memcpy(fake_cupti_api(1, 276), rt, 1, 4096);
     fake_cupti_memset(fake_cupti_api(0, 49), 1024, 0);    /* cudaMemset */
     fake_cupti_sync(fake_cupti_api(0, 165));              /* cudaDeviceSynchronize */
+    return NULL;
+}
+
+static long rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+/* emit_nvtx's names: an op name, a sequence number and shapes, unique per op */
+static void unique_ranges(long n)
+{
+    char name[256];
+    long base = 0;
+    for (long i = 0; i < n; i++) {
+        if (i == n / 10)
+            base = rss_kb();
+        snprintf(name, sizeof name, "aten::linear, seq = %ld, op_id = %ld, sizes = [[%ld, 4096], "
+                 "[4096, 4096], [4096]], input_op_ids = [(%ld, 0), (%ld, 0)], pad = 0123456789",
+                 i, i, 8 + i % 512, i - 1, i - 2);
+        fake_cupti_push(name);
+        fake_cupti_pop();
+        if (i % 1000 == 999)
+            usleep(1000);   /* about a framework's pace: the writer keeps up, the pool stays small */
+    }
+    printf("rss-growth-kb=%ld\n", rss_kb() - base);
+}
+
+static void *nvtx_thread(void *arg)
+{
+    (void)arg;
+    inject_nvtx();
     return NULL;
 }
 
@@ -114,7 +165,9 @@ static void run(int threads, int n)
 int main(int argc, char **argv)
 {
     int threads = 1, do_fork = 0, code = 0, sig = 0, profiler = 0, sleep_ms = 0, fault = 0;
-    int late_ms = 0, spawn = 0;
+    int late_ms = 0, spawn = 0, poll = -1, internal = 0, takeover = 0;
+    long uniq = 0;
+    const char *order = "nvtx-first";
     fake_nvtx_form form = FAKE_NVTX_A;
     const char *capture = NULL, *start_end = NULL;
     for (int i = 1; i < argc; i++) {
@@ -134,6 +187,16 @@ int main(int argc, char **argv)
             late_ms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--spawn"))
             spawn = 1;
+        else if (!strcmp(argv[i], "--poll") && i + 1 < argc)
+            poll = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--internal") && i + 1 < argc)
+            internal = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--takeover"))
+            takeover = 1;
+        else if (!strcmp(argv[i], "--unique-ranges") && i + 1 < argc)
+            uniq = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--order") && i + 1 < argc)
+            order = argv[++i];
         else if (!strcmp(argv[i], "--inner-wide"))
             inner_form = FAKE_NVTX_W;
         else if (!strcmp(argv[i], "--form") && i + 1 < argc) {
@@ -173,10 +236,20 @@ int main(int argc, char **argv)
             return 64;
         }
     }
-    /* NVTX before CUDA: a range opened before cuInit */
-    inject_nvtx();
+    if (!strcmp(order, "cuda-first")) {
+        inject();
+        inject_nvtx();
+    } else if (!strcmp(order, "threads")) {
+        pthread_t t;
+        pthread_create(&t, NULL, nvtx_thread, NULL);
+        inject();
+        pthread_join(t, NULL);
+    } else {
+        inject_nvtx();   /* NVTX before CUDA: the "setup" range opens before cuInit */
+    }
     fake_cupti_push("setup");
-    inject();
+    if (!strcmp(order, "nvtx-first"))
+        inject();
     fake_cupti_context();
     fake_cupti_api(1, 307);   /* one driver API call: cuLaunchKernel */
     fake_cupti_pop();
@@ -195,6 +268,21 @@ int main(int argc, char **argv)
         fake_cupti_api(0, 172);   /* cudaProfilerStop */
     if (profiler || capture || start_end)
         run(1, 10);               /* outside the capture range */
+    for (int i = 0; i < internal; i++)
+        fake_cupti_internal_launch("internal_kernel");
+    if (poll >= 0) {
+        for (int i = 0; i < poll; i++)
+            fake_cupti_stream_query(7, 0);
+        fake_cupti_stream_query(7, 1);
+        fake_cupti_sync_as(fake_cupti_api(0, 131), 3, 7, 0);   /* cudaStreamSynchronize */
+    }
+    if (uniq)
+        unique_ranges(uniq);
+    if (takeover) {
+        fake_cupti_second_client(1);
+        run(1, 10);
+        fake_cupti_second_client(0);
+    }
     if (do_fork) {
         fflush(stdout);
         pid_t p = fork();

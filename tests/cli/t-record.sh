@@ -176,6 +176,91 @@ expect_eq "$(q bt.db "SELECT count(*) FROM events e JOIN stack_nodes n ON n.id =
 expect_eq "$(q bt.db "SELECT count(*) FROM strings WHERE value LIKE 'fake_app+0x%'")" 0 "fake_app frames left as offsets"
 expect_no_grep "unsymbolised" "$TMP/err"
 
+# every CUPTI entry point made to fail in turn (FAKE_CUPTI_FAIL): never a crash or
+# a hang, the program's status passes through, the recorder names the call and
+# CUPTI's text, and ingest says what is missing
+for fn in cuptiActivityRegisterTimestampCallback cuptiSetThreadIdType cuptiActivityRegisterCallbacks \
+          cuptiActivityEnable cuptiActivityEnableAndDump cuptiActivityEnableDriverApi \
+          cuptiActivityEnableRuntimeApi cuptiSubscribe cuptiEnableCallback cuptiActivityFlushAll \
+          cuptiActivityGetNumDroppedRecords cuptiGetVersion cuptiGetTimestamp; do
+    rm -rf fail.db fail.db.raw
+    # cuptiGetTimestamp is only asked for when the timestamp callback failed
+    extra=
+    [ $fn = cuptiGetTimestamp ] && extra=,cuptiActivityRegisterTimestampCallback:CUPTI_ERROR_NOT_SUPPORTED
+    FAKE_CUPTI_FAIL="$fn:CUPTI_ERROR_NOT_SUPPORTED$extra" \
+        expect_status 5 timeout 60 "$REC" -o fail.db --backtrace --flush-ms 20 "$APP" -n 20 --sleep 100 --exit 5
+    expect_grep "$fn.* failed: CUPTI_ERROR_NOT_SUPPORTED" "$TMP/err"
+    expect_grep "trace-ingest: warning: .*$fn.* failed: CUPTI_ERROR_NOT_SUPPORTED" "$TMP/err"
+done
+# no call at all works (no driver, a CUPTI older than the driver): one line says so
+FAKE_CUPTI_FAIL='*:CUPTI_ERROR_NOT_INITIALIZED' expect_status 0 timeout 60 "$REC" -o none.db "$APP" -n 10
+expect_grep "CUPTI could not start: .*CUPTI_ERROR_NOT_INITIALIZED" "$TMP/err"
+expect_no_grep "never initialised" "$TMP/err"
+# a second subscriber is refused: the capture range cannot be seen, everything is kept
+FAKE_CUPTI_FAIL=cuptiSubscribe:CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED \
+    expect_status 0 "$REC" -o ms.db --nvtx-capture step "$APP" -n 20 --capture step
+expect_grep "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED" "$TMP/err"
+expect_eq "$(q ms.db "SELECT count(*) FROM events WHERE kind = 7")" 30 "kernels when the capture cannot be seen"
+
+# the timestamp callback refused: records stay on CUPTI's own clock (the fake's runs
+# 3 s ahead of CLOCK_REALTIME), which the file anchors; capture windows and the
+# database's times stay right
+before=$(date +%s)
+FAKE_CUPTI_FAIL=cuptiActivityRegisterTimestampCallback:CUPTI_ERROR_NOT_INITIALIZED \
+    expect_status 0 "$REC" -o clk.db --delay 0.5 "$APP" -n 100 --late 1000
+after=$(date +%s)
+expect_eq "$(q clk.db "SELECT count(*) FROM events WHERE kind = 7")" 10 "kernels after --delay on CUPTI's clock"
+FAKE_CUPTI_FAIL=cuptiActivityRegisterTimestampCallback:CUPTI_ERROR_NOT_INITIALIZED \
+    expect_status 0 "$REC" -o clk2.db --duration 0.5 "$APP" -n 100 --late 1000
+expect_eq "$(q clk2.db "SELECT count(*) FROM events WHERE kind = 7")" 100 "kernels within --duration on CUPTI's clock"
+first=$(q clk.db "SELECT min(start_ns) / 1000000000 FROM events WHERE kind = 7")
+[ "$first" -ge "$before" ] && [ "$first" -le "$((after + 1))" ] ||
+    fail "kernel time $first s outside the run [$before, $after]"
+
+# copies join to the runtime call that made them (runtimeCorrelationId), not to the
+# driver call inside it (correlationId)
+expect_eq "$(q run.db "SELECT count(*) FROM events m JOIN kinds km ON km.id = m.kind AND km.name = 'memcpy'
+   WHERE NOT EXISTS (SELECT 1 FROM events a JOIN kinds ka ON ka.id = a.kind AND ka.name = 'runtime'
+   JOIN strings s ON s.id = a.name_id WHERE a.correlation = m.correlation AND s.value = 'cudaMemcpy')")" 0 \
+   "copies not linked to their cudaMemcpy"
+
+# a polling loop: 1000 not-ready queries, 1 ready, 1 cudaStreamSynchronize.  Queries
+# are folded by default (and counted), never waits; --kinds query keeps their calls
+expect_status 0 "$REC" -o poll.db "$APP" -n 10 --poll 1000
+expect_eq "$(counts poll.db)" "driver=1 kernel=10 mark=1 memcpy=1 memset=1 range=11 runtime=14 sync=2" "counts of a polling run"
+expect_grep "2002 stream/event query record(s) folded" "$TMP/err"
+expect_status 0 "$REC" -o pollq.db --kinds kernel,runtime,sync,query "$APP" -n 10 --poll 1000
+expect_eq "$(q pollq.db "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value = 'cudaStreamQuery'")" 1001 "queries kept with --kinds query"
+expect_eq "$(counts pollq.db)" "kernel=10 runtime=1015 sync=2" "counts with queries kept"
+
+# kernels CUDA launches itself have their internal-launch record
+expect_status 0 "$REC" -o il.db "$APP" -n 10 --internal 5
+expect_eq "$(q il.db "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value = '[internal launch]'")" 5 "internal launches"
+expect_eq "$(q il.db "SELECT count(*) FROM events k JOIN kinds kk ON kk.id = k.kind AND kk.name = 'kernel'
+   WHERE NOT EXISTS (SELECT 1 FROM events a JOIN kinds ka ON ka.id = a.kind AND ka.name = 'runtime'
+   WHERE a.correlation = k.correlation)")" 0 "kernels without their launch (internal launches)"
+
+# the two doors in every order: CUDA first, both at once, and CUPTI set-up that
+# initialises the driver, whose cuInit calls InitializeInjection again on the same
+# thread (no lock may be held across it)
+for order in nvtx-first cuda-first threads; do
+    expect_status 0 timeout 60 "$REC" -o "or-$order.db" "$APP" -t 2 -n 50 --order "$order"
+    expect_eq "$(counts "or-$order.db")" "driver=1 kernel=100 mark=1 memcpy=2 memset=2 range=101 runtime=106 sync=2" "counts, order $order"
+    FAKE_CUPTI_REENTER=cuptiActivityEnable expect_status 0 timeout 60 "$REC" -o "re-$order.db" "$APP" -n 50 --order "$order"
+    expect_eq "$(q "re-$order.db" "SELECT count(*) FROM events WHERE kind = 7")" 50 "kernels, re-entered set-up, order $order"
+done
+
+# another CUPTI client takes the buffers over: the recorder says so with the time,
+# ingest warns that the trace is truncated there
+expect_status 0 timeout 60 "$REC" -o to.db "$APP" -n 50 --takeover
+expect_grep "took over" "$TMP/err"
+expect_grep "trace truncated at [0-9.]* s: another CUPTI client took over" "$TMP/err"
+
+# agent memory stays bounded: 1M ranges of unique names grow the process by at most 16 MB
+expect_status 0 "$REC" -o uq.db --raw-only "$APP" -n 1 --unique-ranges 1000000
+growth=$(sed -n 's/^rss-growth-kb=//p' "$TMP/out")
+[ -n "$growth" ] && [ "$growth" -le 16384 ] || fail "1M unique range names grew the process by ${growth:-?} KB"
+
 # a recorded file cut short at sampled offsets: ingest succeeds with a warning or fails
 # with exit 3, and never finds more kernels in a shorter prefix
 f=$(ls ex.db.raw/*.ctr | head -1)

@@ -15,7 +15,7 @@ typedef struct {
 static const named_id chunk_types[] = {
     {TR_RAW_CH_META, "META"},         {TR_RAW_CH_STRINGS, "STRINGS"}, {TR_RAW_CH_RECORDS, "RECORDS"},
     {TR_RAW_CH_STACKS, "STACKS"},     {TR_RAW_CH_MAPS, "MAPS"},       {TR_RAW_CH_STATS, "STATS"},
-    {TR_RAW_CH_MODULES, "MODULES"},   {TR_RAW_CH_END, "END"},
+    {TR_RAW_CH_MODULES, "MODULES"},   {TR_RAW_CH_END, "END"},         {TR_RAW_CH_STATUS, "STATUS"},
 };
 
 static const named_id record_kinds[] = {
@@ -82,6 +82,10 @@ static void expect_same(const named_id *code, size_t ncode, const doc_row *doc, 
 
 static void test_chunk_types(void)
 {
+    unsigned last = 0;
+    for (size_t i = 0; i < sizeof chunk_types / sizeof chunk_types[0]; i++)
+        last = chunk_types[i].id > last ? chunk_types[i].id : last;
+    CU_ASSERT_EQUAL(last, TR_RAW_CH_LAST_);   /* a chunk type this list lacks */
     doc_row rows[MAX_ROWS];
     size_t n = doc_table("| type | name | payload |", rows);
     expect_same(chunk_types, sizeof chunk_types / sizeof chunk_types[0], rows, n, 0);

@@ -9,6 +9,7 @@
  * cuptiActivityGetNextRecord walks, as with the real library.
  */
 #include <cupti.h>
+#include <dlfcn.h>
 #include <generated_nvtx_meta.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -28,22 +29,159 @@ static void *g_cb_user;
 static int g_subscribed;
 static unsigned char g_enabled[CUPTI_ACTIVITY_KIND_COUNT];
 static unsigned char g_cb_enabled[16][1024];
+/* per-cbid API record switches: 0 = as the kind, 1 = on, 2 = off */
+static unsigned char g_rt_set[1024], g_drv_on[1024];
 static size_t g_dropped;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *g_buf;
-static size_t g_cap, g_used;
 static uint32_t g_next_corr = 1, g_next_marker = 1;
 static long long g_appended, g_drop_after = -2;   /* -2: not read yet; -1: never */
 
-#define ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
+/* Each thread fills a buffer of its own, as CUPTI does, so that several are in
+ * flight at once; a flush completes all of them. */
+typedef struct tbuf {
+    uint8_t *b;
+    size_t cap, used;
+    struct tbuf *next;
+} tbuf;
+static tbuf *g_tbufs;
+static __thread tbuf *tls_buf;
 
+#define ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
+#define SLOT_HDR 8u   /* private layout: u64 slot size, then the record, then its strings */
+
+/* ---------------- failure switch ----------------
+ * FAKE_CUPTI_FAIL=NAME:CODE[,NAME:CODE...] makes entry point NAME (or every one
+ * for *) return CODE, a CUPTI_ERROR_* name or a number, as the real library does
+ * on a machine without a driver, with an old driver, or under another tool. */
+static const struct { CUptiResult r; const char *name; } g_results[] = {
+    {CUPTI_SUCCESS, "CUPTI_SUCCESS"},
+    {CUPTI_ERROR_INVALID_PARAMETER, "CUPTI_ERROR_INVALID_PARAMETER"},
+    {CUPTI_ERROR_INVALID_DEVICE, "CUPTI_ERROR_INVALID_DEVICE"},
+    {CUPTI_ERROR_INVALID_CONTEXT, "CUPTI_ERROR_INVALID_CONTEXT"},
+    {CUPTI_ERROR_INVALID_EVENT_DOMAIN_ID, "CUPTI_ERROR_INVALID_EVENT_DOMAIN_ID"},
+    {CUPTI_ERROR_INVALID_EVENT_ID, "CUPTI_ERROR_INVALID_EVENT_ID"},
+    {CUPTI_ERROR_INVALID_EVENT_NAME, "CUPTI_ERROR_INVALID_EVENT_NAME"},
+    {CUPTI_ERROR_INVALID_OPERATION, "CUPTI_ERROR_INVALID_OPERATION"},
+    {CUPTI_ERROR_OUT_OF_MEMORY, "CUPTI_ERROR_OUT_OF_MEMORY"},
+    {CUPTI_ERROR_HARDWARE, "CUPTI_ERROR_HARDWARE"},
+    {CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT, "CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT"},
+    {CUPTI_ERROR_API_NOT_IMPLEMENTED, "CUPTI_ERROR_API_NOT_IMPLEMENTED"},
+    {CUPTI_ERROR_MAX_LIMIT_REACHED, "CUPTI_ERROR_MAX_LIMIT_REACHED"},
+    {CUPTI_ERROR_NOT_READY, "CUPTI_ERROR_NOT_READY"},
+    {CUPTI_ERROR_NOT_COMPATIBLE, "CUPTI_ERROR_NOT_COMPATIBLE"},
+    {CUPTI_ERROR_NOT_INITIALIZED, "CUPTI_ERROR_NOT_INITIALIZED"},
+    {CUPTI_ERROR_INVALID_METRIC_ID, "CUPTI_ERROR_INVALID_METRIC_ID"},
+    {CUPTI_ERROR_INVALID_METRIC_NAME, "CUPTI_ERROR_INVALID_METRIC_NAME"},
+    {CUPTI_ERROR_QUEUE_EMPTY, "CUPTI_ERROR_QUEUE_EMPTY"},
+    {CUPTI_ERROR_INVALID_HANDLE, "CUPTI_ERROR_INVALID_HANDLE"},
+    {CUPTI_ERROR_INVALID_STREAM, "CUPTI_ERROR_INVALID_STREAM"},
+    {CUPTI_ERROR_INVALID_KIND, "CUPTI_ERROR_INVALID_KIND"},
+    {CUPTI_ERROR_INVALID_EVENT_VALUE, "CUPTI_ERROR_INVALID_EVENT_VALUE"},
+    {CUPTI_ERROR_DISABLED, "CUPTI_ERROR_DISABLED"},
+    {CUPTI_ERROR_INVALID_MODULE, "CUPTI_ERROR_INVALID_MODULE"},
+    {CUPTI_ERROR_INVALID_METRIC_VALUE, "CUPTI_ERROR_INVALID_METRIC_VALUE"},
+    {CUPTI_ERROR_HARDWARE_BUSY, "CUPTI_ERROR_HARDWARE_BUSY"},
+    {CUPTI_ERROR_NOT_SUPPORTED, "CUPTI_ERROR_NOT_SUPPORTED"},
+    {CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED, "CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED"},
+    {CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_DEVICE, "CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_DEVICE"},
+    {CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_NON_P2P_DEVICES, "CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_ON_NON_P2P_DEVICES"},
+    {CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_WITH_MPS, "CUPTI_ERROR_UM_PROFILING_NOT_SUPPORTED_WITH_MPS"},
+    {CUPTI_ERROR_CDP_TRACING_NOT_SUPPORTED, "CUPTI_ERROR_CDP_TRACING_NOT_SUPPORTED"},
+    {CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED, "CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED"},
+    {CUPTI_ERROR_CUDA_COMPILER_NOT_COMPATIBLE, "CUPTI_ERROR_CUDA_COMPILER_NOT_COMPATIBLE"},
+    {CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"},
+    {CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED, "CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED"},
+    {CUPTI_ERROR_OPENACC_UNDEFINED_ROUTINE, "CUPTI_ERROR_OPENACC_UNDEFINED_ROUTINE"},
+    {CUPTI_ERROR_LEGACY_PROFILER_NOT_SUPPORTED, "CUPTI_ERROR_LEGACY_PROFILER_NOT_SUPPORTED"},
+    {CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"},
+    {CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES, "CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES"},
+    {CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED, "CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED"},
+    {CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED, "CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED"},
+    {CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED, "CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED"},
+    {CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED, "CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED"},
+    {CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED, "CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED"},
+    {CUPTI_ERROR_INVALID_CHIP_NAME, "CUPTI_ERROR_INVALID_CHIP_NAME"},
+    {CUPTI_ERROR_UNKNOWN, "CUPTI_ERROR_UNKNOWN"}
+};
+
+typedef struct { char fn[64]; CUptiResult r; } fail_rule;
+static fail_rule g_fail[32];
+static int g_nfail;
+static pthread_once_t g_fail_once = PTHREAD_ONCE_INIT;
+
+static void parse_fail(void)
+{
+    const char *e = getenv("FAKE_CUPTI_FAIL");
+    while (e && *e && g_nfail < 32) {
+        const char *comma = strchr(e, ','), *colon = strchr(e, ':');
+        size_t len = comma ? (size_t)(comma - e) : strlen(e);
+        if (colon && colon < e + len && (size_t)(colon - e) < sizeof g_fail[0].fn) {
+            fail_rule *f = &g_fail[g_nfail];
+            memcpy(f->fn, e, (size_t)(colon - e));
+            f->fn[colon - e] = 0;
+            char code[64];
+            size_t cl = len - (size_t)(colon + 1 - e);
+            if (cl >= sizeof code)
+                cl = sizeof code - 1;
+            memcpy(code, colon + 1, cl);
+            code[cl] = 0;
+            f->r = (CUptiResult)atoi(code);
+            for (size_t i = 0; i < sizeof g_results / sizeof g_results[0]; i++)
+                if (!strcmp(code, g_results[i].name))
+                    f->r = g_results[i].r;
+            if (f->r != CUPTI_SUCCESS)
+                g_nfail++;
+        }
+        e = comma ? comma + 1 : NULL;
+    }
+}
+
+static CUptiResult injected(const char *fn)
+{
+    pthread_once(&g_fail_once, parse_fail);
+    for (int i = 0; i < g_nfail; i++)
+        if (!strcmp(g_fail[i].fn, fn) || !strcmp(g_fail[i].fn, "*"))
+            return g_fail[i].r;
+    return CUPTI_SUCCESS;
+}
+
+/* FAKE_CUPTI_REENTER=NAME: entry point NAME calls the CUDA injection's
+ * InitializeInjection once, as real CUPTI set-up can initialise the driver,
+ * whose cuInit calls the injection: a recorder holding a lock there deadlocks. */
+static void reenter(const char *fn)
+{
+    static int done;
+    const char *e = getenv("FAKE_CUPTI_REENTER");
+    if (!e || strcmp(e, fn) || __atomic_exchange_n(&done, 1, __ATOMIC_SEQ_CST))
+        return;
+    const char *path = getenv("CUDA_INJECTION64_PATH");
+    void *h = path ? dlopen(path, RTLD_NOW) : NULL;
+    int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+    if (init)
+        init();
+}
+
+#define FAKE_ENTRY()                           \
+    do {                                       \
+        reenter(__func__);                     \
+        CUptiResult fr_ = injected(__func__);  \
+        if (fr_ != CUPTI_SUCCESS)              \
+            return fr_;                        \
+    } while (0)
+
+/* Without a timestamp callback CUPTI's timestamps are its own: here the
+ * realtime clock 3 s ahead and running 20 ppm fast, so that a reader that takes
+ * them for CLOCK_MONOTONIC, or for CLOCK_REALTIME, is visibly wrong. */
 static uint64_t now_ns(void)
 {
     if (g_ts_cb)
         return g_ts_cb();
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+    struct timespec r, m;
+    clock_gettime(CLOCK_REALTIME, &r);
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    uint64_t real = (uint64_t)r.tv_sec * 1000000000ull + (uint64_t)r.tv_nsec;
+    uint64_t mono = (uint64_t)m.tv_sec * 1000000000ull + (uint64_t)m.tv_nsec;
+    return real + 3000000000ull + mono / 50000u;
 }
 
 static size_t rec_size(CUpti_ActivityKind k)
@@ -51,8 +189,11 @@ static size_t rec_size(CUpti_ActivityKind k)
     switch (k) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: return sizeof(CUpti_ActivityAPI);
     case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
     case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
@@ -64,25 +205,43 @@ static size_t rec_size(CUpti_ActivityKind k)
     }
 }
 
-static void complete_current_locked(void)
+/* Completes t's buffer through whatever completion callback is registered now
+ * (another client's, after a takeover). */
+static void complete_locked(tbuf *t)
 {
-    if (!g_buf)
+    if (!t->b)
         return;
-    uint8_t *b = g_buf;
-    size_t cap = g_cap, used = g_used;
-    g_buf = NULL;
-    g_cap = g_used = 0;
+    uint8_t *b = t->b;
+    size_t cap = t->cap, used = t->used;
+    CUpti_BuffersCallbackCompleteFunc done = g_done;
+    t->b = NULL;
+    t->cap = t->used = 0;
     pthread_mutex_unlock(&g_mu);
-    g_done(NULL, 0, b, cap, used);   /* without our lock, like CUPTI's worker */
+    done(NULL, 0, b, cap, used);   /* without our lock, like CUPTI's worker */
     pthread_mutex_lock(&g_mu);
 }
 
-/* Like CUPTI, never loses a record silently: one that finds no buffer is
- * counted as dropped. */
-static void *append_locked(CUpti_ActivityKind k)
+static tbuf *my_buf_locked(void)
 {
-    size_t sz = ALIGN8(rec_size(k));
-    if (!g_req || !g_enabled[k] || sz == 0)
+    if (!tls_buf) {
+        tls_buf = calloc(1, sizeof *tls_buf);
+        if (!tls_buf)
+            return NULL;
+        tls_buf->next = g_tbufs;
+        g_tbufs = tls_buf;
+    }
+    return tls_buf;
+}
+
+/* Like CUPTI, never loses a record silently: one that finds no buffer is
+ * counted as dropped.  extra: bytes kept after the record for its strings. */
+static void *append_locked(CUpti_ActivityKind k, size_t extra)
+{
+    size_t sz = ALIGN8(SLOT_HDR + rec_size(k) + extra);
+    tbuf *t = my_buf_locked();
+    /* API records are switched per cbid by the caller (api_recorded) */
+    int api = k == CUPTI_ACTIVITY_KIND_RUNTIME || k == CUPTI_ACTIVITY_KIND_DRIVER;
+    if (!t || !g_req || (!api && !g_enabled[k]) || rec_size(k) == 0)
         return NULL;
     if (g_drop_after == -2) {
         /* FAKE_CUPTI_DROP_AFTER=N: after N records no buffer has room (the
@@ -91,52 +250,62 @@ static void *append_locked(CUpti_ActivityKind k)
         g_drop_after = e && *e ? atoll(e) : -1;
     }
     if (g_drop_after >= 0 && g_appended >= g_drop_after) {
-        complete_current_locked();
+        complete_locked(t);
         g_dropped++;
         return NULL;
     }
-    while (!g_buf || g_used + sz > g_cap) {
-        if (g_buf) {
-            complete_current_locked();   /* unlocks: look again after */
+    while (!t->b || t->used + sz > t->cap) {
+        if (t->b) {
+            complete_locked(t);   /* unlocks: look again after */
             continue;
         }
         size_t max = 0, cap = 0;
         uint8_t *b = NULL;
+        CUpti_BuffersCallbackRequestFunc req = g_req;
         pthread_mutex_unlock(&g_mu);
-        g_req(&b, &cap, &max);
+        req(&b, &cap, &max);
         pthread_mutex_lock(&g_mu);
         if (!b || cap < sz) {
             if (b) {
+                CUpti_BuffersCallbackCompleteFunc done = g_done;
                 pthread_mutex_unlock(&g_mu);
-                g_done(NULL, 0, b, cap, 0);
+                done(NULL, 0, b, cap, 0);
                 pthread_mutex_lock(&g_mu);
             }
             g_dropped++;
             return NULL;
         }
-        if (g_buf) {   /* another thread got one meanwhile: give ours back empty */
-            pthread_mutex_unlock(&g_mu);
-            g_done(NULL, 0, b, cap, 0);
-            pthread_mutex_lock(&g_mu);
-            continue;
-        }
-        g_buf = b;
-        g_cap = cap;
-        g_used = 0;
+        t->b = b;
+        t->cap = cap;
+        t->used = 0;
     }
-    void *p = g_buf + g_used;
-    memset(p, 0, sz);
-    g_used += sz;
+    uint8_t *slot = t->b + t->used;
+    memset(slot, 0, sz);
+    uint64_t ssz = sz;
+    memcpy(slot, &ssz, 8);
+    t->used += sz;
     g_appended++;
-    ((CUpti_Activity *)p)->kind = k;
-    return p;
+    ((CUpti_Activity *)(slot + SLOT_HDR))->kind = k;
+    return slot + SLOT_HDR;
+}
+
+/* Copies s after the record of size rsz at rec: CUPTI owns the names it hands out. */
+static const char *keep_str(void *rec, size_t rsz, const char *s)
+{
+    if (!s)
+        return NULL;
+    char *d = (char *)rec + rsz;
+    memcpy(d, s, strlen(s) + 1);
+    return d;
 }
 
 static void fork_child(void)
 {
     pthread_mutex_init(&g_mu, NULL);
-    g_buf = NULL;   /* the parent's partly filled buffer stays the parent's */
-    g_cap = g_used = 0;
+    for (tbuf *t = g_tbufs; t; t = t->next) {   /* the parent's buffers stay the parent's */
+        t->b = NULL;
+        t->cap = t->used = 0;
+    }
 }
 
 __attribute__((constructor)) static void fake_init(void)
@@ -147,6 +316,7 @@ __attribute__((constructor)) static void fake_init(void)
 /* ---------------- CUPTI API subset ---------------- */
 CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *v)
 {
+    FAKE_ENTRY();
     if (!v)
         return CUPTI_ERROR_INVALID_PARAMETER;
     *v = CUPTI_API_VERSION;
@@ -154,11 +324,19 @@ CUptiResult CUPTIAPI cuptiGetVersion(uint32_t *v)
 }
 CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult r, const char **s)
 {
-    *s = r == CUPTI_SUCCESS ? "CUPTI_SUCCESS" : "CUPTI_ERROR(fake)";
-    return CUPTI_SUCCESS;
+    if (!s)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    for (size_t i = 0; i < sizeof g_results / sizeof g_results[0]; i++)
+        if (g_results[i].r == r) {
+            *s = g_results[i].name;
+            return CUPTI_SUCCESS;
+        }
+    *s = "CUPTI_ERROR_UNKNOWN";
+    return CUPTI_ERROR_INVALID_PARAMETER;
 }
 CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t *ts)
 {
+    FAKE_ENTRY();
     if (!ts)
         return CUPTI_ERROR_INVALID_PARAMETER;
     *ts = now_ns();
@@ -166,6 +344,7 @@ CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t *ts)
 }
 CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
 {
+    FAKE_ENTRY();
     if (!f)
         return CUPTI_ERROR_INVALID_PARAMETER;
     g_ts_cb = f;
@@ -174,25 +353,34 @@ CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallb
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
                                                     CUpti_BuffersCallbackCompleteFunc c)
 {
+    FAKE_ENTRY();
     if (!r || !c)
         return CUPTI_ERROR_INVALID_PARAMETER;
+    pthread_mutex_lock(&g_mu);
     g_req = r;
     g_done = c;
+    pthread_mutex_unlock(&g_mu);
     return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k)
 {
-    if ((unsigned)k >= CUPTI_ACTIVITY_KIND_COUNT)
-        return CUPTI_ERROR_INVALID_KIND;
+    FAKE_ENTRY();
+    if ((unsigned)k >= CUPTI_ACTIVITY_KIND_COUNT || !rec_size(k))
+        return CUPTI_ERROR_INVALID_KIND;   /* kinds this fake cannot make, as an old CUPTI */
     g_enabled[k] = 1;
     return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityEnableAndDump(CUpti_ActivityKind k)
 {
-    return cuptiActivityEnable(k);
+    FAKE_ENTRY();
+    if ((unsigned)k >= CUPTI_ACTIVITY_KIND_COUNT || !rec_size(k))
+        return CUPTI_ERROR_INVALID_KIND;
+    g_enabled[k] = 1;
+    return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k)
 {
+    FAKE_ENTRY();
     if ((unsigned)k >= CUPTI_ACTIVITY_KIND_COUNT)
         return CUPTI_ERROR_INVALID_KIND;
     g_enabled[k] = 0;
@@ -200,19 +388,23 @@ CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k)
 }
 CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t en)
 {
-    (void)cbid;
-    (void)en;
+    FAKE_ENTRY();
+    if (cbid >= 1024)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    g_rt_set[cbid] = en ? 1 : 2;
     return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t en)
 {
-    (void)cbid;
-    if (en)
-        g_enabled[CUPTI_ACTIVITY_KIND_DRIVER] = 1;
+    FAKE_ENTRY();
+    if (cbid >= 1024)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    g_drv_on[cbid] = en;
     return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute a, size_t *sz, void *v)
 {
+    FAKE_ENTRY();
     (void)a;
     (void)sz;
     (void)v;
@@ -220,21 +412,25 @@ CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute a, size_t
 }
 CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType t)
 {
+    FAKE_ENTRY();
     (void)t;
     return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 {
+    FAKE_ENTRY();
     (void)flag;
     if (!g_done)
         return CUPTI_ERROR_INVALID_OPERATION;
     pthread_mutex_lock(&g_mu);
-    complete_current_locked();
+    for (tbuf *t = g_tbufs; t; t = t->next)
+        complete_locked(t);
     pthread_mutex_unlock(&g_mu);
     return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *d)
 {
+    FAKE_ENTRY();
     (void)c;
     (void)s;
     if (!d)
@@ -250,19 +446,25 @@ CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpt
     if (!buf)
         return CUPTI_ERROR_INVALID_PARAMETER;
     size_t off = 0;
-    if (*rec)
-        off = (size_t)((uint8_t *)*rec - buf) + ALIGN8(rec_size((*rec)->kind));
-    if (off + sizeof(CUpti_Activity) > valid)
+    if (*rec) {
+        uint8_t *slot = (uint8_t *)*rec - SLOT_HDR;
+        uint64_t ssz;
+        memcpy(&ssz, slot, 8);
+        off = (size_t)(slot - buf) + (size_t)ssz;
+    }
+    if (off + SLOT_HDR + sizeof(CUpti_Activity) > valid)
         return CUPTI_ERROR_MAX_LIMIT_REACHED;
-    CUpti_Activity *r = (CUpti_Activity *)(buf + off);
-    size_t sz = rec_size(r->kind);
-    if (sz == 0 || off + sz > valid)
+    uint64_t ssz;
+    memcpy(&ssz, buf + off, 8);
+    CUpti_Activity *r = (CUpti_Activity *)(buf + off + SLOT_HDR);
+    if (ssz < SLOT_HDR + rec_size(r->kind) || rec_size(r->kind) == 0 || off + ssz > valid)
         return CUPTI_ERROR_INVALID_KIND;
     *rec = r;
     return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc cb, void *user)
 {
+    FAKE_ENTRY();
     if (g_subscribed)
         return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     g_subscribed = 1;
@@ -273,6 +475,7 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFun
 }
 CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle h)
 {
+    FAKE_ENTRY();
     (void)h;
     g_subscribed = 0;
     g_cb = NULL;
@@ -281,6 +484,7 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle h)
 CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t en, CUpti_SubscriberHandle h,
                                          CUpti_CallbackDomain d, CUpti_CallbackId id)
 {
+    FAKE_ENTRY();
     (void)h;
     if ((unsigned)d >= 16 || id >= 1024)
         return CUPTI_ERROR_INVALID_PARAMETER;
@@ -294,8 +498,18 @@ static uint32_t tid_now(void)
     return (uint32_t)syscall(SYS_gettid);
 }
 
-/* An API call: ENTER/EXIT callbacks, then a RUNTIME or DRIVER record; returns its correlation id. */
-uint32_t fake_cupti_api(int driver, uint32_t cbid)
+static int api_recorded(int driver, uint32_t cbid)
+{
+    if (driver)
+        return g_enabled[CUPTI_ACTIVITY_KIND_DRIVER] || (cbid < 1024 && g_drv_on[cbid]);
+    unsigned set = cbid < 1024 ? g_rt_set[cbid] : 0;
+    return set == 1 || (set == 0 && g_enabled[CUPTI_ACTIVITY_KIND_RUNTIME]);
+}
+
+/* An API call: ENTER/EXIT callbacks, then a RUNTIME or DRIVER record (if that
+ * cbid is traced); returns its correlation id.  Each call gets an id of its
+ * own, a driver call made by a runtime call included. */
+uint32_t fake_cupti_api_ret(int driver, uint32_t cbid, uint32_t ret)
 {
     CUpti_CallbackDomain dom = driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
     pthread_mutex_lock(&g_mu);
@@ -316,7 +530,9 @@ uint32_t fake_cupti_api(int driver, uint32_t cbid)
     }
     uint64_t t1 = now_ns() + 1;
     pthread_mutex_lock(&g_mu);
-    CUpti_ActivityAPI *a = append_locked(driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME);
+    CUpti_ActivityAPI *a = api_recorded(driver, cbid)
+        ? append_locked(driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME, 0)
+        : NULL;
     if (a) {
         a->cbid = cbid;
         a->start = t0;
@@ -324,16 +540,23 @@ uint32_t fake_cupti_api(int driver, uint32_t cbid)
         a->processId = (uint32_t)getpid();
         a->threadId = tid_now();
         a->correlationId = corr;
+        a->returnValue = ret;
     }
     pthread_mutex_unlock(&g_mu);
     return corr;
 }
 
+uint32_t fake_cupti_api(int driver, uint32_t cbid)
+{
+    return fake_cupti_api_ret(driver, cbid, 0);
+}
+
 void fake_cupti_kernel(uint32_t corr, const char *name, uint32_t stream, int complete)
 {
     uint64_t t = now_ns();
+    size_t nl = name ? strlen(name) + 1 : 0;
     pthread_mutex_lock(&g_mu);
-    CUpti_ActivityKernel10 *k = append_locked(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    CUpti_ActivityKernel10 *k = append_locked(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, nl);
     if (k) {
         k->start = complete ? t + 100 : 0;
         k->end = complete ? t + 1100 : 0;
@@ -346,16 +569,39 @@ void fake_cupti_kernel(uint32_t corr, const char *name, uint32_t stream, int com
         k->blockY = k->blockZ = 1;
         k->registersPerThread = 32;
         k->correlationId = corr;
-        k->name = name;
+        k->name = keep_str(k, sizeof *k, name);
     }
     pthread_mutex_unlock(&g_mu);
 }
 
-void fake_cupti_memcpy(uint32_t corr, uint8_t kind, uint64_t bytes)
+/* A kernel CUDA launched by itself (a library's internal launch): an
+ * INTERNAL_LAUNCH_API record and the kernel share a correlation id of their own. */
+uint32_t fake_cupti_internal_launch(const char *name)
+{
+    pthread_mutex_lock(&g_mu);
+    uint32_t corr = g_next_corr++;
+    uint64_t t = now_ns();
+    CUpti_ActivityAPI *a = append_locked(CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API, 0);
+    if (a) {
+        a->cbid = 0;
+        a->start = t;
+        a->end = t + 50;
+        a->processId = (uint32_t)getpid();
+        a->threadId = tid_now();
+        a->correlationId = corr;
+    }
+    pthread_mutex_unlock(&g_mu);
+    fake_cupti_kernel(corr, name, 7, 1);
+    return corr;
+}
+
+/* As CUpti_ActivityMemcpy6 defines them: correlationId is the driver call's id,
+ * runtimeCorrelationId the runtime call's (0 for a copy made by the driver API). */
+void fake_cupti_memcpy(uint32_t driver_corr, uint32_t runtime_corr, uint8_t kind, uint64_t bytes)
 {
     uint64_t t = now_ns();
     pthread_mutex_lock(&g_mu);
-    CUpti_ActivityMemcpy6 *m = append_locked(CUPTI_ACTIVITY_KIND_MEMCPY);
+    CUpti_ActivityMemcpy6 *m = append_locked(CUPTI_ACTIVITY_KIND_MEMCPY, 0);
     if (m) {
         m->copyKind = kind;
         m->srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
@@ -365,7 +611,8 @@ void fake_cupti_memcpy(uint32_t corr, uint8_t kind, uint64_t bytes)
         m->end = t + 510;
         m->contextId = 1;
         m->streamId = 7;
-        m->correlationId = corr;
+        m->correlationId = driver_corr;
+        m->runtimeCorrelationId = runtime_corr;
     }
     pthread_mutex_unlock(&g_mu);
 }
@@ -374,7 +621,7 @@ void fake_cupti_memset(uint32_t corr, uint64_t bytes, uint32_t value)
 {
     uint64_t t = now_ns();
     pthread_mutex_lock(&g_mu);
-    CUpti_ActivityMemset4 *m = append_locked(CUPTI_ACTIVITY_KIND_MEMSET);
+    CUpti_ActivityMemset4 *m = append_locked(CUPTI_ACTIVITY_KIND_MEMSET, 0);
     if (m) {
         m->value = value;
         m->bytes = bytes;
@@ -387,27 +634,80 @@ void fake_cupti_memset(uint32_t corr, uint64_t bytes, uint32_t value)
     pthread_mutex_unlock(&g_mu);
 }
 
-void fake_cupti_sync(uint32_t corr)
+void fake_cupti_sync_as(uint32_t corr, uint32_t type, uint32_t stream, uint32_t ret)
 {
     uint64_t t = now_ns();
     pthread_mutex_lock(&g_mu);
-    CUpti_ActivitySynchronization2 *s = append_locked(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+    CUpti_ActivitySynchronization2 *s = append_locked(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, 0);
     if (s) {
-        s->type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+        s->type = (CUpti_ActivitySynchronizationType)type;
         s->start = t;
         s->end = t + 300;
         s->correlationId = corr;
         s->contextId = 1;
-        s->streamId = (uint32_t)-1;
+        s->streamId = stream;
+        s->cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+        s->returnValue = ret;
     }
     pthread_mutex_unlock(&g_mu);
+}
+
+void fake_cupti_sync(uint32_t corr)
+{
+    fake_cupti_sync_as(corr, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, (uint32_t)-1, 0);
+}
+
+/* cudaStreamQuery as CUPTI reports it: the runtime call with its result and a
+ * synchronization record of the stream carrying the same result. */
+void fake_cupti_stream_query(uint32_t stream, int ready)
+{
+    uint32_t ret = ready ? 0 : 600;   /* cudaErrorNotReady / CUDA_ERROR_NOT_READY */
+    uint32_t c = fake_cupti_api_ret(0, CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020, ret);
+    fake_cupti_sync_as(c, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, stream, ret);
+}
+
+/* A second CUPTI client (torch.profiler's Kineto, another injection): it
+ * registers buffer callbacks of its own, which CUPTI holds for the whole
+ * process, and disables the kinds when it stops.  Buffers it did not hand out
+ * are counted, not freed. */
+static size_t g_second_foreign;
+static void CUPTIAPI second_request(uint8_t **b, size_t *sz, size_t *max)
+{
+    *b = aligned_alloc(8, 1 << 16);
+    *sz = *b ? 1 << 16 : 0;
+    *max = 0;
+}
+static void CUPTIAPI second_complete(CUcontext c, uint32_t s, uint8_t *b, size_t sz, size_t valid)
+{
+    (void)c;
+    (void)s;
+    (void)valid;
+    if (sz == (1 << 16))
+        free(b);
+    else
+        __atomic_add_fetch(&g_second_foreign, 1, __ATOMIC_RELAXED);
+}
+void fake_cupti_second_client(int start)
+{
+    if (start) {
+        cuptiActivityRegisterCallbacks(second_request, second_complete);
+        cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    } else {
+        cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        static const CUpti_ActivityKind kinds[] = {
+            CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME,
+            CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+            CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+            cuptiActivityDisable(kinds[i]);
+    }
 }
 
 /* Device 0, context 1, stream 7. */
 void fake_cupti_context(void)
 {
     pthread_mutex_lock(&g_mu);
-    CUpti_ActivityDevice5 *d = append_locked(CUPTI_ACTIVITY_KIND_DEVICE);
+    CUpti_ActivityDevice5 *d = append_locked(CUPTI_ACTIVITY_KIND_DEVICE, 0);
     if (d) {
         d->id = 0;
         d->name = "Fake H100";
@@ -416,13 +716,13 @@ void fake_cupti_context(void)
         d->numMultiprocessors = 132;
         d->globalMemorySize = 80ull << 30;
     }
-    CUpti_ActivityContext3 *c = append_locked(CUPTI_ACTIVITY_KIND_CONTEXT);
+    CUpti_ActivityContext3 *c = append_locked(CUPTI_ACTIVITY_KIND_CONTEXT, 0);
     if (c) {
         c->contextId = 1;
         c->deviceId = 0;
         c->nullStreamId = 1;
     }
-    CUpti_ActivityStream *s = append_locked(CUPTI_ACTIVITY_KIND_STREAM);
+    CUpti_ActivityStream *s = append_locked(CUPTI_ACTIVITY_KIND_STREAM, 0);
     if (s) {
         s->contextId = 1;
         s->streamId = 7;
@@ -433,8 +733,9 @@ void fake_cupti_context(void)
 static void marker(uint32_t id, CUpti_ActivityFlag flags, const char *name)
 {
     uint64_t t = now_ns();
+    size_t nl = name ? strlen(name) + 1 : 0;
     pthread_mutex_lock(&g_mu);
-    CUpti_ActivityMarker2 *m = append_locked(CUPTI_ACTIVITY_KIND_MARKER);
+    CUpti_ActivityMarker2 *m = append_locked(CUPTI_ACTIVITY_KIND_MARKER, nl);
     if (m) {
         m->flags = flags;
         m->timestamp = t;
@@ -442,7 +743,7 @@ static void marker(uint32_t id, CUpti_ActivityFlag flags, const char *name)
         m->objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
         m->objectId.pt.processId = (uint32_t)getpid();
         m->objectId.pt.threadId = tid_now();
-        m->name = name;
+        m->name = keep_str(m, sizeof *m, name);
     }
     pthread_mutex_unlock(&g_mu);
 }

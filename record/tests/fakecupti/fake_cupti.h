@@ -5,10 +5,15 @@
 #include <stdint.h>
 
 uint32_t fake_cupti_api(int driver, uint32_t cbid);
+uint32_t fake_cupti_api_ret(int driver, uint32_t cbid, uint32_t ret);
 void fake_cupti_kernel(uint32_t corr, const char *name, uint32_t stream, int complete);
-void fake_cupti_memcpy(uint32_t corr, uint8_t kind, uint64_t bytes);
+uint32_t fake_cupti_internal_launch(const char *name);
+void fake_cupti_memcpy(uint32_t driver_corr, uint32_t runtime_corr, uint8_t kind, uint64_t bytes);
 void fake_cupti_memset(uint32_t corr, uint64_t bytes, uint32_t value);
 void fake_cupti_sync(uint32_t corr);
+void fake_cupti_sync_as(uint32_t corr, uint32_t type, uint32_t stream, uint32_t ret);
+void fake_cupti_stream_query(uint32_t stream, int ready);
+void fake_cupti_second_client(int start);
 void fake_cupti_context(void);
 /* The forms of an NVTX push or start: nvtxRangePushA, nvtxRangePushW, an Ex
  * call with a Unicode message, an Ex call with a string registered with
