@@ -617,10 +617,9 @@ static uint32_t acc_name(nv_reader *r, sqlite3_stmt *st)
     char *buf = malloc(len);
     if (!buf)
         return 0;
-    snprintf(buf, len, "%s%s%s%s%s%s%s%s%s", event, *file ? "@" : "", file, lbuf,
-             *detail ? " (" : "", detail, *detail ? ")" : "", cons ? " [" : "", cons ? cons : "");
-    if (cons)
-        strcat(buf, "]");
+    snprintf(buf, len, "%s%s%s%s%s%s%s%s%s%s", event, *file ? "@" : "", file, lbuf,
+             *detail ? " (" : "", detail, *detail ? ")" : "", cons ? " [" : "", cons ? cons : "",
+             cons ? "]" : "");
     uint32_t id = tr_str(r->t, buf);
     free(buf);
     return id;
