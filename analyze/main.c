@@ -45,6 +45,7 @@ static void usage(FILE *f)
             "                              and self-time rules, its frame filter; docs/semantics.md)\n"
             "      --report R[,R...]       timeline reports instead of the table; --report list names\n"
             "                              them (docs/reports.md)\n"
+            "      --step N|A-B            reports: only the windows of those ProfilerStep#N ranges\n"
             "  -h, --help                  this help\n"
             "      --version               print the version\n"
             "\n"
@@ -90,6 +91,7 @@ static void list_choices(FILE *f, const char *what, const char *got)
 enum { O_SHAPE = 256, O_STACK, O_STACK_SRC, O_TOP, O_INCLUDE, O_EXCLUDE, O_KIND, O_THREAD, O_DEVICE,
        O_STREAM, O_TIME, O_FORMAT, O_UNITS, O_STATS, O_VERSION };
 enum { O_REPORT = 512, O_COMPAT };
+enum { O_STEP = 600 };
 
 int main(int argc, char **argv)
 {
@@ -104,6 +106,7 @@ int main(int argc, char **argv)
         {"units", required_argument, NULL, O_UNITS},      {"stats", no_argument, NULL, O_STATS},
         {"help", no_argument, NULL, 'h'},                 {"version", no_argument, NULL, O_VERSION},
         {"report", required_argument, NULL, O_REPORT},
+        {"step", required_argument, NULL, O_STEP},
         {"compat", required_argument, NULL, O_COMPAT},
         {NULL, 0, NULL, 0}};
     tr_report_opts reports = {0};
@@ -185,6 +188,7 @@ int main(int argc, char **argv)
             break;
         case O_STATS: o.stats = 1; break;
         case O_REPORT: st = tr_report_opts_add(&reports, optarg, &err); break;
+        case O_STEP: st = tr_report_opts_step(&reports, optarg, &err); break;
         case O_COMPAT:
             if (strcmp(optarg, "torch") != 0)
                 st = tr_fail(&err, TR_ERR_USAGE, "unknown --compat '%s' (valid: torch)", optarg);
@@ -196,6 +200,8 @@ int main(int argc, char **argv)
             st = tr_fail(&err, TR_ERR_USAGE, "try 'trace-analyze --help'");
         }
     }
+    if (st == TR_OK && reports.has_step && !reports.n && !reports.list)
+        st = tr_fail(&err, TR_ERR_USAGE, "--step applies to --report (the key_averages table does not take it yet)");
     if (st == TR_OK && reports.list) {
         tr_report_print_list(stdout);
         tr_report_opts_free(&reports);

@@ -28,6 +28,8 @@ const tr_report tr_reports[] = {
      tr_nvtx_params, tr_nvtx_cols, tr_report_nvtx},
     {"nvtx-gpu", "GPU work launched inside each range: its span and busy time, as nsys nvtx_gpu_proj_sum",
      tr_nvtx_gpu_params, tr_nvtx_gpu_cols, tr_report_nvtx_gpu},
+    {"steps", "one row per ProfilerStep#N: wall time, GPU busy and its breakdown, kernels; the slowest flagged",
+     tr_steps_params, tr_steps_cols, tr_report_steps},
 };
 const size_t tr_nreports = sizeof tr_reports / sizeof tr_reports[0];
 
@@ -146,6 +148,20 @@ tr_status tr_report_opts_add(tr_report_opts *ro, const char *spec, tr_error *err
         p += n;
         p += *p == ',';
     }
+    return TR_OK;
+}
+
+tr_status tr_report_opts_step(tr_report_opts *ro, const char *spec, tr_error *err)
+{
+    char *end;
+    long long a = strtoll(spec, &end, 10), b = a;
+    if (end != spec && *end == '-')
+        b = strtoll(end + 1, &end, 10);
+    if (end == spec || *end || a < 0 || b < a)
+        return tr_fail(err, TR_ERR_USAGE, "invalid --step '%s' (a step number N or a range A-B)", spec);
+    ro->has_step = 1;
+    ro->step_lo = a;
+    ro->step_hi = b;
     return TR_OK;
 }
 
@@ -476,6 +492,8 @@ char *tr_report_string(tr_report_ctx *c, int64_t id)
     return r;
 }
 
+static tr_status load_steps(tr_report_ctx *c);
+
 static tr_status ctx_init(tr_report_ctx *c, sqlite3 *db, const tr_analyze_opts *o, tr_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -540,11 +558,101 @@ static tr_status ctx_init(tr_report_ctx *c, sqlite3 *db, const tr_analyze_opts *
     sqlite3_finalize(st);
     if (c->sel && c->sel->has_time)
         c->t0 = tr_report_query_i64(c, "SELECT coalesce(min(start_ns), 0) FROM events");
+    return load_steps(c);
+}
+
+static tr_status select_steps(tr_report_ctx *c, const tr_report_opts *ro)
+{
+    if (!ro->has_step)
+        return TR_OK;
+    size_t first = c->nsteps, n = 0;
+    for (size_t i = 0; i < c->nsteps; i++)
+        if (c->steps[i].step >= ro->step_lo && c->steps[i].step <= ro->step_hi) {
+            if (first == c->nsteps)
+                first = i;
+            n = i - first + 1;
+        }
+    if (!n) {
+        if (ro->step_lo == ro->step_hi)
+            return tr_fail(c->err, TR_ERR_USAGE, "no ProfilerStep#%lld in the run (it has %zu steps)",
+                           (long long)ro->step_lo, c->nsteps);
+        return tr_fail(c->err, TR_ERR_USAGE, "no ProfilerStep#%lld to #%lld in the run (it has %zu steps)",
+                       (long long)ro->step_lo, (long long)ro->step_hi, c->nsteps);
+    }
+    c->has_step = 1;
+    c->step_first = first;
+    c->step_count = n;
     return TR_OK;
+}
+
+/* --step: host events that start in a selected window; GPU work launched in one. */
+static int in_steps(const tr_report_ctx *c, const tr_rev *ev)
+{
+    if (!c->has_step)
+        return 1;
+    if (ev->on_gpu && !ev->has_launch)
+        return 0;
+    long i = tr_report_step_at(c, ev->on_gpu ? ev->launch_start : ev->start);
+    return i >= (long)c->step_first && i < (long)(c->step_first + c->step_count);
+}
+
+static int cmp_step(const void *a, const void *b)
+{
+    const tr_rstep *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start ? 1 : (x->step > y->step) - (x->step < y->step);
+}
+
+/* ProfilerStep#N ranges, folded per N over threads (PyTorch opens one per step). */
+static tr_status load_steps(tr_report_ctx *c)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->db, "SELECT e.name_id, min(e.start_ns), max(e.end_ns), s.value FROM events e "
+                           "JOIN strings s ON s.id = e.name_id WHERE e.kind IN (1, 2) AND e.name_id IN "
+                           "(SELECT id FROM strings WHERE value GLOB 'ProfilerStep#[0-9]*') GROUP BY e.name_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_error(c);
+    tr_status rc = TR_OK;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *v = (const char *)sqlite3_column_text(st, 3);
+        char *end;
+        long long n = strtoll(v + strlen("ProfilerStep#"), &end, 10);
+        if (*end)
+            continue;
+        tr_rstep *ns = realloc(c->steps, (c->nsteps + 1) * sizeof *ns);
+        if (!ns) {
+            rc = tr_report_nomem(c);
+            break;
+        }
+        c->steps = ns;
+        c->steps[c->nsteps++] = (tr_rstep){n, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+                                           sqlite3_column_int64(st, 0)};
+    }
+    sqlite3_finalize(st);
+    if (c->nsteps > 1)
+        qsort(c->steps, c->nsteps, sizeof *c->steps, cmp_step);
+    /* a window ends where the next begins: windows never overlap, so their sum is at most the span */
+    for (size_t i = 0; i + 1 < c->nsteps; i++)
+        if (c->steps[i].end > c->steps[i + 1].start)
+            c->steps[i].end = c->steps[i + 1].start;
+    return rc;
+}
+
+long tr_report_step_at(const tr_report_ctx *c, int64_t t)
+{
+    size_t lo = 0, hi = c->nsteps;
+    while (lo < hi) {   /* the last step starting at or before t */
+        size_t mid = (lo + hi) / 2;
+        if (c->steps[mid].start <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo && t < c->steps[lo - 1].end ? (long)lo - 1 : -1;
 }
 
 static void ctx_free(tr_report_ctx *c)
 {
+    free(c->steps);
     for (size_t i = 0; i < c->ndevs; i++)
         free(c->devs[i].label);
     free(c->devs);
@@ -586,6 +694,8 @@ static const char no_launch_cols[] = "NULL, NULL, NULL, NULL";
 static int selected(tr_report_ctx *c, const tr_rev *ev, int flags)
 {
     const tr_selection *sel = c->sel;
+    if (!in_steps(c, ev))
+        return 0;
     if (!sel)
         return 1;
     if (sel->kind_mask && (ev->kind < 0 || ev->kind >= 32 || !(sel->kind_mask & (1u << ev->kind))))
@@ -615,7 +725,7 @@ tr_status tr_report_scan(tr_report_ctx *c, unsigned kind_mask, int flags, const 
                          const char *extra_cols, const char *extra_join, tr_scan_fn fn, void *arg)
 {
     const tr_selection *sel = c->sel;
-    int launch = (flags & TR_SCAN_LAUNCH) || (sel && sel->has_thread);
+    int launch = (flags & TR_SCAN_LAUNCH) || (sel && sel->has_thread) || c->has_step;
     char kinds[128] = "", cols[512], where[256] = "";
     size_t k = 0;
     for (int i = 1; i < TR_KIND_COUNT_; i++)
@@ -985,6 +1095,8 @@ tr_status tr_report_run(sqlite3 *db, const tr_report_opts *ro, const tr_analyze_
         }
     tr_report_ctx c;
     tr_status st = ctx_init(&c, db, o, err);
+    if (st == TR_OK)
+        st = select_steps(&c, ro);
     writer w = {out, o, 0};
     if (json && st == TR_OK)
         fputs("{\"time_unit\":\"ns\",\"reports\":[", out);

@@ -39,12 +39,16 @@ typedef struct {
     tr_report_req *v;
     size_t n;
     int list;                       /* --report list */
+    int has_step;                   /* --step N or A-B */
+    int64_t step_lo, step_hi;
 } tr_report_opts;
 
 /* Adds the reports of one --report argument: NAME[:PARAM=VALUE...][,NAME...],
  * or "list".  An unknown name is a usage error whose message lists the reports. */
 tr_status tr_report_opts_add(tr_report_opts *ro, const char *spec, tr_error *err);
 void tr_report_opts_free(tr_report_opts *ro);
+/* --step N|A-B: only the windows of those ProfilerStep#N ranges. */
+tr_status tr_report_opts_step(tr_report_opts *ro, const char *spec, tr_error *err);
 /* --report list: a line per report, with its parameters. */
 void tr_report_print_list(FILE *out);
 /* Runs the requested reports in order and writes them in o->format's format.
@@ -114,6 +118,12 @@ typedef struct {
     char *label;          /* "0", or "s2:0" with several sources */
 } tr_rdevice;
 
+/* A ProfilerStep#N window: the union of that step's ranges over all threads. */
+typedef struct {
+    int64_t step, start, end;
+    int64_t name_id;
+} tr_rstep;
+
 typedef struct tr_report_ctx {
     sqlite3 *db;
     const tr_analyze_opts *o;
@@ -128,7 +138,14 @@ typedef struct tr_report_ctx {
     tr_i64map thread_tid;               /* threads.id -> OS tid */
     tr_i64map name_ok;                  /* name id -> passes --include/--exclude */
     sqlite3_stmt *name_stmt;
+    tr_rstep *steps;                    /* every step of the run, by start */
+    size_t nsteps;
+    int has_step;                       /* --step: only work in these windows */
+    size_t step_first, step_count;      /* the selected steps[] */
 } tr_report_ctx;
+
+/* The index of the step whose window holds time t, or -1. */
+long tr_report_step_at(const tr_report_ctx *c, int64_t t);
 
 /* One event of a scan.  For GPU activities, launch_* describe the API call
  * that launched it (when the scan asked for it and the call is in the trace). */
@@ -208,6 +225,20 @@ int tr_rresult_note(tr_rresult *r, const char *fmt, ...) __attribute__((format(p
 int tr_rresult_nodata(tr_rresult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 tr_status tr_report_nomem(tr_report_ctx *c);
 
+/* The gpu-time breakdown of one scope (all devices, a device, a step), fed
+ * with GPU activities in start order; report_gputime.c. */
+typedef struct { int64_t s, e, total; int open; } tr_uacc;
+typedef struct {
+    tr_uacc comp, comm, mem, cc, all;    /* cc: computation ∪ communication */
+    int64_t first, last, n;
+    int64_t micro, macro, nmicro, nmacro;
+    int64_t excluded, excluded_ns;
+} tr_gt_scope;
+/* cls: 0 computation, 1 communication, 2 memcpy (tr_gt_class). */
+void tr_gt_scope_add(tr_gt_scope *s, int cls, int64_t start, int64_t end, int64_t micro_thresh);
+int tr_gt_class(tr_report_ctx *c, tr_i64map *is_comm, const tr_rev *ev);   /* -1 on out-of-memory */
+int64_t tr_uacc_total(const tr_uacc *u);
+
 /* The report table. */
 struct tr_report {
     const char *name;
@@ -232,5 +263,6 @@ TR_REPORT_DECL(tr_report_api, tr_dursum_cols, tr_api_params);
 TR_REPORT_DECL(tr_report_nvtx, tr_nvtx_cols, tr_nvtx_params);
 TR_REPORT_DECL(tr_report_memcpy, tr_memcpy_cols, tr_memcpy_params);
 TR_REPORT_DECL(tr_report_nvtx_gpu, tr_nvtx_gpu_cols, tr_nvtx_gpu_params);
+TR_REPORT_DECL(tr_report_steps, tr_steps_cols, tr_steps_params);
 
 #endif

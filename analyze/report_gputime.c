@@ -32,8 +32,8 @@ const tr_report_col tr_gpu_time_cols[] = {
     {NULL, NULL, 0, 0},
 };
 
-/* A union of intervals fed in start order: the open run and the closed total. */
-typedef struct { int64_t s, e, total; int open; } uacc;
+typedef tr_uacc uacc;
+typedef tr_gt_scope scope;
 
 /* Adds [s, e); returns the gap before it (0 when it touches or overlaps). */
 static int64_t u_add(uacc *u, int64_t s, int64_t e)
@@ -54,13 +54,7 @@ static int64_t u_add(uacc *u, int64_t s, int64_t e)
 }
 
 static int64_t u_total(const uacc *u) { return u->total + (u->open ? u->e - u->s : 0); }
-
-typedef struct {
-    uacc comp, comm, mem, cc, all;
-    int64_t first, last, n;
-    int64_t micro, macro, nmicro, nmacro;
-    int64_t excluded, excluded_ns;
-} scope;
+int64_t tr_uacc_total(const tr_uacc *u) { return u_total(u); }
 
 typedef struct {
     scope *sc;             /* [0] all devices, [1 + i] device i */
@@ -79,7 +73,7 @@ static int name_is_comm(const char *s)
     return 0;
 }
 
-static void scope_add(scope *s, int cls, int64_t st, int64_t en, int64_t micro_thresh)
+void tr_gt_scope_add(scope *s, int cls, int64_t st, int64_t en, int64_t micro_thresh)
 {
     if (!s->n++)
         s->first = st;
@@ -102,6 +96,25 @@ static void scope_add(scope *s, int cls, int64_t st, int64_t en, int64_t micro_t
         u_add(&s->cc, st, en);
 }
 
+int tr_gt_class(tr_report_ctx *c, tr_i64map *is_comm, const tr_rev *ev)
+{
+    if (ev->kind == TR_KIND_MEMCPY)
+        return 2;
+    if (ev->kind != TR_KIND_KERNEL)
+        return 0;
+    int64_t v;
+    if (!tr_i64map_get(is_comm, ev->name_id, &v)) {
+        char *name = tr_report_string(c, ev->name_id);
+        if (!name)
+            return -1;
+        v = name_is_comm(name);
+        free(name);
+        if (tr_i64map_put(is_comm, ev->name_id, v) < 0)
+            return -1;
+    }
+    return (int)v;
+}
+
 static tr_status on_event(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, void *arg)
 {
     (void)st;
@@ -115,25 +128,12 @@ static tr_status on_event(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, 
             dev->excluded++, dev->excluded_ns += ev->end - ev->start;
         return TR_OK;
     }
-    int cls = 0;
-    if (ev->kind == TR_KIND_MEMCPY) {
-        cls = 2;
-    } else if (ev->kind == TR_KIND_KERNEL) {
-        int64_t v;
-        if (!tr_i64map_get(&g->is_comm, ev->name_id, &v)) {
-            char *name = tr_report_string(c, ev->name_id);
-            if (!name)
-                return tr_report_nomem(c);
-            v = name_is_comm(name);
-            free(name);
-            if (tr_i64map_put(&g->is_comm, ev->name_id, v) < 0)
-                return tr_report_nomem(c);
-        }
-        cls = (int)v;
-    }
-    scope_add(&g->sc[0], cls, ev->start, ev->end, g->micro_thresh);
+    int cls = tr_gt_class(c, &g->is_comm, ev);
+    if (cls < 0)
+        return tr_report_nomem(c);
+    tr_gt_scope_add(&g->sc[0], cls, ev->start, ev->end, g->micro_thresh);
     if (dev)
-        scope_add(dev, cls, ev->start, ev->end, g->micro_thresh);
+        tr_gt_scope_add(dev, cls, ev->start, ev->end, g->micro_thresh);
     return TR_OK;
 }
 

@@ -94,6 +94,42 @@ done
 expect_status 0 "$BIN/trace-analyze" --report kernels:stream=1,memcpy --format csv timeline.db
 golden reports-kernels-memcpy.csv "$TMP/out"
 
+# steps: ProfilerStep#1 on thread 1 is [0,100); its backward runs on thread 2 (launch at 50);
+# step 2 is [100,200); thread 1 launches at 120 and at 150 (a copy)
+python3 - <<'PY'
+import json
+ev = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+      {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100}]
+def launch(tid, ts, corr, cat, name, gts, gdur):
+    ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": tid, "ts": ts, "dur": 2,
+               "args": {"correlation": corr}})
+    ev.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": gts, "dur": gdur,
+               "args": {"device": 0, "stream": 7, "correlation": corr}})
+launch(2, 50, 1, "kernel", "bwd_kernel", 60, 10)
+launch(1, 120, 2, "kernel", "fwd_kernel", 130, 10)
+launch(1, 150, 3, "gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 145, 20)
+json.dump({"traceEvents": ev}, open("steps.json", "w"))
+PY
+expect_status 0 "$BIN/trace-ingest" -q -o steps.db steps.json
+expect_status 0 "$BIN/trace-analyze" --report steps --format csv steps.db
+# step 2: kernel [130,140) and copy [145,165): span 35, busy 30, exposed memcpy 20, idle 5
+expect_eq "$(cut -d, -f1-4,6-11 "$TMP/out" | tr '\n' ' ')" \
+    "step,wall_ns,gpu_span_ns,busy_ns,computation_ns,exposed_comm_ns,exposed_memcpy_ns,idle_ns,kernels,slowest 1,100000,10000,10000,10000,0,0,0,1,* 2,100000,35000,30000,10000,0,20000,5000,1, " \
+    "steps: work by window across threads"
+expect_status 0 "$BIN/trace-analyze" --report kernels --step 1 --format csv steps.db
+expect_eq "$(cut -d, -f3,9 "$TMP/out" | tail -n +2)" "1,bwd_kernel" "--step 1: the backward kernel launched on another thread"
+expect_status 0 "$BIN/trace-analyze" --report api,kernels --step 2 --format csv steps.db
+expect_eq "$(grep -c fwd_kernel "$TMP/out")$(grep -c bwd_kernel "$TMP/out")$(grep cudaLaunchKernel "$TMP/out" | cut -d, -f3)" "102" "--step 2"
+expect_status 2 "$BIN/trace-analyze" --report steps --step 3 steps.db
+expect_one_line_error
+expect_grep 'no ProfilerStep#3' "$TMP/err"
+expect_status 2 "$BIN/trace-analyze" --report steps --step 2-1 steps.db
+expect_one_line_error
+expect_status 2 "$BIN/trace-analyze" --step 1 steps.db
+expect_one_line_error
+expect_status 0 "$BIN/trace-analyze" --report steps timeline.db
+expect_grep 'steps: no ProfilerStep#N' "$TMP/err"
+
 # no GPU activity: one line, exit 0, nothing on stdout
 python3 -c "
 import json; json.dump({'traceEvents': [{'ph': 'X', 'cat': 'cpu_op', 'name': 'aten::add', 'pid': 1, 'tid': 1, 'ts': 1, 'dur': 2}]}, open('cpu.json', 'w'))"
@@ -253,4 +289,32 @@ for line in bad:
     print(sys.argv[2] + ": " + line, file=sys.stderr)
 sys.exit(1 if bad else 0)
 PY
+done
+
+# --- steps on every shared trace: windows never overlap, so they sum to at most the span;
+# each step's breakdown adds up; --step N gives gpu-time the step's own numbers ---
+for db in all-*.db; do
+    expect_status 0 "$BIN/trace-analyze" --report steps --format csv "$db"
+    [ -s "$TMP/out" ] || continue
+    span=$(q "$db" "select max(end_ns) - min(start_ns) from events")
+    python3 - "$TMP/out" "$span" "$db" <<'PY' || fail "steps invariants on $db"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+span = int(sys.argv[2])
+ok = sum(int(r["wall_ns"]) for r in rows) <= span
+for r in rows:
+    v = {k: int(r[k]) for k in ("gpu_span_ns", "busy_ns", "computation_ns", "exposed_comm_ns", "exposed_memcpy_ns", "idle_ns")}
+    ok &= v["computation_ns"] + v["exposed_comm_ns"] + v["exposed_memcpy_ns"] + v["idle_ns"] == v["gpu_span_ns"]
+    ok &= v["busy_ns"] == v["computation_ns"] + v["exposed_comm_ns"] + v["exposed_memcpy_ns"]
+    ok &= r["busy_pct"] == "" or 0 <= float(r["busy_pct"]) <= 100
+ok &= sum(r["slowest"] == "*" for r in rows) == (1 if len(rows) > 1 else 0)
+if not ok:
+    print(sys.argv[3], rows, file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+    step=$(sed -n 3p "$TMP/out" | cut -d, -f1)
+    [ -n "$step" ] || continue
+    busy=$(sed -n 3p "$TMP/out" | cut -d, -f4)
+    expect_status 0 "$BIN/trace-analyze" --report gpu-time --step "$step" --format csv "$db"
+    expect_eq "$(grep '^all,busy_time' "$TMP/out" | cut -d, -f3)" "${busy#0}" "$db: gpu-time --step $step vs steps"
 done
