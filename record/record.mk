@@ -7,6 +7,7 @@
 #                                         programs that do not carry the sanitizer runtime)
 #   $(BUILD)/rec/libcupti.so.13           fake libcupti for the tests (same soname/version node)
 #   $(BUILD)/rec/fake_app                 a fake CUDA program/driver that loads the agent
+#   $(BUILD)/rec/nvtx_only                a program using NVTX only (real libcupti, no GPU)
 
 CUDA_HOME ?= /usr/local/cuda
 # Defining targets here must not change the main Makefile's default goal.
@@ -20,11 +21,13 @@ REC_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(if $(DEBUG),-Werror) $(CFLAGS) -i
               -I$(CUDA_HOME)/include -MMD -MP
 REC_TFLAGS := $(filter-out -MMD -MP,$(REC_CFLAGS))
 REC_AGENT := $(BUILD)/lib/libtracekit-agent.so
-REC_AGENT_OBJ := $(BUILD)/obj/rec-agent/agent.o $(BUILD)/obj/rec-agent/encode.o
+REC_AGENT_OBJ := $(BUILD)/obj/rec-agent/agent.o $(BUILD)/obj/rec-agent/encode.o \
+                 $(BUILD)/obj/rec-agent/nvtx.o
 REC_FAKE := $(BUILD)/rec/libcupti.so.13
 REC_APP := $(BUILD)/rec/fake_app
+REC_NVTX_APP := $(BUILD)/rec/nvtx_only
 
-RECORD_TARGETS := $(BUILD)/bin/trace-record $(REC_AGENT) $(REC_FAKE) $(REC_APP)
+RECORD_TARGETS := $(BUILD)/bin/trace-record $(REC_AGENT) $(REC_FAKE) $(REC_APP) $(REC_NVTX_APP)
 RECORD_TEST := BUILD=$(BUILD) record/tests/check-agent.sh
 
 $(BUILD)/obj/rec-agent/%.o: record/agent/%.c
@@ -52,6 +55,12 @@ $(REC_FAKE): record/tests/fakecupti/fake_cupti.c record/tests/fakecupti/fake_cup
 $(REC_APP): record/tests/fake_app.c record/tests/fakecupti/fake_cupti.h $(REC_FAKE)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(REC_TFLAGS) -o $@ $< $(REC_FAKE) -Wl,-rpath,'$$ORIGIN' -lpthread -ldl
+
+# NVTX only, linked to nothing of CUDA's: run under the real libcupti
+$(REC_NVTX_APP): record/tests/nvtx_only.c
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(REC_TFLAGS) -o $@ $< -ldl
 
 else
 $(info note: CUDA toolkit not found at $(CUDA_HOME) (no include/cupti.h): trace-record not built)

@@ -72,6 +72,9 @@ typedef struct {
     int have_stats, have_end;
     size_t unknown_kinds, short_records, incomplete, orphan_ends, restarted;
     size_t not_waits;         /* sync records of queries, or of calls that failed */
+    size_t failures;          /* STATUS failures seen; after the first few, only named */
+    char *not_recorded;       /* the "what" of the failures not warned about one by one */
+    size_t n_not_recorded;
     uint64_t t0_real;         /* the header's CLOCK_REALTIME anchor */
     TR_VEC(pending_copy) copies;   /* copies whose join waits for the API calls */
     uint32_t api_names[2][1024];
@@ -542,7 +545,33 @@ static tr_status read_stacks(raw_reader *r, const unsigned char *p, size_t n, tr
     return TR_OK;
 }
 
-/* STATUS entries: failures and takeovers are warned about as they are read. */
+#define MAX_FAILURE_LINES 3
+
+/* Adds a failure's "what" to the list said in one line at the end. */
+static void note_not_recorded(raw_reader *r, const char *what, size_t len)
+{
+    for (const char *p = r->not_recorded; p && *p;) {   /* each named once */
+        const char *end = strstr(p, ", ");
+        size_t l = end ? (size_t)(end - p) : strlen(p);
+        if (l == len && !memcmp(p, what, len))
+            return;
+        p = end ? end + 2 : p + l;
+    }
+    char *a = realloc(r->not_recorded, r->n_not_recorded + len + 3);
+    if (!a)
+        return;
+    r->not_recorded = a;
+    if (r->n_not_recorded) {
+        memcpy(a + r->n_not_recorded, ", ", 2);
+        r->n_not_recorded += 2;
+    }
+    memcpy(a + r->n_not_recorded, what, len);
+    r->n_not_recorded += len;
+    a[r->n_not_recorded] = 0;
+}
+
+/* STATUS entries: failures and takeovers are warned about as they are read,
+ * the first few failures in full, the rest by name at the end. */
 static void read_status(raw_reader *r, const unsigned char *p, size_t n)
 {
     for (size_t off = 0; off + sizeof(tr_raw_status) <= n;) {
@@ -554,8 +583,11 @@ static void read_status(raw_reader *r, const unsigned char *p, size_t n)
         size_t wl = strnlen(what, len);
         const char *detail = wl < len ? what + wl + 1 : "";
         int dl = wl < len ? (int)(len - wl - 1) : 0;
-        if (state == TR_RAW_ST_FAILED)   /* detail: the call, CUPTI's text, what follows */
+        if (state == TR_RAW_ST_FAILED && r->failures++ < MAX_FAILURE_LINES)
+            /* detail: the call, CUPTI's text, what follows */
             tr_ingest_warn(r->o, "%s: %.*s: %.*s", r->path, (int)wl, what, dl, detail);
+        else if (state == TR_RAW_ST_FAILED)
+            note_not_recorded(r, what, wl);
         else if (state == TR_RAW_ST_TAKEN) {
             int64_t at;
             if (__builtin_add_overflow((int64_t)ts, r->shift, &at))
@@ -870,6 +902,10 @@ static void warn_summary(raw_reader *r)
     if (r->stats[TR_RAW_STAT_POOL_EMPTY])
         tr_ingest_warn(r->o, "%s: %llu buffer request(s) refused: buffer pool exhausted",
                        r->path, (unsigned long long)r->stats[TR_RAW_STAT_POOL_EMPTY]);
+    if (r->failures > MAX_FAILURE_LINES)
+        tr_ingest_warn(r->o, "%s: %zu more CUPTI call(s) failed (the file's STATUS entries say why): %s",
+                       r->path, r->failures - MAX_FAILURE_LINES,
+                       r->not_recorded ? r->not_recorded : "");
     if (r->stats[TR_RAW_STAT_QUERIES])
         tr_ingest_warn(r->o, "%s: %llu stream/event query record(s) folded: queries are not waits "
                        "(--kinds query records them)", r->path,
@@ -1000,6 +1036,7 @@ out:
     free(r.modules);
     free(r.pending.v);
     free(r.copies.v);
+    free(r.not_recorded);
     close_input(&in);
     return s;
 }

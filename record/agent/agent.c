@@ -122,6 +122,10 @@ static struct {
     int kinds_active;             /* CUPTI activity kinds enabled */
     int buffers_ok;               /* our buffer callbacks are registered */
     int nvtx_by_cupti;            /* CUPTI records NVTX (MARKER kind enabled) */
+    int nvtx_own;                 /* NVTX instances handled by nvtx.c */
+    /* markers of nvtx.c's handlers, for the writer (under mu) */
+    CUpti_ActivityMarker2 *nvtx_q;
+    size_t n_nvtx_q, cap_nvtx_q;
     /* buffers CUPTI holds, and when it last called us (under mu): a buffer that
      * a forced flush does not give back went to another client's callbacks */
     size_t outstanding;
@@ -335,9 +339,14 @@ static void report_failures(void)
     if (!g.n_failures || !g.failures)
         return;
     if (!g.kinds_active) {
-        size_t last = (g.n_failures < MAX_FAILURES ? g.n_failures : MAX_FAILURES) - 1;
+        /* the first activity kind refused says why best; else the last call */
+        size_t n = g.n_failures < MAX_FAILURES ? g.n_failures : MAX_FAILURES, last = n - 1;
+        for (size_t i = n; i-- > 0;)
+            if (!strncmp(g.failures[i].line, "kind ", 5))
+                last = i;
         fprintf(stderr, "trace-record: CUPTI could not start: %s (%zu call(s) failed, listed in the raw "
-                "file)\n", g.failures[last].line, g.n_failures);
+                "file)%s\n", g.failures[last].line, g.n_failures,
+                kind_on("nvtx") ? "; NVTX is still recorded, by the recorder itself" : "");
     } else {
         size_t n = g.n_failures < MAX_FAILURES ? g.n_failures : MAX_FAILURES;
         for (size_t i = 0; i < n; i++)
@@ -754,6 +763,70 @@ static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain dom, CUpti_Cal
     }
 }
 
+/* ---------------------------------------------------------------- own NVTX */
+
+void rec_nvtx_emit(uint32_t flags, uint64_t id, char *name, const char *domain)
+{
+    if (!g.active || g.pid != getpid()) {
+        free(name);
+        return;
+    }
+    CUpti_ActivityMarker2 m;
+    memset(&m, 0, sizeof m);
+    m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+    m.flags = flags == TR_RAW_MK_MARK    ? CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS
+              : flags == TR_RAW_MK_START ? CUPTI_ACTIVITY_FLAG_MARKER_START
+                                         : CUPTI_ACTIVITY_FLAG_MARKER_END;
+    m.timestamp = mono_ns() + (uint64_t)g.clock_offset;
+    m.id = (uint32_t)id;
+    m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+    m.objectId.pt.processId = (uint32_t)g.pid;
+    m.objectId.pt.threadId = (uint32_t)my_tid();
+    m.name = name;
+    m.domain = domain;
+    pthread_mutex_lock(&g.mu);
+    if (g.n_nvtx_q == g.cap_nvtx_q) {
+        size_t nc = g.cap_nvtx_q ? g.cap_nvtx_q * 2 : 1024;
+        CUpti_ActivityMarker2 *q = realloc(g.nvtx_q, nc * sizeof *q);
+        if (!q) {
+            pthread_mutex_unlock(&g.mu);
+            free(name);
+            return;
+        }
+        g.nvtx_q = q;
+        g.cap_nvtx_q = nc;
+    }
+    g.nvtx_q[g.n_nvtx_q++] = m;
+    pthread_mutex_unlock(&g.mu);
+}
+
+void rec_nvtx_capture(uint32_t cbid, const void *params, const void *ret)
+{
+    if (g.capture != CAP_NVTX || !g.active || g.pid != getpid())
+        return;
+    CUpti_NvtxData d = {"", params, ret};
+    on_nvtx(cbid, &d);
+}
+
+/* The queued markers of the recorder's own NVTX handlers, through the same
+ * encoder (capture filter included) as CUPTI's. */
+static void drain_nvtx(void)
+{
+    pthread_mutex_lock(&g.mu);
+    CUpti_ActivityMarker2 *q = g.nvtx_q;
+    size_t n = g.n_nvtx_q;
+    g.nvtx_q = NULL;
+    g.n_nvtx_q = g.cap_nvtx_q = 0;
+    pthread_mutex_unlock(&g.mu);
+    for (size_t i = 0; i < n; i++) {
+        rec_enc_activity(&g.enc, (const CUpti_Activity *)&q[i]);
+        free((char *)q[i].name);
+    }
+    if (n)
+        rec_enc_flush(&g.enc);
+    free(q);
+}
+
 /* ---------------------------------------------------------------- buffers */
 
 static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
@@ -900,7 +973,7 @@ static void write_stats(void)
     /* buffer completions read the count, but records dropped after the last
      * completion (the pool still empty at the end) are only seen by asking */
     size_t late_drops = 0;
-    if (g.buffers_ok
+    if (g.buffers_ok && g.kinds_active
         && run_check(cuptiActivityGetNumDroppedRecords(NULL, 0, &late_drops), RC_DROPPED) != CUPTI_SUCCESS)
         late_drops = 0;
     pthread_mutex_lock(&g.mu);
@@ -979,6 +1052,7 @@ static void release_buffer(pool_buf *b)
 static size_t drain_queue(void)
 {
     size_t n = 0;
+    drain_nvtx();
     for (;;) {
         pthread_mutex_lock(&g.mu);
         pool_buf *b = g.queue_head;
@@ -1034,7 +1108,7 @@ static void *writer_main(void *arg)
         if (stop)
             break;
         if (mono_ns() >= next_flush) {
-            if (g.buffers_ok)   /* completes buffers into our queue; no lock held */
+            if (g.buffers_ok && g.kinds_active)   /* completes buffers into our queue; no lock held */
                 run_check(cuptiActivityFlushAll(0), RC_FLUSH);
             drain_queue();
             write_status();
@@ -1197,7 +1271,7 @@ static void shutdown_recorder(void)
 {
     if (!g.active || g.pid != getpid())
         return;
-    if (g.buffers_ok
+    if (g.buffers_ok && g.kinds_active
         && run_check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), RC_FLUSH_FORCED) == CUPTI_SUCCESS)
         check_takeover();   /* only a flush that worked shows buffers gone elsewhere */
     pthread_mutex_lock(&g.mu);
@@ -1265,7 +1339,7 @@ static void install_stop_handlers(void)
 /* On the writer thread, when a stop signal came. */
 static void finish_on_signal(void)
 {
-    if (g.buffers_ok
+    if (g.buffers_ok && g.kinds_active
         && run_check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), RC_FLUSH_FORCED) == CUPTI_SUCCESS)
         check_takeover();   /* only a flush that worked shows buffers gone elsewhere */
     finish_file();
@@ -1654,12 +1728,21 @@ EXPORT int InitializeInjectionNvtx2(nvtx_get_export_table_fn get);
 int InitializeInjectionNvtx2(nvtx_get_export_table_fn get)
 {
     init_once(1);
-    if (g.disabled)
+    if (g.disabled || !g.active || !kind_on("nvtx"))
         return 0;
-    /* forward to the libcupti already mapped (ours is linked by soname) */
-    void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
-    if (!h)
-        h = dlopen("libcupti.so.13", RTLD_NOW);
-    nvtx_init_fn fn = h ? (nvtx_init_fn)dlsym(h, "InitializeInjectionNvtx2") : NULL;
-    return fn ? fn(get) : 0;
+    if (g.nvtx_by_cupti) {
+        /* forward to the libcupti already mapped (ours is linked by soname) */
+        void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+        if (!h)
+            h = dlopen("libcupti.so.13", RTLD_NOW);
+        nvtx_init_fn fn = h ? (nvtx_init_fn)dlsym(h, "InitializeInjectionNvtx2") : NULL;
+        if (fn && fn(get))
+            return 1;
+    }
+    /* CUPTI cannot record NVTX here: the recorder does it itself */
+    if (!rec_nvtx_install(get))
+        return 0;
+    if (!__atomic_exchange_n(&g.nvtx_own, 1, __ATOMIC_RELAXED))
+        status_add(TR_RAW_ST_ACTIVE, 0, "nvtx", "recorded by the recorder itself: CUPTI does not record NVTX");
+    return 1;
 }

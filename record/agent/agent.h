@@ -90,4 +90,14 @@ REC_HIDDEN int rec_is_query(int driver, uint32_t cbid);
 /* Writes one chunk (payload padded to 8 bytes here). */
 REC_HIDDEN void rec_write_chunk(rec_encoder *e, unsigned type, const void *payload, size_t len);
 
+/* nvtx.c: fills an NVTX instance's function slots with the recorder's own
+ * handlers (when CUPTI cannot record NVTX); 1 on success. */
+REC_HIDDEN int rec_nvtx_install(const void *(*get)(uint32_t));
+/* agent.c: queues a marker of the calling thread (TR_RAW_MK_* flags) for the
+ * writer; name is malloc'd and taken over, domain lives as long as the process. */
+REC_HIDDEN void rec_nvtx_emit(uint32_t flags, uint64_t id, char *name, const char *domain);
+/* agent.c: an NVTX call as CUPTI's NVTX callback would report it, for the
+ * --nvtx-capture filter. */
+REC_HIDDEN void rec_nvtx_capture(uint32_t cbid, const void *params, const void *ret);
+
 #endif

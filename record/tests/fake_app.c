@@ -68,6 +68,32 @@ static int inject(void)
     return 1;
 }
 
+/* An NVTX instance's export table: the injection fills these slots (slot 9 of
+ * the core module is nvtxRangePushA) when it handles NVTX itself. */
+typedef void (*nvtx_fn)(void);
+static nvtx_fn core_fns[16], core2_fns[16];
+static nvtx_fn *core_tab[16], *core2_tab[16];
+static int module_table(int module, nvtx_fn ***out, unsigned *size)
+{
+    nvtx_fn *fns = module == 1 ? core_fns : core2_fns;
+    nvtx_fn **tab = module == 1 ? core_tab : core2_tab;
+    if (module != 1 && module != 5)
+        return 0;
+    for (int i = 0; i < 16; i++)
+        tab[i] = &fns[i];
+    *out = tab;
+    *size = 16;
+    return 1;
+}
+static const struct {
+    size_t struct_size;
+    int (*get_module_function_table)(int, nvtx_fn ***, unsigned *);
+} callbacks = {sizeof callbacks, module_table};
+static const void *export_table(uint32_t id)
+{
+    return id == 1 ? (const void *)&callbacks : NULL;
+}
+
 static void inject_nvtx(void)
 {
     const char *nvtx = getenv("NVTX_INJECTION64_PATH");
@@ -84,9 +110,15 @@ static void inject_nvtx(void)
      * (--no-children): NVTX then stays off */
     const char *only = getenv("TRACE_RECORD_ONLY_PID");
     int recorded = !only || !*only || atoi(only) == (int)getpid();
-    int r = init(NULL);
-    if (r != recorded || (recorded && fake_cupti_nvtx_inits != 1)) {
-        fprintf(stderr, "fake_app: NVTX injection not forwarded to libcupti\n");
+    /* and NVTX is left off when --kinds does not name it */
+    const char *kinds = getenv("TRACE_RECORD_KINDS");
+    if (kinds && *kinds && !strstr(kinds, "nvtx"))
+        recorded = 0;
+    int r = init(export_table);
+    /* forwarded to libcupti, or (CUPTI refusing NVTX) the agent's own handlers */
+    if (r != recorded || (recorded && fake_cupti_nvtx_inits != 1 && !core_fns[9])
+        || (!recorded && fake_cupti_nvtx_inits)) {
+        fprintf(stderr, "fake_app: NVTX injection neither forwarded to libcupti nor handled\n");
         exit(91);
     }
 }

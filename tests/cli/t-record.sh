@@ -261,6 +261,17 @@ expect_status 0 "$REC" -o uq.db --raw-only "$APP" -n 1 --unique-ranges 1000000
 growth=$(sed -n 's/^rss-growth-kb=//p' "$TMP/out")
 [ -n "$growth" ] && [ "$growth" -le 16384 ] || fail "1M unique range names grew the process by ${growth:-?} KB"
 
+# a program that uses NVTX and never CUDA, under the real libcupti: where there is
+# no GPU CUPTI cannot start; the recorder says why and records the ranges itself
+NVAPP=$BIN/../rec/nvtx_only
+expect_status 0 timeout 60 "$REC" -o nvo.db "$NVAPP"
+expect_eq "$(counts nvo.db)" "mark=1 range=22" "events of an NVTX-only program"
+expect_eq "$(q nvo.db "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value IN ('inner', 'registered')")" 11 "wide and registered NVTX names"
+expect_no_grep "no events in the input" "$TMP/err"
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+    expect_grep "CUPTI could not start: .*libcuda.so.1.*NVTX is still recorded" "$TMP/err"
+fi
+
 # a recorded file cut short at sampled offsets: ingest succeeds with a warning or fails
 # with exit 3, and never finds more kernels in a shorter prefix
 f=$(ls ex.db.raw/*.ctr | head -1)
