@@ -6,6 +6,7 @@
 
 #include "analyze/analyze.h"
 #include "analyze/report.h"
+#include "lib/escape.h"
 #include "lib/output.h"
 #include "lib/rundb.h"
 #include "lib/version.h"
@@ -243,8 +244,10 @@ int main(int argc, char **argv)
     if (st == TR_OK && fflush(stdout) != 0)
         st = tr_fail(&err, TR_ERR_RUNTIME, "write error on standard output");
     if (st != TR_OK) {
-        if (err.msg[0])
-            fprintf(stderr, "trace-analyze: %s\n", err.msg);
+        if (err.msg[0]) {
+            fputs("trace-analyze: ", stderr);
+            tr_put_line(stderr, err.msg);   /* one line, whatever the file name holds */
+        }
         return st;
     }
     return 0;
