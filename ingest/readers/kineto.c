@@ -307,8 +307,39 @@ static void arena_end(void)
     arena_head = NULL;
 }
 
+/* A NUL escaped inside a string (\u0000) would end the C string cJSON hands
+ * back, cutting the name and every "Call stack" frame after it: keep it as
+ * the visible text \u0000 instead.  0 ok, -1 out of memory. */
+static int keep_nul_escapes(kin_reader *r)
+{
+    if (!r->el.v || !memmem(r->el.v, r->el.n, "u0000", 5))
+        return 0;
+    r->tmp.n = 0;
+    size_t from = 0;
+    for (size_t i = 0; i + 5 < r->el.n; i++) {
+        if (r->el.v[i] != '\\')
+            continue;
+        if (memcmp(r->el.v + i + 1, "u0000", 5) == 0) {
+            if (buf_add(&r->tmp, r->el.v + from, i + 1 - from) < 0)
+                return -1;
+            from = i;   /* the backslash again: \u0000 becomes \\u0000 */
+        }
+        i++;   /* the escaped character */
+    }
+    if (buf_add(&r->tmp, r->el.v + from, r->el.n - from) < 0)
+        return -1;
+    kin_buf swap = r->el;
+    r->el = r->tmp;
+    r->tmp = swap;
+    return 0;
+}
+
 static cJSON *parse_el(kin_reader *r, uint64_t start)
 {
+    if (keep_nul_escapes(r) < 0) {
+        oom(r);
+        return NULL;
+    }
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(r->el.v ? r->el.v : "", r->el.n, &end, 0);
     if (!j) {

@@ -131,3 +131,9 @@ expect_status 3 "$BIN/trace-ingest" -q -o unknown.db unknown.json
 expect_one_line_error
 expect_grep "2 events, none of a known category (first: 'foo')" "$TMP/err"
 expect_no_file unknown.db
+
+# a NUL escaped in a name or a frame keeps the rest of the text and the later frames
+printf '{"traceEvents":[{"name":"a\\u0000b","ph":"X","cat":"cpu_op","ts":1,"dur":5,"pid":1,"tid":1,"args":{"Call stack":"x.py(1): f\\u0000g;y.py(2): h"}}]}' > nul.json
+expect_status 0 "$BIN/trace-ingest" -q -o nul.db nul.json
+expect_eq "$(q nul.db "select s.value from events e join strings s on s.id = e.name_id")" 'a\u0000b' "NUL in a name"
+expect_eq "$(q nul.db "select count(*) from stack_nodes")" 2 "frames after a NUL"
