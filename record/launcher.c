@@ -43,6 +43,7 @@ static void usage(FILE *f)
             "                          nvtx,overhead,query (default: all but overhead and query)\n"
             "      --no-children       record only PROGRAM's process, not its descendants\n"
             "      --buffer-size BYTES CUPTI activity buffer size (default 8M; k/M suffix)\n"
+            "      --buffer-budget BYTES  memory the buffer pool may grow to (default 256M)\n"
             "      --flush-ms MS       periodic flush interval (default 200)\n"
             "      --delay SECONDS     keep only activity starting SECONDS after launch\n"
             "      --duration SECONDS  ... and for SECONDS after that\n"
@@ -238,11 +239,12 @@ static int run_ingest(const char *bindir, const char *out, char **files, size_t 
 int main(int argc, char **argv)
 {
     enum { O_RAW = 256, O_KINDS, O_NOCHILD, O_BUF, O_FLUSH, O_DELAY, O_DUR, O_CAPRANGE, O_NVTXCAP,
-           O_BT };
+           O_BT, O_BUDGET };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},   {"raw-only", no_argument, NULL, O_RAW},
         {"kinds", required_argument, NULL, O_KINDS}, {"no-children", no_argument, NULL, O_NOCHILD},
         {"buffer-size", required_argument, NULL, O_BUF}, {"flush-ms", required_argument, NULL, O_FLUSH},
+        {"buffer-budget", required_argument, NULL, O_BUDGET},
         {"delay", required_argument, NULL, O_DELAY}, {"duration", required_argument, NULL, O_DUR},
         {"capture-range", required_argument, NULL, O_CAPRANGE},
         {"nvtx-capture", required_argument, NULL, O_NVTXCAP},
@@ -250,7 +252,7 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     const char *out = "run.db", *kinds = NULL, *capture = NULL;
     int raw_only = 0, no_children = 0, backtrace = 0, c;
-    unsigned long long bufsize = 0, delay = 0, duration = 0, flush_ms = 0;
+    unsigned long long bufsize = 0, delay = 0, duration = 0, flush_ms = 0, budget = 0;
     char capbuf[300];
     while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
         switch (c) {
@@ -270,6 +272,10 @@ int main(int argc, char **argv)
         case O_BUF:
             if (parse_size(optarg, &bufsize) < 0)
                 return usage_error("bad --buffer-size '%s' (64k..1G)", optarg);
+            break;
+        case O_BUDGET:
+            if (parse_size(optarg, &budget) < 0)
+                return usage_error("bad --buffer-budget '%s' (64k..1G)", optarg);
             break;
         case O_FLUSH: {
             char *end;
@@ -362,6 +368,10 @@ int main(int argc, char **argv)
     if (bufsize) {
         snprintf(nbuf, sizeof nbuf, "%llu", bufsize);
         setenv("TRACE_RECORD_BUFFER_SIZE", nbuf, 1);
+    }
+    if (budget) {
+        snprintf(nbuf, sizeof nbuf, "%llu", budget);
+        setenv("TRACE_RECORD_POOL_BYTES", nbuf, 1);
     }
     if (flush_ms) {
         snprintf(nbuf, sizeof nbuf, "%llu", flush_ms);

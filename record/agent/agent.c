@@ -111,6 +111,7 @@ static struct {
     rec_encoder enc;
     CUpti_SubscriberHandle sub;
     int subscribed;
+    int sub_inherited;            /* a forked child: the parent's subscriber is still ours */
     uint64_t t0_mono;
     /* what CUPTI set-up gave: STATUS entries (under mu; written from status_written on) */
     unsigned char *status;
@@ -1377,6 +1378,9 @@ static void atfork_child(void)
     g.dropped = g.buffers = g.pool_empty = g.inherited = 0;
     g.outstanding = 0;
     g.taken_over = 0;
+    /* CUPTI's state, the subscriber included, is copied into the child: a new
+     * cuptiSubscribe would be refused as a second subscriber */
+    g.sub_inherited = g.subscribed == 1;
     g.init_done = 0;
     g.init_tid = 0;
     pthread_cond_init(&g.init_cv, NULL);
@@ -1497,13 +1501,18 @@ static void subscribe_callbacks(void)
     g.subscribed = 0;
     if (!need_cb)
         return;
-    CUptiResult r = cuptiSubscribe(&g.sub, on_callback, NULL);
-    if (!cupti_ok(r, "cuptiSubscribe", "callback subscriber")) {
-        g.subscribed = -1;   /* another CUPTI client (or tool) holds the subscriber */
-        return;
+    if (g.sub_inherited) {
+        g.subscribed = 1;
+        status_add(TR_RAW_ST_ACTIVE, 0, "callback subscriber", "inherited from the parent process");
+    } else {
+        CUptiResult r = cuptiSubscribe(&g.sub, on_callback, NULL);
+        if (!cupti_ok(r, "cuptiSubscribe", "callback subscriber")) {
+            g.subscribed = -1;   /* another CUPTI client (or tool) holds the subscriber */
+            return;
+        }
+        g.subscribed = 1;
+        status_add(TR_RAW_ST_ACTIVE, 0, "callback subscriber", NULL);
     }
-    g.subscribed = 1;
-    status_add(TR_RAW_ST_ACTIVE, 0, "callback subscriber", NULL);
     if (g.capture == CAP_PROFILER) {
         static const struct { CUpti_CallbackDomain d; CUpti_CallbackId id; } ids[] = {
             {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000},
@@ -1604,7 +1613,10 @@ static int init_recorder(void)
     if (g.buf_size < 65536)
         g.buf_size = 65536;
     g.buf_size = tr_raw_pad8(g.buf_size);
-    g.pool_cap = (size_t)env_u64("TRACE_RECORD_POOL_BUFFERS", 32);
+    /* the pool grows while the writer lags, up to a memory budget (--buffer-budget;
+     * a count of buffers overrides it, for tests) */
+    uint64_t budget = env_u64("TRACE_RECORD_POOL_BYTES", 256ull << 20);
+    g.pool_cap = (size_t)env_u64("TRACE_RECORD_POOL_BUFFERS", budget / g.buf_size);
     if (g.pool_cap < 2)
         g.pool_cap = 2;
     g.flush_ms = (unsigned)env_u64("TRACE_RECORD_FLUSH_MS", 200);

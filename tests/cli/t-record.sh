@@ -272,6 +272,17 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
     expect_grep "CUPTI could not start: .*libcuda.so.1.*NVTX is still recorded" "$TMP/err"
 fi
 
+# a forked child keeps the parent's CUPTI subscriber (a second one is refused), so
+# its capture range still works: the child's 30 iterations are outside any range
+expect_status 0 "$REC" -o nvf.db --nvtx-capture step "$APP" -t 2 -n 60 --capture step --fork
+expect_eq "$(q nvf.db "SELECT count(*) FROM events WHERE kind = 7")" 120 "kernels in the NVTX range with a forked child"
+expect_no_grep "MULTIPLE_SUBSCRIBERS" "$TMP/err"
+
+# --buffer-budget: the pool's memory; 128k with 64k buffers is a pool of 2
+expect_status 0 "$REC" -o bb.db --buffer-size 64k --buffer-budget 128k "$APP" -t 4 -n 3000
+expect_grep "buffer request(s) refused: buffer pool exhausted" "$TMP/err"
+expect_status 2 "$REC" --buffer-budget 1k "$APP"
+
 # a recorded file cut short at sampled offsets: ingest succeeds with a warning or fails
 # with exit 3, and never finds more kernels in a shorter prefix
 f=$(ls ex.db.raw/*.ctr | head -1)
