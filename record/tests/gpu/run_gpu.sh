@@ -9,6 +9,10 @@
 #   BENCH_ITERS counts.cu iterations for the overhead runs (default 5000)
 #   PYTHON     python with torch (default python3); the PyTorch part is skipped without torch
 #
+# Part A checks counts.cu's exact counts, capture ranges, SIGTERM, stacks and the
+# overhead; part C (checks.cu) copies joined to their runtime call, the clock, a
+# polling loop and internal launches; part B PyTorch with emit_nvtx, against
+# torch.profiler, and torch.profiler inside trace-record.
 # Writes to OUT: summary.txt (every check and timing), and the small JSON files of
 # the PyTorch runs.  Exit status 1 if any count check failed.
 set -u
@@ -104,6 +108,59 @@ for v in static; do
     rm -rf "$W/bench.db.raw"
 done
 
+# ---------------------------------------------------------------- C. joins, polling, internal launches
+"$NVCC" -O2 -arch=sm_90 "$here/checks.cu" -o "$W/checks" || exit 2
+# the timestamps: kernels of the run lie between its start and its end
+t_before=$(date +%s)
+"$REC" -o "$W/mc.db" "$W/checks" memcpy 50 > /dev/null 2> "$W/mc.err"
+t_after=$(date +%s)
+say "== copies (100 cudaMemcpy): trace-record exit $?"
+sed 's/^/   /' "$W/mc.err" | tee -a "$S"
+$PY - "$W/mc.db" "$t_before" "$t_after" <<'PYEOF' | tee -a "$S" | grep -q FAIL && failed=1
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1]); t0, t1 = int(sys.argv[2]), int(sys.argv[3]) + 1
+one = lambda q: c.execute(q).fetchone()[0]
+n = one("SELECT count(*) FROM events WHERE kind = 8")
+unjoined = one("SELECT count(*) FROM events m WHERE m.kind = 8 AND NOT EXISTS (SELECT 1 FROM events a "
+               "JOIN strings s ON s.id = a.name_id WHERE a.kind = 4 AND a.correlation = m.correlation "
+               "AND s.value LIKE 'cudaMemcpy%')")
+lo, hi = c.execute("SELECT min(start_ns) / 1e9, max(end_ns) / 1e9 FROM events").fetchone()
+print(f"   memcpy {n} (expected 100), not joined to a runtime cudaMemcpy: {unjoined} (expected 0)"
+      f" {'ok' if n == 100 and unjoined == 0 else 'FAIL'}")
+print(f"   event times {lo:.1f}..{hi:.1f} s within the run {t0}..{t1}: {'ok' if t0 <= lo and hi <= t1 else 'FAIL'}")
+PYEOF
+# a polling loop: its queries are folded, not waits, and the trace stays small
+"$REC" -o "$W/poll.db" "$W/checks" poll > "$W/poll.out" 2> "$W/poll.err"
+say "== polling loop: $(cat "$W/poll.out")"
+sed 's/^/   /' "$W/poll.err" | tee -a "$S"
+$PY - "$W/poll.db" <<'PYEOF' | tee -a "$S" | grep -q FAIL && failed=1
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1]); one = lambda q: c.execute(q).fetchone()[0]
+syncs = one("SELECT count(*) FROM events WHERE kind = 6")
+queries = one("SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value LIKE 'cudaStreamQuery%'")
+print(f"   sync events {syncs} (expected 1: the cudaStreamSynchronize), query calls kept {queries} (expected 0)"
+      f" {'ok' if syncs <= 1 and queries == 0 else 'FAIL'}")
+PYEOF
+grep -q "query record(s) folded" "$W/poll.err" || say "   note: no folded queries reported (CUPTI gave no query records?)"
+"$REC" -o "$W/pollq.db" --kinds kernel,runtime,sync,query "$W/checks" poll > /dev/null 2> "$W/pollq.err"
+say "== polling loop with --kinds query: $($PY -c "
+import sqlite3; c = sqlite3.connect('$W/pollq.db')
+print('query calls', c.execute(\"SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value LIKE 'cudaStreamQuery%'\").fetchone()[0],
+      'sync events', c.execute('SELECT count(*) FROM events WHERE kind = 6').fetchone()[0])")"
+# internal launches: every kernel has a launching call, internal or not
+"$REC" -o "$W/il.db" "$W/checks" internal > /dev/null 2> "$W/il.err"
+say "== internal launches: $($PY -c "
+import sqlite3; c = sqlite3.connect('$W/il.db')
+one = lambda q: c.execute(q).fetchone()[0]
+print('kernels', one('SELECT count(*) FROM events WHERE kind = 7'),
+      'internal launch calls', one(\"SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value = '[internal launch]'\"),
+      'kernels without a launching call', one('SELECT count(*) FROM events k WHERE k.kind = 7 AND NOT EXISTS (SELECT 1 FROM events a WHERE a.kind IN (4, 5) AND a.correlation = k.correlation)'))")"
+sed 's/^/   /' "$W/il.err" | tee -a "$S"
+# the STATUS of a normal run: nothing failed
+for f in mc poll il; do
+    grep -q "failed: CUPTI_ERROR" "$W/$f.err" && { say "   FAIL a CUPTI call failed in the $f run"; failed=1; }
+done
+
 # ---------------------------------------------------------------- B. PyTorch
 if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     T=$here/torch_nvtx.py
@@ -111,6 +168,16 @@ if $PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     "$REC" -o "$W/torch.db" $PY "$T" --steps 20 --out "$OUT/torch_rec.json" 2> "$W/torch.err" || failed=1
     sed 's/^/   /' "$W/torch.err" | tee -a "$S"
     $PY "$T" --steps 20 --out "$OUT/torch_prof.json" --profiler "$W/kineto.json" || true
+    # torch.profiler inside trace-record: Kineto takes CUPTI's buffers over; the
+    # program must still end well, and the recorder and ingest must say so
+    "$REC" -o "$W/torch_in.db" $PY "$T" --steps 20 --out "$OUT/torch_in.json" --profiler "$W/kineto_in.json" \
+        > /dev/null 2> "$W/torch_in.err"
+    rc=$?
+    say "== torch.profiler inside trace-record: exit $rc (expected 0)"
+    sed 's/^/   /' "$W/torch_in.err" | tee -a "$S"
+    [ $rc = 0 ] || failed=1
+    grep -q "trace truncated at .*another CUPTI client took over" "$W/torch_in.err" ||
+        say "   note: no takeover reported (Kineto left the recorder's buffers alone?)"
     $PY - "$W/torch.db" "$OUT" "$W/kineto.json" <<'PYEOF' | tee -a "$S"
 import json, sqlite3, statistics, sys
 db, out, kineto = sys.argv[1], sys.argv[2], sys.argv[3]
