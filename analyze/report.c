@@ -28,8 +28,14 @@ const tr_report tr_reports[] = {
      tr_nvtx_params, tr_nvtx_cols, tr_report_nvtx},
     {"nvtx-gpu", "GPU work launched inside each range: its span and busy time, as nsys nvtx_gpu_proj_sum",
      tr_nvtx_gpu_params, tr_nvtx_gpu_cols, tr_report_nvtx_gpu},
+    {"launch", "launch overhead and queue delay per kernel name, launch-bound kernels, short kernels",
+     tr_launch_params, tr_launch_cols, tr_report_launch},
+    {"gaps", "GPU idle gaps per device, largest first, with what the launching threads were doing",
+     tr_gaps_params, tr_gaps_cols, tr_report_gaps},
     {"steps", "one row per ProfilerStep#N: wall time, GPU busy and its breakdown, kernels; the slowest flagged",
      tr_steps_params, tr_steps_cols, tr_report_steps},
+    {"advice", "findings with the events and time at stake: sync copies, pageable memory, syncs, gaps, low use, launch-bound",
+     tr_advice_params, tr_advice_cols, tr_report_advice},
 };
 const size_t tr_nreports = sizeof tr_reports / sizeof tr_reports[0];
 

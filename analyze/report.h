@@ -264,5 +264,8 @@ TR_REPORT_DECL(tr_report_nvtx, tr_nvtx_cols, tr_nvtx_params);
 TR_REPORT_DECL(tr_report_memcpy, tr_memcpy_cols, tr_memcpy_params);
 TR_REPORT_DECL(tr_report_nvtx_gpu, tr_nvtx_gpu_cols, tr_nvtx_gpu_params);
 TR_REPORT_DECL(tr_report_steps, tr_steps_cols, tr_steps_params);
+TR_REPORT_DECL(tr_report_launch, tr_launch_cols, tr_launch_params);
+TR_REPORT_DECL(tr_report_gaps, tr_gaps_cols, tr_gaps_params);
+TR_REPORT_DECL(tr_report_advice, tr_advice_cols, tr_advice_params);
 
 #endif

@@ -130,6 +130,31 @@ expect_one_line_error
 expect_status 0 "$BIN/trace-analyze" --report steps timeline.db
 expect_grep 'steps: no ProfilerStep#N' "$TMP/err"
 
+# launch: each launch call lasts 0.5us; queue delay = kernel start - call start
+expect_status 0 "$BIN/trace-analyze" --report launch --format csv timeline.db
+expect_eq "$(sed -n 2,5p "$TMP/out" | cut -d, -f1,3,7,10,12 | tr '\n' ' ')" \
+    "1,500,9000,0,gemm_k1 1,500,13000,0,ncclDevKernel_AllReduce 1,500,55000,0,RCCL_generic 1,500,94000,0,dev1_kernel " \
+    "launch: overhead and queue delay"
+expect_grep '^1,20,5000,10,5000,early_kernel$' "$TMP/out"
+# gaps: on device 0, [0,5) -> [10,..): 5us, while launch call 5 was open; [40,45): 5us; [46,60): 14us
+expect_status 0 "$BIN/trace-analyze" --report gaps:min=1us:kwait=6us --format csv timeline.db
+expect_eq "$(sed -n 2,4p "$TMP/out" | tr '\n' ' ')" \
+    "0,46000,14000,other,,RCCL_generic,tid 100: nothing open 0,5000,5000,kernel wait,,gemm_k1,tid 100: cudaLaunchKernel (runtime) 0,40000,5000,kernel wait,,Memset (Device),tid 100: nothing open " \
+    "gaps: listed largest first with the host at their start"
+expect_grep '^other,1,14000,' "$TMP/out"
+expect_status 0 "$BIN/trace-analyze" --report gaps:min=1us:top=1 --format csv timeline.db
+expect_eq "$(grep -c '^0,' "$TMP/out")" "1" "gaps:top=1"
+# steps.db: the copy [145,165) was launched at 150, after the gap [140,145) began: host wait
+# (80us after the first GPU activity), while thread 1 was inside ProfilerStep#2
+expect_status 0 "$BIN/trace-analyze" --report gaps:min=1us:kwait=1us --format csv steps.db
+expect_grep '^0,80000,5000,host wait,10000,Memcpy DtoH (Device -> Pageable),tid 2: nothing open; tid 1: ProfilerStep#2 (range)$' "$TMP/out"
+expect_status 0 "$BIN/trace-analyze" --report advice timeline.db
+expect_grep 'nothing found' "$TMP/out"
+for r in launch gaps steps advice; do
+    expect_status 0 "$BIN/trace-analyze" --report $r --units us steps.db
+    golden reports-$r.txt "$TMP/out"
+done
+
 # no GPU activity: one line, exit 0, nothing on stdout
 python3 -c "
 import json; json.dump({'traceEvents': [{'ph': 'X', 'cat': 'cpu_op', 'name': 'aten::add', 'pid': 1, 'tid': 1, 'ts': 1, 'dur': 2}]}, open('cpu.json', 'w'))"
@@ -318,3 +343,64 @@ PY
     expect_status 0 "$BIN/trace-analyze" --report gpu-time --step "$step" --format csv "$db"
     expect_eq "$(grep '^all,busy_time' "$TMP/out" | cut -d, -f3)" "${busy#0}" "$db: gpu-time --step $step vs steps"
 done
+
+# --- launch: launch-bound kernels and a percentile by SQL; gaps add up to the idle time of
+# every device; advice's counts are the source's own ---
+db=all-kineto__tb_plugin_resnet50_nw0_worker0.db
+expect_status 0 "$BIN/trace-analyze" --report launch --format csv -n -1 "$db"
+sed '/^$/q' "$TMP/out" >launch.csv
+python3 - launch.csv "$db" <<'PY' || fail "launch differs from SQL"
+import csv, math, sqlite3, sys
+rows = {r["name"]: r for r in csv.DictReader(open(sys.argv[1])) if r.get("name")}
+db = sqlite3.connect(sys.argv[2])
+q = """select s.value, k.end_ns - k.start_ns, a.end_ns - a.start_ns, max(k.start_ns - a.start_ns, 0)
+       from events k join events a on a.id = k.parent_id join strings s on s.id = k.name_id where k.kind = 7"""
+per = {}
+for name, kd, ad, qd in db.execute(q):
+    per.setdefault(name, []).append((kd, ad, qd))
+bad = 0
+for name, v in per.items():
+    r = rows[name]
+    ovh = sorted(x[1] for x in v)
+    qu = sorted(x[2] for x in v)
+    rank = lambda p, n: max(math.ceil(p * n) - 1, 0)
+    want = (len(v), sum(1 for x in v if x[0] < x[1]), ovh[rank(.5, len(v))], ovh[rank(.95, len(v))], max(ovh),
+            qu[rank(.5, len(v))], qu[rank(.95, len(v))], max(qu))
+    got = tuple(int(r[k]) for k in ("kernels", "launch_bound", "overhead_p50_ns", "overhead_p95_ns", "overhead_max_ns",
+                                    "queue_p50_ns", "queue_p95_ns", "queue_max_ns"))
+    if got != want:
+        print(name[:60], got, want, file=sys.stderr)
+        bad = 1
+sys.exit(bad)
+PY
+for db in all-*.db; do
+    expect_status 0 "$BIN/trace-analyze" --report gaps:min=0 --format csv "$db"
+    [ -s "$TMP/out" ] || continue
+    python3 - "$TMP/out" "$db" <<'PY' || fail "gaps do not add up to the idle time of $db"
+import sqlite3, sys
+text = open(sys.argv[1]).read().split("\n\n")[-1].splitlines()
+total = sum(int(l.split(",")[2]) for l in text[1:] if l)
+db = sqlite3.connect(sys.argv[2])
+idle = 0
+for dev, in db.execute("select distinct s.device_id from events e join streams s on s.id = e.stream_id where e.kind in (7, 8, 9)"):
+    iv = db.execute("""select e.start_ns, e.end_ns from events e join streams s on s.id = e.stream_id
+                       where e.kind in (7, 8, 9) and s.device_id = ? order by e.start_ns, e.id""", (dev,)).fetchall()
+    end = iv[0][1]
+    for a, b in iv[1:]:
+        if a > end:
+            idle += a - end
+        end = max(end, b)
+if idle != total:
+    print(sys.argv[2], idle, total, file=sys.stderr)
+sys.exit(idle != total)
+PY
+done
+expect_status 0 "$BIN/trace-analyze" --report advice --format csv all-DLProf__nsys_profile.db
+src=$TRACES/nsys/DLProf__nsys_profile.sqlite
+expect_eq "$(grep '^sync-memcpy,' "$TMP/out" | cut -d, -f2)" \
+    "$(q "$src" "select count(*) from CUPTI_ACTIVITY_KIND_RUNTIME r join StringIds s on s.id = r.nameId where s.value like 'cudaMemcpy%' and s.value not like '%Async%'")" "advice: sync copies"
+expect_eq "$(grep '^device-sync,' "$TMP/out" | cut -d, -f2)" \
+    "$(q "$src" "select count(*) from CUPTI_ACTIVITY_KIND_RUNTIME r join StringIds s on s.id = r.nameId where s.value like 'cudaDeviceSynchronize%'")" "advice: device syncs"
+# pageable source memory (CUPTI kind 0) in copies launched by an Async call
+expect_eq "$(grep '^pageable-async-memcpy,' "$TMP/out" | cut -d, -f2)" \
+    "$(q "$src" "select count(*) from CUPTI_ACTIVITY_KIND_MEMCPY m join CUPTI_ACTIVITY_KIND_RUNTIME r on r.correlationId = m.correlationId join StringIds s on s.id = r.nameId where (m.srcKind = 0 or m.dstKind = 0) and s.value like '%Async%'")" "advice: pageable async copies"
