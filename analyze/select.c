@@ -14,7 +14,7 @@ struct tr_regex {
 };
 
 #define KBIT(k) (1u << (k))
-#define GPU_MASK (KBIT(TR_KIND_KERNEL) | KBIT(TR_KIND_MEMCPY) | KBIT(TR_KIND_MEMSET))
+#define GPU_MASK (KBIT(TR_KIND_KERNEL) | KBIT(TR_KIND_MEMCPY) | KBIT(TR_KIND_MEMSET) | KBIT(TR_KIND_CUDA_EVENT))
 
 /* --kind choices: a kind's own name selects it; these add groups and plurals. */
 static const struct { const char *name; unsigned mask; } kind_choices[] = {

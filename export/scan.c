@@ -596,8 +596,11 @@ tr_status tr_scan_run(tr_scan *sc, int flags, tr_row_fn fn, void *ctx, tr_error 
 {
     int details = (flags & TR_SCAN_DETAILS) != 0;
     char sql[2048];
-    snprintf(sql, sizeof sql, "%s%s%s%s%s", scan_sql, details ? scan_details : "", scan_from,
-             details ? scan_details_from : "", scan_order);
+    /* a redispatch merged into its parent op is part of that op's frame (docs/semantics.md);
+     * the chrome trace, which shows every span, keeps it */
+    snprintf(sql, sizeof sql, "%s%s%s%s%s%s", scan_sql, details ? scan_details : "", scan_from,
+             details ? scan_details_from : "", details ? "" : " WHERE (e.flags & 32) = 0",
+             scan_order);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(sc->db, sql, -1, &st, NULL) != SQLITE_OK)
         return dberr(sc, err, "events");

@@ -7,8 +7,9 @@
 /* Order in which events with identical intervals nest (outermost first). */
 static const int nest_rank[TR_KIND_COUNT_] = {
     [TR_KIND_PYTHON] = 0, [TR_KIND_RANGE] = 1, [TR_KIND_OP] = 2,
+    [TR_KIND_OPENACC_OTHER] = 2, [TR_KIND_OPENACC_DATA] = 2, [TR_KIND_OPENACC_LAUNCH] = 2,
     [TR_KIND_RUNTIME] = 3, [TR_KIND_DRIVER] = 4, [TR_KIND_SYNC] = 5,
-    [TR_KIND_MARK] = 6, [TR_KIND_MEMORY] = 7,
+    [TR_KIND_OVERHEAD] = 6, [TR_KIND_MARK] = 7, [TR_KIND_MEMORY] = 8,
 };
 
 uint32_t tr_event_source(const tr_trace *t, const tr_event *e)

@@ -5,7 +5,7 @@
  *  - CPU events nest per thread: the parent of e is the nearest open event p
  *    with p.start <= e.start < p.end and e.end <= p.end (half-open).  Partial
  *    overlaps are siblings; zero-length events are never parents; identical
- *    intervals nest in kind order (python, range, op, runtime, driver, sync,
+ *    intervals nest in kind order (python, range, op, runtime, driver, sync, overhead,
  *    mark, memory), then input order.  Async events are not nested.
  *  - cpu_self = duration minus the union of the children's intervals (>= 0).
  *  - A GPU activity's parent is the API call with its correlation id (same
