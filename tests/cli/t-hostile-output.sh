@@ -17,7 +17,7 @@ no_temp_left() { # DIR...: no temporary file of ours in DIR or $TMPDIR
 "$BIN/trace-ingest" -q -o pristine.db "$S" || { fail "cannot ingest the bundled sample"; return 0; }
 fresh() { cp pristine.db in.db; }   # each section starts from an intact input
 fresh
-db_ck=$(ck in.db)
+db_ck=$(ck in.db) sample_ck=$(ck "$S")
 
 # ---- -o '' is a usage error; nothing is created ----
 expect_status 2 T "$BIN/trace-ingest" -o '' "$S"; expect_one_line_error
@@ -199,6 +199,10 @@ expect_eq "$(python3 -c 'import csv,sys; print(len(list(csv.reader(open(sys.argv
 expect_eq "$(grep -c '^|' names.markdown)" "$((n_groups + 2))" "markdown rows"
 expect_status 0 T "$BIN/trace-export" --stacks -o names.folded names.db
 expect_eq "$(grep -cv '^[^;].* [0-9][0-9]*$' names.folded)" 0 "malformed folded lines"
+expect_status 0 T "$BIN/trace-export" --flamegraph -o names.svg names.db
+python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' names.svg || fail "invalid SVG"
+expect_status 0 T "$BIN/trace-export" --chrome -o names.cj names.db
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' names.cj || fail "invalid chrome JSON"
 
 # ---- a huge name must not blow up the outputs ----
 fresh
@@ -237,4 +241,6 @@ if [ -x "$REC" ]; then
     [ -d kept.db.raw ] || fail "a raw directory the user made was removed"
 fi
 no_temp_left .
+expect_eq "$(ck pristine.db)" "$db_ck" "an input run.db changed"
+expect_eq "$(ck "$S")" "$sample_ck" "the bundled sample changed"
 true
