@@ -719,14 +719,17 @@ static tr_status add_meta_name(kin_reader *r, const cJSON *ev, int thread)
 typedef tr_status (*kin_args_fn)(kin_reader *r, size_t idx, const char *name, const cJSON *args);
 
 /* An autograd backward function (RecordScope BACKWARD_FUNCTION): named by a
- * "Scope" arg where the writer keeps it; Kineto writes none, but records a
+ * "Scope" arg where the writer keeps it.  Kineto writes none, but records a
  * forward thread only for the engine's calls, whose evaluate_function
- * wrappers are not themselves the backward function. */
+ * wrappers are not themselves the backward function; and autograd's own
+ * nodes (AccumulateGrad, CopySlices, ...) run with no forward thread. */
 static int is_backward_function(const char *name, const cJSON *args)
 {
     const cJSON *scope = jget(args, "Scope");
     if (scope)
         return cJSON_IsNumber(scope) && scope->valuedouble == 1;
+    if (strncmp(name, "torch::autograd::", 17) == 0)
+        return 1;
     return jint(args, "Fwd thread id", 0) > 0
            && strncmp(name, "autograd::engine::evaluate_function:", 36) != 0;
 }
