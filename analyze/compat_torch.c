@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/checked.h"
 #include "lib/model.h"
 #include "lib/rundb.h"
 
@@ -72,6 +73,8 @@ static tr_status load_rows(sqlite3 *db, host_row **out, size_t *n, tr_error *err
         }
         int flags = sqlite3_column_int(st, 4);
         int64_t start = sqlite3_column_int64(st, 1), end = sqlite3_column_int64(st, 2);
+        if (!tr_times_ok(start, end < start ? start : end))
+            continue;   /* times no trace can hold: counted by the summary's own scan */
         r[k++] = (host_row){sqlite3_column_int64(st, 0), start, end < start ? start : end,
                             sqlite3_column_int64(st, 3), (flags & TR_FLAG_ASYNC) != 0,
                             sqlite3_column_int(st, 5) == TR_KIND_MEMORY,
@@ -126,7 +129,7 @@ tr_status tr_torch_compat_load(sqlite3 *db, tr_torch_compat *tc, tr_error *err)
             goto out;
         }
         if (rows[i].memory) {
-            *(rows[i].gpu_mem ? &gpu : &cpu) += rows[i].bytes;
+            tr_sat_acc(rows[i].gpu_mem ? &gpu : &cpu, rows[i].bytes);
             pts[np++] = (mem_point){rows[i].start, cpu, gpu};
         } else {
             spans[ns++] = (span){rows[i].start, rows[i].end};
@@ -139,8 +142,8 @@ tr_status tr_torch_compat_load(sqlite3 *db, tr_torch_compat *tc, tr_error *err)
         size_t lo = bound(pts, np, rows[i].start, 0), hi = bound(pts, np, rows[i].end, 1);
         tr_torch_metrics *m = &tc->m[i];
         if (hi > lo) {
-            m->cpu_mem = pts[hi - 1].cpu - (lo ? pts[lo - 1].cpu : 0);
-            m->gpu_mem = pts[hi - 1].gpu - (lo ? pts[lo - 1].gpu : 0);
+            m->cpu_mem = tr_sat_sub(pts[hi - 1].cpu, lo ? pts[lo - 1].cpu : 0);
+            m->gpu_mem = tr_sat_sub(pts[hi - 1].gpu, lo ? pts[lo - 1].gpu : 0);
         }
     }
     /* children sums: PyTorch's tree is ours, with memory events left out */
@@ -148,9 +151,9 @@ tr_status tr_torch_compat_load(sqlite3 *db, tr_torch_compat *tc, tr_error *err)
         int64_t p;
         if (rows[i].memory || rows[i].parent < 0 || !tr_i64map_get(&tc->row, rows[i].parent, &p))
             continue;
-        child_dur[p] += rows[i].end - rows[i].start;
-        child_cmem[p] += tc->m[i].cpu_mem;
-        child_gmem[p] += tc->m[i].gpu_mem;
+        tr_sat_acc(&child_dur[p], rows[i].end - rows[i].start);
+        tr_sat_acc(&child_cmem[p], tc->m[i].cpu_mem);
+        tr_sat_acc(&child_gmem[p], tc->m[i].gpu_mem);
     }
     for (size_t i = 0; i < n; i++) {
         tr_torch_metrics *m = &tc->m[i];
@@ -158,9 +161,9 @@ tr_status tr_torch_compat_load(sqlite3 *db, tr_torch_compat *tc, tr_error *err)
             *(rows[i].gpu_mem ? &m->gpu_mem : &m->cpu_mem) = rows[i].bytes;
             *(rows[i].gpu_mem ? &m->gpu_mem_self : &m->cpu_mem_self) = rows[i].bytes;
         } else if (!rows[i].async) {
-            m->cpu_self = rows[i].end - rows[i].start - child_dur[i];
-            m->cpu_mem_self = m->cpu_mem - child_cmem[i];
-            m->gpu_mem_self = m->gpu_mem - child_gmem[i];
+            m->cpu_self = tr_sat_sub(rows[i].end - rows[i].start, child_dur[i]);
+            m->cpu_mem_self = tr_sat_sub(m->cpu_mem, child_cmem[i]);
+            m->gpu_mem_self = tr_sat_sub(m->gpu_mem, child_gmem[i]);
         }
     }
     /* an allocation inside any host event's window is claimed: no row of its own */
