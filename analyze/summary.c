@@ -531,6 +531,7 @@ static tr_status scan_tree(scan_ctx *c)
     if (rc == TR_OK && r != SQLITE_DONE)
         rc = step_error(c);
     sqlite3_finalize(st);
+    st = NULL;   /* a failed scan leaves no second statement to finalize */
     free(stack);
     if (rc == TR_OK)
         rc = run_query(c, "WHERE k.on_gpu = 1", &st);
