@@ -892,7 +892,100 @@ static void test_native_display_names(void)
     CU_ASSERT_EQUAL(w.n, 0);
 }
 
+/* One STATUS entry: what and detail after the fixed part, padded to 8. */
+static size_t status_entry(unsigned char *p, uint64_t ts, uint32_t result, unsigned state,
+                           const char *what, const char *detail)
+{
+    size_t lw = strlen(what), ld = strlen(detail), text = lw + 1 + ld;
+    tr_raw_status st = {ts, result, (uint16_t)state, (uint16_t)text};
+    size_t n = tr_raw_pad8(sizeof st + text);
+    memset(p, 0, n);
+    memcpy(p, &st, sizeof st);
+    memcpy(p + sizeof st, what, lw);
+    memcpy(p + sizeof st + lw + 1, detail, ld);
+    return n;
+}
+
+/* A 1.2 file: CUPTI's own clock (the timestamp callback refused), copies with
+ * both ids, syncs of queries and of a failed call, STATUS failures and a takeover. */
+static void test_clock_joins_queries_status(void)
+{
+    const uint64_t t0_cupti = 5000000000000ull;
+    rbuf b = {0};
+    tr_raw_header h;
+    memset(&h, 0, sizeof h);
+    h.flags = TR_RAW_HF_CLOCK_CUPTI;
+    h.pid = 7;
+    h.t0_realtime = T0_REAL;
+    h.t0_monotonic = T0_MONO;
+    h.t0_cupti = t0_cupti;
+    tr_raw_header_seal(&h);
+    put(&b, &h, sizeof h);
+    unsigned char st[512];
+    size_t n = status_entry(st, t0_cupti + 2000000000ull, 0, TR_RAW_ST_TAKEN, "buffers", "another client");
+    n += status_entry(st + n, t0_cupti, 21, TR_RAW_ST_FAILED, "kind MEMSET",
+                      "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET) failed: CUPTI_ERROR_INVALID_KIND; not recorded");
+    n += status_entry(st + n, t0_cupti, 0, TR_RAW_ST_ACTIVE, "kind MEMCPY", "");
+    chunk(&b, TR_RAW_CH_STATUS, st, n);
+    const char *const s[] = {"k"};
+    strings(&b, s, 1, 1);
+    tr_raw_kernel k;
+    memset(&k, 0, sizeof k);
+    k.start = t0_cupti + 1000;
+    k.end = t0_cupti + 2000;
+    k.corr = 30;
+    k.name_sid = 1;
+    records(&b, TR_RAW_REC_KERNEL, &k, 1);
+    /* cudaMemcpy (10) made cuMemcpyHtoD (11); a driver-only file has 21 but not 20 */
+    tr_raw_api api[3];
+    memset(api, 0, sizeof api);
+    api[0] = (tr_raw_api){t0_cupti, t0_cupti + 10, 10, 31, 1, 0, TR_RAW_API_RUNTIME, {0}};
+    api[1] = (tr_raw_api){t0_cupti + 1, t0_cupti + 9, 11, 276, 1, 0, TR_RAW_API_DRIVER, {0}};
+    api[2] = (tr_raw_api){t0_cupti + 20, t0_cupti + 30, 21, 276, 1, 0, TR_RAW_API_DRIVER, {0}};
+    records(&b, TR_RAW_REC_API, api, 3);
+    tr_raw_memcpy m[2];
+    memset(m, 0, sizeof m);
+    m[0].start = t0_cupti + 100, m[0].end = t0_cupti + 200, m[0].corr = 11, m[0].runtime_corr = 10;
+    m[1].start = t0_cupti + 300, m[1].end = t0_cupti + 400, m[1].corr = 21, m[1].runtime_corr = 20;
+    records(&b, TR_RAW_REC_MEMCPY, m, 2);
+    tr_raw_sync sy[3];
+    memset(sy, 0, sizeof sy);
+    for (int i = 0; i < 3; i++) {
+        sy[i].start = t0_cupti + 500;
+        sy[i].end = t0_cupti + 600;
+        sy[i].type = 3;
+        sy[i].stream = 0xffffffffu;
+    }
+    sy[1].type |= TR_RAW_SYNC_QUERY;
+    sy[2].ret = 600;
+    records(&b, TR_RAW_REC_SYNC, sy, 3);
+    uint64_t end[3] = {T0_REAL + 5000, T0_MONO + 5000, b.seq};
+    chunk(&b, TR_RAW_CH_END, end, sizeof end);
+
+    tr_trace tt, *t = &tt;
+    warns w;
+    tr_error err;
+    CU_ASSERT_FATAL(tr_trace_init(t, &err) == TR_OK);
+    CU_ASSERT_EQUAL_FATAL(read_bytes(b.d, b.n, t, &w, &err), TR_OK);
+    const tr_event *ke = find(t, TR_KIND_KERNEL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ke);
+    CU_ASSERT_EQUAL(ke->start, (int64_t)(T0_REAL + 1000));   /* CUPTI's clock, anchored */
+    const tr_event *m0 = find(t, TR_KIND_MEMCPY, 0), *m1 = find(t, TR_KIND_MEMCPY, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m1);
+    CU_ASSERT_EQUAL(m0->correlation, 10);   /* the runtime call */
+    CU_ASSERT_EQUAL(m1->correlation, 21);   /* no runtime call in the file: the driver's */
+    CU_ASSERT_EQUAL(count(t).kind[TR_KIND_SYNC], 1);   /* the query and the failed call are no waits */
+    CU_ASSERT_PTR_NOT_NULL(strstr(w.all, "trace truncated at 2.000 s: another CUPTI client took over"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(w.all, "kind MEMSET: cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET) failed"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(w.all, "2 sync record(s) of queries or failed calls"));
+    CU_ASSERT_PTR_NULL(strstr(w.all, "kind MEMCPY"));   /* active entries are not warnings */
+    tr_trace_free(t);
+    free(b.d);
+}
+
 TR_SUITE(raw_reader,
+         {"CUPTI's clock, copy joins, queries, STATUS warnings", test_clock_joins_queries_status},
          {"round trip of every record kind", test_round_trip},
          {"truncation at every byte offset", test_truncation_every_offset},
          {"truncation warning says what was lost", test_truncated_warning_says_what},
