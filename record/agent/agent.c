@@ -1758,3 +1758,19 @@ int InitializeInjectionNvtx2(nvtx_get_export_table_fn get)
         status_add(TR_RAW_ST_ACTIVE, 0, "nvtx", "recorded by the recorder itself: CUPTI does not record NVTX");
     return 1;
 }
+
+/* NVTX extensions (payloads, counters, memory) load their injection through
+ * this entry.  CUPTI handles them when it records NVTX; the recorder's own
+ * NVTX does not, and declines (the extension's calls stay no-ops). */
+typedef int (*nvtx_ext_init_fn)(void *module_info);
+
+EXPORT int InitializeInjectionNvtxExtension(void *module_info);
+int InitializeInjectionNvtxExtension(void *module_info)
+{
+    init_once(1);
+    if (g.disabled || !g.active || !g.nvtx_by_cupti || !kind_on("nvtx"))
+        return 0;
+    void *h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+    nvtx_ext_init_fn fn = h ? (nvtx_ext_init_fn)dlsym(h, "InitializeInjectionNvtxExtension") : NULL;
+    return fn ? fn(module_info) : 0;
+}

@@ -3,8 +3,10 @@
  *
  * encode.c turns CUPTI activity records into the normalised records of
  * record/raw_format.h and writes chunks; agent.c does the injection, CUPTI
- * set-up, buffers, the writer thread and process life cycle.  Only the entry
- * points InitializeInjection and InitializeInjectionNvtx2 are exported.
+ * set-up, buffers, the writer thread and process life cycle; nvtx.c is the
+ * NVTX injection used when CUPTI cannot record NVTX.  Only the entry points
+ * InitializeInjection, InitializeInjectionNvtx2 and
+ * InitializeInjectionNvtxExtension are exported.
  */
 #ifndef TR_RECORD_AGENT_H
 #define TR_RECORD_AGENT_H

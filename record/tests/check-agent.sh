@@ -1,13 +1,13 @@
 #!/bin/sh
-# Checks the injected agent's hygiene: it exports only the two injection entry
-# points and pulls nothing but CUPTI and libc into the application's process.
+# Checks the injected agent's hygiene: it exports only the three injection entry
+# points (CUDA, NVTX, NVTX extensions) and pulls nothing but CUPTI and libc into the application's process.
 # Environment: BUILD (build directory, default build).
 B=${BUILD:-build}
 so=$B/lib/libtracekit-agent.so
 fail=0
 [ -f "$so" ] || { echo "check-agent: $so not built"; exit 1; }
 exports=$(nm -D --defined-only "$so" | awk '$2 == "T" || $2 == "D" || $2 == "B" {print $3}' | sort | tr '\n' ' ')
-[ "$exports" = "InitializeInjection InitializeInjectionNvtx2 " ] || { echo "check-agent: unexpected exports: $exports"; fail=1; }
+[ "$exports" = "InitializeInjection InitializeInjectionNvtx2 InitializeInjectionNvtxExtension " ] || { echo "check-agent: unexpected exports: $exports"; fail=1; }
 needed=$(readelf -d "$so" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 for lib in $needed; do
     case $lib in
