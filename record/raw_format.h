@@ -130,7 +130,8 @@ typedef struct {                       /* 56 bytes */
     uint64_t start, end, bytes;
     uint32_t corr, runtime_corr, device, context, stream;
     uint8_t copy_kind, src_kind, dst_kind, flags;
-    uint32_t graph_id, pad;
+    uint32_t graph_id;
+    uint32_t copy_count;               /* (1.2) copies in the record (batched copies), was 0 */
 } tr_raw_memcpy;
 
 typedef struct {                       /* 48 bytes */
@@ -191,6 +192,7 @@ enum {
     TR_RAW_STAT_QUERIES,           /* (1.2) stream/event queries folded (API and sync records) */
     TR_RAW_STAT_STRING_RESETS,     /* (1.2) times the string cache was emptied (ids re-emitted) */
     TR_RAW_STAT_INTERNAL_LAUNCH,   /* (1.2) internal-launch API records written */
+    TR_RAW_STAT_INVALID,           /* (1.2) buffers cut short by a record of an invalid kind */
     TR_RAW_STAT_COUNT_
 };
 

@@ -148,6 +148,15 @@ static const int crash_signals[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 #define START_SLACK_NS 50000ull
 
 static __thread pid_t tls_tid;
+/* The process's pid, kept up to date by atfork_child: getpid() is a system
+ * call, too dear for every callback and buffer. */
+static pid_t cur_pid;
+
+static pid_t self_pid(void)
+{
+    pid_t p = __atomic_load_n(&cur_pid, __ATOMIC_RELAXED);
+    return p ? p : getpid();
+}
 static __thread int tls_in_runtime;
 static __thread int tls_nvtx_depth, tls_capture_depth;
 
@@ -669,8 +678,9 @@ static void on_nvtx(CUpti_CallbackId id, const CUpti_NvtxData *nd)
         /* every push is seen, whatever its form, so that pops stay paired */
         tls_nvtx_depth++;
         if (!tls_capture_depth && match) {
+            /* CUPTI may take the START marker's time before this callback */
             tls_capture_depth = tls_nvtx_depth;
-            capture_enter(mono_ns());
+            capture_enter(mono_ns() - START_SLACK_NS);
         }
         return;
     case CUPTI_CBID_NVTX_nvtxRangePop:
@@ -729,7 +739,7 @@ static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain dom, CUpti_Cal
                                  const void *data)
 {
     (void)user;
-    if (!g.active || g.pid != getpid())
+    if (!g.active || g.pid != self_pid())
         return;
     if (dom == CUPTI_CB_DOMAIN_NVTX) {
         on_nvtx(id, data);
@@ -768,7 +778,7 @@ static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain dom, CUpti_Cal
 
 void rec_nvtx_emit(uint32_t flags, uint64_t id, char *name, const char *domain)
 {
-    if (!g.active || g.pid != getpid()) {
+    if (!g.active || g.pid != self_pid()) {
         free(name);
         return;
     }
@@ -803,7 +813,7 @@ void rec_nvtx_emit(uint32_t flags, uint64_t id, char *name, const char *domain)
 
 void rec_nvtx_capture(uint32_t cbid, const void *params, const void *ret)
 {
-    if (g.capture != CAP_NVTX || !g.active || g.pid != getpid())
+    if (g.capture != CAP_NVTX || !g.active || g.pid != self_pid())
         return;
     CUpti_NvtxData d = {"", params, ret};
     on_nvtx(cbid, &d);
@@ -830,6 +840,18 @@ static void drain_nvtx(void)
 
 /* ---------------------------------------------------------------- buffers */
 
+/* A pool buffer, zeroed once: CUPTI may leave padding between records
+ * unwritten, and a record walked by mistake then reads zeros, not old data. */
+static pool_buf *new_buffer(void)
+{
+    pool_buf *b = aligned_alloc(64, sizeof(pool_buf) + g.buf_size);
+    if (b) {
+        memset(b + 1, 0, g.buf_size);
+        b->size = g.buf_size;
+    }
+    return b;
+}
+
 static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
 {
     *max_records = 0;
@@ -838,7 +860,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_r
     if (b && b->size == g.buf_size) {
         g.free_list = b->next;
     } else if (g.allocated < g.pool_cap) {
-        b = aligned_alloc(64, sizeof(pool_buf) + g.buf_size);
+        b = new_buffer();
         if (b) {
             b->size = g.buf_size;
             g.allocated++;
@@ -858,7 +880,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_r
         return;
     }
     b->next = NULL;
-    b->owner = getpid();
+    b->owner = self_pid();
     *buf = (uint8_t *)(b + 1);
     *size = b->size;
 }
@@ -879,8 +901,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     if (g.outstanding)
         g.outstanding--;
     g.last_buffer_mono = mono_ns();
-    if (b->owner != getpid() || !g.active) {
-        g.inherited += b->owner != getpid();
+    if (b->owner != self_pid() || !g.active) {
+        g.inherited += b->owner != self_pid();
         /* a forked child's copy of the parent's buffer: its records are the parent's */
         b->size = g.buf_size;
         b->next = g.free_list;
@@ -1361,6 +1383,7 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+    __atomic_store_n(&cur_pid, getpid(), __ATOMIC_RELAXED);
     pthread_mutex_init(&g.mu, NULL);
     pthread_mutex_init(&g.init_mu, NULL);
     pthread_cond_init(&g.cv, NULL);
@@ -1604,6 +1627,7 @@ static void setup_cupti(void)
 static int init_recorder(void)
 {
     g.pid = getpid();
+    __atomic_store_n(&cur_pid, g.pid, __ATOMIC_RELAXED);
     const char *only = getenv("TRACE_RECORD_ONLY_PID");
     if (only && *only && atol(only) != (long)getpid()) {
         g.disabled = 1;   /* --no-children: a descendant of the recorded program */
@@ -1649,7 +1673,7 @@ static int init_recorder(void)
 
     /* preallocate a few buffers so that the first requests do not allocate */
     for (int i = 0; i < 2 && g.allocated < g.pool_cap; i++) {
-        pool_buf *b = aligned_alloc(64, sizeof(pool_buf) + g.buf_size);
+        pool_buf *b = new_buffer();
         if (!b)
             break;
         b->size = g.buf_size;

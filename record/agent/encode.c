@@ -413,6 +413,7 @@ static const field_map memcpy_fields[] = {
     FM(tr_raw_memcpy, src_kind, CUpti_ActivityMemcpy6, srcKind),
     FM(tr_raw_memcpy, dst_kind, CUpti_ActivityMemcpy6, dstKind),
     FM(tr_raw_memcpy, graph_id, CUpti_ActivityMemcpy6, graphId),
+    FM(tr_raw_memcpy, copy_count, CUpti_ActivityMemcpy6, copyCount),
 };
 
 static const field_map p2p_fields[] = {
@@ -738,8 +739,10 @@ void rec_enc_buffer(rec_encoder *e, uint8_t *buf, size_t valid)
     CUpti_Activity *rec = NULL;
     for (;;) {
         CUptiResult r = cuptiActivityGetNextRecord(buf, valid, &rec);
+        if (r == CUPTI_ERROR_INVALID_KIND)   /* its size is unknown: the rest is lost */
+            e->stats[TR_RAW_STAT_INVALID]++;
         if (r != CUPTI_SUCCESS)
-            break;   /* MAX_LIMIT_REACHED: end; INVALID_KIND: incomplete record */
+            break;   /* MAX_LIMIT_REACHED: the end */
         rec_enc_activity(e, rec);
     }
     resolve_syncs(e, 0);

@@ -730,9 +730,8 @@ void fake_cupti_context(void)
     pthread_mutex_unlock(&g_mu);
 }
 
-static void marker(uint32_t id, CUpti_ActivityFlag flags, const char *name)
+static void marker_at(uint64_t t, uint32_t id, CUpti_ActivityFlag flags, const char *name)
 {
-    uint64_t t = now_ns();
     size_t nl = name ? strlen(name) + 1 : 0;
     pthread_mutex_lock(&g_mu);
     CUpti_ActivityMarker2 *m = append_locked(CUPTI_ACTIVITY_KIND_MARKER, nl);
@@ -746,6 +745,11 @@ static void marker(uint32_t id, CUpti_ActivityFlag flags, const char *name)
         m->name = keep_str(m, sizeof *m, name);
     }
     pthread_mutex_unlock(&g_mu);
+}
+
+static void marker(uint32_t id, CUpti_ActivityFlag flags, const char *name)
+{
+    marker_at(now_ns(), id, flags, name);
 }
 
 static __thread uint32_t tls_stack[64];
@@ -851,6 +855,8 @@ static void push_or_start_callback(int start, fake_nvtx_form form, const char *n
  * record, whose name CUPTI has resolved to text whatever the call's form. */
 void fake_cupti_push_as(fake_nvtx_form form, const char *name)
 {
+    /* CUPTI takes the START marker's time on entry, before the NVTX callback */
+    uint64_t t = now_ns();
     push_or_start_callback(0, form, name, NULL);
     pthread_mutex_lock(&g_mu);
     uint32_t id = g_next_marker++;
@@ -858,7 +864,7 @@ void fake_cupti_push_as(fake_nvtx_form form, const char *name)
     if (tls_depth < 64)
         tls_stack[tls_depth] = id;
     tls_depth++;
-    marker(id, CUPTI_ACTIVITY_FLAG_MARKER_START, name);
+    marker_at(t, id, CUPTI_ACTIVITY_FLAG_MARKER_START, name);
 }
 
 void fake_cupti_push(const char *name)
