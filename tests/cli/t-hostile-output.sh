@@ -204,6 +204,13 @@ python3 -c 'import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])' name
 expect_status 0 T "$BIN/trace-export" --chrome -o names.cj names.db
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' names.cj || fail "invalid chrome JSON"
 
+# a NUL inside a Kineto name keeps the rest of the name and the later stack frames
+printf '%s\n' '{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::a\u0000b","pid":1,"tid":1,' \
+    '"ts":1,"dur":5,"args":{"Call stack":"f1\u0000x;f2;f3"}}]}' >nul.json
+expect_status 0 T "$BIN/trace-ingest" -q -o nul.db nul.json
+expect_eq "$(q nul.db "SELECT count(*) FROM strings WHERE value LIKE 'aten::a%b' OR value IN ('f2', 'f3')")" 3 \
+    "name and frames after a NUL"
+
 # ---- a huge name must not blow up the outputs ----
 fresh
 cp in.db huge.db
