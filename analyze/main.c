@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analyze/analyze.h"
+#include "analyze/diff.h"
 #include "analyze/report.h"
 #include "lib/escape.h"
 #include "lib/output.h"
@@ -14,7 +15,8 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: trace-analyze [options] run.db\n"
+            "usage: trace-analyze [options] run.db [run.db...]\n"
+            "       trace-analyze --diff [options] BASE.db NEW.db\n"
             "\n"
             "Prints the events grouped by name in the layout of PyTorch's\n"
             "prof.key_averages().table(), with correct numbers (docs/semantics.md).\n"
@@ -47,6 +49,11 @@ static void usage(FILE *f)
             "      --report R[,R...]       timeline reports instead of the table; --report list names\n"
             "                              them (docs/reports.md)\n"
             "      --step N|A-B            reports: only the windows of those ProfilerStep#N ranges\n"
+            "Many runs (docs/diff.md, docs/scale-out.md):\n"
+            "      run.db run.db...        one table of all of them, groups joined by name\n"
+            "      --diff                  BASE.db NEW.db: the change of every group, largest first\n"
+            "      --diff-normalize        with --diff: numbers in template arguments and\n"
+            "                              ProfilerStep#N do not tell names apart\n"
             "  -h, --help                  this help\n"
             "      --version               print the version\n"
             "\n"
@@ -89,10 +96,41 @@ static void list_choices(FILE *f, const char *what, const char *got)
     fprintf(f, ")\n");
 }
 
+/* --diff, and more than one run.db: the same selection and formats, one output. */
+static int run_many(char **paths, int n, int diff, int diff_norm, const tr_analyze_opts *o,
+                    const tr_sort_key *sort, tr_report_opts *reports, tr_selection *sel)
+{
+    tr_error err;
+    tr_error_clear(&err);
+    tr_status st = TR_OK;
+    if (diff_norm && !diff)
+        st = tr_fail(&err, TR_ERR_USAGE, "--diff-normalize goes with --diff");
+    else if (diff && n != 2)
+        st = tr_fail(&err, TR_ERR_USAGE, "--diff takes two run databases: BASE.db NEW.db");
+    else if (reports->n)
+        st = tr_fail(&err, TR_ERR_USAGE, "--report reads one run database");
+    else if (diff) {
+        tr_diff_opts d = {paths[0], paths[1], diff_norm, sort};
+        st = tr_diff_run(&d, o, stdout, stderr, &err);
+    } else {
+        st = tr_analyze_merged(paths, (size_t)n, o, sort, stdout, stderr, &err);
+    }
+    tr_report_opts_free(reports);
+    tr_selection_free(sel);
+    if (st == TR_OK && fflush(stdout) != 0)
+        st = tr_fail(&err, TR_ERR_RUNTIME, "write error on standard output");
+    if (st != TR_OK && err.msg[0]) {
+        fputs("trace-analyze: ", stderr);
+        tr_put_line(stderr, err.msg);
+    }
+    return st;
+}
+
 enum { O_SHAPE = 256, O_STACK, O_STACK_SRC, O_TOP, O_INCLUDE, O_EXCLUDE, O_KIND, O_THREAD, O_DEVICE,
        O_STREAM, O_TIME, O_FORMAT, O_UNITS, O_STATS, O_VERSION };
 enum { O_REPORT = 512, O_COMPAT };
 enum { O_STEP = 600 };
+enum { O_DIFF = 800, O_DIFF_NORM };
 
 int main(int argc, char **argv)
 {
@@ -108,6 +146,7 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},                 {"version", no_argument, NULL, O_VERSION},
         {"report", required_argument, NULL, O_REPORT},
         {"step", required_argument, NULL, O_STEP},
+        {"diff", no_argument, NULL, O_DIFF},              {"diff-normalize", no_argument, NULL, O_DIFF_NORM},
         {"compat", required_argument, NULL, O_COMPAT},
         {NULL, 0, NULL, 0}};
     tr_report_opts reports = {0};
@@ -122,6 +161,7 @@ int main(int argc, char **argv)
     o.select = &sel;
     o.format = &tr_output_formats[0];
     const tr_sort_key *sort = NULL;
+    int diff = 0, diff_norm = 0;
     tr_error err;
     tr_error_clear(&err);
     tr_status st = TR_OK;
@@ -190,6 +230,8 @@ int main(int argc, char **argv)
         case O_STATS: o.stats = 1; break;
         case O_REPORT: st = tr_report_opts_add(&reports, optarg, &err); break;
         case O_STEP: st = tr_report_opts_step(&reports, optarg, &err); break;
+        case O_DIFF: diff = 1; break;
+        case O_DIFF_NORM: diff_norm = 1; break;
         case O_COMPAT:
             if (strcmp(optarg, "torch") != 0)
                 st = tr_fail(&err, TR_ERR_USAGE, "unknown --compat '%s' (valid: torch)", optarg);
@@ -209,6 +251,8 @@ int main(int argc, char **argv)
         tr_selection_free(&sel);
         return 0;
     }
+    if (st == TR_OK && (diff || diff_norm || optind < argc - 1))
+        return run_many(argv + optind, argc - optind, diff, diff_norm, &o, sort, &reports, &sel);
     if (st == TR_OK && optind != argc - 1)
         st = tr_fail(&err, TR_ERR_USAGE, "%s", optind >= argc
                      ? "no run database given (try 'trace-analyze --help')"

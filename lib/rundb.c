@@ -605,6 +605,16 @@ out:
     return st;
 }
 
+/* An older run.db still has its events table; any other SQLite file is version 0 too. */
+static int has_events_table(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    int found = sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'",
+                                   -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return found;
+}
+
 tr_status tr_rundb_open(const char *path, sqlite3 **out, tr_error *err)
 {
     *out = NULL;
@@ -654,6 +664,9 @@ tr_status tr_rundb_open(const char *path, sqlite3 **out, tr_error *err)
         tr_fail(err, TR_ERR_INPUT,
                 "%s: run database schema version %d is newer than this tool reads (%d); "
                 "upgrade the toolkit", path, version, TR_RUNDB_SCHEMA_VERSION);
+    } else if (version < TR_RUNDB_SCHEMA_VERSION && has_events_table(db)) {
+        tr_fail(err, TR_ERR_INPUT, "%s: run database schema version %d is older than this tool reads "
+                "(%d); ingest the trace again", path, version, TR_RUNDB_SCHEMA_VERSION);
     } else if (version < TR_RUNDB_SCHEMA_VERSION) {
         tr_fail(err, TR_ERR_INPUT, "%s: not a run database (schema version %d)", path, version);
     } else {

@@ -1,0 +1,143 @@
+# trace-analyze --diff BASE.db NEW.db, and trace-export --diff: synthetic Kineto runs with
+# known changes (one kernel 2x slower, one op new, one op gone).
+
+# kineto OUT VARIANT STEP [PREFIX]: three mm+add iterations under ProfilerStep#STEP;
+# "slow" doubles gemm and runs aten::fresh where the base runs aten::stale;
+# "wide" names the gemm kernel with 256 in its template arguments
+kineto() {
+    python3 - "$@" <<'PY'
+import json, sys
+out, variant, step = sys.argv[1], sys.argv[2], int(sys.argv[3])
+prefix = sys.argv[4] if len(sys.argv) > 4 else ""
+ev, t, corr = [], 1, 100
+def op(name, dur, kernel=None, kdur=0):
+    global t, corr
+    ev.append({"ph": "X", "cat": "cpu_op", "name": prefix + name, "pid": 1, "tid": 1, "ts": t, "dur": dur})
+    if kernel:
+        corr += 1
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                   "ts": t + 1, "dur": 2, "args": {"correlation": corr, "cbid": 211}})
+        ev.append({"ph": "X", "cat": "kernel", "name": prefix + kernel, "pid": 0, "tid": 7, "ts": t + 4,
+                   "dur": kdur, "args": {"device": 0, "stream": 7, "correlation": corr}})
+    t += dur + 40
+ev.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % step, "pid": 1, "tid": 1,
+           "ts": 0, "dur": 1000})
+gemm = "void gemm<float, %d>(float*)" % (256 if variant == "wide" else 128)
+for i in range(3):
+    op("aten::mm", 10, gemm, 40 if variant == "slow" else 20)
+    op("aten::add", 8, "add_kernel", 5)
+op("aten::fresh" if variant == "slow" else "aten::stale", 6)
+json.dump({"schemaVersion": 1, "traceEvents": ev}, open(out, "w"))
+PY
+}
+A="$BIN/trace-analyze"
+kineto base.json base 1 && kineto new.json slow 2 && kineto wide.json wide 7 && kineto other.json base 1 x_ \
+    || { fail "cannot write the traces"; return 0; }
+for r in base new wide other; do
+    "$BIN/trace-ingest" -q -o $r.db $r.json || fail "cannot ingest $r.json"
+done
+
+# ---- a run against itself: every delta 0, no marker, in every grouping
+for g in "" --group-by-shape "--group-by-stack 3"; do
+    expect_status 0 "$A" --diff --format csv -n -1 $g base.db base.db
+    python3 - "$TMP/out" <<'PY' || fail "self diff ($g) has a change"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert rows, "no rows"
+for r in rows:
+    assert r["delta"] == "0" and r["change"] == "" and r["delta_pct"] in ("0", ""), r
+    for k in ("calls", "self_cpu_ns", "cpu_total_ns", "self_gpu_ns", "gpu_total_ns"):
+        assert r["base_" + k] == r["new_" + k], (k, r)
+PY
+done
+
+# ---- the injected changes come first, with the right markers, and nothing else changed
+expect_status 0 "$A" --diff --format csv -n -1 base.db new.db
+cp "$TMP/out" diff.csv
+python3 - diff.csv <<'PY' || fail "the injected changes are not exactly the top rows"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+top = [(r["name"], r["change"], r["delta"], r["delta_pct"]) for r in rows[:4]]
+want = [("aten::mm", "", "60000", "100"), ("void gemm<float, 128>(float*)", "", "60000", "100"),
+        ("aten::fresh", "new", "0", ""), ("aten::stale", "gone", "0", "")]
+assert top == want, top
+fresh = rows[2]
+assert fresh["base_calls"] == "0" and fresh["new_calls"] == "1" and fresh["new_self_cpu_ns"] == "6000", fresh
+for r in rows[4:]:
+    assert r["delta"] == "0" and r["change"] == "", r
+    assert r["base_self_cpu_ns"] == r["new_self_cpu_ns"], r
+PY
+expect_status 0 "$A" --diff base.db new.db
+head -1 "$TMP/out" >header
+expect_grep 'Self CUDA time total: 75.000us -> 135.000us' header
+expect_grep 'GPU busy: 7.50% -> 13.50%' header
+expect_grep 'Span: 1.000ms -> 1.000ms' header
+sed -n 4p "$TMP/out" | grep -q '^aten::mm .*+60.000us *+100.00%' || fail "text row of aten::mm: $(sed -n 4p "$TMP/out")"
+grep -q '^aten::fresh .* new *$' "$TMP/out" || fail "no 'new' marker in the text table"
+grep -q '^aten::stale .* gone *$' "$TMP/out" || fail "no 'gone' marker in the text table"
+# another sort key: the change of the call count puts nothing above the new and gone ops
+expect_status 0 "$A" --diff --format csv -s count base.db new.db
+expect_eq "$(sed -n 2,3p "$TMP/out" | cut -d, -f1 | tr '\n' ' ')" "aten::fresh aten::stale " "rows by count change"
+
+# ---- totals in the diff are those of each run's own table
+for r in base new; do
+    "$A" --format json -n -1 $r.db >$r-table.json && "$A" $r.db >$r-table.txt || fail "table of $r.db"
+done
+expect_status 0 "$A" --diff --format json -n -1 base.db new.db
+python3 - "$TMP/out" base-table.json new-table.json <<'PY' || fail "diff totals differ from the tables'"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for side, path in (("base", sys.argv[2]), ("new", sys.argv[3])):
+    t = json.load(open(path))
+    for k in ("events", "self_cpu_total_ns", "self_gpu_total_ns"):
+        assert d[side][k] == t[k], (side, k, d[side][k], t[k])
+    for k in ("self_cpu_ns", "self_gpu_ns", "cpu_total_ns", "gpu_total_ns", "calls"):
+        assert sum(r[side + "_" + k] for r in d["rows"]) == sum(r[k] for r in t["rows"]), (side, k)
+PY
+for r in base new; do
+    tot=$(sed -n 's/^Self CPU time total: //p' $r-table.txt)
+    [ -n "$tot" ] || fail "no total in the table of $r.db"
+done
+expect_grep "Self CPU time total: $(sed -n 's/^Self CPU time total: //p' base-table.txt) -> $(sed -n 's/^Self CPU time total: //p' new-table.txt);" header
+
+# ---- no common groups: every row new or gone
+expect_status 0 "$A" --diff --format csv -n -1 --exclude '^(cudaLaunchKernel|ProfilerStep)' base.db other.db
+python3 - "$TMP/out" <<'PY' || fail "disjoint runs are not all new/gone"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+ch = sorted(r["change"] for r in rows)
+assert ch == ["gone"] * 5 + ["new"] * 5, ch
+PY
+
+# ---- --diff-normalize: template numbers and ProfilerStep#N
+expect_status 0 "$A" --diff --format csv -n -1 base.db wide.db
+expect_grep 'gemm<float, 128>.*gone' "$TMP/out"
+expect_grep 'gemm<float, 256>.*new' "$TMP/out"
+expect_status 0 "$A" --diff --diff-normalize --format csv -n -1 --group-by-stack 3 base.db wide.db
+expect_no_grep 'new$' "$TMP/out"
+expect_no_grep 'gone$' "$TMP/out"
+expect_grep '^"void gemm<float, N>(float\*)",gpu,3,3,' "$TMP/out"
+expect_grep 'ProfilerStep\*' "$TMP/out"
+expect_no_grep 'ProfilerStep#' "$TMP/out"
+
+# ---- formats: json parses, markdown has the totals line and escapes names
+expect_status 0 "$A" --diff --format json base.db new.db
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["rows"][0]["delta"] == 60000' "$TMP/out" \
+    || fail "diff json"
+expect_status 0 "$A" --diff --format markdown base.db new.db
+expect_grep '^Self CPU time total: ' "$TMP/out"
+expect_grep '^| void gemm\\<float, 128>(float\\\*) |' "$TMP/out"
+
+# ---- bad input and usage
+echo 'not a database' >text.db
+expect_status 3 "$A" --diff text.db new.db
+expect_one_line_error
+expect_grep 'text.db' "$TMP/err"
+expect_status 3 "$A" --diff base.db text.db
+cp base.db old.db && q old.db 'PRAGMA user_version = 0'
+expect_status 3 "$A" --diff base.db old.db
+expect_one_line_error
+expect_grep 'old.db: run database schema version 0 is older' "$TMP/err"
+expect_status 2 "$A" --diff base.db
+expect_status 2 "$A" --diff base.db new.db wide.db
+expect_status 2 "$A" --diff-normalize base.db new.db
