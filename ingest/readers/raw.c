@@ -906,6 +906,10 @@ static void warn_summary(raw_reader *r)
         tr_ingest_warn(r->o, "%s: %zu more CUPTI call(s) failed (the file's STATUS entries say why): %s",
                        r->path, r->failures - MAX_FAILURE_LINES,
                        r->not_recorded ? r->not_recorded : "");
+    if (r->stats[TR_RAW_STAT_INVALID])
+        tr_ingest_warn(r->o, "%s: %llu activity buffer(s) cut short by a record CUPTI could not "
+                       "read: the records after it in each are lost", r->path,
+                       (unsigned long long)r->stats[TR_RAW_STAT_INVALID]);
     if (r->stats[TR_RAW_STAT_QUERIES])
         tr_ingest_warn(r->o, "%s: %llu stream/event query record(s) folded: queries are not waits "
                        "(--kinds query records them)", r->path,

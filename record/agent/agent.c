@@ -158,7 +158,28 @@ static pid_t self_pid(void)
     return p ? p : getpid();
 }
 static __thread int tls_in_runtime;
-static __thread int tls_nvtx_depth, tls_capture_depth;
+/* Push/pop ranges nest per thread and per NVTX domain (each domain keeps its
+ * own stack, NULL the default one): the depth of each, and the depth of the
+ * capture range in it.  Past MAX_DOMAINS domains a thread's last slot is shared. */
+#define MAX_DOMAINS 8
+typedef struct {
+    const void *domain;
+    int depth, capture_depth;
+} nest;
+static __thread nest tls_nest[MAX_DOMAINS];
+static __thread int tls_nnest;
+
+static nest *nest_of(const void *domain)
+{
+    for (int i = 0; i < tls_nnest; i++)
+        if (tls_nest[i].domain == domain)
+            return &tls_nest[i];
+    if (tls_nnest < MAX_DOMAINS) {
+        tls_nest[tls_nnest].domain = domain;
+        return &tls_nest[tls_nnest++];
+    }
+    return &tls_nest[MAX_DOMAINS - 1];
+}
 
 static pid_t my_tid(void)
 {
@@ -660,6 +681,8 @@ static void on_nvtx(CUpti_CallbackId id, const CUpti_NvtxData *nd)
 {
     const void *fp = nd->functionParams;
     int match = 0;
+    const void *domain = NULL;
+    nest *n;
     if (!fp && id != CUPTI_CBID_NVTX_nvtxRangePop && id != CUPTI_CBID_NVTX_nvtxDomainRangePop)
         return;
     switch (id) {
@@ -674,24 +697,29 @@ static void on_nvtx(CUpti_CallbackId id, const CUpti_NvtxData *nd)
         goto push;
     case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
         match = is_capture_attr(((const nvtxDomainRangePushEx_params *)fp)->core.eventAttrib);
+        domain = ((const nvtxDomainRangePushEx_params *)fp)->domain;
     push:
         /* every push is seen, whatever its form, so that pops stay paired */
-        tls_nvtx_depth++;
-        if (!tls_capture_depth && match) {
+        n = nest_of(domain);
+        n->depth++;
+        if (!n->capture_depth && match) {
             /* CUPTI may take the START marker's time before this callback */
-            tls_capture_depth = tls_nvtx_depth;
+            n->capture_depth = n->depth;
             capture_enter(mono_ns() - START_SLACK_NS);
         }
         return;
-    case CUPTI_CBID_NVTX_nvtxRangePop:
     case CUPTI_CBID_NVTX_nvtxDomainRangePop:
-        if (tls_nvtx_depth <= 0)
+        domain = fp ? ((const nvtxDomainRangePop_params *)fp)->domain : NULL;
+        /* fall through */
+    case CUPTI_CBID_NVTX_nvtxRangePop:
+        n = nest_of(domain);
+        if (n->depth <= 0)
             return;
-        if (tls_capture_depth == tls_nvtx_depth) {
-            tls_capture_depth = 0;
+        if (n->capture_depth == n->depth) {
+            n->capture_depth = 0;
             capture_leave(mono_ns() + 1000);   /* the END marker is taken just after */
         }
-        tls_nvtx_depth--;
+        n->depth--;
         return;
     case CUPTI_CBID_NVTX_nvtxRangeStartA:
         match = is_capture_ascii(((const nvtxRangeStartA_params *)fp)->message);
@@ -1408,6 +1436,7 @@ static void atfork_child(void)
     g.init_tid = 0;
     pthread_cond_init(&g.init_cv, NULL);
     g.n_status = g.status_written = 0;
+    tls_nnest = 0;
     g.nwindows = 0;
     g.captures_open = 0;
     g.n_capture_ids = 0;

@@ -22,7 +22,12 @@
 
 #define MAX_DEPTH 256
 
-static __thread uint64_t tls_stack[MAX_DEPTH];
+/* Open push ranges of this thread, innermost last; each domain is a stack of
+ * its own, so a pop ends the innermost range of its domain. */
+static __thread struct {
+    const char *domain;
+    uint64_t id;
+} tls_stack[MAX_DEPTH];
 static __thread int tls_depth;
 static uint64_t next_id = 1;
 
@@ -86,23 +91,37 @@ static uint64_t new_id(void)
     return __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
 }
 
+static int depth_in(const char *domain)
+{
+    int n = 0;
+    for (int i = 0; i < tls_depth; i++)
+        n += tls_stack[i].domain == domain;
+    return n;
+}
+
+/* Returns the depth before the push, in the range's domain, as NVTX does. */
 static int push(const char *domain, char *name)
 {
     uint64_t id = new_id();
-    if (tls_depth < MAX_DEPTH)
-        tls_stack[tls_depth] = id;
+    int depth = depth_in(domain);
+    if (tls_depth < MAX_DEPTH) {
+        tls_stack[tls_depth].domain = domain;
+        tls_stack[tls_depth++].id = id;
+    }
     rec_nvtx_emit(TR_RAW_MK_START, id, name, domain);
-    return tls_depth++;
+    return depth;
 }
 
 static int pop(const char *domain)
 {
-    if (tls_depth <= 0)
-        return -1;
-    tls_depth--;
-    if (tls_depth < MAX_DEPTH)
-        rec_nvtx_emit(TR_RAW_MK_END, tls_stack[tls_depth], NULL, domain);
-    return tls_depth;
+    for (int i = tls_depth; i-- > 0;)
+        if (tls_stack[i].domain == domain) {
+            rec_nvtx_emit(TR_RAW_MK_END, tls_stack[i].id, NULL, domain);
+            memmove(&tls_stack[i], &tls_stack[i + 1], (size_t)(tls_depth - i - 1) * sizeof tls_stack[0]);
+            tls_depth--;
+            return depth_in(domain);
+        }
+    return -1;
 }
 
 static nvtxRangeId_t start(const char *domain, char *name)
@@ -206,7 +225,8 @@ static int NVTX_API d_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t 
 static int NVTX_API d_pop(nvtxDomainHandle_t d)
 {
     int depth = pop(domain_name(d));
-    rec_nvtx_capture(CUPTI_CBID_NVTX_nvtxDomainRangePop, NULL, NULL);
+    nvtxDomainRangePop_params p = {d};
+    rec_nvtx_capture(CUPTI_CBID_NVTX_nvtxDomainRangePop, &p, NULL);
     return depth;
 }
 

@@ -24,6 +24,8 @@
  *   run, and it stops (disabling the kinds).
  *   --unique-ranges R opens and closes R NVTX ranges of unique ~175-byte names and
  *   prints "rss-growth-kb=N": the growth of the process from R/10 ranges to R.
+ *   --domain-cross: a range of another domain opens inside the --capture range and
+ *   ends after it (and after the 10 iterations outside): each domain nests apart.
  *   --order O: the order of the two injections: nvtx-first (default), cuda-first, or
  *   threads (both at once from two threads).
  *
@@ -197,7 +199,7 @@ static void run(int threads, int n)
 int main(int argc, char **argv)
 {
     int threads = 1, do_fork = 0, code = 0, sig = 0, profiler = 0, sleep_ms = 0, fault = 0;
-    int late_ms = 0, spawn = 0, poll = -1, internal = 0, takeover = 0;
+    int late_ms = 0, spawn = 0, poll = -1, internal = 0, takeover = 0, domain_cross = 0;
     long uniq = 0;
     const char *order = "nvtx-first";
     fake_nvtx_form form = FAKE_NVTX_A;
@@ -223,6 +225,8 @@ int main(int argc, char **argv)
             poll = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--internal") && i + 1 < argc)
             internal = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--domain-cross"))
+            domain_cross = 1;
         else if (!strcmp(argv[i], "--takeover"))
             takeover = 1;
         else if (!strcmp(argv[i], "--unique-ranges") && i + 1 < argc)
@@ -290,6 +294,9 @@ int main(int argc, char **argv)
         fake_cupti_api(0, 171);   /* cudaProfilerStart */
     if (capture)
         fake_cupti_push_as(form, capture);
+    static const char other_domain[] = "other";
+    if (capture && domain_cross)
+        fake_cupti_domain_push(other_domain, "crossing");
     uint64_t range = start_end ? fake_cupti_range_start_as(form, start_end) : 0;
     run(threads, iters);
     if (start_end)
@@ -300,6 +307,8 @@ int main(int argc, char **argv)
         fake_cupti_api(0, 172);   /* cudaProfilerStop */
     if (profiler || capture || start_end)
         run(1, 10);               /* outside the capture range */
+    if (capture && domain_cross)
+        fake_cupti_domain_pop(other_domain);
     for (int i = 0; i < internal; i++)
         fake_cupti_internal_launch("internal_kernel");
     if (poll >= 0) {

@@ -161,6 +161,10 @@ for form in w ex-w registered registered-w; do
     expect_status 0 "$REC" -o "se-$form.db" --nvtx-capture step "$APP" -t 2 -n 60 --start-end step --form "$form"
     expect_eq "$(q "se-$form.db" "SELECT count(*) FROM events WHERE kind = 7")" 120 "kernels in a $form start/end range"
 done
+# a range of another domain opened inside the capture range and ended after it does
+# not stretch the capture: each NVTX domain's ranges nest apart
+expect_status 0 "$REC" -o nvd.db --nvtx-capture step "$APP" -t 2 -n 60 --capture step --domain-cross
+expect_eq "$(q nvd.db "SELECT count(*) FROM events WHERE kind = 7")" 120 "kernels in a range crossed by another domain's"
 # wide pushes inside the capture range on its own thread keep their pops paired
 expect_status 0 "$REC" -o nvw.db --nvtx-capture step "$APP" -t 0 -n 60 --capture step --inner-wide
 expect_eq "$(q nvw.db "SELECT count(*) FROM events WHERE kind = 7")" 60 "kernels in a range holding wide pushes"

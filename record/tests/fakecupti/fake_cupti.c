@@ -883,6 +883,45 @@ void fake_cupti_pop(void)
     nvtx_callback(CUPTI_CBID_NVTX_nvtxRangePop, "nvtxRangePop", &p, NULL);
 }
 
+/* nvtxDomainRangePushEx / nvtxDomainRangePop in domain (its handle is its name
+ * here): each domain's ranges nest on a stack of their own. */
+static __thread struct { const char *domain; uint32_t id; } tls_dstack[64];
+static __thread int tls_ddepth;
+
+void fake_cupti_domain_push(const char *domain, const char *name)
+{
+    uint64_t t = now_ns();
+    nvtxEventAttributes_t at;
+    memset(&at, 0, sizeof at);
+    at.version = NVTX_VERSION;
+    at.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    at.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    at.message.ascii = name;
+    nvtxDomainRangePushEx_params p = {(nvtxDomainHandle_t)(uintptr_t)domain, {&at}};
+    nvtx_callback(CUPTI_CBID_NVTX_nvtxDomainRangePushEx, "nvtxDomainRangePushEx", &p, NULL);
+    pthread_mutex_lock(&g_mu);
+    uint32_t id = g_next_marker++;
+    pthread_mutex_unlock(&g_mu);
+    if (tls_ddepth < 64) {
+        tls_dstack[tls_ddepth].domain = domain;
+        tls_dstack[tls_ddepth++].id = id;
+    }
+    marker_at(t, id, CUPTI_ACTIVITY_FLAG_MARKER_START, name);
+}
+
+void fake_cupti_domain_pop(const char *domain)
+{
+    for (int i = tls_ddepth; i-- > 0;)
+        if (tls_dstack[i].domain == domain) {
+            marker(tls_dstack[i].id, CUPTI_ACTIVITY_FLAG_MARKER_END, NULL);
+            memmove(&tls_dstack[i], &tls_dstack[i + 1], (size_t)(tls_ddepth - i - 1) * sizeof tls_dstack[0]);
+            tls_ddepth--;
+            break;
+        }
+    nvtxDomainRangePop_params p = {(nvtxDomainHandle_t)(uintptr_t)domain};
+    nvtx_callback(CUPTI_CBID_NVTX_nvtxDomainRangePop, "nvtxDomainRangePop", &p, NULL);
+}
+
 /* nvtxRangeStart* / nvtxRangeEnd: CUPTI hands the start callback the new range id
  * as the call's return value; the end may come from any thread. */
 uint64_t fake_cupti_range_start_as(fake_nvtx_form form, const char *name)

@@ -29,6 +29,8 @@ typedef enum {
 void fake_cupti_push(const char *name);
 void fake_cupti_push_as(fake_nvtx_form form, const char *name);
 void fake_cupti_pop(void);
+void fake_cupti_domain_push(const char *domain, const char *name);
+void fake_cupti_domain_pop(const char *domain);
 void fake_cupti_mark(const char *name);
 uint64_t fake_cupti_range_start(const char *name);
 uint64_t fake_cupti_range_start_as(fake_nvtx_form form, const char *name);
