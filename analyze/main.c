@@ -6,10 +6,12 @@
 
 #include "analyze/analyze.h"
 #include "analyze/diff.h"
+#include "analyze/list.h"
 #include "analyze/report.h"
 #include "lib/escape.h"
 #include "lib/output.h"
 #include "lib/rundb.h"
+#include "lib/suggest.h"
 #include "lib/version.h"
 
 static void usage(FILE *f)
@@ -49,6 +51,7 @@ static void usage(FILE *f)
             "      --report R[,R...]       timeline reports instead of the table; --report list names\n"
             "                              them (docs/reports.md)\n"
             "      --step N|A-B            reports: only the windows of those ProfilerStep#N ranges\n"
+            "      --list WHAT             what the file holds to select from, with counts: %s\n"
             "Many runs (docs/diff.md, docs/scale-out.md):\n"
             "      run.db run.db...        one table of all of them, groups joined by name\n"
             "      --diff                  BASE.db NEW.db: the change of every group, largest first\n"
@@ -57,7 +60,7 @@ static void usage(FILE *f)
             "  -h, --help                  this help\n"
             "      --version               print the version\n"
             "\n"
-            "Sort keys:", tr_kind_choices());
+            "Sort keys:", tr_kind_choices(), tr_list_names());
     for (size_t i = 0; i < tr_nsort_keys; i++)
         fprintf(f, " %s%s%s%s", tr_sort_keys[i].name, *tr_sort_keys[i].aliases ? " (" : "",
                 tr_sort_keys[i].aliases, *tr_sort_keys[i].aliases ? ")" : "");
@@ -84,16 +87,28 @@ static int parse_i64(const char *s, int64_t *out)
     return 1;
 }
 
+/* "unknown sort key 'x'; did you mean y? (valid: ...)": the aliases count
+ * for the suggestion but the list shows the full names. */
 static void list_choices(FILE *f, const char *what, const char *got)
 {
-    fprintf(f, "trace-analyze: unknown %s '%s' (valid:", what, got);
+    char valid[1024], all[2048];
+    size_t n = 0, m = 0;
+    valid[0] = all[0] = '\0';
     if (!strcmp(what, "sort key"))
-        for (size_t i = 0; i < tr_nsort_keys; i++)
-            fprintf(f, " %s", tr_sort_keys[i].name);
+        for (size_t i = 0; i < tr_nsort_keys; i++) {
+            n += (size_t)snprintf(valid + n, n < sizeof valid ? sizeof valid - n : 0, " %s", tr_sort_keys[i].name);
+            m += (size_t)snprintf(all + m, m < sizeof all ? sizeof all - m : 0, " %s %s", tr_sort_keys[i].name,
+                                  tr_sort_keys[i].aliases);
+        }
+    else if (!strcmp(what, "list"))
+        snprintf(valid, sizeof valid, " %s", tr_list_names());
     else
         for (size_t i = 0; i < tr_noutput_formats; i++)
-            fprintf(f, " %s", tr_output_formats[i].name);
-    fprintf(f, ")\n");
+            n += (size_t)snprintf(valid + n, n < sizeof valid ? sizeof valid - n : 0, " %s",
+                                  tr_output_formats[i].name);
+    char hint[128];
+    tr_suggest_hint(hint, sizeof hint, got, strlen(got), all[0] ? all : valid);
+    fprintf(f, "trace-analyze: unknown %s '%s'%s (valid:%s)\n", what, got, hint, valid);
 }
 
 /* --diff, and more than one run.db: the same selection and formats, one output. */
@@ -126,11 +141,35 @@ static int run_many(char **paths, int n, int diff, int diff_norm, const tr_analy
     return st;
 }
 
+/* An unknown report name in a --report list gets the closest one suggested
+ * (the message is otherwise report.c's own). */
+static void report_hint(tr_error *err, const char *spec)
+{
+    char names[512] = "list";
+    size_t k = strlen(names);
+    for (size_t i = 0; i < tr_nreports && k < sizeof names; i++)
+        k += (size_t)snprintf(names + k, sizeof names - k, " %s", tr_reports[i].name);
+    for (const char *p = spec; *p;) {
+        size_t n = strcspn(p, ","), nn = strcspn(p, ",:"), i = 0;
+        while (i < tr_nreports && (strlen(tr_reports[i].name) != nn || strncmp(tr_reports[i].name, p, nn)))
+            i++;
+        char hint[128];
+        if (i == tr_nreports && !(nn == 4 && !strncmp(p, "list", 4))
+            && *tr_suggest_hint(hint, sizeof hint, p, nn, names)) {
+            tr_fail(err, TR_ERR_USAGE, "unknown report '%.*s'%s (valid: %s)", (int)nn, p, hint, names + 5);
+            return;
+        }
+        p += n;
+        p += *p == ',';
+    }
+}
+
 enum { O_SHAPE = 256, O_STACK, O_STACK_SRC, O_TOP, O_INCLUDE, O_EXCLUDE, O_KIND, O_THREAD, O_DEVICE,
        O_STREAM, O_TIME, O_FORMAT, O_UNITS, O_STATS, O_VERSION };
 enum { O_REPORT = 512, O_COMPAT };
 enum { O_STEP = 600 };
 enum { O_DIFF = 800, O_DIFF_NORM };
+enum { O_LIST = 700 };
 
 int main(int argc, char **argv)
 {
@@ -147,6 +186,7 @@ int main(int argc, char **argv)
         {"report", required_argument, NULL, O_REPORT},
         {"step", required_argument, NULL, O_STEP},
         {"diff", no_argument, NULL, O_DIFF},              {"diff-normalize", no_argument, NULL, O_DIFF_NORM},
+        {"list", required_argument, NULL, O_LIST},
         {"compat", required_argument, NULL, O_COMPAT},
         {NULL, 0, NULL, 0}};
     tr_report_opts reports = {0};
@@ -162,6 +202,7 @@ int main(int argc, char **argv)
     o.format = &tr_output_formats[0];
     const tr_sort_key *sort = NULL;
     int diff = 0, diff_norm = 0;
+    const tr_list *list = NULL;
     tr_error err;
     tr_error_clear(&err);
     tr_status st = TR_OK;
@@ -228,10 +269,20 @@ int main(int argc, char **argv)
             else st = tr_fail(&err, TR_ERR_USAGE, "unknown unit '%s' (valid: auto us ms s)", optarg);
             break;
         case O_STATS: o.stats = 1; break;
-        case O_REPORT: st = tr_report_opts_add(&reports, optarg, &err); break;
+        case O_REPORT:
+            if ((st = tr_report_opts_add(&reports, optarg, &err)) == TR_ERR_USAGE)
+                report_hint(&err, optarg);
+            break;
         case O_STEP: st = tr_report_opts_step(&reports, optarg, &err); break;
         case O_DIFF: diff = 1; break;
         case O_DIFF_NORM: diff_norm = 1; break;
+        case O_LIST:
+            if (!(list = tr_list_lookup(optarg))) {
+                list_choices(stderr, "list", optarg);
+                st = TR_ERR_USAGE;
+                err.msg[0] = '\0';
+            }
+            break;
         case O_COMPAT:
             if (strcmp(optarg, "torch") != 0)
                 st = tr_fail(&err, TR_ERR_USAGE, "unknown --compat '%s' (valid: torch)", optarg);
@@ -262,11 +313,15 @@ int main(int argc, char **argv)
     memset(&s, 0, sizeof s);
     if (st == TR_OK)
         st = tr_rundb_open(argv[optind], &db, &err);
-    if (st == TR_OK && reports.n)
+    if (st == TR_OK)
+        st = tr_list_check_selection(db, argv[optind], &sel, &err);
+    if (st == TR_OK && list) {
+        st = tr_list_print(db, argv[optind], list, o.format->name, stdout, &err);
+    } else if (st == TR_OK && reports.n)
         st = tr_report_run(db, &reports, &o, stdout, stderr, &err);
     else if (st == TR_OK)
         st = tr_summarize(db, &o, &s, &err);
-    if (st == TR_OK && !reports.n) {
+    if (st == TR_OK && !reports.n && !list) {
         o.sort = sort ? sort : tr_sort_key_lookup(s.has_gpu ? "self_cuda_time_total" : "self_cpu_time_total");
         tr_summary_sort(&s, o.sort);
         if (s.skipped)

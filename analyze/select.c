@@ -6,6 +6,7 @@
 
 #include "analyze/analyze.h"
 #include "lib/model.h"
+#include "lib/suggest.h"
 
 struct tr_regex {
     pcre2_code *re;
@@ -54,9 +55,11 @@ tr_status tr_selection_parse_kinds(tr_selection *s, const char *list, tr_error *
         for (int k = 1; k < TR_KIND_COUNT_ && !mask; k++)
             if (strlen(tr_kinds[k].name) == n && !strncmp(tr_kinds[k].name, p, n))
                 mask = KBIT(k);
-        if (!mask)
-            return tr_fail(err, TR_ERR_USAGE, "unknown kind '%.*s' (valid: %s)", (int)n, p,
-                           tr_kind_choices());
+        if (!mask) {
+            char hint[128];
+            return tr_fail(err, TR_ERR_USAGE, "unknown kind '%.*s'%s (valid: %s)", (int)n, p,
+                           tr_suggest_hint(hint, sizeof hint, p, n, tr_kind_choices()), tr_kind_choices());
+        }
         s->kind_mask |= mask;
         p += n;
         p += *p == ',';

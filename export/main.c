@@ -5,10 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/list.h"
+#include "export/diff.h"
 #include "export/export.h"
 #include "lib/escape.h"
 #include "lib/output.h"
 #include "lib/rundb.h"
+#include "lib/suggest.h"
 #include "lib/version.h"
 
 static void usage(FILE *f)
@@ -32,6 +35,8 @@ static void usage(FILE *f)
             "  --include REGEX       stacks with a frame matching REGEX (PCRE2)\n"
             "  --exclude REGEX       drop stacks with a frame matching REGEX\n"
             "  --title T, --width PX, --minwidth PX, --inverted   flamegraph layout\n"
+            "  --diff                two run.dbs, BASE.db NEW.db: --stacks writes 'stack BASE NEW'\n"
+            "                        lines, --flamegraph the new widths, red grown, blue shrunk\n"
             "  -h, --help, --version\n"
             "\nMetrics:");
     for (const tr_export_metric *m = tr_export_metrics; m->name; m++)
@@ -60,6 +65,7 @@ static int parse_long(const char *s, long long lo, long long hi, long long *v)
 
 enum { O_STACKS = 256, O_FLAME, O_CHROME, O_METRIC, O_SOURCE, O_COMPAT, O_TIME, O_THREAD,
        O_DEVICE, O_INCLUDE, O_EXCLUDE, O_TITLE, O_WIDTH, O_MINWIDTH, O_INVERTED, O_VERSION };
+enum { O_DIFF = 512 };
 
 int main(int argc, char **argv)
 {
@@ -77,6 +83,7 @@ int main(int argc, char **argv)
         {"title", required_argument, NULL, O_TITLE}, {"width", required_argument, NULL, O_WIDTH},
         {"minwidth", required_argument, NULL, O_MINWIDTH},
         {"inverted", no_argument, NULL, O_INVERTED}, {"help", no_argument, NULL, 'h'},
+        {"diff", no_argument, NULL, O_DIFF},
         {"version", no_argument, NULL, O_VERSION},   {NULL, 0, NULL, 0}};
     static const char *const format_of[] = {[O_STACKS - O_STACKS] = "stacks",
                                             [O_FLAME - O_STACKS] = "flamegraph",
@@ -86,7 +93,7 @@ int main(int argc, char **argv)
     tr_error err;
     tr_error_clear(&err);
     const char *output = NULL;
-    int c, rc = 0, selection = 0;
+    int c, rc = 0, selection = 0, diff = 0;
     long long v;
     tr_output_handle_signals();
     while (rc == 0 && (c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
@@ -105,10 +112,13 @@ int main(int argc, char **argv)
             break;
         case O_METRIC:
             if (!(o.metric = tr_export_metric_lookup(optarg))) {
-                fprintf(stderr, "trace-export: unknown metric '%s' (valid:", optarg);
-                for (const tr_export_metric *m = tr_export_metrics; m->name; m++)
-                    fprintf(stderr, " %s", m->name);
-                fprintf(stderr, ")\n");
+                char valid[512], hint[128];
+                size_t n = 0;
+                valid[0] = '\0';
+                for (const tr_export_metric *m = tr_export_metrics; m->name && n < sizeof valid; m++)
+                    n += (size_t)snprintf(valid + n, sizeof valid - n, "%s%s", n ? " " : "", m->name);
+                fprintf(stderr, "trace-export: unknown metric '%s'%s (valid: %s)\n", optarg,
+                        tr_suggest_hint(hint, sizeof hint, optarg, strlen(optarg), valid), valid);
                 rc = TR_ERR_USAGE;
             }
             break;
@@ -156,6 +166,7 @@ int main(int argc, char **argv)
             break;
         }
         case O_INVERTED: o.inverted = 1; break;
+        case O_DIFF: diff = 1; break;
         case 'h': usage(stdout); tr_export_opts_free(&o); return 0;
         case O_VERSION: printf("trace-export %s\n", TR_VERSION); tr_export_opts_free(&o); return 0;
         default: rc = usage_error("%s", "try 'trace-export --help'");
@@ -164,7 +175,9 @@ int main(int argc, char **argv)
     if (rc == 0 && !o.format)
         rc = usage_error("%s", "choose an output: --stacks, --flamegraph or --chrome "
                                "(try 'trace-export --help')");
-    else if (rc == 0 && optind != argc - 1)
+    else if (rc == 0 && diff && (argc - optind != 2 || o.compat_torch || o.format == tr_export_format_lookup("chrome")))
+        rc = usage_error("%s", "--diff takes BASE.db NEW.db, with --stacks or --flamegraph");
+    else if (rc == 0 && !diff && optind != argc - 1)
         rc = usage_error("%s", optind >= argc ? "no run database given" : "exactly one run database expected");
     else if (rc == 0 && o.compat_torch && (o.format != tr_export_format_lookup("stacks") || selection))
         rc = usage_error("%s", "--compat torch goes with --stacks only, without selection options");
@@ -176,16 +189,21 @@ int main(int argc, char **argv)
     size_t skipped = 0;
     o.skipped = &skipped;
     /* no -o: standard output, as documented */
-    tr_status st = tr_output_check_inputs(output, (const char *const *)argv + optind, 1, &err);
+    tr_status st = tr_output_check_inputs(output, (const char *const *)argv + optind, 1 + diff, &err);
     if (st == TR_OK)
         st = tr_rundb_open(argv[optind], &db, &err);
+    if (st == TR_OK && o.has_thread)
+        st = tr_list_check_filter(db, argv[optind], "thread", o.thread_tid, &err);
+    if (st == TR_OK && o.has_device)
+        st = tr_list_check_filter(db, argv[optind], "device", o.device, &err);
     if (st == TR_OK) {
         tr_output of;
         FILE *out = tr_output_fopen(&of, output ? output : "-", &err);
         if (!out) {
             st = err.status ? err.status : TR_ERR_RUNTIME;
         } else {
-            st = tr_export_run(db, &o, out, &err);
+            st = diff ? tr_export_diff(argv[optind], argv[optind + 1], &o, out, &err)
+                      : tr_export_run(db, &o, out, &err);
             if (st == TR_OK)
                 st = tr_output_commit(&of, &err);
             else

@@ -1,0 +1,435 @@
+/* trace-analyze --list: what the selection options can pick, with counts. */
+#include "analyze/list.h"
+
+#include "analyze/analyze.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/escape.h"
+#include "lib/rundb.h"
+
+/* Cell types: a count or id (right-aligned), a name (left-aligned, cut in the
+ * text table), a duration in ns (ms in the text table, ns elsewhere). */
+enum { COL_INT = 'i', COL_NAME = 's', COL_NS = 't' };
+
+typedef struct {
+    const char *head;   /* text and markdown header */
+    const char *key;    /* csv header and json key */
+    char type;
+} list_col;
+
+#define MAX_COLS 8
+
+struct tr_list {
+    const char *name, *description;
+    const char *sql;
+    /* for files written before an optional column existed (docs/schema.md):
+     * the same rows without it, tried when the first query does not prepare */
+    const char *fallback_sql;
+    list_col cols[MAX_COLS];
+    const char *none;    /* what an empty list says */
+};
+
+/* GPU activities, by the kinds table rather than fixed ids */
+#define ON_GPU "e.kind IN (SELECT id FROM kinds WHERE on_gpu)"
+
+static const tr_list lists[] = {
+    {"threads", "OS threads (--thread TID): process, name, host events and the GPU work they launched",
+     "SELECT t.tid, p.pid, coalesce(tn.value, ''), coalesce(c.n, 0), coalesce(g.n, 0), coalesce(pn.value, '') "
+     "FROM threads t JOIN processes p ON p.id = t.process_id "
+     "LEFT JOIN strings tn ON tn.id = t.name_id LEFT JOIN strings pn ON pn.id = p.name_id "
+     "LEFT JOIN (SELECT thread_id, count(*) AS n FROM events WHERE thread_id IS NOT NULL "
+     "GROUP BY thread_id) c ON c.thread_id = t.id "
+     "LEFT JOIN (SELECT pe.thread_id, count(*) AS n FROM events e JOIN events pe ON pe.id = e.parent_id "
+     "WHERE e.thread_id IS NULL AND " ON_GPU " GROUP BY pe.thread_id) g ON g.thread_id = t.id "
+     "ORDER BY p.source_id, p.pid, t.tid",
+     NULL,
+     {{"thread", "tid", COL_INT}, {"pid", "pid", COL_INT}, {"name", "name", COL_NAME},
+      {"events", "events", COL_INT}, {"gpu launches", "gpu_launches", COL_INT},
+      {"process", "process", COL_NAME}},
+     "no threads"},
+    {"devices", "GPUs (--device N): name, compute capability, memory, activities and their time",
+     "SELECT d.device, coalesce(n.value, ''), "
+     "CASE WHEN d.compute_major IS NULL THEN '' ELSE d.compute_major || '.' || coalesce(d.compute_minor, 0) END, "
+     "CASE WHEN d.memory_bytes > 0 THEN printf('%.1f GiB', d.memory_bytes / 1073741824.0) ELSE '' END, "
+     "d.sm_count, coalesce(c.n, 0), coalesce(c.ns, 0) "
+     "FROM devices d LEFT JOIN strings n ON n.id = d.name_id "
+     "LEFT JOIN (SELECT s.device_id, count(*) AS n, sum(e.end_ns - e.start_ns) AS ns FROM events e "
+     "JOIN streams s ON s.id = e.stream_id WHERE " ON_GPU " GROUP BY s.device_id) c ON c.device_id = d.id "
+     "ORDER BY d.source_id, d.device",
+     NULL,
+     {{"device", "device", COL_INT}, {"name", "name", COL_NAME}, {"compute", "compute", COL_NAME},
+      {"memory", "memory", COL_NAME}, {"SMs", "sm_count", COL_INT}, {"activities", "activities", COL_INT},
+      {"gpu time (ms)", "gpu_time_ns", COL_NS}},
+     "no devices"},
+    {"streams", "GPU streams (--stream S): device, context, activities and their time",
+     "SELECT s.stream, d.device, s.context, coalesce(c.n, 0), coalesce(c.ns, 0) "
+     "FROM streams s JOIN devices d ON d.id = s.device_id "
+     "LEFT JOIN (SELECT e.stream_id, count(*) AS n, sum(e.end_ns - e.start_ns) AS ns FROM events e "
+     "WHERE " ON_GPU " GROUP BY e.stream_id) c ON c.stream_id = s.id "
+     "ORDER BY d.source_id, d.device, s.stream",
+     NULL,
+     {{"stream", "stream", COL_INT}, {"device", "device", COL_INT}, {"context", "context", COL_INT},
+      {"activities", "activities", COL_INT}, {"gpu time (ms)", "gpu_time_ns", COL_NS}},
+     "no streams"},
+    {"kinds", "event kinds present (--kind K): where they run, events and their time",
+     "SELECT k.name, CASE WHEN k.on_gpu THEN 'gpu' ELSE 'cpu' END, c.n, c.ns "
+     "FROM kinds k JOIN (SELECT kind, count(*) AS n, sum(end_ns - start_ns) AS ns FROM events "
+     "GROUP BY kind) c ON c.kind = k.id ORDER BY k.id",
+     NULL,
+     {{"kind", "kind", COL_NAME}, {"on", "on", COL_NAME}, {"events", "events", COL_INT},
+      {"time (ms)", "time_ns", COL_NS}},
+     "no events"},
+    {"steps", "ProfilerStep#N ranges (--step N): start and end after the first event, as --time-range takes them",
+     "SELECT CAST(substr(s.value, 14) AS INTEGER) AS step, count(*), "
+     "min(e.start_ns) - (SELECT min(start_ns) FROM events), max(e.end_ns) - (SELECT min(start_ns) FROM events), "
+     "max(e.end_ns) - min(e.start_ns) "
+     "FROM events e JOIN strings s ON s.id = e.name_id "
+     "WHERE e.kind IN (1, 2) AND s.value GLOB 'ProfilerStep#[0-9]*' AND substr(s.value, 14) NOT GLOB '*[^0-9]*' "
+     "GROUP BY e.name_id ORDER BY step",
+     NULL,
+     {{"step", "step", COL_INT}, {"ranges", "ranges", COL_INT}, {"start (ns)", "start_ns", COL_INT},
+      {"end (ns)", "end_ns", COL_INT}, {"wall (ms)", "wall_ns", COL_NS}},
+     "no ProfilerStep#N ranges"},
+    {"ranks", "sources and their distributed ranks: host, format, events",
+     "SELECT s.rank, coalesce(s.host, ''), s.format, s.event_count, s.path FROM sources s "
+     "ORDER BY s.rank, s.id",
+     "SELECT NULL, '', s.format, s.event_count, s.path FROM sources s ORDER BY s.id",
+     {{"rank", "rank", COL_INT}, {"host", "host", COL_NAME}, {"format", "format", COL_NAME},
+      {"events", "events", COL_INT}, {"source", "source", COL_NAME}},
+     "no sources"},
+};
+#define NLISTS (sizeof lists / sizeof lists[0])
+
+const tr_list *tr_list_lookup(const char *name)
+{
+    for (size_t i = 0; i < NLISTS; i++)
+        if (!strcmp(lists[i].name, name))
+            return &lists[i];
+    return NULL;
+}
+
+const char *tr_list_names(void)
+{
+    static char buf[128];
+    if (!buf[0]) {
+        size_t n = 0;
+        for (size_t i = 0; i < NLISTS; i++)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? " " : "", lists[i].name);
+    }
+    return buf;
+}
+
+void tr_list_print_choices(FILE *out)
+{
+    for (size_t i = 0; i < NLISTS; i++)
+        fprintf(out, "%-8s  %s\n", lists[i].name, lists[i].description);
+}
+
+/* ---- collecting and printing ---- */
+
+/* Names longer than this are cut in the text table: a command line as a
+ * process name would push every other column off the screen. */
+#define NAME_COLS 48
+
+typedef struct {
+    char *text;      /* NULL for SQL NULL */
+    size_t len;
+} cell;
+
+typedef struct {
+    const tr_list *l;
+    size_t ncols;
+    cell *cells;     /* rows * ncols */
+    size_t rows, cap;
+} grid;
+
+static void grid_free(grid *g)
+{
+    for (size_t i = 0; i < g->rows * g->ncols; i++)
+        free(g->cells[i].text);
+    free(g->cells);
+}
+
+static tr_status grid_fill(sqlite3 *db, const char *path, grid *g, tr_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, g->l->sql, -1, &st, NULL) != SQLITE_OK
+        && (!g->l->fallback_sql || sqlite3_prepare_v2(db, g->l->fallback_sql, -1, &st, NULL) != SQLITE_OK))
+        return tr_fail(err, TR_ERR_INPUT, "%s: cannot list %s: %s", path, g->l->name, sqlite3_errmsg(db));
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (g->rows == g->cap) {
+            size_t cap = g->cap ? 2 * g->cap : 16;
+            cell *nc = realloc(g->cells, cap * g->ncols * sizeof *nc);
+            if (!nc) {
+                sqlite3_finalize(st);
+                return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+            }
+            g->cells = nc;
+            g->cap = cap;
+        }
+        cell *row = &g->cells[g->rows * g->ncols];
+        for (size_t c = 0; c < g->ncols; c++) {
+            const char *t = (const char *)sqlite3_column_text(st, (int)c);
+            size_t n = (size_t)sqlite3_column_bytes(st, (int)c);
+            row[c].text = NULL;
+            row[c].len = 0;
+            if (t && sqlite3_column_type(st, (int)c) != SQLITE_NULL) {
+                if (!(row[c].text = malloc(n + 1))) {
+                    for (size_t k = 0; k < c; k++)
+                        free(row[k].text);
+                    sqlite3_finalize(st);
+                    return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+                }
+                memcpy(row[c].text, t, n);
+                row[c].text[n] = '\0';
+                row[c].len = n;
+            }
+        }
+        g->rows++;
+    }
+    if (rc != SQLITE_DONE) {
+        tr_fail(err, TR_ERR_INPUT, "%s: cannot list %s: %s", path, g->l->name, sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        return TR_ERR_INPUT;
+    }
+    sqlite3_finalize(st);
+    return TR_OK;
+}
+
+/* The text of a cell in the text table (durations in ms). */
+static const char *text_of(const cell *c, char type, char *buf, size_t n, size_t *len)
+{
+    if (!c->text) {
+        *len = 1;
+        return "-";
+    }
+    if (type == COL_NS) {
+        *len = (size_t)snprintf(buf, n, "%.3f", (double)strtoll(c->text, NULL, 10) / 1e6);
+        return buf;
+    }
+    *len = c->len;
+    return c->text;
+}
+
+static size_t cell_cols(const cell *c, char type, size_t *bytes)
+{
+    char buf[48];
+    size_t len;
+    const char *t = text_of(c, type, buf, sizeof buf, &len);
+    size_t w = tr_text_width(t, len);
+    *bytes = len;
+    if (type == COL_NAME && w > NAME_COLS) {
+        *bytes = tr_utf8_cut(t, len, NAME_COLS - 1);
+        w = tr_text_width(t, *bytes) + 1;
+    }
+    return w;
+}
+
+static void put_text(FILE *out, const grid *g)
+{
+    size_t width[MAX_COLS];
+    const list_col *cols = g->l->cols;
+    for (size_t c = 0; c < g->ncols; c++) {
+        width[c] = strlen(cols[c].head);
+        for (size_t r = 0; r < g->rows; r++) {
+            size_t bytes, w = cell_cols(&g->cells[r * g->ncols + c], cols[c].type, &bytes);
+            if (w > width[c])
+                width[c] = w;
+        }
+    }
+    for (size_t c = 0; c < g->ncols; c++) {
+        int last = c + 1 == g->ncols;
+        if (cols[c].type == COL_NAME)
+            fprintf(out, "%s%-*s", c ? "  " : "", last ? 0 : (int)width[c], cols[c].head);
+        else
+            fprintf(out, "%s%*s", c ? "  " : "", (int)width[c], cols[c].head);
+    }
+    fputc('\n', out);
+    for (size_t r = 0; r < g->rows; r++) {
+        for (size_t c = 0; c < g->ncols; c++) {
+            const cell *x = &g->cells[r * g->ncols + c];
+            char buf[48];
+            size_t len, bytes, w = cell_cols(x, cols[c].type, &bytes);
+            const char *t = text_of(x, cols[c].type, buf, sizeof buf, &len);
+            size_t pad = width[c] - w;
+            int last = c + 1 == g->ncols;
+            if (c)
+                fputs("  ", out);
+            if (cols[c].type != COL_NAME)
+                fprintf(out, "%*s", (int)pad, "");
+            tr_put_text_cell(out, t, bytes);
+            if (bytes < len)
+                fputs(TR_ELLIPSIS, out);
+            if (cols[c].type == COL_NAME && !last)
+                fprintf(out, "%*s", (int)pad, "");
+        }
+        fputc('\n', out);
+    }
+}
+
+static void put_csv(FILE *out, const grid *g)
+{
+    for (size_t c = 0; c < g->ncols; c++)
+        fprintf(out, "%s%s", c ? "," : "", g->l->cols[c].key);
+    fputc('\n', out);
+    for (size_t r = 0; r < g->rows; r++) {
+        for (size_t c = 0; c < g->ncols; c++) {
+            const cell *x = &g->cells[r * g->ncols + c];
+            if (c)
+                fputc(',', out);
+            if (x->text)
+                tr_put_csv_field(out, x->text, x->len);
+        }
+        fputc('\n', out);
+    }
+}
+
+static void put_json(FILE *out, const grid *g)
+{
+    fputs("[", out);
+    for (size_t r = 0; r < g->rows; r++) {
+        fputs(r ? ",\n {" : "\n {", out);
+        for (size_t c = 0; c < g->ncols; c++) {
+            const cell *x = &g->cells[r * g->ncols + c];
+            fprintf(out, "%s\"%s\": ", c ? ", " : "", g->l->cols[c].key);
+            if (!x->text)
+                fputs("null", out);
+            else if (g->l->cols[c].type == COL_NAME)
+                tr_put_json_str(out, x->text, x->len);
+            else
+                fputs(x->text, out);   /* an integer SQLite formatted */
+        }
+        fputs("}", out);
+    }
+    fputs(g->rows ? "\n]\n" : "]\n", out);
+}
+
+static void put_markdown(FILE *out, const grid *g)
+{
+    for (size_t c = 0; c < g->ncols; c++)
+        fprintf(out, "| %s ", g->l->cols[c].head);
+    fputs("|\n", out);
+    for (size_t c = 0; c < g->ncols; c++)
+        fputs(g->l->cols[c].type == COL_NAME ? "|---" : "|---:", out);
+    fputs("|\n", out);
+    for (size_t r = 0; r < g->rows; r++) {
+        for (size_t c = 0; c < g->ncols; c++) {
+            const cell *x = &g->cells[r * g->ncols + c];
+            char buf[48];
+            size_t len;
+            const char *t = text_of(x, g->l->cols[c].type, buf, sizeof buf, &len);
+            fputs("| ", out);
+            tr_put_md_cell(out, t, len);
+            fputc(' ', out);
+        }
+        fputs("|\n", out);
+    }
+}
+
+static const struct {
+    const char *name;
+    void (*put)(FILE *out, const grid *g);
+} writers[] = {
+    {"text", put_text}, {"csv", put_csv}, {"json", put_json}, {"markdown", put_markdown},
+};
+
+tr_status tr_list_print(sqlite3 *db, const char *path, const tr_list *l, const char *format, FILE *out,
+                        tr_error *err)
+{
+    void (*put)(FILE *, const grid *) = put_text;
+    for (size_t i = 0; format && i < sizeof writers / sizeof writers[0]; i++)
+        if (!strcmp(writers[i].name, format))
+            put = writers[i].put;
+    grid g = {l, 0, NULL, 0, 0};
+    while (g.ncols < MAX_COLS && l->cols[g.ncols].head)
+        g.ncols++;
+    tr_status st = grid_fill(db, path, &g, err);
+    if (st == TR_OK && g.rows == 0 && put == put_text)
+        fprintf(stderr, "trace-analyze: %s: %s\n", path, l->none);   /* a header alone says nothing */
+    else if (st == TR_OK)
+        put(out, &g);
+    grid_free(&g);
+    return st;
+}
+
+/* ---- does the filter name something that exists? ---- */
+
+static const struct {
+    const char *what, *plural;
+    const char *exists_sql;   /* ?1 = the value */
+    const char *list_sql;     /* value, label or NULL; in order, a few more than shown */
+} filters[] = {
+    {"thread", "threads", "SELECT 1 FROM threads WHERE tid = ?1 LIMIT 1",
+     "SELECT t.tid, n.value FROM threads t LEFT JOIN strings n ON n.id = t.name_id "
+     "GROUP BY t.tid ORDER BY t.tid LIMIT 9"},
+    {"device", "devices", "SELECT 1 FROM devices WHERE device = ?1 LIMIT 1",
+     "SELECT d.device, n.value FROM devices d LEFT JOIN strings n ON n.id = d.name_id "
+     "GROUP BY d.device ORDER BY d.device LIMIT 9"},
+    {"stream", "streams", "SELECT 1 FROM streams WHERE stream = ?1 LIMIT 1",
+     "SELECT stream, NULL FROM streams GROUP BY stream ORDER BY stream LIMIT 9"},
+};
+
+/* Labels are names from the file: kept short, and tr_put_line makes the
+ * message one line whatever they hold. */
+#define LABEL_BYTES 32
+#define SHOWN 8
+
+tr_status tr_list_check_filter(sqlite3 *db, const char *path, const char *what, int64_t value, tr_error *err)
+{
+    size_t f = 0;
+    while (f < sizeof filters / sizeof filters[0] && strcmp(filters[f].what, what) != 0)
+        f++;
+    if (f == sizeof filters / sizeof filters[0])
+        return TR_OK;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, filters[f].exists_sql, -1, &st, NULL) != SQLITE_OK)
+        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read the %s: %s", path, filters[f].plural,
+                       sqlite3_errmsg(db));
+    sqlite3_bind_int64(st, 1, value);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_ROW)
+        return TR_OK;
+    if (rc != SQLITE_DONE)
+        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read the %s: %s", path, filters[f].plural,
+                       sqlite3_errmsg(db));
+    char have[512];
+    size_t n = 0, shown = 0;
+    have[0] = '\0';
+    if (sqlite3_prepare_v2(db, filters[f].list_sql, -1, &st, NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW && n < sizeof have) {
+            if (shown == SHOWN) {
+                n += (size_t)snprintf(have + n, sizeof have - n, ", ...");
+                break;
+            }
+            const char *label = (const char *)sqlite3_column_text(st, 1);
+            int len = label ? (int)tr_utf8_cut(label, (size_t)sqlite3_column_bytes(st, 1), LABEL_BYTES) : 0;
+            n += (size_t)snprintf(have + n, sizeof have - n, "%s%" PRId64 "%s%.*s%s", shown ? ", " : "",
+                                  (int64_t)sqlite3_column_int64(st, 0), label ? " '" : "", len,
+                                  label ? label : "", label ? "'" : "");
+            shown++;
+        }
+        sqlite3_finalize(st);
+    }
+    if (!shown)
+        return tr_fail(err, TR_ERR_INPUT, "%s: no %s %" PRId64 " (the run database has no %s)", path, what,
+                       value, filters[f].plural);
+    return tr_fail(err, TR_ERR_INPUT, "%s: no %s %" PRId64 " (%s: %s; trace-analyze --list %s shows them all)", path, what,
+                   value, filters[f].plural, have, filters[f].plural);
+}
+
+tr_status tr_list_check_selection(sqlite3 *db, const char *path, const tr_selection *sel, tr_error *err)
+{
+    tr_status st = TR_OK;
+    if (sel->has_thread)
+        st = tr_list_check_filter(db, path, "thread", sel->thread, err);
+    if (st == TR_OK && sel->has_device)
+        st = tr_list_check_filter(db, path, "device", sel->device, err);
+    if (st == TR_OK && sel->has_stream)
+        st = tr_list_check_filter(db, path, "stream", sel->stream, err);
+    return st;
+}
