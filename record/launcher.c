@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/version.h"
 #include "record/raw_format.h"
 
 #define PROG "trace-record"
@@ -52,6 +53,7 @@ static void usage(FILE *f)
             "      --nvtx-capture NAME keep only activity inside NVTX ranges named NAME\n"
             "      --backtrace         record native call stacks of kernel launches\n"
             "  -h, --help              this help\n"
+            "      --version           print the version\n"
             "\n"
             "Exit status: PROGRAM's (128+N if killed by signal N); 2 usage error; 126/127\n"
             "PROGRAM cannot be run / not found; 1 recorder failure; ingest's status if\n"
@@ -239,7 +241,7 @@ static int run_ingest(const char *bindir, const char *out, char **files, size_t 
 int main(int argc, char **argv)
 {
     enum { O_RAW = 256, O_KINDS, O_NOCHILD, O_BUF, O_FLUSH, O_DELAY, O_DUR, O_CAPRANGE, O_NVTXCAP,
-           O_BT, O_BUDGET };
+           O_BT, O_BUDGET, O_VERSION };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},   {"raw-only", no_argument, NULL, O_RAW},
         {"kinds", required_argument, NULL, O_KINDS}, {"no-children", no_argument, NULL, O_NOCHILD},
@@ -249,6 +251,7 @@ int main(int argc, char **argv)
         {"capture-range", required_argument, NULL, O_CAPRANGE},
         {"nvtx-capture", required_argument, NULL, O_NVTXCAP},
         {"backtrace", no_argument, NULL, O_BT},     {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, O_VERSION},
         {NULL, 0, NULL, 0}};
     const char *out = "run.db", *kinds = NULL, *capture = NULL;
     int raw_only = 0, no_children = 0, backtrace = 0, c;
@@ -305,6 +308,7 @@ int main(int argc, char **argv)
             break;
         case O_BT: backtrace = 1; break;
         case 'h': usage(stdout); return 0;
+        case O_VERSION: printf(PROG " %s\n", TR_VERSION); return 0;
         default: fprintf(stderr, PROG ": try '" PROG " --help'\n"); return 2;
         }
     }
