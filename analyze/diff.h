@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "analyze/analyze.h"
+#include "analyze/normalize.h"
 
 typedef struct {
     const char *base, *new_;      /* run.db paths */
@@ -38,10 +39,5 @@ tr_status tr_analyze_merged(char *const *paths, size_t n, const tr_analyze_opts 
 
 /* Adds src's groups into dst (both from tr_summarize() with the same options). */
 tr_status tr_summary_merge(tr_summary *dst, tr_summary *src, tr_error *err);
-
-/* The --diff-normalize rule, in place: every number in a template argument
- * list becomes "N", and ProfilerStep#<digits> becomes "ProfilerStep*".
- * Returns a new string (NULL when out of memory). */
-char *tr_diff_normalize_name(const char *name);
 
 #endif

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export/diff.h"
 #include "export/export.h"
 #include "export/scan.h"
 #include "lib/checked.h"
@@ -389,3 +390,7 @@ tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, 
     tr_scan_free(&sc);
     return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error") : TR_OK;
 }
+
+/* The differential flamegraph (diff.c) draws with the same viewer. */
+const char *tr_flamegraph_style(void) { return fg_style; }
+const char *tr_flamegraph_script(void) { return fg_script; }

@@ -37,6 +37,7 @@ static void usage(FILE *f)
             "  --title T, --width PX, --minwidth PX, --inverted   flamegraph layout\n"
             "  --diff                two run.dbs, BASE.db NEW.db: --stacks writes 'stack BASE NEW'\n"
             "                        lines, --flamegraph the new widths, red grown, blue shrunk\n"
+            "  --diff-normalize      numbers in template arguments do not tell frames apart\n"
             "  -h, --help, --version\n"
             "\nMetrics:");
     for (const tr_export_metric *m = tr_export_metrics; m->name; m++)
@@ -65,7 +66,7 @@ static int parse_long(const char *s, long long lo, long long hi, long long *v)
 
 enum { O_STACKS = 256, O_FLAME, O_CHROME, O_METRIC, O_SOURCE, O_COMPAT, O_TIME, O_THREAD,
        O_DEVICE, O_INCLUDE, O_EXCLUDE, O_TITLE, O_WIDTH, O_MINWIDTH, O_INVERTED, O_VERSION };
-enum { O_DIFF = 512 };
+enum { O_DIFF = 512, O_DIFF_NORM };
 
 int main(int argc, char **argv)
 {
@@ -83,7 +84,7 @@ int main(int argc, char **argv)
         {"title", required_argument, NULL, O_TITLE}, {"width", required_argument, NULL, O_WIDTH},
         {"minwidth", required_argument, NULL, O_MINWIDTH},
         {"inverted", no_argument, NULL, O_INVERTED}, {"help", no_argument, NULL, 'h'},
-        {"diff", no_argument, NULL, O_DIFF},
+        {"diff", no_argument, NULL, O_DIFF},         {"diff-normalize", no_argument, NULL, O_DIFF_NORM},
         {"version", no_argument, NULL, O_VERSION},   {NULL, 0, NULL, 0}};
     static const char *const format_of[] = {[O_STACKS - O_STACKS] = "stacks",
                                             [O_FLAME - O_STACKS] = "flamegraph",
@@ -93,7 +94,7 @@ int main(int argc, char **argv)
     tr_error err;
     tr_error_clear(&err);
     const char *output = NULL;
-    int c, rc = 0, selection = 0, diff = 0;
+    int c, rc = 0, selection = 0, diff = 0, diff_norm = 0;
     long long v;
     tr_output_handle_signals();
     while (rc == 0 && (c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
@@ -167,6 +168,7 @@ int main(int argc, char **argv)
         }
         case O_INVERTED: o.inverted = 1; break;
         case O_DIFF: diff = 1; break;
+        case O_DIFF_NORM: diff_norm = 1; break;
         case 'h': usage(stdout); tr_export_opts_free(&o); return 0;
         case O_VERSION: printf("trace-export %s\n", TR_VERSION); tr_export_opts_free(&o); return 0;
         default: rc = usage_error("%s", "try 'trace-export --help'");
@@ -175,6 +177,8 @@ int main(int argc, char **argv)
     if (rc == 0 && !o.format)
         rc = usage_error("%s", "choose an output: --stacks, --flamegraph or --chrome "
                                "(try 'trace-export --help')");
+    else if (rc == 0 && diff_norm && !diff)
+        rc = usage_error("%s", "--diff-normalize goes with --diff");
     else if (rc == 0 && diff && (argc - optind != 2 || o.compat_torch || o.format == tr_export_format_lookup("chrome")))
         rc = usage_error("%s", "--diff takes BASE.db NEW.db, with --stacks or --flamegraph");
     else if (rc == 0 && !diff && optind != argc - 1)
@@ -202,7 +206,7 @@ int main(int argc, char **argv)
         if (!out) {
             st = err.status ? err.status : TR_ERR_RUNTIME;
         } else {
-            st = diff ? tr_export_diff(argv[optind], argv[optind + 1], &o, out, &err)
+            st = diff ? tr_export_diff(argv[optind], argv[optind + 1], diff_norm, &o, out, &err)
                       : tr_export_run(db, &o, out, &err);
             if (st == TR_OK)
                 st = tr_output_commit(&of, &err);

@@ -141,3 +141,45 @@ expect_grep 'old.db: run database schema version 0 is older' "$TMP/err"
 expect_status 2 "$A" --diff base.db
 expect_status 2 "$A" --diff base.db new.db wide.db
 expect_status 2 "$A" --diff-normalize base.db new.db
+
+# ---- trace-export --diff: two-column folded stacks and the differential flamegraph
+X="$BIN/trace-export"
+sum_col() { awk -v c="$2" '{ s += $(NF - c) } END { print s + 0 }' "$1"; }
+expect_status 0 "$X" --stacks --diff -o same.folded base.db base.db
+awk '$(NF-1) != $NF { bad = 1 } END { exit bad }' same.folded || fail "a run against itself differs in its stacks"
+"$X" --stacks -o base.folded base.db && "$X" --stacks -o new.folded new.db || fail "plain stacks"
+expect_status 0 "$X" --stacks --diff -o diff.folded base.db new.db
+expect_eq "$(sum_col diff.folded 1)" "$(sum_col base.folded 0)" "base column sum"
+expect_eq "$(sum_col diff.folded 0)" "$(sum_col new.folded 0)" "new column sum"
+expect_grep '^ProfilerStep\*;aten::fresh 0 6000$' diff.folded
+expect_grep '^ProfilerStep\*;aten::stale 6000 0$' diff.folded
+expect_grep '^ProfilerStep\*;aten::add 18000 18000$' diff.folded
+expect_status 0 "$X" --stacks --diff --metric self_gpu base.db new.db
+expect_grep '^ProfilerStep\*;aten::mm;cudaLaunchKernel;void gemm<float, 128>(float\*) 60000 120000$' "$TMP/out"
+expect_status 0 "$X" --stacks --diff --diff-normalize --metric self_gpu base.db wide.db
+expect_grep ';void gemm<float, N>(float\*) 60000 60000$' "$TMP/out"
+# colours: the slower kernel red in base->new, blue in new->base; an unchanged frame grey
+fill_of() { python3 - "$1" "$2" <<'PY'
+import sys, xml.etree.ElementTree as ET
+ns = {"s": "http://www.w3.org/2000/svg"}
+for g in ET.parse(sys.argv[1]).getroot().iter("{http://www.w3.org/2000/svg}g"):
+    t = g.find("s:title", ns)
+    if t is not None and t.text.startswith(sys.argv[2] + " ("):
+        print(g.find("s:rect", ns).get("fill")); break
+PY
+}
+expect_status 0 "$X" --flamegraph --diff --metric self_gpu -o up.svg base.db new.db
+expect_eq "$(fill_of up.svg 'void gemm<float, 128>(float*)')" "rgb(255,110,110)" "grown kernel colour"
+expect_eq "$(fill_of up.svg add_kernel)" "rgb(235,235,235)" "unchanged kernel colour"
+expect_grep 'data-fg-total="135000" data-fg-base-total="75000"' up.svg
+expect_status 0 "$X" --flamegraph --diff --metric self_gpu -o down.svg new.db base.db
+expect_eq "$(fill_of down.svg 'void gemm<float, 128>(float*)')" "rgb(110,110,255)" "shrunk kernel colour"
+expect_status 0 "$X" --flamegraph --diff -o cpu.svg base.db new.db
+expect_eq "$(fill_of cpu.svg aten::fresh)" "rgb(255,0,0)" "new op colour"
+expect_eq "$(fill_of cpu.svg aten::stale)" "" "a gone op is not drawn (widths are the new run's)"
+expect_status 2 "$X" --chrome --diff base.db new.db
+expect_status 2 "$X" --stacks --diff base.db
+expect_status 2 "$X" --stacks --diff-normalize base.db
+expect_status 3 "$X" --flamegraph --diff -o bad.svg base.db text.db
+expect_one_line_error
+expect_no_file bad.svg

@@ -1,0 +1,473 @@
+/*
+ * diff.c - two runs' stacks side by side: "stack BASE NEW" lines, and a
+ * flamegraph of the new run coloured by change.
+ *
+ * The runs' frame trees come from separate files, so only their text can
+ * join them: each tree becomes folded lines, sorted frame by frame (';' sorts
+ * before every other byte, so the lines under one frame are contiguous), and
+ * the two sorted lists are merged.  The flamegraph's tree is rebuilt from the
+ * merged lines by walking them in that order, as flamegraph.pl does.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/normalize.h"
+#include "export/diff.h"
+#include "export/scan.h"
+#include "lib/checked.h"
+#include "lib/rundb.h"
+
+#define FRAME_H 16
+#define PAD_X 10
+#define PAD_TOP 56
+#define PAD_BOTTOM 36
+#define CHAR_W 7.0
+#define LABEL_MAX 1024
+#define TITLE_MAX (64 * 1024)
+#define TITLE_BUDGET (16 * 1024 * 1024)
+
+typedef struct {
+    char *path;
+    size_t len;
+    int64_t v[2];   /* base, new */
+} dline;
+
+static tr_status nomem(tr_error *err) { return tr_fail(err, TR_ERR_RUNTIME, "out of memory"); }
+
+/* Byte order with ';' first: a frame's lines stay together. */
+static int cmp_path(const char *a, size_t al, const char *b, size_t bl)
+{
+    size_t n = al < bl ? al : bl;
+    for (size_t i = 0; i < n; i++) {
+        unsigned x = (unsigned char)a[i], y = (unsigned char)b[i];
+        if (x == y)
+            continue;
+        x = x == ';' ? 0 : x;
+        y = y == ';' ? 0 : y;
+        return x < y ? -1 : 1;
+    }
+    return (al > bl) - (al < bl);
+}
+
+static int cmp_line(const void *pa, const void *pb)
+{
+    const dline *a = pa, *b = pb;
+    return cmp_path(a->path, a->len, b->path, b->len);
+}
+
+/* A frame as it is compared: ProfilerStep#N as "ProfilerStep*" (the step
+ * number says nothing about the code), and with --diff-normalize the numbers
+ * of template arguments as "N" too (analyze/diff.c has the rule). */
+static int put_frame(FILE *f, const char *name, size_t len, int normalize)
+{
+    static const char step[] = "ProfilerStep#";
+    if (normalize && !memchr(name, '\0', len)) {
+        char *n = tr_diff_normalize_name(name);
+        if (!n)
+            return -1;
+        tr_put_folded_frame(f, n, strlen(n));
+        free(n);
+        return 0;
+    }
+    size_t k = sizeof step - 1;
+    if (len > k && !memcmp(name, step, k) && strspn(name + k, "0123456789") == len - k) {
+        tr_put_folded_frame(f, "ProfilerStep*", 13);
+        return 0;
+    }
+    tr_put_folded_frame(f, name, len);
+    return 0;
+}
+
+/* The folded path of node idx, outermost first; iterative, a tree may be deep. */
+static int put_path(FILE *f, tr_scan *sc, uint32_t idx, int normalize)
+{
+    size_t n = 0;
+    for (uint32_t cur = idx; cur; cur = sc->nodes[cur].parent) {
+        if (n == sc->pathcap) {
+            size_t ncap = sc->pathcap ? sc->pathcap * 2 : 64;
+            uint32_t *np = realloc(sc->path, ncap * sizeof *np);
+            if (!np)
+                return -1;
+            sc->path = np;
+            sc->pathcap = ncap;
+        }
+        sc->path[n++] = cur;
+    }
+    while (n > 0) {
+        const tr_fnode *node = &sc->nodes[sc->path[--n]];
+        if (put_frame(f, node->name, node->name_len, normalize) < 0)
+            return -1;
+        if (n)
+            putc(';', f);
+    }
+    return 0;
+}
+
+static void lines_free(dline *l, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(l[i].path);
+    free(l);
+}
+
+/* One run's non-zero stacks as sorted, merged lines; side picks v[0] or v[1]. */
+static tr_status run_lines(tr_scan *sc, int m, int side, int normalize, dline **out, size_t *nout,
+                           tr_error *err)
+{
+    size_t n = 0;
+    for (size_t i = 1; i < sc->nnodes; i++)
+        n += sc->nodes[i].v[m] != 0;
+    dline *l = calloc(n ? n : 1, sizeof *l);
+    if (!l)
+        return nomem(err);
+    size_t k = 0;
+    for (size_t i = 1; i < sc->nnodes; i++) {
+        if (!sc->nodes[i].v[m])
+            continue;
+        FILE *f = open_memstream(&l[k].path, &l[k].len);
+        if (!f) {
+            lines_free(l, k);
+            return nomem(err);
+        }
+        int bad = put_path(f, sc, (uint32_t)i, normalize);
+        k++;
+        if (fclose(f) != 0 || bad) {
+            lines_free(l, k);
+            return nomem(err);
+        }
+        l[k - 1].v[side] = sc->nodes[i].v[m];
+    }
+    qsort(l, k, sizeof *l, cmp_line);
+    /* two stacks can escape to the same text: one line */
+    size_t w = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (w && !cmp_line(&l[w - 1], &l[i])) {
+            tr_sat_acc(&l[w - 1].v[side], l[i].v[side]);
+            free(l[i].path);
+            continue;
+        }
+        l[w++] = l[i];
+    }
+    *out = l;
+    *nout = w;
+    return TR_OK;
+}
+
+static dline *join(dline *a, size_t na, dline *b, size_t nb, size_t *n)
+{
+    dline *j = calloc(na + nb + 1, sizeof *j);
+    if (!j)
+        return NULL;
+    size_t i = 0, k = 0, o = 0;
+    while (i < na || k < nb) {
+        int c = i == na ? 1 : k == nb ? -1 : cmp_line(&a[i], &b[k]);
+        if (c < 0) {
+            j[o++] = a[i++];
+        } else if (c > 0) {
+            j[o++] = b[k++];
+        } else {
+            j[o] = a[i++];
+            j[o++].v[1] = b[k].v[1];
+            free(b[k++].path);
+        }
+    }
+    *n = o;
+    return j;
+}
+
+/* ---- the differential flamegraph ---- */
+
+typedef struct {
+    uint32_t parent, first_child, last_child, next_sibling;
+    const char *name;
+    size_t name_len;
+    int64_t own[2], w[2];
+    int64_t x;
+    uint32_t depth;
+} dnode;
+
+typedef struct {
+    dnode *n;
+    size_t nn, cap;
+} dtree;
+
+static int64_t add_node(dtree *t, uint32_t parent, const char *name, size_t len)
+{
+    if (t->nn == t->cap) {
+        size_t nc = t->cap ? t->cap * 2 : 1024;
+        if (nc > UINT32_MAX)
+            return -1;
+        dnode *nn = realloc(t->n, nc * sizeof *nn);
+        if (!nn)
+            return -1;
+        t->n = nn;
+        t->cap = nc;
+    }
+    uint32_t id = (uint32_t)t->nn++;
+    dnode *d = &t->n[id];
+    memset(d, 0, sizeof *d);
+    d->parent = parent;
+    d->name = name;
+    d->name_len = len;
+    if (id) {
+        dnode *p = &t->n[parent];
+        d->depth = p->depth + 1;
+        if (p->last_child)
+            t->n[p->last_child].next_sibling = id;
+        else
+            p->first_child = id;
+        p->last_child = id;
+    }
+    return id;
+}
+
+/* Lines in frame order make a tree by keeping the open path: a line shares
+ * its leading frames with the path before it, and opens the rest. */
+static tr_status build_tree(dtree *t, const dline *l, size_t n, tr_error *err)
+{
+    uint32_t *open = NULL;
+    size_t depth = 0, cap = 0;
+    if (add_node(t, 0, "all", 3) < 0)
+        return nomem(err);
+    tr_status st = TR_OK;
+    for (size_t i = 0; i < n && st == TR_OK; i++) {
+        size_t d = 0, pos = 0;
+        uint32_t cur = 0;
+        while (pos <= l[i].len) {
+            const char *f = l[i].path + pos;
+            size_t fl = strcspn(f, ";");
+            if (pos + fl > l[i].len)
+                fl = l[i].len - pos;
+            if (d < depth && t->n[open[d]].name_len == fl && !memcmp(t->n[open[d]].name, f, fl)) {
+                cur = open[d];
+            } else {
+                depth = d;   /* the rest of the old path is closed */
+                int64_t id = add_node(t, cur, f, fl);
+                if (id >= 0 && depth == cap) {
+                    size_t nc = cap ? cap * 2 : 64;
+                    uint32_t *no = realloc(open, nc * sizeof *no);
+                    if (no) {
+                        open = no;
+                        cap = nc;
+                    }
+                }
+                if (id < 0 || depth == cap) {
+                    st = nomem(err);
+                    break;
+                }
+                open[depth++] = (uint32_t)id;
+                cur = (uint32_t)id;
+            }
+            d++;
+            pos += fl + 1;
+        }
+        if (st == TR_OK) {
+            depth = d;
+            t->n[cur].own[0] = l[i].v[0];
+            t->n[cur].own[1] = l[i].v[1];
+        }
+    }
+    free(open);
+    return st;
+}
+
+static void fmt_value(char *buf, size_t n, int64_t v, const char *unit)
+{
+    double d = (double)v;
+    if (!strcmp(unit, "ns")) {
+        if (v > -1000 && v < 1000)
+            snprintf(buf, n, "%lld ns", (long long)v);
+        else if (d < 1e6 && d > -1e6)
+            snprintf(buf, n, "%.3f us", d / 1e3);
+        else if (d < 1e9 && d > -1e9)
+            snprintf(buf, n, "%.3f ms", d / 1e6);
+        else
+            snprintf(buf, n, "%.3f s", d / 1e9);
+    } else {
+        snprintf(buf, n, "%lld %s", (long long)v, unit);
+    }
+}
+
+/* Red grows, blue shrinks, as difffolded.pl's graphs: the colour's strength
+ * is the change relative to the larger of the two values. */
+static void put_colour(FILE *f, const dnode *n)
+{
+    int64_t a = n->w[0], b = n->w[1], big = a > b ? a : b;
+    if (a == b || big <= 0) {
+        fputs("rgb(235,235,235)", f);
+        return;
+    }
+    double rel = fabs((double)b - (double)a) / (double)big;
+    int c = (int)lround(220.0 * (1.0 - rel));
+    if (b > a)
+        fprintf(f, "rgb(255,%d,%d)", c, c);
+    else
+        fprintf(f, "rgb(%d,%d,255)", c, c);
+}
+
+static void put_label(FILE *f, const dnode *n, double px)
+{
+    size_t fit = px > 6 ? (size_t)((px - 6) / CHAR_W) : 0;
+    if (fit < 3)
+        return;
+    size_t len = tr_utf8_cut(n->name, n->name_len, LABEL_MAX), cps = 0, i = 0, cut = 0;
+    while (i < len && cps <= fit) {
+        uint32_t cp;
+        if (cps == fit - 2)
+            cut = i;
+        i += tr_utf8_next(n->name + i, len - i, &cp);
+        cps++;
+    }
+    if (cps > fit)
+        len = cut;
+    tr_put_xml_text(f, n->name, len);
+    if (len < n->name_len)
+        fputs("..", f);
+}
+
+static tr_status write_flamegraph(dtree *t, const tr_export_metric *metric, const tr_export_opts *o,
+                                  FILE *out, tr_error *err)
+{
+    size_t nn = t->nn;
+    /* widths bottom-up (a child's index is above its parent's), per run */
+    for (size_t i = nn; i-- > 0;) {
+        dnode *n = &t->n[i];
+        for (int s = 0; s < 2; s++) {
+            int64_t own = n->own[s] > 0 ? n->own[s] : 0, kids = 0;
+            for (uint32_t c = n->first_child; c; c = t->n[c].next_sibling)
+                tr_sat_acc(&kids, t->n[c].w[s]);
+            n->w[s] = metric->inclusive ? (own > kids ? own : kids) : tr_sat_add(own, kids);
+        }
+    }
+    uint32_t maxd = 0;
+    for (size_t i = 0; i < nn; i++) {
+        int64_t x = t->n[i].x;
+        for (uint32_t c = t->n[i].first_child; c; c = t->n[c].next_sibling) {
+            t->n[c].x = x;
+            x = tr_sat_add(x, t->n[c].w[1]);
+        }
+        if (t->n[i].w[1] > 0 && t->n[i].depth > maxd)
+            maxd = t->n[i].depth;
+    }
+    int64_t total = t->n[0].w[1], base_total = t->n[0].w[0];
+    int width = o->width;
+    int height = PAD_TOP + PAD_BOTTOM + (int)(maxd + 1) * FRAME_H;
+    double scale = total > 0 ? (double)(width - 2 * PAD_X) / (double)total : 0;
+    const char *title = o->title ? o->title : "Differential Flame Graph";
+    char a[64], b[64];
+    fmt_value(a, sizeof a, base_total, metric->unit);
+    fmt_value(b, sizeof b, total, metric->unit);
+    fprintf(out, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+                 "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+                 "xmlns=\"http://www.w3.org/2000/svg\" data-fg-width=\"%d\" data-fg-padx=\"%d\" "
+                 "data-fg-charw=\"%g\" data-fg-total=\"%lld\" data-fg-base-total=\"%lld\">\n",
+            width, height, width, height, width, PAD_X, CHAR_W, (long long)total, (long long)base_total);
+    fputs(tr_flamegraph_style(), out);
+    fputs(tr_flamegraph_script(), out);
+    fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"rgb(248,248,240)\"/>\n",
+            width, height);
+    fprintf(out, "<text id=\"title\" x=\"%d\" y=\"22\">", width / 2);
+    tr_put_xml_text(out, title, tr_utf8_cut(title, strlen(title), LABEL_MAX));
+    fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"40\">%s: %s base, %s new; widths: new; "
+                 "red grows, blue shrinks</text>\n", width / 2, metric->label, a, b);
+    fprintf(out, "<text id=\"unzoom\" class=\"ui\" x=\"%d\" y=\"22\" opacity=\"0\">Reset Zoom</text>\n"
+                 "<text id=\"search\" class=\"ui\" x=\"%d\" y=\"22\" text-anchor=\"end\">Search</text>\n"
+                 "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n"
+                 "<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"> </text>\n",
+            PAD_X, width - PAD_X, PAD_X, height - 12, width - PAD_X, height - 12);
+    if (total <= 0)
+        fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">No %s in the new run's selected "
+                     "events</text>\n", width / 2, PAD_TOP + FRAME_H, metric->label);
+    tr_name_cap cap = {LABEL_MAX, TITLE_MAX, TITLE_BUDGET};
+    for (size_t i = 0; i < nn && total > 0; i++) {
+        const dnode *n = &t->n[i];
+        double px = (double)n->w[1] * scale;
+        if (n->w[1] <= 0 || px < o->minwidth)
+            continue;
+        double x = PAD_X + (double)n->x * scale;
+        int y = o->inverted ? PAD_TOP + (int)n->depth * FRAME_H
+                            : height - PAD_BOTTOM - (int)(n->depth + 1) * FRAME_H;
+        fmt_value(a, sizeof a, n->w[0], metric->unit);
+        fmt_value(b, sizeof b, n->w[1], metric->unit);
+        fprintf(out, "<g class=\"f\" data-x=\"%lld\" data-w=\"%lld\" data-d=\"%u\" data-base=\"%lld\">"
+                     "<title>", (long long)n->x, (long long)n->w[1], n->depth, (long long)n->w[0]);
+        size_t shown = tr_name_cap_take(&cap, n->name, n->name_len);
+        tr_put_xml_text(out, n->name, shown);
+        if (shown < n->name_len)
+            fputs(TR_ELLIPSIS, out);
+        if (n->w[0] > 0)
+            fprintf(out, " (%s -> %s, %+.2f%%)</title>", a, b,
+                    ((double)n->w[1] - (double)n->w[0]) * 100.0 / (double)n->w[0]);
+        else
+            fprintf(out, " (%s, new)</title>", b);
+        fprintf(out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"", x, y, px, FRAME_H - 1);
+        put_colour(out, n);
+        fprintf(out, "\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%d\">", x + 3, y + FRAME_H - 5);
+        put_label(out, n, px);
+        fputs("</text></g>\n", out);
+    }
+    fputs("</svg>\n", out);
+    return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error") : TR_OK;
+}
+
+tr_status tr_export_diff(const char *base, const char *new_, int normalize, const tr_export_opts *o,
+                         FILE *out, tr_error *err)
+{
+    const char *paths[2] = {base, new_};
+    sqlite3 *db[2] = {NULL, NULL};
+    tr_scan sc[2];
+    int inited[2] = {0, 0};
+    dline *l[2] = {NULL, NULL}, *j = NULL;
+    size_t nl[2] = {0, 0}, nj = 0;
+    dtree t = {NULL, 0, 0};
+    tr_status st = TR_OK;
+    for (int s = 0; s < 2 && st == TR_OK; s++) {
+        st = tr_rundb_open(paths[s], &db[s], err);
+        if (st == TR_OK && (st = tr_scan_init(&sc[s], db[s], o, err)) == TR_OK) {
+            inited[s] = 1;
+            st = tr_scan_run(&sc[s], 0, NULL, NULL, err);
+        }
+    }
+    /* one metric for both: the default one of either run when they differ is self CPU */
+    const tr_export_metric *metric = NULL;
+    if (st == TR_OK) {
+        const tr_export_metric *m0 = tr_scan_metric(&sc[0]), *m1 = tr_scan_metric(&sc[1]);
+        metric = m0 == m1 ? m0 : &tr_export_metrics[TR_M_SELF_CPU];
+    }
+    int m = metric ? (int)(metric - tr_export_metrics) : 0;
+    for (int s = 0; s < 2 && st == TR_OK; s++)
+        st = run_lines(&sc[s], m, s, normalize, &l[s], &nl[s], err);
+    if (st == TR_OK) {
+        if (!(j = join(l[0], nl[0], l[1], nl[1], &nj)))
+            st = nomem(err);
+        else {
+            free(l[0]);
+            free(l[1]);
+            l[0] = l[1] = NULL;
+            nl[0] = nl[1] = 0;
+        }
+    }
+    if (st == TR_OK && o->format == tr_export_format_lookup("stacks")) {
+        for (size_t i = 0; i < nj; i++) {
+            fwrite(j[i].path, 1, j[i].len, out);
+            fprintf(out, " %lld %lld\n", (long long)j[i].v[0], (long long)j[i].v[1]);
+        }
+        if (ferror(out))
+            st = tr_fail(err, TR_ERR_RUNTIME, "write error");
+    } else if (st == TR_OK) {
+        st = build_tree(&t, j, nj, err);
+        if (st == TR_OK)
+            st = write_flamegraph(&t, metric, o, out, err);
+    }
+    free(t.n);
+    lines_free(j, nj);
+    for (int s = 0; s < 2; s++) {
+        lines_free(l[s], nl[s]);
+        if (inited[s])
+            tr_scan_free(&sc[s]);
+        if (db[s])
+            sqlite3_close(db[s]);
+    }
+    return st;
+}
