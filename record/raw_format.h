@@ -83,7 +83,9 @@ enum {
     TR_RAW_ST_ACTIVE = 1,   /* recorded */
     TR_RAW_ST_FAILED = 2,   /* a call failed: what it sets up is not recorded */
     TR_RAW_ST_OFF = 3,      /* not asked for */
-    TR_RAW_ST_TAKEN = 4     /* another CUPTI client took it over at ts: records stop there */
+    TR_RAW_ST_TAKEN = 4,    /* another CUPTI client took it over at ts: records stop there */
+    TR_RAW_ST_DROPPED = 5   /* result = records CUPTI dropped (saturated) for the context and
+                             * stream the detail names */
 };
 typedef struct {
     uint64_t ts;            /* the file's clock (as records) */

@@ -576,6 +576,7 @@ static void read_status(raw_reader *r, const unsigned char *p, size_t n)
 {
     for (size_t off = 0; off + sizeof(tr_raw_status) <= n;) {
         uint64_t ts = tr_raw_ld64(p + off);
+        uint32_t result = tr_raw_ld32(p + off + 8);
         unsigned state = tr_raw_ld16(p + off + 12), len = tr_raw_ld16(p + off + 14);
         if (len > n - off - sizeof(tr_raw_status))
             break;
@@ -588,6 +589,8 @@ static void read_status(raw_reader *r, const unsigned char *p, size_t n)
             tr_ingest_warn(r->o, "%s: %.*s: %.*s", r->path, (int)wl, what, dl, detail);
         else if (state == TR_RAW_ST_FAILED)
             note_not_recorded(r, what, wl);
+        else if (state == TR_RAW_ST_DROPPED)
+            tr_ingest_warn(r->o, "%s: CUPTI dropped %u record(s) of %.*s", r->path, result, dl, detail);
         else if (state == TR_RAW_ST_TAKEN) {
             int64_t at;
             if (__builtin_add_overflow((int64_t)ts, r->shift, &at))

@@ -132,6 +132,10 @@ static struct {
     size_t outstanding;
     uint64_t last_buffer_mono;
     int taken_over;
+    /* records CUPTI dropped, per (context id, stream) it reported them for; the
+     * last slot also takes what does not fit (under mu) */
+    struct { uint32_t context, stream; uint64_t count; } drops[64];
+    size_t n_drops;
 } g = {.init_mu = PTHREAD_MUTEX_INITIALIZER, .init_cv = PTHREAD_COND_INITIALIZER,
        .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -335,7 +339,7 @@ static int cupti_ok(CUptiResult r, const char *call, const char *what)
 }
 
 /* CUPTI calls made while recording: the first failure of each is said once. */
-enum { RC_FLUSH, RC_FLUSH_FORCED, RC_DROPPED, RC_VERSION, RC_TIMESTAMP, RC_COUNT_ };
+enum { RC_FLUSH, RC_FLUSH_FORCED, RC_DROPPED, RC_VERSION, RC_TIMESTAMP, RC_CONTEXT_ID, RC_COUNT_ };
 static const struct {
     const char *call, *otherwise;
 } run_calls[RC_COUNT_] = {
@@ -345,6 +349,7 @@ static const struct {
     {"cuptiActivityGetNumDroppedRecords", "dropped records are not counted"},
     {"cuptiGetVersion", "the CUPTI version is not recorded"},
     {"cuptiGetTimestamp", "CUPTI's clock is not anchored: timestamps are taken as CLOCK_REALTIME"},
+    {"cuptiGetContextId", "dropped records are not told apart by context"},
 };
 static int run_reported[RC_COUNT_];
 
@@ -913,6 +918,40 @@ static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_r
     *size = b->size;
 }
 
+/* Context 0, stream 0: drops CUPTI reported for no stream in particular. */
+static void note_drops_locked(uint32_t context, uint32_t stream, uint64_t n)
+{
+    size_t i = 0;
+    while (i < g.n_drops && (g.drops[i].context != context || g.drops[i].stream != stream))
+        i++;
+    if (i == g.n_drops) {
+        if (g.n_drops == sizeof g.drops / sizeof g.drops[0])
+            i = g.n_drops - 1;
+        else
+            g.drops[g.n_drops++] = (__typeof__(g.drops[0])){context, stream, 0};
+    }
+    g.drops[i].count += n;
+}
+
+/* At the end: a STATUS entry per context and stream that lost records. */
+static void write_drops(void)
+{
+    pthread_mutex_lock(&g.mu);
+    size_t n = g.n_drops;
+    __typeof__(g.drops[0]) d[sizeof g.drops / sizeof g.drops[0]];
+    memcpy(d, g.drops, n * sizeof d[0]);
+    pthread_mutex_unlock(&g.mu);
+    for (size_t i = 0; i < n; i++) {
+        char where[64];
+        if (d[i].context || d[i].stream)
+            snprintf(where, sizeof where, "context %u, stream %u", d[i].context, d[i].stream);
+        else
+            snprintf(where, sizeof where, "no stream in particular");
+        status_add(TR_RAW_ST_DROPPED, d[i].count > UINT32_MAX ? UINT32_MAX : (uint32_t)d[i].count,
+                   "dropped", where);
+    }
+}
+
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
                                       size_t valid)
 {
@@ -920,12 +959,17 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     size_t dropped = 0;
     if (run_check(cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped), RC_DROPPED) != CUPTI_SUCCESS)
         dropped = 0;
+    uint32_t ctx_id = 0;
+    if (dropped && ctx && run_check(cuptiGetContextId(ctx, &ctx_id), RC_CONTEXT_ID) != CUPTI_SUCCESS)
+        ctx_id = 0;
     if (!buf)
         return;
     pool_buf *b = (pool_buf *)buf - 1;
     b->size = valid;   /* reused as the valid size while queued; restored on release */
     pthread_mutex_lock(&g.mu);
     g.dropped += dropped;
+    if (dropped)
+        note_drops_locked(ctx ? ctx_id : 0, ctx ? stream : 0, dropped);
     if (g.outstanding)
         g.outstanding--;
     g.last_buffer_mono = mono_ns();
@@ -1029,6 +1073,8 @@ static void write_stats(void)
         late_drops = 0;
     pthread_mutex_lock(&g.mu);
     g.dropped += late_drops;
+    if (late_drops)
+        note_drops_locked(0, 0, late_drops);
     g.enc.stats[TR_RAW_STAT_DROPPED] = g.dropped;
     g.enc.stats[TR_RAW_STAT_BUFFERS] = g.buffers;
     g.enc.stats[TR_RAW_STAT_POOL_EMPTY] = g.pool_empty;
@@ -1282,7 +1328,6 @@ static void finish_file(void)
 {
     drain_queue();
     rec_enc_finish(&g.enc);
-    write_status();
     if (g.backtrace) {
         drain_stacks();
         write_maps();
@@ -1291,6 +1336,8 @@ static void finish_file(void)
     write_thread_names();
     rec_enc_flush(&g.enc);
     write_stats();
+    write_drops();
+    write_status();
     uint64_t end[3] = {real_ns(), mono_ns(), g.enc.seq};
     rec_write_chunk(&g.enc, TR_RAW_CH_END, end, sizeof end);
     g.active = 0;
@@ -1429,6 +1476,7 @@ static void atfork_child(void)
     g.dropped = g.buffers = g.pool_empty = g.inherited = 0;
     g.outstanding = 0;
     g.taken_over = 0;
+    g.n_drops = 0;
     /* CUPTI's state, the subscriber included, is copied into the child: a new
      * cuptiSubscribe would be refused as a second subscriber */
     g.sub_inherited = g.subscribed == 1;

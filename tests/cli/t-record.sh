@@ -90,6 +90,14 @@ dropped=$(sed -n 's/.*CUPTI dropped \([0-9]*\) activity.*/\1/p' "$TMP/err")
 [ "$kept" -lt 100 ] && [ "${dropped:-0}" -ge $((100 - kept)) ] ||
     fail "drops at the end: $kept of 100 kernels kept, ${dropped:-0} records reported dropped"
 
+# dropped records are reported per context and stream (each thread of the fake has a
+# stream of its own): every 10th record is dropped; the streams' counts add up
+FAKE_CUPTI_DROP_EVERY=10 expect_status 0 "$REC" -o de.db "$APP" -t 2 -n 100
+streams=$(grep -c 'CUPTI dropped [0-9]* record(s) of context 1, stream 1[0-9][0-9]$' "$TMP/err")
+[ "$streams" -ge 2 ] || fail "dropped records reported for $streams stream(s), expected the 2 workers' at least"
+per=$(sed -n 's/.*CUPTI dropped \([0-9]*\) record(s) of context.*/\1/p' "$TMP/err" | awk '{ n += $1 } END { print n + 0 }')
+expect_eq "$per" "$(sed -n 's/.*CUPTI dropped \([0-9]*\) activity.*/\1/p' "$TMP/err")" "dropped records per stream against the total"
+
 # --raw-only keeps raw files and writes no database; trace-ingest reads them later
 expect_status 0 "$REC" -o ro.db --raw-only "$APP" -n 50
 expect_no_file ro.db

@@ -38,11 +38,17 @@ static long long g_appended, g_drop_after = -2;   /* -2: not read yet; -1: never
 
 /* Each thread fills a buffer of its own, as CUPTI does, so that several are in
  * flight at once; a flush completes all of them. */
+/* Each thread's records go to context 1, a stream of its own (100, 101, ...),
+ * which its completed buffers and its dropped records are reported for. */
 typedef struct tbuf {
     uint8_t *b;
     size_t cap, used;
+    uint32_t stream;
+    size_t dropped;              /* not yet asked for by (context, stream) */
     struct tbuf *next;
 } tbuf;
+static uint32_t g_next_stream = 100;
+#define FAKE_CONTEXT ((CUcontext)(uintptr_t)1)
 static tbuf *g_tbufs;
 static __thread tbuf *tls_buf;
 
@@ -217,7 +223,7 @@ static void complete_locked(tbuf *t)
     t->b = NULL;
     t->cap = t->used = 0;
     pthread_mutex_unlock(&g_mu);
-    done(NULL, 0, b, cap, used);   /* without our lock, like CUPTI's worker */
+    done(FAKE_CONTEXT, t->stream, b, cap, used);   /* without our lock, like CUPTI's worker */
     pthread_mutex_lock(&g_mu);
 }
 
@@ -227,6 +233,7 @@ static tbuf *my_buf_locked(void)
         tls_buf = calloc(1, sizeof *tls_buf);
         if (!tls_buf)
             return NULL;
+        tls_buf->stream = g_next_stream++;
         tls_buf->next = g_tbufs;
         g_tbufs = tls_buf;
     }
@@ -251,7 +258,18 @@ static void *append_locked(CUpti_ActivityKind k, size_t extra)
     }
     if (g_drop_after >= 0 && g_appended >= g_drop_after) {
         complete_locked(t);
-        g_dropped++;
+        t->dropped++;
+        return NULL;
+    }
+    /* FAKE_CUPTI_DROP_EVERY=N: every Nth record is dropped, counted for its stream */
+    static long long drop_every = -2;
+    if (drop_every == -2) {
+        const char *e = getenv("FAKE_CUPTI_DROP_EVERY");
+        drop_every = e && *e ? atoll(e) : -1;
+    }
+    static long long seen;
+    if (drop_every > 0 && ++seen % drop_every == 0) {
+        t->dropped++;
         return NULL;
     }
     while (!t->b || t->used + sz > t->cap) {
@@ -272,7 +290,7 @@ static void *append_locked(CUpti_ActivityKind k, size_t extra)
                 done(NULL, 0, b, cap, 0);
                 pthread_mutex_lock(&g_mu);
             }
-            g_dropped++;
+            t->dropped++;
             return NULL;
         }
         t->b = b;
@@ -305,6 +323,7 @@ static void fork_child(void)
     for (tbuf *t = g_tbufs; t; t = t->next) {   /* the parent's buffers stay the parent's */
         t->b = NULL;
         t->cap = t->used = 0;
+        t->dropped = 0;
     }
 }
 
@@ -428,17 +447,30 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
     pthread_mutex_unlock(&g_mu);
     return CUPTI_SUCCESS;
 }
+/* For (context, stream): that stream's drops not yet asked for; for (NULL, 0):
+ * every drop not yet asked for, whatever its stream. */
 CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *d)
 {
     FAKE_ENTRY();
-    (void)c;
-    (void)s;
     if (!d)
         return CUPTI_ERROR_INVALID_PARAMETER;
     pthread_mutex_lock(&g_mu);
     *d = g_dropped;
     g_dropped = 0;
+    for (tbuf *t = g_tbufs; t; t = t->next)
+        if (!c || (c == FAKE_CONTEXT && s == t->stream)) {
+            *d += t->dropped;
+            t->dropped = 0;
+        }
     pthread_mutex_unlock(&g_mu);
+    return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiGetContextId(CUcontext c, uint32_t *id)
+{
+    FAKE_ENTRY();
+    if (!c || !id)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    *id = (uint32_t)(uintptr_t)c;
     return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Activity **rec)
