@@ -46,6 +46,9 @@ typedef struct {
     int64_t events;
     int64_t skipped;                             /* events left out for impossible times */
     int64_t sum_cpu_self, sum_gpu_self_device;   /* the table's denominators */
+    int64_t sum_gpu_self_host;                   /* GPU time launched by the host rows */
+    int filtered;                                /* a selection left events out */
+    int64_t cpu_covered;                         /* filtered: the host time the shown events' spans cover */
     int has_shapes, has_mem, has_gpu_mem, has_gpu, has_flops, has_frames;
     const char *stack_source;                    /* "frames" or "tree" when grouping by stack */
 } tr_summary;

@@ -431,6 +431,8 @@ static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, int64_t path)
     tr_sat_acc(&g->cpu_total, sqlite3_column_int64(st, C_CPU_TOTAL));
     tr_sat_acc(&g->gpu_total, sqlite3_column_int64(st, C_GPU_TOTAL));
     tr_sat_acc(&g->gpu_self, sqlite3_column_int64(st, C_GPU_SELF));
+    if (!gpu)
+        tr_sat_acc(&s->sum_gpu_self_host, sqlite3_column_int64(st, C_GPU_SELF));
     int claimed;
     const tr_torch_metrics *tm = c->o->compat_torch ? tr_torch_compat_get(&c->torch, id, &claimed)
                                                     : NULL;
@@ -545,6 +547,44 @@ static tr_status scan_tree(scan_ctx *c)
         rc = step_error(c);
     sqlite3_finalize(st);
     tr_i64map_free(&api_path);
+    return rc;
+}
+
+static int selection_active(const tr_selection *sel)
+{
+    return sel && (sel->include || sel->exclude || sel->kind_mask || sel->has_thread
+                   || sel->has_device || sel->has_stream || sel->has_time || sel->top_level);
+}
+
+/* The host time covered by the selected host events: the union of their spans,
+ * thread by thread, so CPU total % of a filtered table is a share of what it shows. */
+static tr_status covered_time(scan_ctx *c, int64_t *out)
+{
+    sqlite3_stmt *st = NULL;
+    tr_status rc = run_query(c, "WHERE k.on_gpu = 0 ORDER BY e.thread_id, e.start_ns", &st);
+    int64_t total = 0, thread = INT64_MIN, lo = 0, hi = 0;
+    int open = 0, r = SQLITE_DONE;
+    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!selected(c, st) || !times_ok(st)
+            || (sqlite3_column_int(st, C_FLAGS) & TR_FLAG_ASYNC))
+            continue;
+        int64_t th = sqlite3_column_type(st, C_TID) == SQLITE_NULL ? INT64_MIN + 1
+                                                                   : sqlite3_column_int64(st, C_TID);
+        int64_t s0 = sqlite3_column_int64(st, C_START), e0 = sqlite3_column_int64(st, C_END);
+        if (open && th == thread && s0 <= hi) {
+            hi = e0 > hi ? e0 : hi;
+            continue;
+        }
+        if (open)
+            tr_sat_acc(&total, hi - lo);
+        thread = th, lo = s0, hi = e0, open = 1;
+    }
+    if (open)
+        tr_sat_acc(&total, hi - lo);
+    if (rc == TR_OK && r != SQLITE_DONE)
+        rc = step_error(c);
+    sqlite3_finalize(st);
+    *out = total;
     return rc;
 }
 
@@ -726,6 +766,9 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
         s->stack_source = c.tree_mode ? "tree" : "frames";
     }
     rc = c.tree_mode ? scan_tree(&c) : scan_flat(&c);
+    s->filtered = selection_active(c.sel);
+    if (rc == TR_OK && s->filtered && !o->compat_torch)
+        rc = covered_time(&c, &s->cpu_covered);
     if (rc != TR_OK)
         goto out;
     for (size_t i = 0; i < s->n; i++) {

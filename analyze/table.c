@@ -67,12 +67,45 @@ static double r_min(const tr_group *g, const table_ctx *c) { (void)g; return (do
 static double r_max(const tr_group *g, const table_ctx *c) { (void)g; return (double)c->stats.max; }
 static double r_median(const tr_group *g, const table_ctx *c) { (void)g; return c->stats.median; }
 static double r_stddev(const tr_group *g, const table_ctx *c) { (void)g; return c->stats.stddev; }
+/* The denominators.  PyTorch's (--compat torch): the shown rows' self CPU time for both
+ * CPU shares, the device rows' time for Self CUDA % (NaN when there are none).  Ours: a
+ * filtered table's CPU total % is a share of the host time its events cover, and its
+ * Self CUDA % of the GPU time its host rows launched when it has no device rows; a
+ * share is then never NaN and never over 100%. */
+static double cpu_total_base(const table_ctx *c)
+{
+    const tr_summary *s = c->s;
+    if (c->o->compat_torch || !s->filtered)
+        return (double)s->sum_cpu_self;
+    return (double)(s->cpu_covered > s->sum_cpu_self ? s->cpu_covered : s->sum_cpu_self);
+}
+static double gpu_self_base(const table_ctx *c)
+{
+    const tr_summary *s = c->s;
+    if (c->o->compat_torch || s->sum_gpu_self_device)
+        return (double)s->sum_gpu_self_device;
+    return (double)s->sum_gpu_self_host;
+}
+static double share(double x, double total, const table_ctx *c)
+{
+    if (total == 0)
+        return c->o->compat_torch ? NAN : 0;
+    double v = x * 100.0 / total;
+    return !c->o->compat_torch && v > 100.0 ? 100.0 : v;
+}
 static double r_self_cpu_pct(const tr_group *g, const table_ctx *c)
-{ return c->s->sum_cpu_self ? (double)g->cpu_self * 100.0 / (double)c->s->sum_cpu_self : NAN; }
+{ return share((double)g->cpu_self, (double)c->s->sum_cpu_self, c); }
 static double r_cpu_total_pct(const tr_group *g, const table_ctx *c)
-{ return c->s->sum_cpu_self ? (double)g->cpu_total * 100.0 / (double)c->s->sum_cpu_self : NAN; }
+{ return share((double)g->cpu_total, cpu_total_base(c), c); }
 static double r_self_gpu_pct(const tr_group *g, const table_ctx *c)
-{ return c->s->sum_gpu_self_device ? (double)g->gpu_self * 100.0 / (double)c->s->sum_gpu_self_device : NAN; }
+{ return share((double)g->gpu_self, gpu_self_base(c), c); }
+static void fmt_pct(char *b, size_t n, double v)
+{
+    if (isnan(v))
+        snprintf(b, n, "NaN");
+    else
+        snprintf(b, n, "%.2f%%", v);
+}
 static const char *t_name(const tr_group *g) { return g->name; }
 static const char *t_shape(const tr_group *g) { return g->shape_id ? g->shape : "[]"; }
 static const char *t_device(const tr_group *g) { return g->on_gpu ? "gpu" : "cpu"; }
@@ -91,22 +124,34 @@ static void c_name(char *b, size_t n, const tr_group *g, const table_ctx *c)
 }
 static void c_time_of(char *b, size_t n, double ns, const table_ctx *c) { tr_fmt_time(b, n, US(ns), c->o->unit); }
 static void c_self_cpu_pct(char *b, size_t n, const tr_group *g, const table_ctx *c)
-{ tr_fmt_share(b, n, US(g->cpu_self), US(c->s->sum_cpu_self)); }
+{
+    if (c->o->compat_torch)
+        tr_fmt_share(b, n, US(g->cpu_self), US(c->s->sum_cpu_self));
+    else
+        fmt_pct(b, n, r_self_cpu_pct(g, c));
+}
 static void c_self_cpu(char *b, size_t n, const tr_group *g, const table_ctx *c) { c_time_of(b, n, (double)g->cpu_self, c); }
 /* PyTorch prints a bare 0 for an async span: it has no share of the self time */
 static void c_cpu_total_pct(char *b, size_t n, const tr_group *g, const table_ctx *c)
 {
     if (g->is_async)
         snprintf(b, n, "0");
-    else
+    else if (c->o->compat_torch)
         tr_fmt_share(b, n, US(g->cpu_total), US(c->s->sum_cpu_self));
+    else
+        fmt_pct(b, n, r_cpu_total_pct(g, c));
 }
 static void c_cpu_total(char *b, size_t n, const tr_group *g, const table_ctx *c) { c_time_of(b, n, (double)g->cpu_total, c); }
 static void c_cpu_avg(char *b, size_t n, const tr_group *g, const table_ctx *c)
 { tr_fmt_time(b, n, g->count ? US(g->cpu_total) / (double)g->count : 0, c->o->unit); }
 static void c_self_gpu(char *b, size_t n, const tr_group *g, const table_ctx *c) { c_time_of(b, n, (double)g->gpu_self, c); }
 static void c_self_gpu_pct(char *b, size_t n, const tr_group *g, const table_ctx *c)
-{ tr_fmt_share(b, n, US(g->gpu_self), US(c->s->sum_gpu_self_device)); }
+{
+    if (c->o->compat_torch)
+        tr_fmt_share(b, n, US(g->gpu_self), US(c->s->sum_gpu_self_device));
+    else
+        fmt_pct(b, n, r_self_gpu_pct(g, c));
+}
 static void c_gpu_total(char *b, size_t n, const tr_group *g, const table_ctx *c) { c_time_of(b, n, (double)g->gpu_total, c); }
 static void c_gpu_avg(char *b, size_t n, const tr_group *g, const table_ctx *c)
 { tr_fmt_time(b, n, g->count ? US(g->gpu_total) / (double)g->count : 0, c->o->unit); }
@@ -272,8 +317,18 @@ static void put_footer(FILE *out, const tr_summary *s, const tr_analyze_opts *o)
     tr_fmt_time(buf, sizeof buf, US(s->sum_cpu_self), o->unit);
     fprintf(out, "Self CPU time total: %s\n", buf);
     if (s->has_gpu) {
-        tr_fmt_time(buf, sizeof buf, US(s->sum_gpu_self_device), o->unit);
-        fprintf(out, "Self CUDA time total: %s\n", buf);
+        int64_t gpu = o->compat_torch || s->sum_gpu_self_device ? s->sum_gpu_self_device
+                                                                : s->sum_gpu_self_host;
+        tr_fmt_time(buf, sizeof buf, US(gpu), o->unit);
+        fprintf(out, "Self CUDA time total: %s%s\n", buf,
+                o->compat_torch || s->sum_gpu_self_device ? "" : " (launched by the rows shown)");
+    }
+    if (s->filtered && !o->compat_torch) {
+        char cov[64];
+        int64_t base = s->cpu_covered > s->sum_cpu_self ? s->cpu_covered : s->sum_cpu_self;
+        tr_fmt_time(cov, sizeof cov, US(base), o->unit);
+        fprintf(out, "Percentages are of the %lld events shown; CPU total %% of the %s their "
+                "spans cover\n", (long long)s->events, cov);
     }
 }
 
