@@ -498,8 +498,6 @@ char *tr_report_string(tr_report_ctx *c, int64_t id)
     return r;
 }
 
-static tr_status load_steps(tr_report_ctx *c);
-
 static tr_status ctx_init(tr_report_ctx *c, sqlite3 *db, const tr_analyze_opts *o, tr_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -564,13 +562,16 @@ static tr_status ctx_init(tr_report_ctx *c, sqlite3 *db, const tr_analyze_opts *
     sqlite3_finalize(st);
     if (c->sel && c->sel->has_time)
         c->t0 = tr_report_query_i64(c, "SELECT coalesce(min(start_ns), 0) FROM events");
-    return load_steps(c);
+    return TR_OK;
 }
 
 static tr_status select_steps(tr_report_ctx *c, const tr_report_opts *ro)
 {
     if (!ro->has_step)
         return TR_OK;
+    tr_status rc = tr_report_load_steps(c);
+    if (rc != TR_OK)
+        return rc;
     size_t first = c->nsteps, n = 0;
     for (size_t i = 0; i < c->nsteps; i++)
         if (c->steps[i].step >= ro->step_lo && c->steps[i].step <= ro->step_hi) {
@@ -608,9 +609,13 @@ static int cmp_step(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start ? 1 : (x->step > y->step) - (x->step < y->step);
 }
 
-/* ProfilerStep#N ranges, folded per N over threads (PyTorch opens one per step). */
-static tr_status load_steps(tr_report_ctx *c)
+/* ProfilerStep#N ranges, folded per N over threads (PyTorch opens one per step).
+ * Loaded on first need: finding them takes a scan of the ranges. */
+tr_status tr_report_load_steps(tr_report_ctx *c)
 {
+    if (c->steps_loaded)
+        return TR_OK;
+    c->steps_loaded = 1;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(c->db, "SELECT e.name_id, min(e.start_ns), max(e.end_ns), s.value FROM events e "
                            "JOIN strings s ON s.id = e.name_id WHERE e.kind IN (1, 2) AND e.name_id IN "
@@ -687,6 +692,16 @@ static int name_passes(tr_report_ctx *c, int64_t name_id)
     sqlite3_reset(c->name_stmt);
     tr_i64map_put(&c->name_ok, name_id, ok);
     return (int)ok;
+}
+
+int64_t tr_report_empty_graph_launches(tr_report_ctx *c)
+{
+    /* most runs have no graph launch at all: the strings table answers that alone */
+    if (!tr_report_query_i64(c, "SELECT count(*) FROM strings WHERE value GLOB 'cu*GraphLaunch*'"))
+        return 0;
+    return tr_report_query_i64(c, "SELECT count(*) FROM events a WHERE a.kind IN (4, 5) AND a.name_id IN "
+                                  "(SELECT id FROM strings WHERE value GLOB 'cu*GraphLaunch*') AND NOT EXISTS "
+                                  "(SELECT 1 FROM events g WHERE g.parent_id = a.id AND g.kind IN (7, 8, 9))");
 }
 
 /* ---- the scan ---- */
@@ -879,7 +894,7 @@ static void machine_value(FILE *out, const tr_report_col *col, const tr_cell *c,
 
 static size_t limit_rows(const tr_rtable *t, const tr_analyze_opts *o)
 {
-    return o->limit >= 0 && (size_t)o->limit < t->nrows ? (size_t)o->limit : t->nrows;
+    return !t->whole && o->limit >= 0 && (size_t)o->limit < t->nrows ? (size_t)o->limit : t->nrows;
 }
 
 #define MAX_TEXT_WIDTH 100

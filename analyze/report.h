@@ -92,6 +92,7 @@ typedef struct {
     size_t nrows, caprows;
     char **notes;
     size_t nnotes;
+    int whole;            /* -n does not cut it (a key/value table) */
 } tr_rtable;
 
 typedef struct {
@@ -138,12 +139,14 @@ typedef struct tr_report_ctx {
     tr_i64map thread_tid;               /* threads.id -> OS tid */
     tr_i64map name_ok;                  /* name id -> passes --include/--exclude */
     sqlite3_stmt *name_stmt;
-    tr_rstep *steps;                    /* every step of the run, by start */
+    tr_rstep *steps;                    /* every step of the run, by start (tr_report_load_steps) */
     size_t nsteps;
+    int steps_loaded;
     int has_step;                       /* --step: only work in these windows */
     size_t step_first, step_count;      /* the selected steps[] */
 } tr_report_ctx;
 
+tr_status tr_report_load_steps(tr_report_ctx *c);
 /* The index of the step whose window holds time t, or -1. */
 long tr_report_step_at(const tr_report_ctx *c, int64_t t);
 
@@ -207,6 +210,10 @@ void tr_rgroups_free(tr_rgroups *g);
 int tr_report_selected(tr_report_ctx *c, const tr_rev *ev);
 /* The text of a string id ("" when absent); malloc'd, NULL on out-of-memory. */
 char *tr_report_string(tr_report_ctx *c, int64_t id);
+/* CUDA graph launches (cudaGraphLaunch, cuGraphLaunch) with no GPU activity
+ * of theirs in the trace: Kineto and CUPTI can record a graph as a whole,
+ * without its kernels, and then its GPU time is missing. */
+int64_t tr_report_empty_graph_launches(tr_report_ctx *c);
 /* Runs a one-value query; 0 when it returns no row. */
 int64_t tr_report_query_i64(tr_report_ctx *c, const char *sql);
 

@@ -308,6 +308,8 @@ tr_status tr_report_advice(tr_report_ctx *c, tr_rresult *r)
     s.dev_open = calloc(c->ndevs + 1, sizeof *s.dev_open);
     tr_status st = s.dev_end && s.dev_open ? TR_OK : tr_report_nomem(c);
     if (st == TR_OK)
+        st = tr_report_load_steps(c);
+    if (st == TR_OK)
         st = tr_report_scan(c, TR_KBIT(TR_KIND_RUNTIME) | TR_KBIT(TR_KIND_DRIVER), 0, NULL, NULL, NULL, on_api, &s);
     if (st == TR_OK)
         st = tr_report_scan(c, TR_KBIT(TR_KIND_MEMCPY), TR_SCAN_LAUNCH, NULL, "c.src_kind, c.dst_kind",

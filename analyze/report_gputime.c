@@ -216,6 +216,11 @@ tr_status tr_report_gpu_time(tr_report_ctx *c, tr_rresult *r)
                                  "(launched before the profiling window), %s of GPU time",
                               (long long)all->excluded, ms))
             st = tr_report_nomem(c);
+        int64_t graphs = st == TR_OK ? tr_report_empty_graph_launches(c) : 0;
+        if (graphs && tr_rtable_note(t, "warning: %lld CUDA graph launches have no kernel records in the trace "
+                                        "(the graph was traced as a whole): their GPU time is missing, and the "
+                                        "GPU may have been busy where this shows it idle", (long long)graphs))
+            st = tr_report_nomem(c);
         for (size_t i = 0; st == TR_OK && ndev_used > 1 && i < c->ndevs; i++) {
             const scope *d = &g.sc[1 + i];
             fmt_ms(ms, sizeof ms, d->excluded_ns);

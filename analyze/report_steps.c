@@ -57,6 +57,9 @@ static tr_status on_event(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, 
 
 tr_status tr_report_steps(tr_report_ctx *c, tr_rresult *r)
 {
+    tr_status ls = tr_report_load_steps(c);
+    if (ls != TR_OK)
+        return ls;
     if (!c->nsteps)
         return tr_rresult_nodata(r, "no ProfilerStep#N ranges in the run") ? tr_report_nomem(c) : TR_OK;
     st_state s;

@@ -164,6 +164,7 @@ static tr_status run_table(tr_report_ctx *c, tr_rresult *r, sm_state *s)
     tr_rtable *t = tr_rtable_add(r, "Run", tr_summary_cols);
     if (!t)
         return tr_report_nomem(c);
+    t->whole = 1;
     char b[1024], tb[64];
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(c->db, "SELECT id, path, format, coalesce(format_version, ''), coalesce(host, ''), "
@@ -211,6 +212,12 @@ static tr_status run_table(tr_report_ctx *c, tr_rresult *r, sm_state *s)
         || kv_count(t, "unterminated ranges", s->unterminated)
         || kv_count(t, "cross-thread ranges", s->async))
         return tr_report_nomem(c);
+    int64_t graphs = tr_report_empty_graph_launches(c);
+    if (graphs) {
+        snprintf(b, sizeof b, "%lld without kernel records: their GPU time is missing", (long long)graphs);
+        if (kv(t, "CUDA graph launches", b, 1, graphs))
+            return tr_report_nomem(c);
+    }
     /* facts an ingest recorded beyond the fixed keys: dropped records, warnings, ... */
     if (sqlite3_prepare_v2(c->db, "SELECT key, value FROM meta WHERE key NOT IN "
                            "('schema_version', 'tool_version', 'time_unit', 'generator') ORDER BY key",
@@ -230,6 +237,7 @@ static tr_status kind_table(tr_report_ctx *c, tr_rresult *r, sm_state *s)
     tr_rtable *t = tr_rtable_add(r, "Events by kind", kind_cols);
     if (!t)
         return tr_report_nomem(c);
+    t->whole = 1;
     for (int k = 1; k < TR_KIND_COUNT_; k++) {
         if (!s->kind_n[k])
             continue;

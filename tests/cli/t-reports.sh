@@ -155,6 +155,28 @@ for r in launch gaps steps advice; do
     golden reports-$r.txt "$TMP/out"
 done
 
+# CUDA graphs: the two kernels replayed by the first cudaGraphLaunch count for it; the second
+# launch has no kernel records (a graph traced as a whole), which the reports say
+python3 - <<'PY'
+import json
+ev = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {"correlation": 1}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 1, "tid": 1, "ts": 10, "dur": 2, "args": {"correlation": 2}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 20, "dur": 2, "args": {"correlation": 3}}]
+for i, (corr, ts) in enumerate([(1, 5), (1, 8), (3, 30)]):
+    ev.append({"ph": "X", "cat": "kernel", "name": "k%d" % i, "pid": 0, "tid": 7, "ts": ts, "dur": 2,
+               "args": {"device": 0, "stream": 7, "correlation": corr}})
+json.dump({"traceEvents": ev}, open("graph.json", "w"))
+PY
+expect_status 0 "$BIN/trace-ingest" -q -o graph.db graph.json
+expect_status 0 "$BIN/trace-analyze" --report gpu-time graph.db
+expect_grep 'warning: 1 CUDA graph launches have no kernel records' "$TMP/out"
+expect_status 0 "$BIN/trace-analyze" --report gpu-time --format csv graph.db
+expect_eq "$(grep '^all,computation_time' "$TMP/out" | cut -d, -f3)" "6000" "graph kernels count"
+expect_status 0 "$BIN/trace-analyze" --report summary --format csv graph.db
+expect_grep '^CUDA graph launches,1 without kernel records' "$TMP/out"
+expect_status 0 "$BIN/trace-analyze" --report launch --format csv graph.db
+expect_grep '^1,2000,2000,2000,2000,7000,7000,7000,7000,0,0,k1$' "$TMP/out"
+
 # no GPU activity: one line, exit 0, nothing on stdout
 python3 -c "
 import json; json.dump({'traceEvents': [{'ph': 'X', 'cat': 'cpu_op', 'name': 'aten::add', 'pid': 1, 'tid': 1, 'ts': 1, 'dur': 2}]}, open('cpu.json', 'w'))"
