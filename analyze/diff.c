@@ -280,6 +280,11 @@ tr_status tr_summary_merge(tr_summary *dst, tr_summary *src, tr_error *err)
     dst->n = dst->cap = k;
     dst->events += src->events;
     dst->skipped += src->skipped;
+    /* the host time a filtered selection covers is a union per thread, and
+     * threads of different files are different threads: the unions add */
+    tr_sat_acc(&dst->sum_gpu_self_host, src->sum_gpu_self_host);
+    tr_sat_acc(&dst->cpu_covered, src->cpu_covered);
+    dst->filtered |= src->filtered;
     if (!dst->stack_source)
         dst->stack_source = src->stack_source;
     src->groups = NULL;
@@ -928,12 +933,41 @@ tr_status tr_analyze_merged(char *const *paths, size_t n, const tr_analyze_opts 
 {
     tr_summary all, one;
     memset(&all, 0, sizeof all);
+    tr_analyze_opts oo = *o;
     tr_status st = TR_OK;
+    if (o->group_by_stack > 0 && o->stack_source == TR_STACK_AUTO) {
+        /* one stack source for all: recorded frames when any file has them,
+         * as one run.db of all the files would */
+        oo.stack_source = TR_STACK_TREE;
+        for (size_t i = 0; i < n && st == TR_OK; i++) {
+            sqlite3 *db = NULL;
+            sqlite3_stmt *q = NULL;
+            st = tr_rundb_open(paths[i], &db, err);
+            if (st == TR_OK && sqlite3_prepare_v2(db, "SELECT 1 FROM stack_nodes LIMIT 1", -1, &q, NULL) == SQLITE_OK
+                && sqlite3_step(q) == SQLITE_ROW)
+                oo.stack_source = TR_STACK_FRAMES;
+            sqlite3_finalize(q);
+            sqlite3_close(db);
+        }
+    }
+    int64_t id_base = 0;
     for (size_t i = 0; i < n && st == TR_OK; i++) {
         sqlite3 *db = NULL;
         st = tr_rundb_open(paths[i], &db, err);
         if (st == TR_OK)
-            st = tr_summarize(db, o, i ? &one : &all, err);
+            st = tr_summarize(db, &oo, i ? &one : &all, err);
+        /* event ids continue from file to file, as trace-ingest numbers the
+         * files it is given together, so first-appearance ties break the same way */
+        sqlite3_stmt *q = NULL;
+        if (st == TR_OK) {
+            tr_summary *s = i ? &one : &all;
+            for (size_t k = 0; k < s->n; k++)
+                s->groups[k].first_id = tr_sat_add(s->groups[k].first_id, id_base);
+            if (sqlite3_prepare_v2(db, "SELECT coalesce(max(id), 0) FROM events", -1, &q, NULL) == SQLITE_OK
+                && sqlite3_step(q) == SQLITE_ROW)
+                id_base = tr_sat_add(id_base, sqlite3_column_int64(q, 0));
+            sqlite3_finalize(q);
+        }
         if (db)
             sqlite3_close(db);
         if (st == TR_OK && i) {
@@ -942,7 +976,6 @@ tr_status tr_analyze_merged(char *const *paths, size_t n, const tr_analyze_opts 
         }
     }
     if (st == TR_OK) {
-        tr_analyze_opts oo = *o;
         oo.sort = sort ? sort : tr_sort_key_lookup(all.has_gpu ? "self_cuda_time_total" : "self_cpu_time_total");
         tr_summary_sort(&all, oo.sort);
         if (all.skipped && warn)
