@@ -236,7 +236,7 @@ static int width_of(const column *col, const table_ctx *c)
     return col->width;
 }
 
-static size_t cps_of(const char *s) { return tr_utf8_len(s, strlen(s)); }
+static size_t cps_of(const char *s) { return tr_text_width(s, strlen(s)); }   /* as put_cell pads */
 
 static void prepare(table_ctx *c, const tr_summary *s, const tr_analyze_opts *o)
 {
