@@ -60,7 +60,7 @@ SAMPLE := sample-traces/lm-step.nvvp
 
 -include record/record.mk
 
-.PHONY: all setup test check unit cli demo bench install uninstall clean help fuzz fuzz-replay
+.PHONY: all setup test check unit cli demo bench install uninstall clean help fuzz fuzz-replay man
 all: $(TOOL_BINS) $(GEN_NVPROF) $(BENCH_TOOLS) $(RECORD_TARGETS)
 
 setup:
@@ -138,7 +138,32 @@ bench: setup
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)BIN=$(BUILD)/bin bench/run.sh
 
-install: all
+# Manual pages: each tool's is made from its own --help (scripts/mkman.sh), so
+# the two cannot drift; run.db(5) from docs/schema.md.
+MAN_DIR := $(BUILD)/man
+MAN1 := $(TOOLS:%=$(MAN_DIR)/%.1) $(if $(RECORD_TARGETS),$(MAN_DIR)/trace-record.1)
+MAN5 := $(MAN_DIR)/run.db.5
+MAN_SUMMARY_trace-ingest := read GPU traces (nvprof, Kineto, Nsight Systems, recordings) into a run database
+MAN_SUMMARY_trace-analyze := PyTorch key_averages()-style tables and timeline reports from a run database
+MAN_SUMMARY_trace-export := folded stacks, flamegraph SVGs and chrome traces from a run database
+MAN_SUMMARY_trace-record := record a CUDA or PyTorch program's GPU activity into a run database
+MAN_EXTRA_trace-analyze = REPORTS "$(BUILD)/bin/trace-analyze --report list"
+MAN_ENV := DOCDIR=$(PREFIX)/share/doc/tracekit
+COMPLETION := completion/trace-tools.bash
+COMPLETION_DIR := $(PREFIX)/share/bash-completion/completions
+man: $(MAN1) $(MAN5)
+$(MAN_DIR)/%.1: $(BUILD)/bin/% scripts/mkman.sh
+	$(call say,MAN,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(MAN_ENV) scripts/mkman.sh $< "$(MAN_SUMMARY_$*)" $(MAN_EXTRA_$*) >$@.tmp && mv $@.tmp $@
+$(MAN_DIR)/run.db.5: docs/schema.md scripts/md2man.sh
+	$(call say,MAN,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)scripts/md2man.sh run.db 5 "the run database of tracekit (SQLite)" $< >$@.tmp && mv $@.tmp $@
+
+# Everything from $(BUILD): `make install BUILD=build-x` installs that build.
+# bash-completion loads a file by the command's name: one file, a link per tool.
+install: all man
 	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
 	$(Q)install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
 	$(Q)$(if $(RECORD_TARGETS),install -m 755 $(BUILD)/bin/trace-record $(DESTDIR)$(PREFIX)/bin/ && \
@@ -146,11 +171,21 @@ install: all
 	    install -m 755 $(BUILD)/lib/libtracekit-agent.so $(DESTDIR)$(PREFIX)/lib/)
 	$(Q)install -d $(DESTDIR)$(PREFIX)/share/doc/tracekit
 	$(Q)install -m 644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/tracekit/
+	$(Q)install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5
+	$(Q)install -m 644 $(MAN1) $(DESTDIR)$(PREFIX)/share/man/man1/
+	$(Q)install -m 644 $(MAN5) $(DESTDIR)$(PREFIX)/share/man/man5/
+	$(Q)install -d $(DESTDIR)$(COMPLETION_DIR)
+	$(Q)install -m 644 $(COMPLETION) $(DESTDIR)$(COMPLETION_DIR)/trace-ingest
+	$(Q)for t in trace-analyze trace-export trace-record; do \
+	    ln -sf trace-ingest $(DESTDIR)$(COMPLETION_DIR)/$$t || exit 1; done
 
 uninstall:
 	$(Q)rm -f $(TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/bin/trace-record \
 	    $(DESTDIR)$(PREFIX)/lib/libtracekit-agent.so
 	$(Q)rm -rf $(DESTDIR)$(PREFIX)/share/doc/tracekit
+	$(Q)rm -f $(TOOLS:%=$(DESTDIR)$(PREFIX)/share/man/man1/%.1) $(DESTDIR)$(PREFIX)/share/man/man1/trace-record.1 \
+	    $(DESTDIR)$(PREFIX)/share/man/man5/run.db.5
+	$(Q)rm -f $(foreach t,trace-ingest trace-analyze trace-export trace-record,$(DESTDIR)$(COMPLETION_DIR)/$(t))
 
 clean:
 	rm -rf build build-san build-debug build-san-debug $(FUZZ_BUILD)
@@ -163,7 +198,8 @@ help:
 	@echo "  check      run the tests on the current build only"
 	@echo "  demo       setup, build, ingest the bundled sample, print the table"
 	@echo "  bench      measure speed and memory (prints figures, never fails on time)"
-	@echo "  install    install to DESTDIR/PREFIX (PREFIX=$(PREFIX))"
+	@echo "  install    install to DESTDIR/PREFIX (PREFIX=$(PREFIX)): tools, man pages, bash completion"
+	@echo "  man        the manual pages, from the tools' --help and docs/schema.md, into $(BUILD)/man"
 	@echo "  clean      remove build directories"
 	@echo "variables: SAN=address,undefined  DEBUG=1 (-Werror)  V=1  PREFIX=  DESTDIR=  BUILD="
 
