@@ -1081,7 +1081,7 @@ static void write_json(writer *w, const tr_rresult *r)
         fputs(t ? ",\n{\"title\":" : "\n{\"title\":", out);
         json_string(out, tb->title);
         json_lines(out, "notes", tb->notes, tb->nnotes);
-        fputs(",\"rows\":[", out);
+        fprintf(out, ",\"rows_total\":%zu,\"rows\":[", tb->nrows);
         size_t nrows = limit_rows(tb, w->o);
         for (size_t i = 0; i < nrows; i++) {
             fputs(i ? ",\n{" : "\n{", out);

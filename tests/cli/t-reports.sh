@@ -68,6 +68,15 @@ expect_status 0 "$BIN/trace-analyze" --report gpu-time --device 1 --format csv t
 expect_eq "$(grep -c '^all,' "$TMP/out")$(grep -c '^1,' "$TMP/out")" "100" "gpu-time --device 1: one device"
 expect_status 0 "$BIN/trace-analyze" --report gpu-time --exclude '(?i)nccl' --format csv timeline.db
 expect_eq "$(grep '^all,total_comm_time' "$TMP/out" | cut -d, -f3)" "10000" "gpu-time --exclude"
+expect_status 0 "$BIN/trace-analyze" --report gpu-time --thread 100 --format csv timeline.db
+expect_eq "$(grep -c '^all,' "$TMP/out")$(grep '^all,computation_time' "$TMP/out" | cut -d, -f3)" "1021000" "gpu-time --thread"
+expect_status 0 "$BIN/trace-analyze" --report gpu-time --kind kernel --format csv timeline.db
+expect_eq "$(grep -E '^all,(computation|total_memcpy)' "$TMP/out" | cut -d, -f3 | tr '\n' ' ')" "20000 0 " "gpu-time --kind kernel"
+expect_status 0 "$BIN/trace-analyze" --report gpu-time --time-range 20us: --format csv timeline.db
+expect_eq "$(grep -E '^all,(computation|total_time)' "$TMP/out" | cut -d, -f3 | tr '\n' ' ')" "11000 85000 " "gpu-time --time-range"
+expect_status 0 "$BIN/trace-analyze" --report gpu-time -n 2 --format json timeline.db
+python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['reports'][0]['tables'][0]; assert t['rows_total'] == 30 and len(t['rows']) == 2" \
+    "$TMP/out" || fail "json: -n keeps rows_total"
 expect_status 0 "$BIN/trace-analyze" --report gpu-time --units us timeline.db
 expect_grep 'excluded: 1 GPU activities' "$TMP/out"
 golden reports-gpu-time.txt "$TMP/out"
