@@ -231,17 +231,41 @@ static int NVTX_API d_pop(nvtxDomainHandle_t d)
 }
 
 /* Handles live as long as the process: NVTX has no unregistering of strings,
- * and a destroyed domain's name may still sit in a queued record. */
+ * and a destroyed domain's name may still sit in a queued record.  They are
+ * chained here, so that they stay reachable. */
+typedef struct handle {
+    struct handle *next;
+    char s[];
+} handle;
+static handle *handles;
+
+/* A handle holding s (taken over and freed); NULL for NULL. */
+static void *handle_of(char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    handle *h = malloc(sizeof *h + n);
+    if (h) {
+        memcpy(h->s, s, n);
+        h->next = __atomic_load_n(&handles, __ATOMIC_RELAXED);
+        while (!__atomic_compare_exchange_n(&handles, &h->next, h, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+            ;
+    }
+    free(s);
+    return h ? h->s : NULL;
+}
+
 static nvtxStringHandle_t NVTX_API d_register_a(nvtxDomainHandle_t d, const char *s)
 {
-    nvtxStringHandle_t h = (nvtxStringHandle_t)(void *)copy_of(s);
+    nvtxStringHandle_t h = (nvtxStringHandle_t)handle_of(copy_of(s));
     nvtxDomainRegisterStringA_params p = {d, s};
     rec_nvtx_capture(CUPTI_CBID_NVTX_nvtxDomainRegisterStringA, &p, &h);
     return h;
 }
 static nvtxStringHandle_t NVTX_API d_register_w(nvtxDomainHandle_t d, const wchar_t *s)
 {
-    nvtxStringHandle_t h = (nvtxStringHandle_t)(void *)utf8_of(s);
+    nvtxStringHandle_t h = (nvtxStringHandle_t)handle_of(utf8_of(s));
     /* CUPTI's header declares this string char *; NVTX passes wchar_t * */
     nvtxDomainRegisterStringW_params p = {d, (const char *)(const void *)s};
     rec_nvtx_capture(CUPTI_CBID_NVTX_nvtxDomainRegisterStringW, &p, &h);
@@ -249,11 +273,11 @@ static nvtxStringHandle_t NVTX_API d_register_w(nvtxDomainHandle_t d, const wcha
 }
 static nvtxDomainHandle_t NVTX_API d_create_a(const char *name)
 {
-    return (nvtxDomainHandle_t)(void *)copy_of(name ? name : "");
+    return (nvtxDomainHandle_t)handle_of(copy_of(name ? name : ""));
 }
 static nvtxDomainHandle_t NVTX_API d_create_w(const wchar_t *name)
 {
-    return name ? (nvtxDomainHandle_t)(void *)utf8_of(name) : d_create_a("");
+    return name ? (nvtxDomainHandle_t)handle_of(utf8_of(name)) : d_create_a("");
 }
 static void NVTX_API d_destroy(nvtxDomainHandle_t d)
 {
