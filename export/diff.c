@@ -56,23 +56,16 @@ static int cmp_line(const void *pa, const void *pb)
     return cmp_path(a->path, a->len, b->path, b->len);
 }
 
-/* A frame as it is compared: ProfilerStep#N as "ProfilerStep*" (the step
- * number says nothing about the code), and with --diff-normalize the numbers
- * of template arguments as "N" too (analyze/diff.c has the rule). */
+/* A frame as it is compared: with --diff-normalize, by the rule of
+ * analyze/normalize.h (template numbers, ProfilerStep#N). */
 static int put_frame(FILE *f, const char *name, size_t len, int normalize)
 {
-    static const char step[] = "ProfilerStep#";
     if (normalize && !memchr(name, '\0', len)) {
         char *n = tr_diff_normalize_name(name);
         if (!n)
             return -1;
         tr_put_folded_frame(f, n, strlen(n));
         free(n);
-        return 0;
-    }
-    size_t k = sizeof step - 1;
-    if (len > k && !memcmp(name, step, k) && strspn(name + k, "0123456789") == len - k) {
-        tr_put_folded_frame(f, "ProfilerStep*", 13);
         return 0;
     }
     tr_put_folded_frame(f, name, len);

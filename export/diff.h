@@ -6,7 +6,7 @@
  * lists are joined by their text: --stacks --diff writes "stack BASE NEW"
  * lines, the format of flamegraph.pl's difffolded.pl that flamegraph.pl and
  * inferno-flamegraph read; --flamegraph --diff draws the NEW run's widths
- * coloured by each frame's change (docs/export.md, "Differential output").
+ * coloured by each frame's change (docs/diff.md).
  */
 #ifndef TR_EXPORT_DIFF_H
 #define TR_EXPORT_DIFF_H
@@ -16,9 +16,8 @@
 #include "export/export.h"
 
 /* o->format is the stacks or the flamegraph format; both files are opened
- * with tr_rundb_open() and checked as one run.db is.  ProfilerStep#N
- * frames always meet as "ProfilerStep*"; normalize applies --diff-normalize
- * to every frame. */
+ * with tr_rundb_open() and checked as one run.db is; normalize applies
+ * --diff-normalize to every frame. */
 tr_status tr_export_diff(const char *base, const char *new_, int normalize, const tr_export_opts *o,
                          FILE *out, tr_error *err);
 

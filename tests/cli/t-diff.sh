@@ -32,8 +32,9 @@ PY
 }
 A="$BIN/trace-analyze"
 kineto base.json base 1 && kineto new.json slow 2 && kineto wide.json wide 7 && kineto other.json base 1 x_ \
+    && kineto slow1.json slow 1 \
     || { fail "cannot write the traces"; return 0; }
-for r in base new wide other; do
+for r in base new wide other slow1; do
     "$BIN/trace-ingest" -q -o $r.db $r.json || fail "cannot ingest $r.json"
 done
 
@@ -147,17 +148,20 @@ X="$BIN/trace-export"
 sum_col() { awk -v c="$2" '{ s += $(NF - c) } END { print s + 0 }' "$1"; }
 expect_status 0 "$X" --stacks --diff -o same.folded base.db base.db
 awk '$(NF-1) != $NF { bad = 1 } END { exit bad }' same.folded || fail "a run against itself differs in its stacks"
-"$X" --stacks -o base.folded base.db && "$X" --stacks -o new.folded new.db || fail "plain stacks"
-expect_status 0 "$X" --stacks --diff -o diff.folded base.db new.db
+"$X" --stacks -o base.folded base.db && "$X" --stacks -o new.folded slow1.db || fail "plain stacks"
+expect_status 0 "$X" --stacks --diff -o diff.folded base.db slow1.db
 expect_eq "$(sum_col diff.folded 1)" "$(sum_col base.folded 0)" "base column sum"
 expect_eq "$(sum_col diff.folded 0)" "$(sum_col new.folded 0)" "new column sum"
-expect_grep '^ProfilerStep\*;aten::fresh 0 6000$' diff.folded
-expect_grep '^ProfilerStep\*;aten::stale 6000 0$' diff.folded
-expect_grep '^ProfilerStep\*;aten::add 18000 18000$' diff.folded
-expect_status 0 "$X" --stacks --diff --metric self_gpu base.db new.db
-expect_grep '^ProfilerStep\*;aten::mm;cudaLaunchKernel;void gemm<float, 128>(float\*) 60000 120000$' "$TMP/out"
+expect_grep '^ProfilerStep#1;aten::fresh 0 6000$' diff.folded
+expect_grep '^ProfilerStep#1;aten::stale 6000 0$' diff.folded
+expect_grep '^ProfilerStep#1;aten::add 18000 18000$' diff.folded
+expect_status 0 "$X" --stacks --diff --metric self_gpu base.db slow1.db
+expect_grep '^ProfilerStep#1;aten::mm;cudaLaunchKernel;void gemm<float, 128>(float\*) 60000 120000$' "$TMP/out"
 expect_status 0 "$X" --stacks --diff --diff-normalize --metric self_gpu base.db wide.db
-expect_grep ';void gemm<float, N>(float\*) 60000 60000$' "$TMP/out"
+expect_grep '^ProfilerStep\*;aten::mm;cudaLaunchKernel;void gemm<float, N>(float\*) 60000 60000$' "$TMP/out"
+# without it, different step numbers are different stacks
+expect_status 0 "$X" --stacks --diff base.db new.db
+expect_grep '^ProfilerStep#2;aten::add 0 18000$' "$TMP/out"
 # colours: the slower kernel red in base->new, blue in new->base; an unchanged frame grey
 fill_of() { python3 - "$1" "$2" <<'PY'
 import sys, xml.etree.ElementTree as ET
@@ -168,13 +172,13 @@ for g in ET.parse(sys.argv[1]).getroot().iter("{http://www.w3.org/2000/svg}g"):
         print(g.find("s:rect", ns).get("fill")); break
 PY
 }
-expect_status 0 "$X" --flamegraph --diff --metric self_gpu -o up.svg base.db new.db
+expect_status 0 "$X" --flamegraph --diff --metric self_gpu -o up.svg base.db slow1.db
 expect_eq "$(fill_of up.svg 'void gemm<float, 128>(float*)')" "rgb(255,110,110)" "grown kernel colour"
 expect_eq "$(fill_of up.svg add_kernel)" "rgb(235,235,235)" "unchanged kernel colour"
 expect_grep 'data-fg-total="135000" data-fg-base-total="75000"' up.svg
-expect_status 0 "$X" --flamegraph --diff --metric self_gpu -o down.svg new.db base.db
+expect_status 0 "$X" --flamegraph --diff --metric self_gpu -o down.svg slow1.db base.db
 expect_eq "$(fill_of down.svg 'void gemm<float, 128>(float*)')" "rgb(110,110,255)" "shrunk kernel colour"
-expect_status 0 "$X" --flamegraph --diff -o cpu.svg base.db new.db
+expect_status 0 "$X" --flamegraph --diff -o cpu.svg base.db slow1.db
 expect_eq "$(fill_of cpu.svg aten::fresh)" "rgb(255,0,0)" "new op colour"
 expect_eq "$(fill_of cpu.svg aten::stale)" "" "a gone op is not drawn (widths are the new run's)"
 expect_status 2 "$X" --chrome --diff base.db new.db

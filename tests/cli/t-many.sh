@@ -46,6 +46,15 @@ for opts in "" "--stats" "--group-by-shape" "--group-by-stack 2" "--group-by-sta
             "-s none" "--format csv --stats" "--format json" "--format markdown" "--kind kernel"; do
     same $opts
 done
+# docs/scale-out.md's recipe, as written there, gives the same table
+mkdir -p traces dbs && cp a.json traces/rank0.pt.trace.json && cp b.json traces/rank1.pt.trace.json \
+    && cp c.json traces/rank2.pt.trace.json || fail "cannot lay out the traces"
+PATH="$BIN:$PATH" sh -c 'printf "%s\n" traces/rank*.pt.trace.json |
+    xargs -P 2 -n 1 sh -c '"'"'trace-ingest -q -o "dbs/$(basename "$1" .pt.trace.json).db" "$1"'"'"' sh' \
+    || fail "the xargs recipe failed"
+"$A" -n -1 dbs/rank*.db >recipe.out 2>&1 && "$A" -n -1 all.db >one.out 2>&1
+cmp -s recipe.out one.out || fail "the xargs recipe's table differs from one run.db's"
+
 # the merge is real: the counts are the three files' sums, the median of all durations
 "$A" --format csv --stats -n -1 a.db b.db c.db >m.csv || fail "merged csv"
 python3 - m.csv <<'PY' || fail "merged numbers"
