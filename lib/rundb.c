@@ -67,6 +67,44 @@ const tr_rundb_table tr_rundb_tables[] = {
 };
 const size_t tr_rundb_ntables = sizeof tr_rundb_tables / sizeof tr_rundb_tables[0];
 
+/* Views for people querying a run.db by hand or from pandas: names instead of
+ * string ids, and the joins everyone writes.  The tools never read them (a
+ * run.db is opened with views off, see below). */
+const tr_rundb_table tr_rundb_views[] = {
+    {"ops", "CREATE VIEW ops AS SELECT e.id, CASE e.kind WHEN 1 THEN 'range' ELSE 'op' END AS kind, "
+            "n.value AS name, sh.value AS shape, p.pid, t.tid, e.start_ns, e.end_ns, "
+            "e.end_ns - e.start_ns AS dur_ns, e.parent_id, e.depth, e.cpu_total_ns, e.cpu_self_ns, "
+            "e.gpu_total_ns, e.gpu_self_ns, e.cpu_mem_total, e.cpu_mem_self, e.gpu_mem_total, "
+            "e.gpu_mem_self, e.flops, e.seq, e.op_id "
+            "FROM events e JOIN strings n ON n.id = e.name_id LEFT JOIN strings sh ON sh.id = e.shape_id "
+            "LEFT JOIN threads t ON t.id = e.thread_id LEFT JOIN processes p ON p.id = t.process_id "
+            "WHERE e.kind IN (1, 2) AND (e.flags & 32) = 0"},
+    /* the op is the launching call's caller, or its caller's caller when a
+     * runtime call wraps the driver call that launched */
+    {"kernel_launches",
+     "CREATE VIEW kernel_launches AS SELECT e.id, n.value AS kernel, d.device, s.stream, e.start_ns, "
+     "e.end_ns, e.end_ns - e.start_ns AS dur_ns, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, "
+     "k.block_z, k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, "
+     "a.id AS launch_id, an.value AS launched_by, t.tid AS launch_tid, a.start_ns AS launch_start_ns, "
+     "e.start_ns - a.start_ns AS launch_delay_ns, "
+     "CASE WHEN o.kind IN (1, 2) THEN o.id WHEN o2.kind IN (1, 2) THEN o2.id END AS op_event_id, "
+     "CASE WHEN o.kind IN (1, 2) THEN onm.value WHEN o2.kind IN (1, 2) THEN o2nm.value END AS op "
+     "FROM events e JOIN strings n ON n.id = e.name_id LEFT JOIN kernels k ON k.event_id = e.id "
+     "LEFT JOIN streams s ON s.id = e.stream_id LEFT JOIN devices d ON d.id = s.device_id "
+     "LEFT JOIN events a ON a.id = e.parent_id LEFT JOIN strings an ON an.id = a.name_id "
+     "LEFT JOIN threads t ON t.id = a.thread_id "
+     "LEFT JOIN events o ON o.id = a.parent_id LEFT JOIN strings onm ON onm.id = o.name_id "
+     "LEFT JOIN events o2 ON o2.id = o.parent_id LEFT JOIN strings o2nm ON o2nm.id = o2.name_id "
+     "WHERE e.kind = 7"},
+    {"steps", "CREATE VIEW steps AS SELECT CAST(substr(n.value, 14) AS INTEGER) AS step, "
+              "min(e.start_ns) AS start_ns, max(e.end_ns) AS end_ns, max(e.end_ns) - min(e.start_ns) AS dur_ns, "
+              "sum(e.gpu_total_ns) AS gpu_ns, count(*) AS ranges "
+              "FROM events e JOIN strings n ON n.id = e.name_id "
+              "WHERE e.kind IN (1, 2) AND n.value GLOB 'ProfilerStep#[0-9]*' "
+              "AND substr(n.value, 14) NOT GLOB '*[^0-9]*' GROUP BY e.name_id"},
+};
+const size_t tr_rundb_nviews = sizeof tr_rundb_views / sizeof tr_rundb_views[0];
+
 /* Analyses are single scans; the one index serves tree walks (children of an
  * event).  Each further index would cost about a tenth of the ingest time. */
 static const char *const rundb_indexes[] = {
@@ -89,6 +127,9 @@ tr_status tr_rundb_create_schema(sqlite3 *db, tr_error *err)
     tr_status st;
     for (size_t i = 0; i < tr_rundb_ntables; i++)
         if ((st = sql_exec(db, tr_rundb_tables[i].ddl, err)) != TR_OK)
+            return st;
+    for (size_t i = 0; i < tr_rundb_nviews; i++)
+        if ((st = sql_exec(db, tr_rundb_views[i].ddl, err)) != TR_OK)
             return st;
     char pragma[64];
     snprintf(pragma, sizeof pragma, "PRAGMA user_version=%d", TR_RUNDB_SCHEMA_VERSION);

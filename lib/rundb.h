@@ -29,12 +29,16 @@ typedef struct {
 } tr_rundb_table;
 extern const tr_rundb_table tr_rundb_tables[];
 extern const size_t tr_rundb_ntables;
+/* The convenience views (ops, kernel_launches, steps; docs/schema.md), made
+ * with the tables: for queries by hand, never read by the tools. */
+extern const tr_rundb_table tr_rundb_views[];
+extern const size_t tr_rundb_nviews;
 
 typedef struct {
     const char *key, *value;
 } tr_meta_kv;
 
-/* Creates the schema in an open, empty database. */
+/* Creates the schema (tables and views) in an open, empty database. */
 tr_status tr_rundb_create_schema(sqlite3 *db, tr_error *err);
 
 /* Writes the (tree-built) trace to path atomically; extra meta rows may be NULL. */

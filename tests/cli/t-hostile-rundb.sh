@@ -165,7 +165,9 @@ variant missing-table "DROP TABLE stack_nodes"
 expect_bad in/missing-table.db 'stack_nodes is missing'
 variant missing-column "ALTER TABLE events DROP COLUMN stack_id"
 expect_bad in/missing-column.db 'no column stack_id'
-variant generated "ALTER TABLE strings DROP COLUMN value; ALTER TABLE strings ADD COLUMN value AS (zeroblob(100000000)) VIRTUAL"
+# (the views read strings.value: SQLite refuses to drop a column a view uses)
+variant generated "DROP VIEW ops; DROP VIEW kernel_launches; DROP VIEW steps;
+    ALTER TABLE strings DROP COLUMN value; ALTER TABLE strings ADD COLUMN value AS (zeroblob(100000000)) VIRTUAL"
 expect_bad in/generated.db 'generated column'
 variant virtual-table "DROP TABLE kinds; CREATE VIRTUAL TABLE kinds USING fts4(id, name, on_gpu)"
 expect_bad in/virtual-table.db 'kinds is'

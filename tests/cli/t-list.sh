@@ -97,3 +97,7 @@ expect_grep "valid: cpu_time_total" "$TMP/err"
 expect_status 2 "$BIN/trace-export" --stacks --metric slef_gpu l.db
 expect_one_line_error
 expect_grep "did you mean self_gpu?" "$TMP/err"
+
+# the steps view of run.db agrees with --list steps
+expect_eq "$(q l.db 'SELECT step, ranges, dur_ns FROM steps ORDER BY step' | tr '\n' ' ')" "4|1|100000 5|1|50000 " \
+    "the steps view"

@@ -36,24 +36,30 @@ static void doc_columns(const char *table, char *out, size_t n)
     fclose(f);
 }
 
+/* The tables, then the views: both are documented under "### `name`". */
+static const tr_rundb_table *object(size_t i)
+{
+    return i < tr_rundb_ntables ? &tr_rundb_tables[i] : &tr_rundb_views[i - tr_rundb_ntables];
+}
+
 static void test_doc_matches_code(void)
 {
     sqlite3 *db;
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(":memory:", &db), SQLITE_OK);
     CU_ASSERT_EQUAL_FATAL(tr_rundb_create_schema(db, NULL), TR_OK);
-    for (size_t i = 0; i < tr_rundb_ntables; i++) {
+    for (size_t i = 0; i < tr_rundb_ntables + tr_rundb_nviews; i++) {
         char code[2048] = "", doc[2048];
         sqlite3_stmt *st;
         CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info(?)", -1, &st, NULL), SQLITE_OK);
-        sqlite3_bind_text(st, 1, tr_rundb_tables[i].table, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 1, object(i)->table, -1, SQLITE_STATIC);
         while (sqlite3_step(st) == SQLITE_ROW) {
             size_t l = strlen(code);
             snprintf(code + l, sizeof code - l, "%s%s", l ? " " : "", sqlite3_column_text(st, 0));
         }
         sqlite3_finalize(st);
-        doc_columns(tr_rundb_tables[i].table, doc, sizeof doc);
+        doc_columns(object(i)->table, doc, sizeof doc);
         if (strcmp(code, doc) != 0)
-            fprintf(stderr, "\n  table %s:\n    code: %s\n    doc:  %s\n", tr_rundb_tables[i].table, code, doc);
+            fprintf(stderr, "\n  table %s:\n    code: %s\n    doc:  %s\n", object(i)->table, code, doc);
         CU_ASSERT_STRING_EQUAL(code, doc);
     }
     sqlite3_stmt *st;
@@ -77,9 +83,9 @@ static void test_every_table_documented(void)
             continue;
         char *end = strchr(line + 5, '`');
         int known = 0;
-        for (size_t i = 0; end && i < tr_rundb_ntables; i++)
-            if ((size_t)(end - line - 5) == strlen(tr_rundb_tables[i].table)
-                && !strncmp(line + 5, tr_rundb_tables[i].table, (size_t)(end - line - 5)))
+        for (size_t i = 0; end && i < tr_rundb_ntables + tr_rundb_nviews; i++)
+            if ((size_t)(end - line - 5) == strlen(object(i)->table)
+                && !strncmp(line + 5, object(i)->table, (size_t)(end - line - 5)))
                 known = 1;
         if (!known)
             fprintf(stderr, "\n  documented table not in the code: %s", line);
