@@ -219,20 +219,24 @@ uint32_t tr_stream_get(tr_trace *t, uint32_t device, int64_t context, int64_t st
     return id;
 }
 
+uint32_t tr_stack_child(tr_trace *t, uint32_t parent, uint32_t frame)
+{
+    int64_t k[3] = {parent, frame, 0};
+    uint32_t id = idmap_find(t->stack_map, k);
+    if (!id) {
+        tr_stack_node sn = {parent, frame};
+        id = ONE_BASED_PUSH(t, t->stack_nodes, sn);
+        if (!id || idmap_put(&t->stack_map, k, id) < 0)
+            return 0;
+    }
+    return id;
+}
+
 uint32_t tr_stack_get(tr_trace *t, const uint32_t *frames, size_t nframes)
 {
     uint32_t node = 0;
-    for (size_t i = 0; i < nframes; i++) {
-        int64_t k[3] = {node, frames[i], 0};
-        uint32_t id = idmap_find(t->stack_map, k);
-        if (!id) {
-            tr_stack_node sn = {node, frames[i]};
-            id = ONE_BASED_PUSH(t, t->stack_nodes, sn);
-            if (!id || idmap_put(&t->stack_map, k, id) < 0)
-                return 0;
-        }
-        node = id;
-    }
+    for (size_t i = 0; i < nframes && (node = tr_stack_child(t, node, frames[i])); i++)
+        ;
     return node;
 }
 

@@ -153,8 +153,12 @@ uint32_t tr_process_get(tr_trace *t, uint32_t source, int64_t pid);
 uint32_t tr_thread_get(tr_trace *t, uint32_t process, int64_t tid);
 uint32_t tr_device_get(tr_trace *t, uint32_t source, int64_t device);
 uint32_t tr_stream_get(tr_trace *t, uint32_t device, int64_t context, int64_t stream);
-/* Interns a frame list (outermost first) as a stack; returns the leaf node id. */
+/* Interns a frame list (outermost first) as a stack; returns the leaf node id (0 on OOM). */
 uint32_t tr_stack_get(tr_trace *t, const uint32_t *frames, size_t nframes);
+/* The stack of node parent (0: the root) with frame added innermost, in O(1):
+ * a reader that builds stacks one frame deeper at a time calls this rather
+ * than tr_stack_get() on the whole list, which would be quadratic in depth. */
+uint32_t tr_stack_child(tr_trace *t, uint32_t parent, uint32_t frame);
 
 /* Appends a zeroed event (correlation/seq/op_id/flops = -1, parent = -1); NULL on OOM. */
 tr_event *tr_add_event(tr_trace *t, tr_kind kind);

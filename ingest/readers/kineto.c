@@ -1218,17 +1218,8 @@ static tr_status python_stacks(kin_reader *r)
         }
         while (n) {
             k = chain[--n];
-            /* frames of base, then this frame */
-            size_t depth = 0;
-            for (uint32_t b = base; b; b = r->t->stack_nodes.v[b].parent)
-                depth++;
-            if (tr_vec_reserve(r->frames, depth + 1) < 0)
-                goto nomem;
-            size_t j = depth;
-            for (uint32_t b = base; b; b = r->t->stack_nodes.v[b].parent)
-                r->frames.v[--j] = r->t->stack_nodes.v[b].frame;
-            r->frames.v[depth] = r->t->events.v[r->py.v[k].event].name;
-            base = tr_stack_get(r->t, r->frames.v, depth + 1);
+            /* one frame below base: linear in the nesting depth, not quadratic */
+            base = tr_stack_child(r->t, base, r->t->events.v[r->py.v[k].event].name);
             if (!base)
                 goto nomem;
             node[k] = base;
