@@ -42,6 +42,8 @@ const tr_export_format tr_export_formats[] = {
     {"stacks", tr_export_stacks},
     {"flamegraph", tr_export_flamegraph},
     {"chrome", tr_export_chrome},
+    {"events", tr_export_events_jsonl},
+    {"events-csv", tr_export_events_csv},
 };
 const size_t tr_export_nformats = sizeof tr_export_formats / sizeof tr_export_formats[0];
 

@@ -91,6 +91,9 @@ tr_status tr_export_run(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_erro
 tr_status tr_export_stacks(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err);
 tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err);
 tr_status tr_export_chrome(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err);
+/* The events table as JSON Lines / CSV (docs/events.md). */
+tr_status tr_export_events_jsonl(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err);
+tr_status tr_export_events_csv(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err);
 
 /* The escapers of every writer are in lib/escape.h. */
 

@@ -22,6 +22,8 @@ static void usage(FILE *f)
             "  --stacks              folded stacks 'root;...;leaf VALUE', one line per stack\n"
             "  --flamegraph          an interactive flamegraph SVG (self-contained)\n"
             "  --chrome              chrome trace JSON for Perfetto UI / chrome://tracing\n"
+            "  --events              the events table, one row per event, for Spark, Trino or\n"
+            "                        pandas (docs/events.md); --format jsonl (default) | csv\n"
             "  -o, --output FILE     write FILE atomically; '-' or none: standard output\n"
             "  --metric M            value of a stack (default self_cpu; self_gpu when the\n"
             "                        trace has GPU time but no CPU time)\n"
@@ -67,6 +69,7 @@ static int parse_long(const char *s, long long lo, long long hi, long long *v)
 enum { O_STACKS = 256, O_FLAME, O_CHROME, O_METRIC, O_SOURCE, O_COMPAT, O_TIME, O_THREAD,
        O_DEVICE, O_INCLUDE, O_EXCLUDE, O_TITLE, O_WIDTH, O_MINWIDTH, O_INVERTED, O_VERSION };
 enum { O_DIFF = 512, O_DIFF_NORM };
+enum { O_EVENTS = 600, O_EVENTS_FORMAT };
 
 int main(int argc, char **argv)
 {
@@ -84,6 +87,7 @@ int main(int argc, char **argv)
         {"title", required_argument, NULL, O_TITLE}, {"width", required_argument, NULL, O_WIDTH},
         {"minwidth", required_argument, NULL, O_MINWIDTH},
         {"inverted", no_argument, NULL, O_INVERTED}, {"help", no_argument, NULL, 'h'},
+        {"events", no_argument, NULL, O_EVENTS},     {"format", required_argument, NULL, O_EVENTS_FORMAT},
         {"diff", no_argument, NULL, O_DIFF},         {"diff-normalize", no_argument, NULL, O_DIFF_NORM},
         {"version", no_argument, NULL, O_VERSION},   {NULL, 0, NULL, 0}};
     static const char *const format_of[] = {[O_STACKS - O_STACKS] = "stacks",
@@ -95,6 +99,7 @@ int main(int argc, char **argv)
     tr_error_clear(&err);
     const char *output = NULL;
     int c, rc = 0, selection = 0, diff = 0, diff_norm = 0;
+    const char *events_format = "events";
     long long v;
     tr_output_handle_signals();
     while (rc == 0 && (c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
@@ -167,6 +172,18 @@ int main(int argc, char **argv)
             break;
         }
         case O_INVERTED: o.inverted = 1; break;
+        case O_EVENTS:
+            if (o.format && o.format != tr_export_format_lookup(events_format))
+                rc = usage_error("%s", "choose one of --stacks, --flamegraph, --chrome, --events");
+            o.format = tr_export_format_lookup(events_format);
+            break;
+        case O_EVENTS_FORMAT:
+            if (!strcmp(optarg, "jsonl")) events_format = "events";
+            else if (!strcmp(optarg, "csv")) events_format = "events-csv";
+            else rc = usage_error("unknown --format '%s' (valid: jsonl csv; goes with --events)", optarg);
+            if (o.format && !strncmp(o.format->name, "events", 6))
+                o.format = tr_export_format_lookup(events_format);
+            break;
         case O_DIFF: diff = 1; break;
         case O_DIFF_NORM: diff_norm = 1; break;
         case 'h': usage(stdout); tr_export_opts_free(&o); return 0;
