@@ -448,7 +448,7 @@ int tr_rresult_nodata(tr_rresult *r, const char *fmt, ...)
     return rc;
 }
 
-static void rresult_free(tr_rresult *r)
+void tr_rresult_free(tr_rresult *r)
 {
     for (size_t t = 0; t < r->ntables; t++) {
         tr_rtable *tb = &r->tables[t];
@@ -814,7 +814,7 @@ static int col_shown(const tr_report_col *col, int machine)
     return !(col->flags & (machine ? TR_COL_TEXT_ONLY : TR_COL_MACHINE_ONLY));
 }
 
-static void fmt_cell(char *b, size_t n, const tr_report_col *col, const tr_cell *c, const tr_analyze_opts *o)
+void tr_report_fmt_cell(char *b, size_t n, const tr_report_col *col, const tr_cell *c, tr_time_unit unit)
 {
     if (c->null) {
         snprintf(b, n, "-");
@@ -823,8 +823,8 @@ static void fmt_cell(char *b, size_t n, const tr_report_col *col, const tr_cell 
     switch (col->type) {
     case TR_COL_STR: snprintf(b, n, "%s", c->s); break;
     case TR_COL_INT: snprintf(b, n, "%lld", (long long)c->i); break;
-    case TR_COL_NS: tr_fmt_time(b, n, (double)c->i / 1000.0, o->unit); break;
-    case TR_COL_NSR: tr_fmt_time(b, n, c->d / 1000.0, o->unit); break;
+    case TR_COL_NS: tr_fmt_time(b, n, (double)c->i / 1000.0, unit); break;
+    case TR_COL_NSR: tr_fmt_time(b, n, c->d / 1000.0, unit); break;
     case TR_COL_PCT: snprintf(b, n, "%.2f", c->d); break;
     case TR_COL_BYTES: tr_fmt_mem(b, n, c->i); break;
     case TR_COL_REAL: snprintf(b, n, "%.3f", c->d); break;
@@ -921,7 +921,7 @@ static void write_text(writer *w, const tr_rresult *r)
         for (size_t j = 0; j < nc; j++) {
             width[j] = (int)tr_utf8_len(tb->cols[j].header, strlen(tb->cols[j].header));
             for (size_t i = 0; i < nrows; i++) {
-                fmt_cell(cell, sizeof cell, &tb->cols[j], &tb->cells[i * tb->ncols + j], w->o);
+                tr_report_fmt_cell(cell, sizeof cell, &tb->cols[j], &tb->cells[i * tb->ncols + j], w->o->unit);
                 int cw = (int)tr_utf8_len(cell, strlen(cell));
                 if (cw > width[j])
                     width[j] = cw;
@@ -945,7 +945,7 @@ static void write_text(writer *w, const tr_rresult *r)
                 else if (pass == 1)
                     memset(cell, '-', (size_t)width[j]), cell[width[j]] = '\0';
                 else
-                    fmt_cell(cell, sizeof cell, col, &row[j], w->o);
+                    tr_report_fmt_cell(cell, sizeof cell, col, &row[j], w->o->unit);
                 size_t len = strlen(cell);
                 size_t cps = tr_utf8_len(cell, len);
                 /* the last column (a name) is printed whole; others are cut to the width */
@@ -1007,7 +1007,7 @@ static void write_markdown(writer *w, const tr_rresult *r)
             for (size_t j = 0; j < tb->ncols; j++) {
                 if (!col_shown(&tb->cols[j], 0))
                     continue;
-                fmt_cell(cell, sizeof cell, &tb->cols[j], &tb->cells[i * tb->ncols + j], w->o);
+                tr_report_fmt_cell(cell, sizeof cell, &tb->cols[j], &tb->cells[i * tb->ncols + j], w->o->unit);
                 fputc(' ', out);
                 md_text(out, cell);
                 fputs(" |", out);
@@ -1104,6 +1104,27 @@ static const struct { const char *format; void (*write)(writer *w, const tr_rres
     {"text", write_text}, {"csv", write_csv}, {"json", write_json}, {"markdown", write_markdown},
 };
 
+tr_status tr_report_compute(sqlite3 *db, const char *spec, const tr_analyze_opts *o, tr_rresult *r, tr_error *err)
+{
+    tr_report_opts ro;
+    memset(&ro, 0, sizeof ro);
+    memset(r, 0, sizeof *r);
+    tr_status st = tr_report_opts_add(&ro, spec, err);
+    if (st == TR_OK && ro.n != 1)
+        st = tr_fail(err, TR_ERR_USAGE, "one report expected, got '%s'", spec);
+    tr_report_ctx c;
+    if (st == TR_OK) {
+        st = ctx_init(&c, db, o, err);
+        r->report = ro.v[0].report->name;
+        c.param = ro.v[0].param;
+        if (st == TR_OK)
+            st = ro.v[0].report->run(&c, r);
+        ctx_free(&c);
+    }
+    tr_report_opts_free(&ro);
+    return st;
+}
+
 tr_status tr_report_run(sqlite3 *db, const tr_report_opts *ro, const tr_analyze_opts *o, FILE *out,
                         FILE *diag, tr_error *err)
 {
@@ -1133,7 +1154,7 @@ tr_status tr_report_run(sqlite3 *db, const tr_report_opts *ro, const tr_analyze_
             if (!r.nodata || json)
                 write(&w, &r);
         }
-        rresult_free(&r);
+        tr_rresult_free(&r);
     }
     if (json && st == TR_OK)
         fputs("\n]}\n", out);

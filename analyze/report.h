@@ -56,7 +56,7 @@ void tr_report_print_list(FILE *out);
 tr_status tr_report_run(sqlite3 *db, const tr_report_opts *ro, const tr_analyze_opts *o,
                         FILE *out, FILE *diag, tr_error *err);
 
-/* ---- what the report functions (report_*.c) use ---- */
+/* ---- what the report functions (report_*.c) and renderers use ---- */
 
 typedef enum {
     TR_COL_STR,     /* text */
@@ -245,6 +245,13 @@ typedef struct {
 void tr_gt_scope_add(tr_gt_scope *s, int cls, int64_t start, int64_t end, int64_t micro_thresh);
 int tr_gt_class(tr_report_ctx *c, tr_i64map *is_comm, const tr_rev *ev);   /* -1 on out-of-memory */
 int64_t tr_uacc_total(const tr_uacc *u);
+
+/* Computes one report (NAME[:PARAM=VALUE...]) into r, for renderers other than
+ * trace-analyze's (the HTML report); free r with tr_rresult_free(). */
+tr_status tr_report_compute(sqlite3 *db, const char *spec, const tr_analyze_opts *o, tr_rresult *r, tr_error *err);
+void tr_rresult_free(tr_rresult *r);
+/* A cell as the text format prints it. */
+void tr_report_fmt_cell(char *b, size_t n, const tr_report_col *col, const tr_cell *c, tr_time_unit unit);
 
 /* The report table. */
 struct tr_report {

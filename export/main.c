@@ -8,6 +8,7 @@
 #include "analyze/list.h"
 #include "export/diff.h"
 #include "export/export.h"
+#include "export/html.h"
 #include "lib/escape.h"
 #include "lib/output.h"
 #include "lib/rundb.h"
@@ -40,6 +41,8 @@ static void usage(FILE *f)
             "  --diff                two run.dbs, BASE.db NEW.db: --stacks writes 'stack BASE NEW'\n"
             "                        lines, --flamegraph the new widths, red grown, blue shrunk\n"
             "  --diff-normalize      numbers in template arguments do not tell frames apart\n"
+            "  --html                one self-contained HTML report: summary, GPU time per device\n"
+            "                        and step, top kernels and ops, timeline, tables (docs/reports.md)\n"
             "  -h, --help, --version\n"
             "\nMetrics:");
     for (const tr_export_metric *m = tr_export_metrics; m->name; m++)
@@ -69,6 +72,7 @@ static int parse_long(const char *s, long long lo, long long hi, long long *v)
 enum { O_STACKS = 256, O_FLAME, O_CHROME, O_METRIC, O_SOURCE, O_COMPAT, O_TIME, O_THREAD,
        O_DEVICE, O_INCLUDE, O_EXCLUDE, O_TITLE, O_WIDTH, O_MINWIDTH, O_INVERTED, O_VERSION };
 enum { O_DIFF = 512, O_DIFF_NORM };
+enum { O_HTML = 700 };
 enum { O_EVENTS = 600, O_EVENTS_FORMAT };
 
 int main(int argc, char **argv)
@@ -88,6 +92,7 @@ int main(int argc, char **argv)
         {"minwidth", required_argument, NULL, O_MINWIDTH},
         {"inverted", no_argument, NULL, O_INVERTED}, {"help", no_argument, NULL, 'h'},
         {"events", no_argument, NULL, O_EVENTS},     {"format", required_argument, NULL, O_EVENTS_FORMAT},
+        {"html", no_argument, NULL, O_HTML},
         {"diff", no_argument, NULL, O_DIFF},         {"diff-normalize", no_argument, NULL, O_DIFF_NORM},
         {"version", no_argument, NULL, O_VERSION},   {NULL, 0, NULL, 0}};
     static const char *const format_of[] = {[O_STACKS - O_STACKS] = "stacks",
@@ -172,6 +177,11 @@ int main(int argc, char **argv)
             break;
         }
         case O_INVERTED: o.inverted = 1; break;
+        case O_HTML:
+            if (o.format && o.format != &tr_export_html_format)
+                rc = usage_error("%s", "choose one output: --stacks, --flamegraph, --chrome or --html");
+            o.format = &tr_export_html_format;
+            break;
         case O_EVENTS:
             if (o.format && o.format != tr_export_format_lookup(events_format))
                 rc = usage_error("%s", "choose one of --stacks, --flamegraph, --chrome, --events");

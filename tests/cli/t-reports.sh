@@ -435,3 +435,44 @@ expect_eq "$(grep '^device-sync,' "$TMP/out" | cut -d, -f2)" \
 # pageable source memory (CUPTI kind 0) in copies launched by an Async call
 expect_eq "$(grep '^pageable-async-memcpy,' "$TMP/out" | cut -d, -f2)" \
     "$(q "$src" "select count(*) from CUPTI_ACTIVITY_KIND_MEMCPY m join CUPTI_ACTIVITY_KIND_RUNTIME r on r.correlationId = m.correlationId join StringIds s on s.id = r.nameId where (m.srcKind = 0 or m.dstKind = 0) and s.value like '%Async%'")" "advice: pageable async copies"
+
+# --- trace-export --html: one self-contained file that Chromium renders; names escaped;
+# under 5 MB for a run of 10^6 events ---
+q steps.db "UPDATE strings SET value = '<script>window.pwned=1</script>' WHERE value = 'fwd_kernel'"
+expect_status 0 "$BIN/trace-export" --html -o steps.html steps.db
+expect_no_grep '<script' steps.html
+expect_grep '&lt;script&gt;window.pwned=1&lt;/script&gt;' steps.html
+grep -v 'xmlns="http://www.w3.org/2000/svg"' steps.html | grep -q 'https\?://' && fail "the HTML report refers to the network"
+for id in summary gpu-time steps top timeline kernels api memcpy nvtx launch gaps advice; do
+    expect_grep "id=\"$id\"" steps.html
+done
+expect_status 2 "$BIN/trace-export" --html --device 0 -o sel.html steps.db
+expect_one_line_error
+expect_no_file sel.html
+if [ -x "$BIN/gen-kineto" ]; then
+    expect_status 0 "$BIN/gen-kineto" -n 1000000 -o big.json
+    expect_status 0 "$BIN/trace-ingest" -q -o big.db big.json
+    rm -f big.json
+    expect_status 0 "$BIN/trace-export" --html -o big.html big.db
+    size=$(wc -c <big.html)
+    [ "$size" -lt 5000000 ] || fail "HTML report of 10^6 events is $size bytes"
+fi
+CHROMIUM=$(command -v chromium || command -v chromium-browser || command -v google-chrome)
+if [ -n "$CHROMIUM" ] && command -v timeout >/dev/null; then
+    for h in steps.html big.html; do
+        [ -f "$h" ] || continue
+        prof=$(mktemp -d "$TMP/prof.XXXXXX")
+        timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+            --disable-background-networking --disable-component-update --disable-sync --user-data-dir="$prof" \
+            --dump-dom "file://$TMP/$h" >"$h.dom" 2>>chromium.log
+        grep -q 'id="advice"' "$h.dom" || fail "Chromium did not render $h"
+        grep -q 'pwned' "$h.dom" && ! grep -q '&lt;script&gt;window.pwned' "$h.dom" && fail "hostile name not escaped in $h"
+        timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+            --disable-background-networking --disable-component-update --disable-sync --user-data-dir="$prof" \
+            --window-size=1300,2400 --screenshot="$TMP/$h.png" "file://$TMP/$h" 2>>chromium.log
+        [ -s "$h.png" ] || fail "no screenshot of $h"
+        [ -n "${REPORT_SHOT:-}" ] && cp "$h.png" "$REPORT_SHOT.$h.png"
+    done
+else
+    skip "chromium not installed: the HTML report is not opened"
+fi

@@ -1,0 +1,487 @@
+/*
+ * html.c - the HTML report: one self-contained file (inline CSS, SVG charts
+ * drawn here, no script, nothing fetched) that renders the rows of the
+ * timeline reports (analyze/report.h): the summary, the GPU time breakdown
+ * per device and per step as stacked bars, the top kernels and ops as bars,
+ * a small timeline overview (a lane per thread and per stream, gaps visible),
+ * and the key tables.
+ *
+ * Size is bounded whatever the run: tables are cut to a few rows, the
+ * timeline is a fixed number of bins per lane and a fixed number of lanes.
+ * Every name is escaped; the run's text never becomes markup.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/report.h"
+#include "export/html.h"
+#include "lib/format.h"
+#include "lib/model.h"
+
+#define BAR_W 760          /* px of a full stacked bar */
+#define TL_BINS 1000       /* timeline bins per lane */
+#define TL_MAX_LANES 48
+#define TABLE_ROWS 15
+
+static void esc(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", out); break;
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '"': fputs("&quot;", out); break;
+        case '\'': fputs("&#39;", out); break;
+        default: fputc(*s, out);
+        }
+    }
+}
+
+/* At most n code points of s, with "..." when cut. */
+static void esc_cut(FILE *out, const char *s, size_t n)
+{
+    size_t len = strlen(s);
+    if (tr_utf8_len(s, len) <= n) {
+        esc(out, s);
+        return;
+    }
+    size_t keep = tr_utf8_prefix(s, len, n - 3);
+    char *b = malloc(keep + 4);
+    if (!b)
+        return;
+    memcpy(b, s, keep);
+    memcpy(b + keep, "...", 4);
+    esc(out, b);
+    free(b);
+}
+
+static const tr_rtable *table_titled(const tr_rresult *r, const char *prefix)
+{
+    for (size_t i = 0; i < r->ntables; i++)
+        if (!strncmp(r->tables[i].title, prefix, strlen(prefix)))
+            return &r->tables[i];
+    return NULL;
+}
+
+static int col_of(const tr_rtable *t, const char *key)
+{
+    for (size_t j = 0; j < t->ncols; j++)
+        if (!strcmp(t->cols[j].key, key))
+            return (int)j;
+    return -1;
+}
+
+static const tr_cell *cell(const tr_rtable *t, size_t row, const char *key)
+{
+    int j = col_of(t, key);
+    static const tr_cell none = {.null = 1};
+    return j < 0 ? &none : &t->cells[row * t->ncols + (size_t)j];
+}
+
+static int64_t cell_i(const tr_rtable *t, size_t row, const char *key)
+{
+    const tr_cell *c = cell(t, row, key);
+    return c->null ? 0 : c->i;
+}
+
+static const char *cell_s(const tr_rtable *t, size_t row, const char *key)
+{
+    const tr_cell *c = cell(t, row, key);
+    return c->null || !c->s ? "" : c->s;
+}
+
+static void html_table(FILE *out, const tr_rtable *t, size_t max_rows)
+{
+    fputs("<table><thead><tr>", out);
+    for (size_t j = 0; j < t->ncols; j++)
+        if (!(t->cols[j].flags & TR_COL_MACHINE_ONLY)) {
+            fprintf(out, "<th class=\"%s\">", t->cols[j].type == TR_COL_STR ? "l" : "r");
+            esc(out, t->cols[j].header);
+            fputs("</th>", out);
+        }
+    fputs("</tr></thead><tbody>\n", out);
+    char b[8192];
+    size_t n = t->nrows < max_rows ? t->nrows : max_rows;
+    for (size_t i = 0; i < n; i++) {
+        fputs("<tr>", out);
+        for (size_t j = 0; j < t->ncols; j++) {
+            if (t->cols[j].flags & TR_COL_MACHINE_ONLY)
+                continue;
+            tr_report_fmt_cell(b, sizeof b, &t->cols[j], &t->cells[i * t->ncols + j], TR_UNIT_AUTO);
+            int str = t->cols[j].type == TR_COL_STR;
+            fprintf(out, "<td class=\"%s\"", str ? "l" : "r");
+            if (str && tr_utf8_len(b, strlen(b)) > 120) {
+                fputs(" title=\"", out);
+                esc(out, b);
+                fputs("\">", out);
+                esc_cut(out, b, 120);
+            } else {
+                fputc('>', out);
+                esc(out, b);
+            }
+            fputs("</td>", out);
+        }
+        fputs("</tr>\n", out);
+    }
+    fputs("</tbody></table>\n", out);
+    if (n < t->nrows)
+        fprintf(out, "<p class=\"note\">%zu of %zu rows shown (trace-analyze --report shows all).</p>\n", n, t->nrows);
+    for (size_t i = 0; i < t->nnotes; i++) {
+        fputs("<p class=\"note\">", out);
+        esc(out, t->notes[i]);
+        fputs("</p>\n", out);
+    }
+}
+
+/* ---- stacked bars: the gpu-time breakdown of a device or a step ---- */
+
+static const struct { const char *key, *type, *label, *cls; } parts[] = {
+    {"computation_ns", "computation_time", "computation", "comp"},
+    {"exposed_comm_ns", "exposed_comm_time", "exposed communication", "comm"},
+    {"exposed_memcpy_ns", "exposed_memcpy_time", "exposed memcpy", "mem"},
+    {"idle_ns", "idle_time", "idle", "idle"},
+};
+#define NPARTS (sizeof parts / sizeof parts[0])
+
+static void legend(FILE *out)
+{
+    fputs("<p class=\"legend\">", out);
+    for (size_t k = 0; k < NPARTS; k++)
+        fprintf(out, "<span class=\"sw %s\"></span>%s ", parts[k].cls, parts[k].label);
+    fputs("</p>\n", out);
+}
+
+/* One bar: v[] are the parts, scaled so that `whole` is BAR_W px. */
+static void bar(FILE *out, int y, const char *label, const int64_t *v, int64_t whole, const char *tail)
+{
+    fprintf(out, "<text x=\"0\" y=\"%d\">", y + 13);
+    esc_cut(out, label, 18);
+    fputs("</text>", out);
+    double x = 150, sum = 0;
+    for (size_t k = 0; k < NPARTS; k++)
+        sum += (double)v[k];
+    for (size_t k = 0; k < NPARTS && whole > 0; k++) {
+        double w = (double)v[k] * BAR_W / (double)whole;
+        if (w <= 0)
+            continue;
+        char t[64];
+        tr_fmt_time(t, sizeof t, (double)v[k] / 1000.0, TR_UNIT_AUTO);
+        fprintf(out, "<rect class=\"%s\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"18\"><title>%s: %s (%.2f%%)</title></rect>",
+                parts[k].cls, x, y, w, parts[k].label, t, sum > 0 ? (double)v[k] * 100.0 / sum : 0.0);
+        x += w;
+    }
+    fprintf(out, "<text x=\"%d\" y=\"%d\">", 150 + BAR_W + 8, y + 13);
+    esc(out, tail);
+    fputs("</text>\n", out);
+}
+
+static void gpu_bars(FILE *out, const tr_rresult *gt)
+{
+    const tr_rtable *t = table_titled(gt, "GPU time");
+    if (!t) {
+        fputs("<p class=\"note\">", out);
+        esc(out, gt->nodata ? gt->nodata : "no GPU activity");
+        fputs("</p>\n", out);
+        return;
+    }
+    /* rows come in blocks of ten per device, "all" first */
+    size_t ndev = 0;
+    for (size_t i = 0; i < t->nrows; i++)
+        ndev += !strcmp(cell_s(t, i, "type"), "total_time");
+    legend(out);
+    fprintf(out, "<svg class=\"chart\" width=\"%d\" height=\"%zu\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+            150 + BAR_W + 200, ndev * 26 + 4);
+    size_t k = 0;
+    for (size_t i = 0; i < t->nrows; k++) {
+        const char *dev = cell_s(t, i, "device");
+        int64_t v[NPARTS] = {0}, total = 0, busy = 0;
+        for (; i < t->nrows && !strcmp(cell_s(t, i, "device"), dev); i++) {
+            const char *type = cell_s(t, i, "type");
+            for (size_t p = 0; p < NPARTS; p++)
+                if (!strcmp(type, parts[p].type))
+                    v[p] = cell_i(t, i, "time_ns");
+            if (!strcmp(type, "total_time"))
+                total = cell_i(t, i, "time_ns");
+            if (!strcmp(type, "busy_time"))
+                busy = cell_i(t, i, "time_ns");
+        }
+        char label[64], tail[96], tb[32];
+        snprintf(label, sizeof label, "%s%s", strcmp(dev, "all") ? "device " : "", strcmp(dev, "all") ? dev : "all devices");
+        tr_fmt_time(tb, sizeof tb, (double)total / 1000.0, TR_UNIT_AUTO);
+        snprintf(tail, sizeof tail, "%s, busy %.1f%%", tb, total > 0 ? (double)busy * 100.0 / (double)total : 0.0);
+        bar(out, (int)(k * 26 + 2), label, v, total, tail);
+    }
+    fputs("</svg>\n", out);
+    for (size_t i = 0; i < t->nnotes; i++) {
+        fputs("<p class=\"note\">", out);
+        esc(out, t->notes[i]);
+        fputs("</p>\n", out);
+    }
+}
+
+static void step_bars(FILE *out, const tr_rresult *sr)
+{
+    const tr_rtable *t = table_titled(sr, "Steps");
+    if (!t || !t->nrows) {
+        fputs("<p class=\"note\">no ProfilerStep#N ranges in the run</p>\n", out);
+        return;
+    }
+    int64_t max = 0;
+    for (size_t i = 0; i < t->nrows; i++)
+        if (cell_i(t, i, "gpu_span_ns") > max)
+            max = cell_i(t, i, "gpu_span_ns");
+    size_t n = t->nrows < 200 ? t->nrows : 200;
+    legend(out);
+    fprintf(out, "<svg class=\"chart\" width=\"%d\" height=\"%zu\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+            150 + BAR_W + 200, n * 26 + 4);
+    for (size_t i = 0; i < n; i++) {
+        int64_t v[NPARTS];
+        for (size_t p = 0; p < NPARTS; p++)
+            v[p] = cell_i(t, i, parts[p].key);
+        char label[64], tail[128], wall[32];
+        snprintf(label, sizeof label, "step %lld%s", (long long)cell_i(t, i, "step"),
+                 *cell_s(t, i, "slowest") ? " (slowest)" : "");
+        tr_fmt_time(wall, sizeof wall, (double)cell_i(t, i, "wall_ns") / 1000.0, TR_UNIT_AUTO);
+        snprintf(tail, sizeof tail, "wall %s, %lld kernels", wall, (long long)cell_i(t, i, "kernels"));
+        bar(out, (int)(i * 26 + 2), label, v, max, tail);
+    }
+    fputs("</svg>\n", out);
+    if (n < t->nrows)
+        fprintf(out, "<p class=\"note\">the first %zu of %zu steps</p>\n", n, t->nrows);
+}
+
+/* Horizontal bars of a top table (total_ns, name). */
+static void top_bars(FILE *out, const tr_rtable *t)
+{
+    if (!t || !t->nrows) {
+        fputs("<p class=\"note\">none</p>\n", out);
+        return;
+    }
+    int64_t max = cell_i(t, 0, "total_ns");
+    fprintf(out, "<svg class=\"chart\" width=\"%d\" height=\"%zu\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+            150 + BAR_W + 200, t->nrows * 22 + 4);
+    for (size_t i = 0; i < t->nrows; i++) {
+        int64_t v = cell_i(t, i, "total_ns");
+        double w = max > 0 ? (double)v * 400.0 / (double)max : 0;
+        char tb[32];
+        tr_fmt_time(tb, sizeof tb, (double)v / 1000.0, TR_UNIT_AUTO);
+        fprintf(out, "<rect class=\"top\" x=\"0\" y=\"%zu\" width=\"%.2f\" height=\"16\"><title>", i * 22 + 2, w);
+        esc(out, cell_s(t, i, "name"));
+        fprintf(out, "</title></rect><text x=\"%.2f\" y=\"%zu\">%s ", w + 6, i * 22 + 15, tb);
+        esc_cut(out, cell_s(t, i, "name"), 90);
+        fputs("</text>\n", out);
+    }
+    fputs("</svg>\n", out);
+}
+
+/* ---- the timeline overview ---- */
+
+typedef struct {
+    int64_t key;           /* threads.id or streams.id */
+    char label[64];
+    unsigned char bins[TL_BINS];
+} lane;
+
+static tr_status timeline(FILE *out, sqlite3 *db, tr_error *err)
+{
+    int64_t t0 = 0, t1 = 0;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT min(start_ns), max(end_ns) FROM events", -1, &st, NULL) != SQLITE_OK)
+        return tr_fail(err, TR_ERR_INPUT, "run database: %s", sqlite3_errmsg(db));
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        t0 = sqlite3_column_int64(st, 0);
+        t1 = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (t1 <= t0) {
+        fputs("<p class=\"note\">no events with a duration</p>\n", out);
+        return TR_OK;
+    }
+    lane *lanes = calloc(TL_MAX_LANES, sizeof *lanes);
+    if (!lanes)
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    size_t nthr = 0, nlanes = 0, dropped = 0;
+    static const char *const lane_sql[] = {
+        "SELECT t.id, 'tid ' || t.tid || coalesce(' ' || s.value, '') FROM threads t "
+        "LEFT JOIN strings s ON s.id = t.name_id ORDER BY t.process_id, t.tid",
+        "SELECT x.id, 'gpu ' || d.device || ' stream ' || x.stream FROM streams x "
+        "JOIN devices d ON d.id = x.device_id ORDER BY d.source_id, d.device, x.stream"};
+    for (int k = 0; k < 2; k++) {
+        if (sqlite3_prepare_v2(db, lane_sql[k], -1, &st, NULL) != SQLITE_OK) {
+            free(lanes);
+            return tr_fail(err, TR_ERR_INPUT, "run database: %s", sqlite3_errmsg(db));
+        }
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            if (nlanes == TL_MAX_LANES) {
+                dropped++;
+                continue;
+            }
+            lanes[nlanes].key = sqlite3_column_int64(st, 0);
+            snprintf(lanes[nlanes].label, sizeof lanes[nlanes].label, "%s", (const char *)sqlite3_column_text(st, 1));
+            nlanes++;
+        }
+        sqlite3_finalize(st);
+        if (k == 0)
+            nthr = nlanes;
+    }
+    /* host lanes: top-level events cover everything below them */
+    if (sqlite3_prepare_v2(db, "SELECT start_ns, end_ns, thread_id, stream_id FROM events WHERE "
+                           "(thread_id IS NOT NULL AND parent_id IS NULL AND flags & 1 = 0) OR kind IN (7, 8, 9)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        free(lanes);
+        return tr_fail(err, TR_ERR_INPUT, "run database: %s", sqlite3_errmsg(db));
+    }
+    double span = (double)(t1 - t0);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t s = sqlite3_column_int64(st, 0), e = sqlite3_column_int64(st, 1);
+        int gpu = sqlite3_column_type(st, 3) != SQLITE_NULL;
+        int64_t key = sqlite3_column_int64(st, gpu ? 3 : 2);
+        size_t from = gpu ? nthr : 0, to = gpu ? nlanes : nthr, l = from;
+        while (l < to && lanes[l].key != key)
+            l++;
+        if (l == to || e < s || s < t0)
+            continue;
+        size_t b0 = (size_t)((double)(s - t0) * TL_BINS / span), b1 = (size_t)((double)(e - t0) * TL_BINS / span);
+        if (b0 >= TL_BINS)
+            b0 = TL_BINS - 1;
+        if (b1 >= TL_BINS)
+            b1 = TL_BINS - 1;
+        memset(lanes[l].bins + b0, 1, b1 - b0 + 1);
+    }
+    sqlite3_finalize(st);
+    char tb[32];
+    tr_fmt_time(tb, sizeof tb, span / 1000.0, TR_UNIT_AUTO);
+    fprintf(out, "<p class=\"note\">%zu lanes over %s; each column is %s/%d; a blank is a gap in the lane</p>\n",
+            nlanes, tb, tb, TL_BINS);
+    fprintf(out, "<svg class=\"chart\" width=\"%d\" height=\"%zu\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+            220 + TL_BINS, nlanes * 16 + 4);
+    for (size_t l = 0; l < nlanes; l++) {
+        int y = (int)(l * 16 + 2);
+        fprintf(out, "<text x=\"0\" y=\"%d\">", y + 11);
+        esc_cut(out, lanes[l].label, 32);
+        fprintf(out, "</text><rect class=\"lane\" x=\"220\" y=\"%d\" width=\"%d\" height=\"12\"/>", y, TL_BINS);
+        for (size_t b = 0; b < TL_BINS;) {
+            if (!lanes[l].bins[b]) {
+                b++;
+                continue;
+            }
+            size_t e = b;
+            while (e < TL_BINS && lanes[l].bins[e])
+                e++;
+            fprintf(out, "<rect class=\"%s\" x=\"%zu\" y=\"%d\" width=\"%zu\" height=\"12\"/>",
+                    l < nthr ? "host" : "comp", 220 + b, y, e - b);
+            b = e;
+        }
+        fputc('\n', out);
+    }
+    fputs("</svg>\n", out);
+    if (dropped)
+        fprintf(out, "<p class=\"note\">%zu more threads and streams not drawn</p>\n", dropped);
+    free(lanes);
+    return TR_OK;
+}
+
+static const char css[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}"
+    "h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ccc}h3{font-size:15px}"
+    "table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{padding:2px 8px;border-bottom:1px solid #eee}"
+    "th{background:#f4f4f4}.l{text-align:left}.r{text-align:right;font-variant-numeric:tabular-nums}"
+    ".note{color:#555;font-size:13px;margin:4px 0}.chart text{font-size:12px;fill:#222}"
+    ".comp{fill:#4e79a7;background:#4e79a7}.comm{fill:#e15759;background:#e15759}"
+    ".mem{fill:#f28e2b;background:#f28e2b}.idle{fill:#d9d9d9;background:#d9d9d9}"
+    ".host{fill:#59a14f}.lane{fill:#f7f7f7}.top{fill:#76b7b2}"
+    ".sw{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:-1px}";
+
+static const struct { const char *spec, *title; size_t rows; } key_tables[] = {
+    {"kernels", "Kernels", TABLE_ROWS},
+    {"api", "CUDA API", TABLE_ROWS},
+    {"memcpy", "Copies and sets", TABLE_ROWS},
+    {"nvtx", "Ranges and ops", TABLE_ROWS},
+    {"launch", "Launches", TABLE_ROWS},
+    {"gaps", "GPU gaps", 10},
+    {"advice", "Findings", TABLE_ROWS},
+};
+
+tr_status tr_html_report(sqlite3 *db, const char *title, FILE *out, tr_error *err)
+{
+    tr_analyze_opts ao;
+    memset(&ao, 0, sizeof ao);
+    ao.limit = -1;
+    tr_rresult sum, gt, steps;
+    tr_status st = tr_report_compute(db, "summary", &ao, &sum, err);
+    if (st == TR_OK)
+        st = tr_report_compute(db, "gpu-time", &ao, &gt, err);
+    else
+        memset(&gt, 0, sizeof gt);
+    if (st == TR_OK)
+        st = tr_report_compute(db, "steps", &ao, &steps, err);
+    else
+        memset(&steps, 0, sizeof steps);
+    if (st == TR_OK) {
+        if (!title)
+            title = "Trace report";
+        fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+              "<meta name=\"viewport\" content=\"width=device-width\"><title>", out);
+        esc(out, title);
+        fprintf(out, "</title><style>%s</style></head><body>\n<h1>", css);
+        esc(out, title);
+        fputs("</h1>\n<h2 id=\"summary\">Summary</h2>\n", out);
+        const tr_rtable *run = table_titled(&sum, "Run"), *kinds = table_titled(&sum, "Events by kind");
+        if (run)
+            html_table(out, run, run->nrows);
+        if (kinds)
+            html_table(out, kinds, kinds->nrows);
+        if (!run)
+            fputs("<p class=\"note\">no events</p>\n", out);
+        fputs("<h2 id=\"gpu-time\">GPU time per device</h2>\n", out);
+        gpu_bars(out, &gt);
+        fputs("<h2 id=\"steps\">GPU time per step</h2>\n", out);
+        step_bars(out, &steps);
+        fputs("<h2 id=\"top\">Top kernels</h2>\n", out);
+        top_bars(out, table_titled(&sum, "Top kernels"));
+        fputs("<h2>Top ops and ranges</h2>\n", out);
+        top_bars(out, table_titled(&sum, "Top ops"));
+        fputs("<h2 id=\"timeline\">Timeline</h2>\n", out);
+        st = timeline(out, db, err);
+        const tr_rtable *dev = table_titled(&sum, "Devices"), *thr = table_titled(&sum, "Threads");
+        if (st == TR_OK && (dev || thr)) {
+            fputs("<h2>Devices and threads</h2>\n", out);
+            if (dev)
+                html_table(out, dev, TABLE_ROWS);
+            if (thr)
+                html_table(out, thr, TABLE_ROWS);
+        }
+    }
+    for (size_t k = 0; st == TR_OK && k < sizeof key_tables / sizeof key_tables[0]; k++) {
+        tr_rresult r;
+        st = tr_report_compute(db, key_tables[k].spec, &ao, &r, err);
+        if (st == TR_OK) {
+            fprintf(out, "<h2 id=\"%s\">", key_tables[k].spec);
+            esc(out, key_tables[k].title);
+            fputs("</h2>\n", out);
+            if (r.nodata) {
+                fputs("<p class=\"note\">", out);
+                esc(out, r.nodata);
+                fputs("</p>\n", out);
+            }
+            for (size_t i = 0; i < r.ntables; i++) {
+                if (r.ntables > 1) {
+                    fputs("<h3>", out);
+                    esc(out, r.tables[i].title);
+                    fputs("</h3>\n", out);
+                }
+                html_table(out, &r.tables[i], key_tables[k].rows);
+            }
+        }
+        tr_rresult_free(&r);
+    }
+    if (st == TR_OK)
+        fputs("<p class=\"note\">Columns are defined in docs/reports.md; trace-analyze --report NAME prints "
+              "any table whole, as text, csv, json or markdown.</p>\n</body></html>\n", out);
+    tr_rresult_free(&sum);
+    tr_rresult_free(&gt);
+    tr_rresult_free(&steps);
+    if (st == TR_OK && ferror(out))
+        st = tr_fail(err, TR_ERR_RUNTIME, "write error on output");
+    return st;
+}
