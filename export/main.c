@@ -206,7 +206,8 @@ int main(int argc, char **argv)
                                "(try 'trace-export --help')");
     else if (rc == 0 && diff_norm && !diff)
         rc = usage_error("%s", "--diff-normalize goes with --diff");
-    else if (rc == 0 && diff && (argc - optind != 2 || o.compat_torch || o.format == tr_export_format_lookup("chrome")))
+    else if (rc == 0 && diff && (argc - optind != 2 || o.compat_torch || o.format == tr_export_format_lookup("chrome")
+                                 || o.format == &tr_export_html_format))
         rc = usage_error("%s", "--diff takes BASE.db NEW.db, with --stacks or --flamegraph");
     else if (rc == 0 && !diff && optind != argc - 1)
         rc = usage_error("%s", optind >= argc ? "no run database given" : "exactly one run database expected");

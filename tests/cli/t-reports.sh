@@ -449,6 +449,9 @@ done
 expect_status 2 "$BIN/trace-export" --html --device 0 -o sel.html steps.db
 expect_one_line_error
 expect_no_file sel.html
+expect_status 2 "$BIN/trace-export" --html --diff -o sel.html steps.db steps.db
+expect_one_line_error
+expect_no_file sel.html
 if [ -x "$BIN/gen-kineto" ]; then
     expect_status 0 "$BIN/gen-kineto" -n 1000000 -o big.json
     expect_status 0 "$BIN/trace-ingest" -q -o big.db big.json
