@@ -60,7 +60,7 @@ SAMPLE := sample-traces/lm-step.nvvp
 
 -include record/record.mk
 
-.PHONY: all setup test check unit cli demo bench install uninstall clean help fuzz fuzz-replay man
+.PHONY: all setup test check unit cli demo bench bench-smoke install uninstall clean help fuzz fuzz-replay man
 all: $(TOOL_BINS) $(GEN_NVPROF) $(BENCH_TOOLS) $(RECORD_TARGETS)
 
 setup:
@@ -109,6 +109,7 @@ test:
 	$(Q)$(MAKE) --no-print-directory check
 	$(Q)$(MAKE) --no-print-directory check SAN=address,undefined
 	$(Q)$(MAKE) --no-print-directory fuzz-replay
+	$(Q)$(MAKE) --no-print-directory bench-smoke
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang into $(FUZZ_BUILD)/.
 FUZZ_BUILD ?= build-fuzz
@@ -137,6 +138,10 @@ demo: setup
 bench: setup
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)BIN=$(BUILD)/bin bench/run.sh
+
+# every step of the benchmark at 10^5 events, so it cannot rot; no figures are judged
+bench-smoke: all
+	$(Q)BENCH_SMOKE=1 BIN=$(BUILD)/bin bench/run.sh >/dev/null
 
 # Manual pages: each tool's is made from its own --help (scripts/mkman.sh), so
 # the two cannot drift; run.db(5) from docs/schema.md.

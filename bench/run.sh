@@ -13,8 +13,13 @@
 # (distinct stacks of the --backtrace file, default 1000; 0: no such rows),
 # BENCH_STACKS_MAX (its largest size, default 1000000: the rows beyond it would
 # only repeat the raw ingest's), BENCH_RECORD_ITERS (kernel launches of the
-# recorder's own-cost rows, default 1000000; 0: none).
+# recorder's own-cost rows, default 1000000; 0: none), BENCH_SMOKE=1 (10^5 events, no
+# PyTorch, no stacks, no recorder rows, bench/RESULTS.md left as it is: `make test` runs
+# it so the benchmark cannot rot; it checks that every step ran, never its times).
 set -u
+if [ "${BENCH_SMOKE:-0}" = 1 ]; then
+    BENCH_SIZES=100000 BENCH_TORCH_MAX=0 BENCH_STACKS=0 BENCH_RECORD_ITERS=0
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 BIN=$(cd "${BIN:-$root/build/bin}" && pwd)
@@ -24,6 +29,7 @@ STACKS=${BENCH_STACKS:-1000}
 STACKS_MAX=${BENCH_STACKS_MAX:-1000000}
 RECORD_ITERS=${BENCH_RECORD_ITERS:-1000000}
 W=${BENCH_DIR:-$root/build/bench}
+[ "${BENCH_SMOKE:-0}" = 1 ] && W=${BENCH_DIR:-$root/build/bench-smoke}
 mkdir -p "$W"
 out="$W/results.md"
 have_torch=0
@@ -173,4 +179,13 @@ if [ -x "$REC/fake_app" ] && [ -x "$BIN/trace-record" ] && [ "$RECORD_ITERS" -gt
 fi
 
 cat "$out"
+if [ "${BENCH_SMOKE:-0}" = 1 ]; then
+    # every step must have run: a failed one is a broken benchmark
+    if grep -q 'failed (exit' "$out"; then
+        echo "bench smoke: a step failed" >&2
+        exit 1
+    fi
+    echo "bench smoke: $(grep -c '^| [0-9]' "$out") steps ran" >&2
+    exit 0
+fi
 cp "$out" "$root/bench/RESULTS.md"
