@@ -106,6 +106,7 @@ enum {
     TR_RAW_REC_STREAM = 9,
     TR_RAW_REC_NAME = 10,
     TR_RAW_REC_STACKREF = 11,
+    TR_RAW_REC_OVERHEAD = 12,   /* (1.2) */
     TR_RAW_REC_COUNT_
 };
 
@@ -180,6 +181,14 @@ typedef struct {                       /* 24 bytes */
     uint32_t corr, stack_id, tid, pad;
 } tr_raw_stackref;
 
+/* CUPTI's own overhead (--kinds overhead): object_kind 1 = process (object_id
+ * its pid), 2 = thread (object_id its tid). */
+typedef struct {                       /* 32 bytes */
+    uint64_t start, end;
+    uint32_t overhead_kind;            /* CUpti_ActivityOverheadKind */
+    uint32_t object_kind, object_id, corr;
+} tr_raw_overhead;
+
 /* STATS counters, in this order; readers ignore counters they do not know. */
 enum {
     TR_RAW_STAT_DROPPED = 0,       /* records CUPTI dropped (no buffer) */
@@ -212,6 +221,7 @@ _Static_assert(sizeof(tr_raw_context) == 16, "context size");
 _Static_assert(sizeof(tr_raw_stream) == 24, "stream size");
 _Static_assert(sizeof(tr_raw_name) == 16, "name size");
 _Static_assert(sizeof(tr_raw_stackref) == 24, "stackref size");
+_Static_assert(sizeof(tr_raw_overhead) == 32, "overhead size");
 
 /* Size of each record kind in this version (0 = unknown kind). */
 static inline size_t tr_raw_rec_size(unsigned kind)
@@ -219,7 +229,8 @@ static inline size_t tr_raw_rec_size(unsigned kind)
     static const uint16_t sz[TR_RAW_REC_COUNT_] = {
         0, sizeof(tr_raw_kernel), sizeof(tr_raw_api), sizeof(tr_raw_memcpy),
         sizeof(tr_raw_memset), sizeof(tr_raw_sync), sizeof(tr_raw_marker), sizeof(tr_raw_device),
-        sizeof(tr_raw_context), sizeof(tr_raw_stream), sizeof(tr_raw_name), sizeof(tr_raw_stackref)};
+        sizeof(tr_raw_context), sizeof(tr_raw_stream), sizeof(tr_raw_name), sizeof(tr_raw_stackref),
+        sizeof(tr_raw_overhead)};
     return kind < TR_RAW_REC_COUNT_ ? sz[kind] : 0;
 }
 

@@ -267,6 +267,33 @@ static uint32_t api_name(raw_reader *r, int driver, uint32_t cbid)
     return id;
 }
 
+/* CUPTI's overhead kinds, named as the nvprof reader names them. */
+static const struct {
+    uint32_t kind;
+    const char *name;
+} overhead_names[] = {
+    {0, "[overhead: unknown]"},
+    {1, "[overhead: driver compiler]"},
+    {1 << 16, "[overhead: CUPTI buffer flush]"},
+    {2 << 16, "[overhead: CUPTI instrumentation]"},
+    {3 << 16, "[overhead: CUPTI resource]"},
+    {4 << 16, "[overhead: runtime triggered module loading]"},
+    {5 << 16, "[overhead: lazy function loading]"},
+    {6 << 16, "[overhead: command buffer full]"},
+    {7 << 16, "[overhead: activity buffer request]"},
+    {8 << 16, "[overhead: UVM activity init]"},
+};
+
+static uint32_t overhead_name(raw_reader *r, uint32_t kind)
+{
+    for (size_t i = 0; i < sizeof overhead_names / sizeof overhead_names[0]; i++)
+        if (overhead_names[i].kind == kind)
+            return tr_str(r->t, overhead_names[i].name);
+    char buf[48];
+    snprintf(buf, sizeof buf, "[overhead: kind %u]", kind);
+    return tr_str(r->t, buf);
+}
+
 /* One record; p points at rec_size >= the kind's v1 size bytes. */
 static tr_status read_record(raw_reader *r, unsigned kind, const unsigned char *p, tr_error *err)
 {
@@ -475,6 +502,26 @@ static tr_status read_record(raw_reader *r, unsigned kind, const unsigned char *
         } else if (nm.object_kind == TR_RAW_OBJ_PROCESS) {
             r->t->processes.v[r->process].name = name;
         }
+        return TR_OK;
+    }
+    case TR_RAW_REC_OVERHEAD: {
+        tr_raw_overhead o;
+        memcpy(&o, p, sizeof o);
+        if (o.start == 0 && o.end == 0) {
+            r->incomplete++;
+            return TR_OK;
+        }
+        uint32_t name = overhead_name(r, o.overhead_kind);
+        if (!(e = tr_add_event(r->t, TR_KIND_OVERHEAD)))
+            return oom(err);
+        e->name = name;
+        e->start = ts_of(r, o.start);
+        e->end = ts_of(r, o.end);
+        e->correlation = o.corr;
+        /* the process's: on no thread, and out of the tree, as the nvprof reader's */
+        e->thread = o.object_kind == TR_RAW_OBJ_THREAD ? thread_of(r, o.object_id) : 0;
+        if (!e->thread)
+            e->flags |= TR_FLAG_ASYNC;
         return TR_OK;
     }
     case TR_RAW_REC_STACKREF:

@@ -659,6 +659,17 @@ void rec_enc_activity(rec_encoder *e, const CUpti_Activity *a)
         rec_enc_add(e, TR_RAW_REC_STREAM, &r);
         return;
     }
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+        const CUpti_ActivityOverhead3 *o = (const void *)a;
+        if (!keep(e, o->start))
+            return;
+        tr_raw_overhead r = {o->start, o->end, (uint32_t)o->overheadKind, (uint32_t)o->objectKind,
+                             o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId
+                                                                          : o->objectId.pt.processId,
+                             o->correlationId};
+        rec_enc_add(e, TR_RAW_REC_OVERHEAD, &r);
+        return;
+    }
     case CUPTI_ACTIVITY_KIND_NAME: {
         const CUpti_ActivityName *n = (const void *)a;
         if (n->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD)

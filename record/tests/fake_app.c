@@ -20,6 +20,7 @@
  *   --poll Q polls a stream Q times (not ready), then once more (ready), then waits on
  *   it with cudaStreamSynchronize: Q + 1 queries and 1 wait.
  *   --internal K adds K kernels launched by CUDA itself (internal launches).
+ *   --overhead K adds K CUPTI overhead records (buffer flushes) on the main thread.
  *   --takeover: after the run another CUPTI client takes the buffers, 10 iterations
  *   run, and it stops (disabling the kinds).
  *   --unique-ranges R opens and closes R NVTX ranges of unique ~175-byte names and
@@ -199,7 +200,7 @@ static void run(int threads, int n)
 int main(int argc, char **argv)
 {
     int threads = 1, do_fork = 0, code = 0, sig = 0, profiler = 0, sleep_ms = 0, fault = 0;
-    int late_ms = 0, spawn = 0, poll = -1, internal = 0, takeover = 0, domain_cross = 0;
+    int late_ms = 0, spawn = 0, poll = -1, internal = 0, takeover = 0, domain_cross = 0, overhead = 0;
     long uniq = 0;
     const char *order = "nvtx-first";
     fake_nvtx_form form = FAKE_NVTX_A;
@@ -225,6 +226,8 @@ int main(int argc, char **argv)
             poll = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--internal") && i + 1 < argc)
             internal = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--overhead") && i + 1 < argc)
+            overhead = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--domain-cross"))
             domain_cross = 1;
         else if (!strcmp(argv[i], "--takeover"))
@@ -311,6 +314,8 @@ int main(int argc, char **argv)
         fake_cupti_domain_pop(other_domain);
     for (int i = 0; i < internal; i++)
         fake_cupti_internal_launch("internal_kernel");
+    for (int i = 0; i < overhead; i++)
+        fake_cupti_overhead();
     if (poll >= 0) {
         for (int i = 0; i < poll; i++)
             fake_cupti_stream_query(7, 0);

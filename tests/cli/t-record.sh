@@ -5,6 +5,8 @@ APP=$BIN/../rec/fake_app
 if [ ! -x "$REC" ] || [ ! -x "$APP" ]; then
     skip "trace-record not built (no CUDA toolkit)"
 else
+# the warnings trace-ingest gave as they came (not its summary of them at the end)
+warnings() { grep '^trace-ingest: warning: ' "$TMP/err"; }
 counts() { # DB -> "kind=n ..." sorted by kind name
     q "$1" "SELECT group_concat(k || '=' || n, ' ') FROM (SELECT k.name AS k, count(*) AS n
             FROM events e JOIN kinds k ON k.id = e.kind GROUP BY 1 ORDER BY 1)"
@@ -78,7 +80,7 @@ expect_eq "$(q du.db "SELECT count(*) FROM events WHERE kind = 7")" 100 "kernels
 # is counted, so the kernels kept plus those reported dropped are all of them
 TRACE_RECORD_POOL_BUFFERS=2 expect_status 0 "$REC" -o sb.db --buffer-size 64k "$APP" -t 4 -n 3000
 kept=$(q sb.db "SELECT count(*) FROM events WHERE kind = 7")
-dropped=$(sed -n 's/.*CUPTI dropped \([0-9]*\) activity.*/\1/p' "$TMP/err")
+dropped=$(warnings | sed -n 's/.*CUPTI dropped \([0-9]*\) activity.*/\1/p')
 lost_kernels=$((12000 - kept))
 [ "$lost_kernels" = 0 ] || [ "${dropped:-0}" -ge "$lost_kernels" ] ||
     fail "small buffers: $lost_kernels kernels lost, ${dropped:-0} records reported dropped"
@@ -86,17 +88,17 @@ lost_kernels=$((12000 - kept))
 # records dropped after the last buffer came back are still counted
 FAKE_CUPTI_DROP_AFTER=200 expect_status 0 "$REC" -o dr.db "$APP" -n 100
 kept=$(q dr.db "SELECT count(*) FROM events WHERE kind = 7")
-dropped=$(sed -n 's/.*CUPTI dropped \([0-9]*\) activity.*/\1/p' "$TMP/err")
+dropped=$(warnings | sed -n 's/.*CUPTI dropped \([0-9]*\) activity.*/\1/p')
 [ "$kept" -lt 100 ] && [ "${dropped:-0}" -ge $((100 - kept)) ] ||
     fail "drops at the end: $kept of 100 kernels kept, ${dropped:-0} records reported dropped"
 
 # dropped records are reported per context and stream (each thread of the fake has a
 # stream of its own): every 10th record is dropped; the streams' counts add up
 FAKE_CUPTI_DROP_EVERY=10 expect_status 0 "$REC" -o de.db "$APP" -t 2 -n 100
-streams=$(grep -c 'CUPTI dropped [0-9]* record(s) of context 1, stream 1[0-9][0-9]$' "$TMP/err")
+streams=$(warnings | grep -c 'CUPTI dropped [0-9]* record(s) of context 1, stream 1[0-9][0-9]$')
 [ "$streams" -ge 2 ] || fail "dropped records reported for $streams stream(s), expected the 2 workers' at least"
-per=$(sed -n 's/.*CUPTI dropped \([0-9]*\) record(s) of context.*/\1/p' "$TMP/err" | awk '{ n += $1 } END { print n + 0 }')
-expect_eq "$per" "$(sed -n 's/.*CUPTI dropped \([0-9]*\) activity.*/\1/p' "$TMP/err")" "dropped records per stream against the total"
+per=$(warnings | sed -n 's/.*CUPTI dropped \([0-9]*\) record(s) of context.*/\1/p' | awk '{ n += $1 } END { print n + 0 }')
+expect_eq "$per" "$(warnings | sed -n 's/.*CUPTI dropped \([0-9]*\) activity.*/\1/p')" "dropped records per stream against the total"
 
 # --raw-only keeps raw files and writes no database; trace-ingest reads them later
 expect_status 0 "$REC" -o ro.db --raw-only "$APP" -n 50
@@ -244,6 +246,12 @@ expect_grep "2002 stream/event query record(s) folded" "$TMP/err"
 expect_status 0 "$REC" -o pollq.db --kinds kernel,runtime,sync,query "$APP" -n 10 --poll 1000
 expect_eq "$(q pollq.db "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value = 'cudaStreamQuery'")" 1001 "queries kept with --kinds query"
 expect_eq "$(counts pollq.db)" "kernel=10 runtime=1015 sync=2" "counts with queries kept"
+
+# --kinds overhead: CUPTI's own overhead becomes overhead events on their thread
+expect_status 0 "$REC" -o ov.db --kinds kernel,overhead "$APP" -n 10 --overhead 3
+expect_eq "$(q ov.db "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value = '[overhead: CUPTI buffer flush]' AND e.thread_id IS NOT NULL")" 3 "overhead events"
+expect_status 0 "$REC" -o nov.db "$APP" -n 10 --overhead 3
+expect_eq "$(q nov.db "SELECT count(*) FROM events e JOIN kinds k ON k.id = e.kind WHERE k.name = 'overhead'")" 0 "overhead events without --kinds overhead"
 
 # kernels CUDA launches itself have their internal-launch record
 expect_status 0 "$REC" -o il.db "$APP" -n 10 --internal 5

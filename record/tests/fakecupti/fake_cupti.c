@@ -735,6 +735,23 @@ void fake_cupti_second_client(int start)
     }
 }
 
+/* CUPTI's own overhead on the calling thread: a buffer flush of 2 us. */
+void fake_cupti_overhead(void)
+{
+    uint64_t t = now_ns();
+    pthread_mutex_lock(&g_mu);
+    CUpti_ActivityOverhead3 *o = append_locked(CUPTI_ACTIVITY_KIND_OVERHEAD, 0);
+    if (o) {
+        o->overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+        o->objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+        o->objectId.pt.processId = (uint32_t)getpid();
+        o->objectId.pt.threadId = tid_now();
+        o->start = t;
+        o->end = t + 2000;
+    }
+    pthread_mutex_unlock(&g_mu);
+}
+
 /* Device 0, context 1, stream 7. */
 void fake_cupti_context(void)
 {

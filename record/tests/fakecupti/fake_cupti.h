@@ -14,6 +14,7 @@ void fake_cupti_sync(uint32_t corr);
 void fake_cupti_sync_as(uint32_t corr, uint32_t type, uint32_t stream, uint32_t ret);
 void fake_cupti_stream_query(uint32_t stream, int ready);
 void fake_cupti_second_client(int start);
+void fake_cupti_overhead(void);
 void fake_cupti_context(void);
 /* The forms of an NVTX push or start: nvtxRangePushA, nvtxRangePushW, an Ex
  * call with a Unicode message, an Ex call with a string registered with
