@@ -19,6 +19,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: trace-export --stacks|--flamegraph|--chrome [-o FILE] [options] run.db\n"
+            "       trace-export --stacks|--flamegraph --diff [-o FILE] [options] BASE.db NEW.db\n"
             "\n"
             "  --stacks              folded stacks 'root;...;leaf VALUE', one line per stack\n"
             "  --flamegraph          an interactive flamegraph SVG (self-contained)\n"
@@ -40,7 +41,8 @@ static void usage(FILE *f)
             "  --title T, --width PX, --minwidth PX, --inverted   flamegraph layout\n"
             "  --diff                two run.dbs, BASE.db NEW.db: --stacks writes 'stack BASE NEW'\n"
             "                        lines, --flamegraph the new widths, red grown, blue shrunk\n"
-            "  --diff-normalize      numbers in template arguments do not tell frames apart\n"
+            "  --diff-normalize      numbers in template arguments and ProfilerStep#N do not\n"
+            "                        tell frames apart (docs/diff.md)\n"
             "  --html                one self-contained HTML report: summary, GPU time per device\n"
             "                        and step, top kernels and ops, timeline, tables (docs/reports.md)\n"
             "  -h, --help, --version\n"
