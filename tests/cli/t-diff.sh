@@ -187,3 +187,14 @@ expect_status 2 "$X" --stacks --diff-normalize base.db
 expect_status 3 "$X" --flamegraph --diff -o bad.svg base.db text.db
 expect_one_line_error
 expect_no_file bad.svg
+# the viewer runs on the differential SVG as on the plain one (when a browser is here)
+CHROMIUM=$(command -v chromium || command -v chromium-browser || command -v google-chrome)
+if [ -n "$CHROMIUM" ] && command -v timeout >/dev/null; then
+    prof=$(mktemp -d "$TMP/prof.XXXXXX")
+    timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --disable-sync \
+        --disable-background-networking --disable-component-update --user-data-dir="$prof" \
+        --dump-dom "file://$TMP/up.svg?s=gemm" >dom.svg 2>/dev/null
+    grep -q 'data-fg-ready="1"' dom.svg || fail "the viewer did not finish on the differential flamegraph"
+    grep -q 'data-fg-error=' dom.svg && fail "viewer error: $(grep -o 'data-fg-error="[^"]*"' dom.svg)"
+    grep -q 'data-share="88.89"' dom.svg || fail "search share on the differential flamegraph: $(grep -o 'data-share="[^"]*"' dom.svg)"
+fi
