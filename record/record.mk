@@ -8,6 +8,7 @@
 #   $(BUILD)/rec/libcupti.so.13           fake libcupti for the tests (same soname/version node)
 #   $(BUILD)/rec/fake_app                 a fake CUDA program/driver that loads the agent
 #   $(BUILD)/rec/nvtx_only                a program using NVTX only (real libcupti, no GPU)
+#   $(BUILD)/rec/fakecuda/libcuda.so.1    a driver that only tells its version
 
 CUDA_HOME ?= /usr/local/cuda
 # Defining targets here must not change the main Makefile's default goal.
@@ -26,8 +27,10 @@ REC_AGENT_OBJ := $(BUILD)/obj/rec-agent/agent.o $(BUILD)/obj/rec-agent/encode.o 
 REC_FAKE := $(BUILD)/rec/libcupti.so.13
 REC_APP := $(BUILD)/rec/fake_app
 REC_NVTX_APP := $(BUILD)/rec/nvtx_only
+REC_FAKE_CUDA := $(BUILD)/rec/fakecuda/libcuda.so.1
 
-RECORD_TARGETS := $(BUILD)/bin/trace-record $(REC_AGENT) $(REC_FAKE) $(REC_APP) $(REC_NVTX_APP)
+RECORD_TARGETS := $(BUILD)/bin/trace-record $(REC_AGENT) $(REC_FAKE) $(REC_APP) $(REC_NVTX_APP) \
+                  $(REC_FAKE_CUDA)
 RECORD_TEST := BUILD=$(BUILD) record/tests/check-agent.sh
 
 $(BUILD)/obj/rec-agent/%.o: record/agent/%.c
@@ -55,6 +58,12 @@ $(REC_FAKE): record/tests/fakecupti/fake_cupti.c record/tests/fakecupti/fake_cup
 $(REC_APP): record/tests/fake_app.c record/tests/fakecupti/fake_cupti.h $(REC_FAKE)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(REC_TFLAGS) -o $@ $< $(REC_FAKE) -Wl,-rpath,'$$ORIGIN' -lpthread -ldl
+
+# a driver library that only tells its version, for the recorder's diagnosis
+$(REC_FAKE_CUDA): record/tests/fakecupti/fake_cuda.c
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(REC_TFLAGS) -fPIC -shared -o $@ $< -Wl,-soname,libcuda.so.1
 
 # NVTX only, linked to nothing of CUDA's: run under the real libcupti
 $(REC_NVTX_APP): record/tests/nvtx_only.c

@@ -285,8 +285,10 @@ static void status_add(unsigned state, uint32_t result, const char *what, const 
     status_add_at(mono_ns(), state, result, what, detail);
 }
 
-/* Why CUPTI may have failed, when the driver itself is the cause: with no
- * driver libcupti answers CUPTI_ERROR_UNKNOWN to everything. */
+/* Why CUPTI may have failed, when the machine is the cause: with no driver
+ * libcupti answers CUPTI_ERROR_UNKNOWN to everything.  Only what can be
+ * learnt without initialising CUDA: the driver library, its version, the
+ * device nodes. */
 static const char *driver_hint(void)
 {
     static char hint[300];
@@ -301,7 +303,16 @@ static const char *driver_hint(void)
         const char *e = dlerror();
         snprintf(hint, sizeof hint, " (the CUDA driver cannot be loaded: %s)",
                  e ? e : "libcuda.so.1 not found");
+        return hint;
     }
+    typedef int (*version_fn)(int *);
+    version_fn ver = (version_fn)dlsym(h, "cuDriverGetVersion");
+    int v = 0;
+    if (ver && ver(&v) == 0 && v > 0 && v < CUPTI_API_VERSION / 10)
+        snprintf(hint, sizeof hint, " (the CUDA driver supports CUDA %d.%d, older than this CUPTI's %d.%d)",
+                 v / 1000, v % 1000 / 10, CUPTI_API_VERSION / 10000, CUPTI_API_VERSION / 100 % 100);
+    else if (access("/dev/nvidiactl", F_OK) != 0)
+        snprintf(hint, sizeof hint, " (no NVIDIA GPU: /dev/nvidiactl does not exist)");
     return hint;
 }
 

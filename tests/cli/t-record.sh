@@ -210,6 +210,15 @@ done
 FAKE_CUPTI_FAIL='*:CUPTI_ERROR_NOT_INITIALIZED' expect_status 0 timeout 60 "$REC" -o none.db "$APP" -n 10
 expect_grep "CUPTI could not start: .*CUPTI_ERROR_NOT_INITIALIZED" "$TMP/err"
 expect_no_grep "never initialised" "$TMP/err"
+# the reason where the machine gives one: a driver older than CUPTI, no GPU
+LD_LIBRARY_PATH=$BIN/../rec/fakecuda FAKE_CUDA_VERSION=12040 FAKE_CUPTI_FAIL='*:CUPTI_ERROR_UNKNOWN' \
+    expect_status 0 "$REC" -o old.db "$APP" -n 10
+expect_grep "CUPTI could not start: .*(the CUDA driver supports CUDA 12.4, older than this CUPTI's 13.0)" "$TMP/err"
+if [ ! -e /dev/nvidiactl ]; then
+    LD_LIBRARY_PATH=$BIN/../rec/fakecuda FAKE_CUPTI_FAIL='*:CUPTI_ERROR_UNKNOWN' \
+        expect_status 0 "$REC" -o nogpu.db "$APP" -n 10
+    expect_grep "CUPTI could not start: .*(no NVIDIA GPU: /dev/nvidiactl does not exist)" "$TMP/err"
+fi
 # a second subscriber is refused: the capture range cannot be seen, everything is kept
 FAKE_CUPTI_FAIL=cuptiSubscribe:CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED \
     expect_status 0 "$REC" -o ms.db --nvtx-capture step "$APP" -n 20 --capture step
