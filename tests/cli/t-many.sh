@@ -84,6 +84,12 @@ if [ -n "$TRACES" ]; then
     done
 fi
 
+# the same file twice counts twice, with a warning
+expect_status 0 "$A" --format csv a.db ./a.db
+expect_one_line_error
+expect_grep 'a.db is a.db again' "$TMP/err"
+expect_grep '^gemm,gpu,.*,6$' "$TMP/out"
+
 # bad input among many: the whole run fails with the file named
 echo 'not a database' >text.db
 expect_status 3 "$A" a.db text.db c.db
