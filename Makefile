@@ -31,7 +31,7 @@ ALL_CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=al
 SAN_LDFLAGS := -fsanitize=$(SAN)
 endif
 ALL_LDFLAGS := $(LDFLAGS) $(SAN_LDFLAGS)
-LIBS := $(PKG_LIBS) -lstdc++ -lm
+LIBS := $(PKG_LIBS) -lstdc++ -lm -lpthread
 
 Q := $(if $(V),,@)
 say = $(if $(V),,@printf '  %-8s %s\n' $(1) $(2);)

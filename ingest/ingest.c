@@ -233,23 +233,47 @@ static void spool_warn(void *ctx, const char *msg)
     c->outer->warn(c->outer->warn_ctx, buf);
 }
 
-static tr_status read_one(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err)
+static uint64_t file_size(const char *path)
 {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0;
+}
+
+/* Reads path, the i-th of n inputs, into t. */
+static tr_status read_one(tr_trace *t, const char *path, size_t i, size_t n,
+                          const tr_ingest_opts *o, tr_error *err)
+{
+    /* "-" is read as /dev/stdin is, and named as standard input */
+    int is_stdin = strcmp(path, TR_INGEST_STDIN) == 0;
+    const char *shown = is_stdin ? TR_INGEST_STDIN_NAME : path;
+    path = is_stdin ? "/dev/stdin" : path;
+    tr_progress *pg = o ? o->progress : NULL;
+    char label[600];
+    /* the file's own name: a long directory would push the numbers off the line */
+    const char *base = strrchr(shown, '/');
+    snprintf(label, sizeof label, "reading %s", base && base[1] ? base + 1 : shown);
+    if (n > 1)
+        snprintf(label + strlen(label), sizeof label - strlen(label), " (%zu/%zu)", i + 1, n);
+    tr_progress_phase(pg, label, 0);
     spool sp;
     tr_status st = spool_stream(path, o && o->force_format, &sp, err);
     if (st != TR_OK) {
         spool_remove(&sp);
+        if (is_stdin && err)
+            replace_in(err->msg, sizeof err->msg, path, shown);
         return st;
     }
     const char *name = sp.path[0] ? sp.path : path;
+    int renamed = strcmp(name, shown) != 0;
     tr_ingest_opts local;
-    spool_warn_ctx wc = {o, sp.path, path};
-    if (sp.path[0] && o && o->warn) {
+    spool_warn_ctx wc = {o, name, shown};
+    if (renamed && o && o->warn) {
         local = *o;
         local.warn = spool_warn;
         local.warn_ctx = &wc;
         o = &local;
     }
+    tr_progress_phase(pg, label, file_size(name));
     size_t nsources = t->sources.n;
     const tr_reader *r = NULL;
     if (o && o->force_format) {
@@ -261,14 +285,14 @@ static tr_status read_one(tr_trace *t, const char *path, const tr_ingest_opts *o
     }
     if (st == TR_OK)
         st = r->read(t, name, o, err);
-    if (sp.path[0]) {
+    if (renamed) {
         if (st != TR_OK && err)
-            replace_in(err->msg, sizeof err->msg, sp.path, path);
-        for (size_t i = nsources; i < t->sources.n; i++)
-            if (i > 0)
-                t->sources.v[i].path = tr_str(t, path);
-        spool_remove(&sp);
+            replace_in(err->msg, sizeof err->msg, name, shown);
+        for (size_t k = nsources; k < t->sources.n; k++)
+            if (k > 0)
+                t->sources.v[k].path = tr_str(t, shown);
     }
+    spool_remove(&sp);
     return st;
 }
 
@@ -277,23 +301,38 @@ tr_status tr_ingest_files(const char *const *paths, size_t npaths, const char *o
 {
     if (nevents)
         *nevents = 0;
-    tr_status st = tr_output_check_inputs(out, paths, npaths, err);
+    /* standard input is checked as the file it is, never as a file named "-" */
+    const char **check = calloc(npaths ? npaths : 1, sizeof *check);
+    if (!check)
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    for (size_t i = 0; i < npaths; i++)
+        check[i] = strcmp(paths[i], TR_INGEST_STDIN) == 0 ? "/dev/stdin" : paths[i];
+    tr_status st = tr_output_check_inputs(out, check, npaths, err);
+    free(check);
     if (st != TR_OK)
         return st;
     tr_trace t;
     st = tr_trace_init(&t, err);
     if (st != TR_OK)
         return st;
+    tr_progress *pg = o ? o->progress : NULL;
     for (size_t i = 0; i < npaths && st == TR_OK; i++)
-        st = read_one(&t, paths[i], o, err);
-    if (st == TR_OK)
-        st = tr_tree_build(&t, err);
+        st = read_one(&t, paths[i], i, npaths, o, err);
     if (st == TR_OK) {
+        tr_progress_phase(pg, "building the call tree", 0);
+        st = tr_tree_build(&t, err);
+    }
+    if (st == TR_OK) {
+        char label[600];
+        snprintf(label, sizeof label, "writing %s", strcmp(out, "-") == 0 ? "the run database" : out);
+        tr_progress_phase(pg, label, 0);
         const tr_meta_kv meta[] = {{"generator", "trace-ingest"}};
         st = tr_rundb_write(&t, out, meta, 1, err);
     }
     if (nevents)
         *nevents = t.events.n;
+    if (st == TR_OK && o && o->done)
+        o->done(o->done_ctx, &t);
     tr_trace_free(&t);
     return st;
 }

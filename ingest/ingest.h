@@ -15,12 +15,22 @@
 #include <stddef.h>
 
 #include "lib/model.h"
+#include "lib/progress.h"
 
 typedef struct {
     void (*warn)(void *ctx, const char *msg);
     void *warn_ctx;
     const char *force_format;   /* reader name, or NULL to detect */
+    tr_progress *progress;      /* told of each phase; NULL = none */
+    /* Called once the run database is in place, before the trace is freed:
+     * the caller's look at what was read (trace-ingest's summary). */
+    void (*done)(void *ctx, const tr_trace *t);
+    void *done_ctx;
 } tr_ingest_opts;
+
+/* The input path that means standard input, and how messages and run.db name it. */
+#define TR_INGEST_STDIN "-"
+#define TR_INGEST_STDIN_NAME "<stdin>"
 
 void tr_ingest_warn(const tr_ingest_opts *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -40,7 +50,8 @@ const tr_reader *tr_reader_by_name(const char *name);
 tr_status tr_reader_detect(const char *path, const tr_reader **out, tr_error *err);
 
 /* Reads every path into one trace, rebuilds the tree and writes out atomically.
- * *nevents receives the number of events written. */
+ * A path of "-" is standard input (a pipe is spooled to a temporary file, as
+ * every pipe is).  *nevents receives the number of events written. */
 tr_status tr_ingest_files(const char *const *paths, size_t npaths, const char *out,
                           const tr_ingest_opts *o, size_t *nevents, tr_error *err);
 

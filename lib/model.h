@@ -17,6 +17,7 @@
 #ifndef TR_LIB_MODEL_H
 #define TR_LIB_MODEL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -162,6 +163,9 @@ uint32_t tr_stack_child(tr_trace *t, uint32_t parent, uint32_t frame);
 
 /* Appends a zeroed event (correlation/seq/op_id/flops = -1, parent = -1); NULL on OOM. */
 tr_event *tr_add_event(tr_trace *t, tr_kind kind);
+/* Events appended by this process, for a progress indicator on another
+ * thread (lib/progress.h): relaxed, a hint that may miss concurrent adds. */
+extern atomic_size_t tr_events_added;
 
 /* Detail rows: each returns the 1-based detail index to store in event->detail, 0 on OOM. */
 uint32_t tr_add_kernel_detail(tr_trace *t, const tr_kernel_detail *d);
