@@ -124,6 +124,7 @@ static struct {
     int buffers_ok;               /* our buffer callbacks are registered */
     int nvtx_by_cupti;            /* CUPTI records NVTX (MARKER kind enabled) */
     int nvtx_own;                 /* NVTX instances handled by nvtx.c */
+    int forked;                   /* this process is a fork of a recorded one */
     /* markers of nvtx.c's handlers, for the writer (under mu) */
     CUpti_ActivityMarker2 *nvtx_q;
     size_t n_nvtx_q, cap_nvtx_q;
@@ -820,8 +821,14 @@ static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain dom, CUpti_Cal
 
 /* ---------------------------------------------------------------- own NVTX */
 
+static void init_once(int wait);
+
 void rec_nvtx_emit(uint32_t flags, uint64_t id, char *name, const char *domain)
 {
+    /* a child forked without exec keeps the NVTX handlers: NVTX needs no CUDA,
+     * so its first NVTX call starts a file of its own */
+    if (!g.active && __atomic_load_n(&g.forked, __ATOMIC_RELAXED) && !g.disabled)
+        init_once(0);
     if (!g.active || g.pid != self_pid()) {
         free(name);
         return;
@@ -1469,6 +1476,11 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+    g.forked = 1;
+    /* NVTX markers the parent queued are the parent's to write */
+    for (size_t i = 0; i < g.n_nvtx_q; i++)
+        free((char *)g.nvtx_q[i].name);
+    g.n_nvtx_q = 0;
     __atomic_store_n(&cur_pid, getpid(), __ATOMIC_RELAXED);
     pthread_mutex_init(&g.mu, NULL);
     pthread_mutex_init(&g.init_mu, NULL);

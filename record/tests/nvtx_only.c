@@ -6,11 +6,15 @@
  * Per run: 10 push/pop ranges "step" each holding a wide push "inner", 1
  * start/end range "epoch", 1 domain range in "mydomain" named by a registered
  * string "registered", and 1 mark "ready": 22 ranges and 1 mark.
+ * With --fork, a child forked without exec then opens 5 ranges "child".
  */
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-int main(void)
+int main(int argc, char **argv)
 {
     nvtxMarkA("ready");
     nvtxRangeId_t epoch = nvtxRangeStartA("epoch");
@@ -30,6 +34,20 @@ int main(void)
     at.message.registered = s;
     nvtxDomainRangePushEx(d, &at);
     nvtxDomainRangePop(d);
+    if (argc > 1 && !strcmp(argv[1], "--fork")) {
+        fflush(stdout);
+        pid_t p = fork();
+        if (p == 0) {
+            for (int i = 0; i < 5; i++) {
+                nvtxRangePushA("child");
+                nvtxRangePop();
+            }
+            return 0;
+        }
+        int st = 0;
+        if (p < 0 || waitpid(p, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+            return 1;
+    }
     puts("nvtx_only: done");
     return 0;
 }

@@ -299,6 +299,10 @@ expect_eq "$(q nvo.db "SELECT count(*) FROM events e JOIN strings s ON s.id = e.
 expect_no_grep "no events in the input" "$TMP/err"
 if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
     expect_grep "CUPTI could not start: .*libcuda.so.1.*NVTX is still recorded" "$TMP/err"
+    # a child forked without exec records its NVTX ranges into a file of its own
+    expect_status 0 timeout 60 "$REC" -o nvfork.db "$NVAPP" --fork
+    expect_eq "$(ls nvfork.db.raw | wc -l)" 2 "raw files of an NVTX-only program and its fork"
+    expect_eq "$(q nvfork.db "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value = 'child'")" 5 "ranges of the forked child"
 fi
 
 # a forked child keeps the parent's CUPTI subscriber (a second one is refused), so
