@@ -1,69 +1,567 @@
 /*
- * chrome.c - chrome-trace JSON (object form) for Perfetto UI and chrome://tracing.
+ * chrome.c - chrome-trace JSON (object form) in PyTorch/Kineto's own layout,
+ * for Perfetto UI, chrome://tracing and the tools that read Kineto traces
+ * (HTA, TraceLens, our own trace-ingest).
  *
- * Streamed: metadata first, then one event per run.db event as the scan
- * visits it; nothing is held per event.  CPU events sit on (pid, tid) of
- * their process and thread; GPU activities on (pid = device, tid = stream);
- * a flow arrow (ph s -> ph f, bp e) joins each API call to the GPU work it
- * launched when both are written.  ts/dur are µs relative to the trace start,
- * printed with ns precision.
+ * Streamed: top-level keys and metadata first, then one event per run.db
+ * event in the order of the events table (viewers sort; --max-size parts go
+ * in start order so each part is a time slice).  Nothing is held per event:
+ * escaped names, shapes and call stacks are cached per string id.
+ *
+ * Layout, as Kineto writes it: categories cpu_op, user_annotation,
+ * cuda_runtime, cuda_driver, cuda_sync, kernel, gpu_memcpy, gpu_memset,
+ * python_function; [memory] and markers as thread-scoped instants
+ * (cpu_instant_event); an ac2g flow (ph s on the launching call, ph f with
+ * bp e on the GPU work) per launch.  Host events sit on (pid, tid); GPU work
+ * on (pid = device, tid = stream), the device moved past the host pids when
+ * an ordinal is also a host pid, so a process and a GPU never share a track.
+ * ts/dur are µs after baseTimeNanoseconds with ns precision, so a reader
+ * that adds baseTimeNanoseconds (Kineto's own rule) gets the original times.
  */
+#include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "export/export.h"
 #include "export/scan.h"
+#include "lib/checked.h"
+#include "lib/i64map.h"
 #include "lib/model.h"
+#include "lib/output.h"
+#include "lib/rundb.h"
 
 /* Names and shapes repeat in every event: one huge name must not multiply
  * into gigabytes (lib/escape.h, tr_name_cap).  Names up to NAME_SOFT bytes
- * (all real kernel names) are never cut. */
+ * (all real kernel names) are never cut, and are escaped once and cached. */
 #define NAME_SOFT (8 * 1024)
 #define NAME_HARD (64 * 1024)
 #define NAME_BUDGET (64 * 1024 * 1024)
 
+#define FLUSH_AT (1 << 20)
+
+/* Kineto's sort index of a GPU's process (libkineto's kGpuSortIndexBase...). */
+#define GPU_SORT_BASE 5000000
+
+/* ---- growing byte buffers ------------------------------------------------ */
+
 typedef struct {
-    FILE *out;
-    int first;
+    char *v;
+    size_t n, cap;
+    int oom;
+} cbuf;
+
+static int cb_reserve(cbuf *b, size_t extra)
+{
+    if (b->n + extra <= b->cap)
+        return 1;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->n + extra)
+        cap *= 2;
+    char *v = realloc(b->v, cap);
+    if (!v) {
+        b->oom = 1;
+        return 0;
+    }
+    b->v = v;
+    b->cap = cap;
+    return 1;
+}
+
+static void cb_put(cbuf *b, const void *p, size_t n)
+{
+    if (cb_reserve(b, n)) {
+        memcpy(b->v + b->n, p, n);
+        b->n += n;
+    }
+}
+
+/* string literals only (sizeof) */
+#define cb_lit(b, s) cb_put((b), "" s, sizeof(s) - 1)
+
+static void cb_str(cbuf *b, const char *s) { cb_put(b, s, strlen(s)); }
+
+static void cb_u64(cbuf *b, uint64_t u)
+{
+    char num[24], *p = num + sizeof num;
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    cb_put(b, p, (size_t)(num + sizeof num - p));
+}
+
+static void cb_i64(cbuf *b, int64_t v)
+{
+    if (v < 0) {
+        cb_lit(b, "-");
+        cb_u64(b, (uint64_t)0 - (uint64_t)v);
+    } else {
+        cb_u64(b, (uint64_t)v);
+    }
+}
+
+/* ns as µs with three decimals: exact, and what Kineto's readers parse back. */
+static void cb_us(cbuf *b, int64_t ns)
+{
+    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    if (ns < 0)
+        cb_lit(b, "-");
+    cb_u64(b, a / 1000);
+    char frac[4] = {'.', (char)('0' + a % 1000 / 100), (char)('0' + a % 100 / 10),
+                    (char)('0' + a % 10)};
+    cb_put(b, frac, 4);
+}
+
+/* ---- the output: plain or gzip, one file or numbered parts -------------- */
+
+typedef struct {
+    FILE *f;
+    int gz;
+    z_stream z;
+    unsigned char *zout;
+    uint64_t bytes;           /* uncompressed bytes of this file */
+    uint64_t events;          /* trace events of this file (metadata included) */
+} sink;
+
+#define ZOUT (256 * 1024)
+
+static tr_status sink_open(sink *s, FILE *f, int gz, tr_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->f = f;
+    s->gz = gz;
+    if (!gz)
+        return TR_OK;
+    s->zout = malloc(ZOUT);
+    /* windowBits 15 + 16: a gzip member, as gzip(1) and zlib's gzread() expect */
+    if (!s->zout || deflateInit2(&s->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        free(s->zout);
+        s->zout = NULL;
+        s->gz = 0;
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory (gzip)");
+    }
+    return TR_OK;
+}
+
+static tr_status sink_deflate(sink *s, const void *p, size_t n, int flush, tr_error *err)
+{
+    s->z.next_in = (unsigned char *)(uintptr_t)p;
+    s->z.avail_in = (uInt)n;
+    for (;;) {
+        s->z.next_out = s->zout;
+        s->z.avail_out = ZOUT;
+        int rc = deflate(&s->z, flush);
+        if (rc == Z_STREAM_ERROR)
+            return tr_fail(err, TR_ERR_RUNTIME, "gzip: deflate failed");
+        size_t have = ZOUT - s->z.avail_out;
+        if (have && fwrite(s->zout, 1, have, s->f) != have)
+            return tr_fail(err, TR_ERR_RUNTIME, "write error");
+        if (flush == Z_FINISH ? rc == Z_STREAM_END : s->z.avail_out != 0)
+            return TR_OK;
+    }
+}
+
+static tr_status sink_write(sink *s, const char *p, size_t n, tr_error *err)
+{
+    s->bytes += n;
+    if (!s->gz) {
+        if (n && fwrite(p, 1, n, s->f) != n)
+            return tr_fail(err, TR_ERR_RUNTIME, "write error");
+        return TR_OK;
+    }
+    /* avail_in is 32 bits: feed large buffers in pieces */
+    while (n) {
+        size_t k = n > (1u << 30) ? (1u << 30) : n;
+        tr_status st = sink_deflate(s, p, k, Z_NO_FLUSH, err);
+        if (st != TR_OK)
+            return st;
+        p += k;
+        n -= k;
+    }
+    return TR_OK;
+}
+
+static tr_status sink_close(sink *s, tr_error *err)
+{
+    tr_status st = TR_OK;
+    if (s->gz) {
+        st = sink_deflate(s, "", 0, Z_FINISH, err);
+        deflateEnd(&s->z);
+        free(s->zout);
+        s->zout = NULL;
+        s->gz = 0;
+    }
+    if (st == TR_OK && s->f && ferror(s->f))
+        st = tr_fail(err, TR_ERR_RUNTIME, "write error");
+    return st;
+}
+
+/* After a failure: the stream is given up, nothing more is written. */
+static void sink_free(sink *s)
+{
+    if (s->gz)
+        deflateEnd(&s->z);
+    free(s->zout);
+    s->zout = NULL;
+    s->gz = 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* ---- the writer ---------------------------------------------------------- */
+
+typedef struct { size_t off, len; } cspan;
+
+typedef struct {
+    tr_scan sc;
+    const tr_export_opts *o;
     tr_name_cap cap;
+    FILE *scratch;            /* open_memstream: escaping through lib/escape.h */
+    char *scratch_buf;
+    size_t scratch_len;
+    /* cached JSON of names/shapes (by strings.id) and call stacks (by stack_nodes.id) */
+    cbuf arena;
+    cspan *spans;
+    size_t nspans, spancap;
+    tr_i64map names, shapes, stacks;
+    /* stack_nodes rows, for "Call stack" */
+    tr_i64map frame_row;
+    int64_t (*frames)[2];     /* parent_id, frame_id */
+    size_t nframes;
+    /* on_gpu of each kinds.id below 64 (the run.db's own table) */
+    uint8_t on_gpu[64];
+    /* device ordinal -> pid of its track: the ordinal, moved past the host pids on a clash */
+    int64_t dev_shift;
+    /* --include/--exclude: the ids the scan selected */
+    int use_set;
+    tr_i64map selected;
+    /* output */
+    cbuf head, ev, out;
+    sink sk;
+    size_t head_at;           /* where the metadata events begin in head */
+    uint64_t head_events;
+    const char *path;         /* --max-size: the output path the parts are numbered from */
+    int nparts;
+    tr_output part;
+    int part_open;
+    tr_export_chrome_stats *stats;
 } chrome_ctx;
 
-static void put_us(FILE *f, int64_t ns)
+static tr_status nomem(tr_error *err) { return tr_fail(err, TR_ERR_RUNTIME, "out of memory"); }
+
+/* The JSON string of s[0..len), cut by the name cap, into b. */
+static void put_escaped(chrome_ctx *c, cbuf *b, const char *s, size_t len)
 {
-    const char *sign = ns < 0 ? "-" : "";
-    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-    fprintf(f, "%s%llu.%03llu", sign, (unsigned long long)(a / 1000), (unsigned long long)(a % 1000));
+    rewind(c->scratch);
+    tr_put_json_str_max(c->scratch, s, len, tr_name_cap_take(&c->cap, s, len));
+    fflush(c->scratch);
+    long n = ftell(c->scratch);
+    if (n < 0 || !c->scratch_buf) {
+        b->oom = 1;
+        return;
+    }
+    cb_put(b, c->scratch_buf, (size_t)n);
 }
 
-static void sep(chrome_ctx *c)
+static int span_add(chrome_ctx *c, tr_i64map *m, int64_t key, size_t off)
 {
-    fputs(c->first ? "\n" : ",\n", c->out);
-    c->first = 0;
+    if (c->nspans == c->spancap) {
+        size_t ncap = c->spancap ? c->spancap * 2 : 256;
+        cspan *ns = realloc(c->spans, ncap * sizeof *ns);
+        if (!ns)
+            return 0;
+        c->spans = ns;
+        c->spancap = ncap;
+    }
+    c->spans[c->nspans] = (cspan){off, c->arena.n - off};
+    if (tr_i64map_put(m, key, (int64_t)c->nspans) < 0)
+        return 0;
+    c->nspans++;
+    return 1;
 }
 
-static void put_cstr(FILE *f, const char *s) { tr_put_json_str(f, s, strlen(s)); }
-
-static void put_name(chrome_ctx *c, const char *s, size_t len)
+static void put_span(chrome_ctx *c, cbuf *b, int64_t i)
 {
-    tr_put_json_str_max(c->out, s, len, tr_name_cap_take(&c->cap, s, len));
+    cb_put(b, c->arena.v + c->spans[i].off, c->spans[i].len);
 }
 
-static void meta_event(chrome_ctx *c, const char *what, int64_t pid, int has_tid, int64_t tid,
-                       const char *key, const char *value, size_t len)
+/* The name of a string id as a JSON string; short names are escaped once. */
+static void put_name(chrome_ctx *c, cbuf *b, int64_t id)
 {
-    sep(c);
-    fprintf(c->out, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%lld,", what, (long long)pid);
-    if (has_tid)
-        fprintf(c->out, "\"tid\":%lld,", (long long)tid);
-    fprintf(c->out, "\"args\":{\"%s\":", key);
-    if (value)
-        tr_put_json_str(c->out, value, len);
-    else
-        fprintf(c->out, "%lld", (long long)len);
-    fputs("}}", c->out);
+    int64_t i;
+    if (tr_i64map_get(&c->names, id, &i)) {
+        put_span(c, b, i);
+        return;
+    }
+    size_t len;
+    const char *s = tr_scan_string(&c->sc, id, &len);
+    if (len > NAME_SOFT) {
+        put_escaped(c, b, s, len);   /* each use takes from the budget */
+        return;
+    }
+    size_t off = c->arena.n;
+    put_escaped(c, &c->arena, s, len);
+    if (c->arena.oom || !span_add(c, &c->names, id, off)) {
+        b->oom = 1;
+        return;
+    }
+    put_span(c, b, c->nspans - 1);
 }
 
-static tr_status write_metadata(tr_scan *sc, chrome_ctx *c, tr_error *err)
+/* A shape as PyTorch stores it, the Python repr of "Input Dims" ([[2, 3], []],
+ * 'str', None, True), turned back into the JSON it was read from.  0 when it
+ * is not such a repr (the shape is then written as a string). */
+static int repr_to_json(cbuf *b, const char *s, size_t len)
 {
+    size_t i = 0;
+    int depth = 0;
+    while (i < len) {
+        char ch = s[i];
+        if (ch == '[') {
+            depth++;
+            cb_lit(b, "[");
+            i++;
+        } else if (ch == ']') {
+            if (--depth < 0)
+                return 0;
+            cb_lit(b, "]");
+            i++;
+        } else if (ch == ',') {
+            cb_lit(b, ",");
+            i++;
+        } else if (ch == ' ') {
+            i++;
+        } else if (ch == '\'') {
+            /* repr does not escape: the string ends at a quote before , or ] */
+            size_t j = i + 1;
+            while (j < len && !(s[j] == '\'' && (j + 1 == len || s[j + 1] == ',' || s[j + 1] == ']')))
+                j++;
+            if (j >= len)
+                return 0;
+            /* strings inside shapes are short type names: escape plainly */
+            cb_lit(b, "\"");
+            for (size_t k = i + 1; k < j; k++) {
+                unsigned char u = (unsigned char)s[k];
+                if (u == '"' || u == '\\') {
+                    char e[2] = {'\\', (char)u};
+                    cb_put(b, e, 2);
+                } else if (u < 0x20) {
+                    return 0;
+                } else {
+                    cb_put(b, &s[k], 1);
+                }
+            }
+            cb_lit(b, "\"");
+            i = j + 1;
+        } else {
+            size_t j = i;
+            while (j < len && s[j] != ',' && s[j] != ']' && s[j] != ' ')
+                j++;
+            size_t n = j - i;
+            if (n == 4 && !memcmp(s + i, "None", 4))
+                cb_lit(b, "null");
+            else if (n == 4 && !memcmp(s + i, "True", 4))
+                cb_lit(b, "true");
+            else if (n == 5 && !memcmp(s + i, "False", 5))
+                cb_lit(b, "false");
+            else {
+                for (size_t k = i; k < j; k++)
+                    if (!strchr("0123456789+-.eE", s[k]))
+                        return 0;
+                if (n == 0 || !strchr("-0123456789", s[i]))
+                    return 0;
+                cb_put(b, s + i, n);
+            }
+            i = j;
+        }
+    }
+    return depth == 0 && len > 0 && s[0] == '[';
+}
+
+static void put_shape(chrome_ctx *c, cbuf *b, int64_t id)
+{
+    int64_t i;
+    if (!tr_i64map_get(&c->shapes, id, &i)) {
+        size_t len;
+        const char *s = tr_scan_string(&c->sc, id, &len);
+        size_t off = c->arena.n;
+        if (len > NAME_SOFT || !repr_to_json(&c->arena, s, len)) {
+            c->arena.n = off;
+            if (len > NAME_SOFT) {
+                cb_lit(b, "\"Input Dims\":");   /* not cached: see put_name */
+                put_escaped(c, b, s, len);
+                return;
+            }
+            cb_lit(&c->arena, "\"Input Dims\":");   /* shape of another writer: a string */
+            put_escaped(c, &c->arena, s, len);
+        } else {
+            /* prefix the key: move the JSON right */
+            size_t jl = c->arena.n - off;
+            static const char key[] = "\"Input Dims\":";
+            if (cb_reserve(&c->arena, sizeof key - 1)) {
+                memmove(c->arena.v + off + sizeof key - 1, c->arena.v + off, jl);
+                memcpy(c->arena.v + off, key, sizeof key - 1);
+                c->arena.n += sizeof key - 1;
+            }
+        }
+        if (c->arena.oom || !span_add(c, &c->shapes, id, off)) {
+            b->oom = 1;
+            return;
+        }
+        i = (int64_t)c->nspans - 1;
+    }
+    put_span(c, b, i);
+}
+
+/* "Call stack": frames innermost first, ';' between them (Kineto's with_stack). */
+static int put_stack(chrome_ctx *c, cbuf *b, int64_t stack_id)
+{
+    int64_t i, row;
+    if (!tr_i64map_get(&c->stacks, stack_id, &i)) {
+        if (!tr_i64map_get(&c->frame_row, stack_id, &row))
+            return 0;
+        cbuf raw = {0};
+        for (size_t hops = 0; hops <= c->nframes; hops++) {
+            size_t len;
+            const char *s = tr_scan_string(&c->sc, c->frames[row][1], &len);
+            if (raw.n)
+                cb_lit(&raw, ";");
+            cb_put(&raw, s, len);
+            if (!c->frames[row][0] || !tr_i64map_get(&c->frame_row, c->frames[row][0], &row))
+                break;
+        }
+        size_t off = c->arena.n;
+        cb_lit(&c->arena, "\"Call stack\":");
+        put_escaped(c, &c->arena, raw.v ? raw.v : "", raw.n);
+        int ok = !raw.oom && !c->arena.oom && span_add(c, &c->stacks, stack_id, off);
+        free(raw.v);
+        if (!ok) {
+            b->oom = 1;
+            return 1;
+        }
+        i = (int64_t)c->nspans - 1;
+    }
+    put_span(c, b, i);
+    return 1;
+}
+
+static tr_status load_frames(chrome_ctx *c, tr_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(c->sc.db, "SELECT id, parent_id, frame_id FROM stack_nodes", -1, &st, NULL)
+        != SQLITE_OK)
+        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table stack_nodes: %s",
+                       tr_rundb_name(c->sc.db), sqlite3_errmsg(c->sc.db));
+    size_t cap = 0;
+    tr_status s = TR_OK;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (c->nframes == cap) {
+            cap = cap ? cap * 2 : 1024;
+            int64_t (*nf)[2] = realloc(c->frames, cap * sizeof *nf);
+            if (!nf) {
+                s = nomem(err);
+                break;
+            }
+            c->frames = nf;
+        }
+        c->frames[c->nframes][0] = sqlite3_column_int64(st, 1);   /* NULL: 0, the root */
+        c->frames[c->nframes][1] = sqlite3_column_int64(st, 2);
+        if (tr_i64map_put(&c->frame_row, sqlite3_column_int64(st, 0), (int64_t)c->nframes) < 0) {
+            s = nomem(err);
+            break;
+        }
+        c->nframes++;
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* ---- metadata ------------------------------------------------------------ */
+
+/* Every event starts with ",\n"; the first of a file drops the comma (put_event). */
+static void meta(cbuf *b, const char *what, int64_t pid, int64_t tid, const char *key)
+{
+    cb_lit(b, ",\n{\"name\":\"");
+    cb_str(b, what);
+    cb_lit(b, "\",\"ph\":\"M\",\"ts\":0,\"pid\":");
+    cb_i64(b, pid);
+    cb_lit(b, ",\"tid\":");
+    cb_i64(b, tid);
+    cb_lit(b, ",\"args\":{\"");
+    cb_str(b, key);
+    cb_lit(b, "\":");
+}
+
+static void meta_name(chrome_ctx *c, const char *what, int64_t pid, int64_t tid, const char *name)
+{
+    meta(&c->head, what, pid, tid, "name");
+    put_escaped(c, &c->head, name, strlen(name));
+    cb_lit(&c->head, "}}");
+}
+
+static void meta_int(cbuf *b, const char *what, int64_t pid, int64_t tid, const char *key, int64_t v)
+{
+    meta(b, what, pid, tid, key);
+    cb_i64(b, v);
+    cb_lit(b, "}}");
+}
+
+/* The top-level keys and the metadata events, written again at the top of every part. */
+static tr_status build_head(chrome_ctx *c, tr_error *err)
+{
+    sqlite3 *db = c->sc.db;
+    cbuf *h = &c->head;
+    sqlite3_stmt *st = NULL;
+    /* host pids: a device ordinal that is also one moves its GPUs past them all */
+    int64_t maxpid = -1;
+    int clash = 0;
+    if (sqlite3_prepare_v2(db, "SELECT max(pid), EXISTS(SELECT 1 FROM processes p JOIN devices d "
+                           "ON d.device = p.pid) FROM processes", -1, &st, NULL) == SQLITE_OK
+        && sqlite3_step(st) == SQLITE_ROW) {
+        maxpid = sqlite3_column_int64(st, 0);
+        clash = sqlite3_column_int(st, 1);
+    }
+    sqlite3_finalize(st);
+    c->dev_shift = clash && maxpid >= 0 && maxpid < INT32_MAX ? maxpid + 1 : 0;
+
+    cb_lit(h, "{\"schemaVersion\":1,\"deviceProperties\":[");
+    if (sqlite3_prepare_v2(db, "SELECT d.device, s.value, d.compute_major, d.compute_minor, "
+                           "d.memory_bytes, d.sm_count FROM devices d LEFT JOIN strings s ON "
+                           "s.id = d.name_id GROUP BY d.device ORDER BY d.device", -1, &st, NULL)
+        != SQLITE_OK)
+        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table devices: %s", tr_rundb_name(db),
+                       sqlite3_errmsg(db));
+    static const char *const dev_keys[] = {NULL, NULL, "computeMajor", "computeMinor",
+                                           "totalGlobalMem", "numSms"};
+    int firstdev = 1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        cb_str(h, firstdev ? "\n{\"id\":" : ",\n{\"id\":");
+        firstdev = 0;
+        cb_i64(h, sqlite3_column_int64(st, 0));
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        if (name) {
+            cb_lit(h, ",\"name\":");
+            put_escaped(c, h, name, strlen(name));
+        }
+        for (int k = 2; k < 6; k++)
+            if (sqlite3_column_type(st, k) != SQLITE_NULL && sqlite3_column_int64(st, k) >= 0) {
+                cb_lit(h, ",\"");
+                cb_str(h, dev_keys[k]);
+                cb_lit(h, "\":");
+                cb_i64(h, sqlite3_column_int64(st, k));
+            }
+        cb_lit(h, "}");
+    }
+    sqlite3_finalize(st);
+    cb_lit(h, "],\n\"displayTimeUnit\":\"ns\",\"baseTimeNanoseconds\":");
+    cb_i64(h, c->sc.trace_start);
+    cb_lit(h, ",\"otherData\":{\"generator\":\"trace-export\",\"time_origin\":\"ts is in "
+              "microseconds after baseTimeNanoseconds\"},\n\"traceEvents\":[");
+    c->head_at = h->n;
+
     static const char sql[] =
         "SELECT 0, p.pid, 0, s.value FROM processes p LEFT JOIN strings s ON s.id = p.name_id "
         "UNION ALL SELECT 1, p.pid, t.tid, s.value FROM threads t "
@@ -71,10 +569,9 @@ static tr_status write_metadata(tr_scan *sc, chrome_ctx *c, tr_error *err)
         "UNION ALL SELECT 2, d.device, 0, s.value FROM devices d LEFT JOIN strings s ON s.id = d.name_id "
         "UNION ALL SELECT 3, d.device, st.stream, NULL FROM streams st "
         "LEFT JOIN devices d ON d.id = st.device_id ORDER BY 1, 2, 3";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(sc->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return tr_fail(err, TR_ERR_INPUT, "run database: cannot read threads: %s",
-                       sqlite3_errmsg(sc->db));
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read threads: %s", tr_rundb_name(db),
+                       sqlite3_errmsg(db));
     char buf[512];
     int64_t last_kind = -1, last_a = 0, last_b = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -84,138 +581,670 @@ static tr_status write_metadata(tr_scan *sc, chrome_ctx *c, tr_error *err)
         if (kind == last_kind && a == last_a && b == last_b)
             continue;   /* one track per (pid, tid) even when several rows map to it */
         last_kind = kind, last_a = a, last_b = b;
+        int has = name && *name;
         switch (kind) {
         case 0:
-            if (name && *name)
+            if (has)
                 snprintf(buf, sizeof buf, "%s", name);
             else
                 snprintf(buf, sizeof buf, "process %lld", (long long)a);
-            meta_event(c, "process_name", a, 0, 0, "name", buf, strlen(buf));
-            meta_event(c, "process_sort_index", a, 0, 0, "sort_index", NULL, 0);
+            meta_name(c, "process_name", a, 0, buf);
+            meta(h, "process_labels", a, 0, "labels");
+            cb_lit(h, "\"CPU\"}}");
+            meta_int(h, "process_sort_index", a, 0, "sort_index", a);
             break;
         case 1:
-            if (name && *name)
-                snprintf(buf, sizeof buf, "%s", name);
-            else
-                snprintf(buf, sizeof buf, "thread %lld", (long long)b);
-            meta_event(c, "thread_name", a, 1, b, "name", buf, strlen(buf));
+            /* an unnamed thread stays unnamed: viewers show its tid */
+            if (has)
+                meta_name(c, "thread_name", a, b, name);
+            meta_int(h, "thread_sort_index", a, b, "sort_index", b);
             break;
         case 2:
-            snprintf(buf, sizeof buf, "GPU %lld%s%s", (long long)a, name && *name ? ": " : "",
-                     name ? name : "");
-            meta_event(c, "process_name", a, 0, 0, "name", buf, strlen(buf));
-            meta_event(c, "process_sort_index", a, 0, 0, "sort_index", NULL, 1000 + (size_t)(a & 0xffff));
+            snprintf(buf, sizeof buf, "GPU %lld%s%s", (long long)a, has ? ": " : "", has ? name : "");
+            meta_name(c, "process_name", a + c->dev_shift, 0, buf);
+            snprintf(buf, sizeof buf, "GPU %lld", (long long)a);
+            meta(h, "process_labels", a + c->dev_shift, 0, "labels");
+            put_escaped(c, h, buf, strlen(buf));
+            cb_lit(h, "}}");
+            meta_int(h, "process_sort_index", a + c->dev_shift, 0, "sort_index", GPU_SORT_BASE + a);
             break;
         default:
             snprintf(buf, sizeof buf, "stream %lld", (long long)b);
-            meta_event(c, "thread_name", a, 1, b, "name", buf, strlen(buf));
+            meta_name(c, "thread_name", a + c->dev_shift, b, buf);
+            meta_int(h, "thread_sort_index", a + c->dev_shift, b, "sort_index", b);
         }
+    }
+    sqlite3_finalize(st);
+    for (size_t i = c->head_at; i + 1 < h->n; i++)
+        c->head_events += h->v[i] == '\n' && h->v[i + 1] == '{';
+    if (h->n > c->head_at)
+        memmove(h->v + c->head_at, h->v + c->head_at + 1, --h->n - c->head_at);   /* first comma */
+    return h->oom ? nomem(err) : TR_OK;
+}
+
+/* ---- events --------------------------------------------------------------- */
+
+/* Kineto's category of each kind, and whether it is an instant ("i") event.
+ * The kinds Kineto has no category for keep ours (trace-ingest skips them). */
+typedef struct { const char *cat; int instant; } kind_style;
+
+static const kind_style kind_styles[TR_KIND_COUNT_] = {
+    [0] = {"unknown", 0},
+    [TR_KIND_RANGE] = {"user_annotation", 0},
+    [TR_KIND_OP] = {"cpu_op", 0},
+    [TR_KIND_MARK] = {"cpu_instant_event", 1},
+    [TR_KIND_RUNTIME] = {"cuda_runtime", 0},
+    [TR_KIND_DRIVER] = {"cuda_driver", 0},
+    [TR_KIND_SYNC] = {"cuda_sync", 0},
+    [TR_KIND_KERNEL] = {"kernel", 0},
+    [TR_KIND_MEMCPY] = {"gpu_memcpy", 0},
+    [TR_KIND_MEMSET] = {"gpu_memset", 0},
+    [TR_KIND_MEMORY] = {"cpu_instant_event", 1},
+    [TR_KIND_PYTHON] = {"python_function", 0},
+    [TR_KIND_OPENACC_DATA] = {"openacc_data", 0},
+    [TR_KIND_OPENACC_LAUNCH] = {"openacc_launch", 0},
+    [TR_KIND_OPENACC_OTHER] = {"openacc_other", 0},
+    [TR_KIND_CUDA_EVENT] = {"cuda_event", 0},
+    [TR_KIND_OVERHEAD] = {"overhead", 0},
+};
+
+enum {
+    C_ID, C_KIND, C_NAME, C_START, C_END, C_THREAD, C_STREAM, C_CORR, C_BYTES, C_SHAPE,
+    C_STACK, C_SEQ, C_OPID, C_FLOPS, C_FLAGS, C_CPU_SELF, C_CPU_TOTAL, C_GPU_SELF, C_GPU_TOTAL,
+    C_P_ID, C_P_KIND, C_P_THREAD, C_P_START, C_P_END, C_P_PARENT, C_PP_KIND, C_P_FLAGS,
+    C_KN, C_GRID, C_BLOCK = C_GRID + 3, C_REGS = C_BLOCK + 3, C_SMEM, C_DSMEM, C_COPY, C_MS,
+    C_MSV, C_AC, C_CBID, C_CONTEXT
+};
+
+static const char events_sql[] =
+    "SELECT e.id, e.kind, e.name_id, e.start_ns, e.end_ns, e.thread_id, e.stream_id, "
+    "e.correlation, e.bytes, e.shape_id, e.stack_id, e.seq, e.op_id, e.flops, e.flags, "
+    "e.cpu_self_ns, e.cpu_total_ns, e.gpu_self_ns, e.gpu_total_ns, "
+    "p.id, p.kind, p.thread_id, p.start_ns, p.end_ns, p.parent_id, pp.kind, p.flags, "
+    "kn.event_id, kn.grid_x, kn.grid_y, kn.grid_z, kn.block_x, kn.block_y, kn.block_z, "
+    "kn.registers_per_thread, kn.static_shared_bytes, kn.dynamic_shared_bytes, cp.copy_kind, "
+    "ms.event_id, ms.value, ac.event_id, ac.cbid, s.context "
+    "FROM events e LEFT JOIN events p ON p.id = e.parent_id "
+    "LEFT JOIN events pp ON pp.id = p.parent_id AND e.kind NOT IN (1, 2, 10, 11) "
+    "LEFT JOIN kernels kn ON kn.event_id = e.id LEFT JOIN copies cp ON cp.event_id = e.id "
+    "LEFT JOIN memsets ms ON ms.event_id = e.id LEFT JOIN api_calls ac ON ac.event_id = e.id "
+    "LEFT JOIN streams s ON s.id = e.stream_id";
+
+static int64_t col(sqlite3_stmt *st, int i, int64_t dflt)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
+}
+
+static int is_gpu_kind(const chrome_ctx *c, int64_t kind)
+{
+    return kind >= 0 && kind < 64 && c->on_gpu[kind];
+}
+
+static int is_instant(int64_t kind)
+{
+    return kind > 0 && kind < TR_KIND_COUNT_ && kind_styles[kind].instant;
+}
+
+/* The selection of a host event (the scan's rules, then --min-dur). */
+static int host_selected(const chrome_ctx *c, int64_t id, int64_t kind, int64_t start, int64_t end,
+                         int64_t thread_id)
+{
+    const tr_export_opts *o = c->o;
+    if (!is_instant(kind) && end - start < o->min_dur)
+        return 0;
+    if (c->use_set) {
+        int64_t v;
+        return tr_i64map_get(&c->selected, id, &v);
+    }
+    if (o->has_time_range) {
+        int64_t t = o->time_absolute ? start : start - c->sc.trace_start;
+        if (t < o->t_start || t >= o->t_end)
+            return 0;
+    }
+    if (o->has_thread) {
+        int64_t pid, tid;
+        if (!tr_scan_thread(&c->sc, thread_id, &pid, &tid) || tid != o->thread_tid)
+            return 0;
+    }
+    return 1;
+}
+
+/* One run.db event (with its flow arrows) into c->ev; *n trace events; 0 when left out. */
+static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
+{
+    cbuf *b = &c->ev;
+    b->n = 0;
+    *nev = 0;
+    int64_t id = sqlite3_column_int64(st, C_ID), kind = sqlite3_column_int64(st, C_KIND);
+    int64_t start = sqlite3_column_int64(st, C_START), end = sqlite3_column_int64(st, C_END);
+    if (!tr_times_ok(start, end) || !tr_ns_ok(sqlite3_column_int64(st, C_CPU_SELF))
+        || !tr_ns_ok(sqlite3_column_int64(st, C_CPU_TOTAL))
+        || !tr_ns_ok(sqlite3_column_int64(st, C_GPU_SELF))
+        || !tr_ns_ok(sqlite3_column_int64(st, C_GPU_TOTAL))) {
+        c->sc.nbad++;   /* as the scan does: left out, and counted */
+        return 0;
+    }
+    int64_t thread_id = col(st, C_THREAD, -1), stream_id = col(st, C_STREAM, -1);
+    int64_t p_id = col(st, C_P_ID, -1), p_kind = col(st, C_P_KIND, 0);
+    int gpu = is_gpu_kind(c, kind);
+    /* the launching call: the parent of GPU work, when it is a host event */
+    int has_launch = gpu && p_id >= 0 && !is_gpu_kind(c, p_kind)
+                     && sqlite3_column_type(st, C_P_THREAD) != SQLITE_NULL;
+    int64_t l_start = sqlite3_column_int64(st, C_P_START), l_end = sqlite3_column_int64(st, C_P_END);
+    int64_t l_thread = col(st, C_P_THREAD, -1);
+    int launch_sel = has_launch && tr_times_ok(l_start, l_end)
+                     && host_selected(c, p_id, p_kind, l_start, l_end, l_thread);
+    int64_t dev = 0, stream = 0, pid = 0, tid = 0;
+    int has_stream = stream_id >= 0 && tr_scan_stream(&c->sc, stream_id, &dev, &stream);
+    /* a host wait that names its stream stays on its thread's track */
+    int on_stream = has_stream && (gpu || thread_id < 0);
+    const tr_export_opts *o = c->o;
+    if (gpu) {
+        if (end - start < o->min_dur)
+            return 0;
+        if (o->has_device && (!on_stream || dev != o->device))
+            return 0;
+        if (c->use_set) {
+            int64_t v;
+            if (!tr_i64map_get(&c->selected, id, &v))
+                return 0;
+        } else {
+            int in_range = 1;
+            if (o->has_time_range) {
+                int64_t t = o->time_absolute ? start : start - c->sc.trace_start;
+                in_range = t >= o->t_start && t < o->t_end;
+            }
+            /* in the window, or launched by a call that is shown */
+            if (!(in_range || (launch_sel && !o->has_thread)))
+                return 0;
+            if (o->has_thread) {
+                int64_t lp, lt;
+                if (!has_launch || !tr_scan_thread(&c->sc, l_thread, &lp, &lt) || lt != o->thread_tid)
+                    return 0;
+            }
+        }
+    } else if (!host_selected(c, id, kind, start, end, thread_id)) {
+        return 0;
+    }
+    if (on_stream) {
+        pid = dev + c->dev_shift;
+        tid = stream;
+    } else {
+        tr_scan_thread(&c->sc, thread_id, &pid, &tid);
+    }
+    const kind_style *ks = &kind_styles[kind > 0 && kind < TR_KIND_COUNT_ ? kind : 0];
+    int64_t flags = sqlite3_column_int64(st, C_FLAGS);
+
+    cb_lit(b, ",\n{\"ph\":\"");
+    cb_str(b, ks->instant ? "i" : "X");
+    cb_lit(b, "\",\"cat\":\"");
+    cb_str(b, ks->cat);
+    cb_lit(b, "\",\"name\":");
+    if (kind == TR_KIND_MEMORY)
+        cb_lit(b, "\"[memory]\"");   /* the name Kineto's readers key memory events on */
+    else
+        put_name(c, b, sqlite3_column_int64(st, C_NAME));
+    cb_lit(b, ",\"pid\":");
+    cb_i64(b, pid);
+    cb_lit(b, ",\"tid\":");
+    cb_i64(b, tid);
+    cb_lit(b, ",\"ts\":");
+    cb_us(b, start - c->sc.trace_start);
+    if (ks->instant) {
+        cb_lit(b, ",\"s\":\"t\"");
+    } else {
+        cb_lit(b, ",\"dur\":");
+        cb_us(b, end - start);
+    }
+    cb_lit(b, ",\"args\":{");
+    size_t args_at = b->n;
+#define ARG(key) cb_str(b, b->n == args_at ? "\"" key "\":" : ",\"" key "\":")
+    /* External id: what ties a launch and its GPU work to the op that made them */
+    int64_t ext = -1;
+    if (kind == TR_KIND_OP || kind == TR_KIND_RANGE)
+        ext = id;
+    else if (p_kind == TR_KIND_OP || p_kind == TR_KIND_RANGE)
+        ext = p_id;
+    else if (has_launch && (col(st, C_PP_KIND, 0) == TR_KIND_OP || col(st, C_PP_KIND, 0) == TR_KIND_RANGE))
+        ext = col(st, C_P_PARENT, -1);
+    if (ext >= 0 && kind != TR_KIND_MEMORY && kind != TR_KIND_PYTHON) {
+        ARG("External id");
+        cb_i64(b, ext);
+    }
+    if (kind == TR_KIND_OP || kind == TR_KIND_RANGE) {
+        if (sqlite3_column_type(st, C_SEQ) != SQLITE_NULL && sqlite3_column_int64(st, C_SEQ) >= 0) {
+            ARG("Sequence number");
+            cb_i64(b, sqlite3_column_int64(st, C_SEQ));
+        }
+        if (sqlite3_column_type(st, C_OPID) != SQLITE_NULL && sqlite3_column_int64(st, C_OPID) > 0) {
+            ARG("Record function id");
+            cb_i64(b, sqlite3_column_int64(st, C_OPID));
+        }
+        if (sqlite3_column_type(st, C_FLOPS) != SQLITE_NULL && sqlite3_column_int64(st, C_FLOPS) >= 0) {
+            ARG("flops");
+            cb_i64(b, sqlite3_column_int64(st, C_FLOPS));
+        }
+        if (flags & TR_FLAG_ASYNC) {
+            ARG("Async");
+            cb_lit(b, "1");
+        }
+        /* RecordScope: BACKWARD_FUNCTION is 1; 0 stops readers guessing from the name */
+        if (kind == TR_KIND_OP) {
+            ARG("Scope");
+            cb_str(b, (flags & TR_FLAG_BACKWARD) ? "1" : "0");
+        }
+        if (sqlite3_column_int64(st, C_SHAPE)) {
+            if (b->n != args_at)
+                cb_lit(b, ",");
+            put_shape(c, b, sqlite3_column_int64(st, C_SHAPE));
+        }
+        if (sqlite3_column_type(st, C_STACK) != SQLITE_NULL) {
+            size_t at = b->n;
+            if (b->n != args_at)
+                cb_lit(b, ",");
+            if (!put_stack(c, b, sqlite3_column_int64(st, C_STACK)))
+                b->n = at;   /* a dangling stack id: no frames */
+        }
+    }
+    if (kind == TR_KIND_PYTHON) {
+        ARG("Python id");
+        cb_i64(b, id);
+        ARG("Python parent id");
+        if (p_kind == TR_KIND_PYTHON)
+            cb_i64(b, p_id);
+        else
+            cb_lit(b, "null");
+    }
+    if (kind == TR_KIND_MEMORY) {
+        ARG("Bytes");
+        cb_i64(b, sqlite3_column_int64(st, C_BYTES));
+        /* c10::DeviceType: CPU 0, CUDA 1 */
+        ARG("Device Type");
+        cb_str(b, (flags & TR_FLAG_GPU_MEMORY) ? "1" : "0");
+    }
+    if (sqlite3_column_type(st, C_AC) != SQLITE_NULL) {
+        ARG("cbid");
+        cb_i64(b, sqlite3_column_int64(st, C_CBID));
+    }
+    if (has_stream) {
+        ARG("device");
+        cb_i64(b, dev);
+        if (sqlite3_column_type(st, C_CONTEXT) != SQLITE_NULL) {
+            ARG("context");
+            cb_i64(b, sqlite3_column_int64(st, C_CONTEXT));
+        }
+        ARG("stream");
+        cb_i64(b, stream);
+    }
+    if (sqlite3_column_type(st, C_CORR) != SQLITE_NULL) {
+        ARG("correlation");
+        cb_i64(b, sqlite3_column_int64(st, C_CORR));
+    }
+    if (sqlite3_column_type(st, C_KN) != SQLITE_NULL) {
+        ARG("registers per thread");
+        cb_i64(b, sqlite3_column_int64(st, C_REGS));
+        ARG("shared memory");
+        cb_i64(b, sqlite3_column_int64(st, C_SMEM));
+        ARG("dynamic shared memory");
+        cb_i64(b, sqlite3_column_int64(st, C_DSMEM));
+        for (int g = 0; g < 2; g++) {
+            if (g == 0)
+                ARG("grid");
+            else
+                ARG("block");
+            for (int k = 0; k < 3; k++) {
+                cb_str(b, k ? "," : "[");
+                cb_i64(b, sqlite3_column_int64(st, (g ? C_BLOCK : C_GRID) + k));
+            }
+            cb_lit(b, "]");
+        }
+    }
+    if (kind == TR_KIND_MEMCPY || kind == TR_KIND_MEMSET) {
+        ARG("bytes");
+        cb_i64(b, sqlite3_column_int64(st, C_BYTES));
+    }
+    if (sqlite3_column_type(st, C_COPY) != SQLITE_NULL) {
+        const char *k = (const char *)sqlite3_column_text(st, C_COPY);
+        ARG("kind");
+        put_escaped(c, b, k, strlen(k));
+    }
+    if (sqlite3_column_type(st, C_MS) != SQLITE_NULL && sqlite3_column_type(st, C_MSV) != SQLITE_NULL) {
+        ARG("value");
+        cb_i64(b, sqlite3_column_int64(st, C_MSV));
+    }
+#undef ARG
+    cb_lit(b, "}}");
+    *nev = 1;
+    if (launch_sel) {
+        /* ac2g, as Kineto draws it; the id is the activity's, unique even when one
+         * launch (a graph) starts many */
+        int64_t lpid = 0, ltid = 0;
+        tr_scan_thread(&c->sc, l_thread, &lpid, &ltid);
+        for (int f = 0; f < 2; f++) {
+            cb_str(b, f ? ",\n{\"ph\":\"f\",\"bp\":\"e\"" : ",\n{\"ph\":\"s\"");
+            cb_lit(b, ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
+            cb_i64(b, id);
+            cb_lit(b, ",\"pid\":");
+            cb_i64(b, f ? pid : lpid);
+            cb_lit(b, ",\"tid\":");
+            cb_i64(b, f ? tid : ltid);
+            cb_lit(b, ",\"ts\":");
+            cb_us(b, (f ? start : l_start) - c->sc.trace_start);
+            cb_lit(b, "}");
+        }
+        *nev = 3;
+    }
+    return 1;
+}
+
+/* ---- files and parts ------------------------------------------------------ */
+
+static const char footer[] = "\n]}\n";
+
+static tr_status flush_out(chrome_ctx *c, tr_error *err)
+{
+    tr_status st = sink_write(&c->sk, c->out.v, c->out.n, err);
+    c->out.n = 0;
+    return st;
+}
+
+static void note_file(chrome_ctx *c)
+{
+    tr_export_chrome_stats *s = c->stats;
+    if (!s)
+        return;
+    s->files++;
+    s->events += c->sk.events;
+    s->bytes += c->sk.bytes;
+    if (c->sk.bytes > s->max_file_bytes)
+        s->max_file_bytes = c->sk.bytes;
+    if (c->sk.events > s->max_file_events)
+        s->max_file_events = c->sk.events;
+}
+
+static tr_status begin_file(chrome_ctx *c, FILE *f, tr_error *err)
+{
+    int gz = c->path ? ends_with(c->path, ".gz") : c->o->gzip;
+    tr_status st = sink_open(&c->sk, f, gz, err);
+    if (st != TR_OK)
+        return st;
+    c->sk.events = c->head_events;
+    cb_put(&c->out, c->head.v, c->head.n);
+    return c->out.oom ? nomem(err) : TR_OK;
+}
+
+static tr_status end_file(chrome_ctx *c, tr_error *err)
+{
+    cb_put(&c->out, footer, sizeof footer - 1);
+    tr_status st = c->out.oom ? nomem(err) : flush_out(c, err);
+    tr_status st2 = sink_close(&c->sk, err);
+    if (st == TR_OK)
+        st = st2;
+    if (st == TR_OK)
+        note_file(c);
+    return st;
+}
+
+/* "x.json" -> "x.N.json", "x.json.gz" -> "x.N.json.gz", "x" -> "x.N". */
+static void part_path(char *buf, size_t size, const char *path, int n)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *ext = NULL;
+    static const char *const exts[] = {".json.gz", ".json", ".gz"};
+    for (size_t i = 0; i < sizeof exts / sizeof exts[0] && !ext; i++)
+        if (ends_with(base, exts[i]) && strlen(base) > strlen(exts[i]))
+            ext = base + strlen(base) - strlen(exts[i]);
+    if (!ext)
+        ext = base + strlen(base);
+    snprintf(buf, size, "%.*s.%d%s", (int)(ext - path), path, n, ext);
+}
+
+static tr_status open_part(chrome_ctx *c, tr_error *err)
+{
+    char name[4096];
+    part_path(name, sizeof name, c->path, ++c->nparts);
+    FILE *f = tr_output_fopen(&c->part, name, err);
+    if (!f)
+        return err->status ? err->status : TR_ERR_RUNTIME;
+    c->part_open = 1;
+    return begin_file(c, f, err);
+}
+
+static tr_status close_part(chrome_ctx *c, tr_error *err)
+{
+    tr_status st = end_file(c, err);
+    c->part_open = 0;
+    if (st == TR_OK)
+        return tr_output_commit(&c->part, err);
+    tr_output_abort(&c->part);
+    return st;
+}
+
+static tr_status put_event(chrome_ctx *c, const char *p, size_t n, int64_t nevents, tr_error *err)
+{
+    tr_status st;
+    uint64_t max = c->o->max_size;
+    if (max && c->sk.events > c->head_events
+        && c->sk.bytes + c->out.n + n + sizeof footer - 1 > max) {
+        if ((st = close_part(c, err)) != TR_OK || (st = open_part(c, err)) != TR_OK)
+            return st;
+    }
+    if (c->sk.events == 0)
+        p++, n--;   /* the first event of the array: no comma */
+    c->sk.events += (uint64_t)nevents;
+    cb_put(&c->out, p, n);
+    if (c->out.oom)
+        return nomem(err);
+    return c->out.n >= FLUSH_AT ? flush_out(c, err) : TR_OK;
+}
+
+/* --include/--exclude need the frame tree: the scan decides, its choice is kept by id. */
+static tr_status remember_selected(tr_scan *sc, tr_xrow *r, void *vctx, tr_error *err)
+{
+    (void)sc;
+    chrome_ctx *c = vctx;
+    if (r->selected && tr_i64map_put(&c->selected, r->id, 1) < 0)
+        return nomem(err);
+    return TR_OK;
+}
+
+static tr_status load_kinds(chrome_ctx *c, tr_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(c->sc.db, "SELECT id, on_gpu FROM kinds", -1, &st, NULL) != SQLITE_OK)
+        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table kinds: %s", tr_rundb_name(c->sc.db),
+                       sqlite3_errmsg(c->sc.db));
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t k = sqlite3_column_int64(st, 0);
+        if (k >= 0 && k < 64)
+            c->on_gpu[k] = sqlite3_column_int(st, 1) != 0;
     }
     sqlite3_finalize(st);
     return TR_OK;
 }
 
-static void track_of(const tr_scan *sc, const tr_xrow *r, int64_t *pid, int64_t *tid)
+static tr_status run(chrome_ctx *c, FILE *out, tr_error *err)
 {
-    *pid = *tid = 0;
-    if (r->on_gpu)
-        tr_scan_stream(sc, r->stream_id, pid, tid);
-    else
-        tr_scan_thread(sc, r->thread_id, pid, tid);
+    sqlite3 *db = c->sc.db;
+    tr_status st;
+    if ((st = load_kinds(c, err)) != TR_OK || (st = load_frames(c, err)) != TR_OK
+        || (st = build_head(c, err)) != TR_OK)
+        return st;
+    if (c->o->include_re || c->o->exclude_re) {
+        c->use_set = 1;
+        if ((st = tr_scan_run(&c->sc, 0, remember_selected, c, err)) != TR_OK)
+            return st;
+        c->sc.nbad = 0;   /* counted again below */
+    }
+    char sql[sizeof events_sql + 64];
+    /* parts are time slices: they need start order; one file takes the table's order */
+    snprintf(sql, sizeof sql, "%s%s", events_sql, c->o->max_size ? " ORDER BY e.start_ns, e.id" : "");
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table events: %s", tr_rundb_name(db),
+                       sqlite3_errmsg(db));
+    st = c->path ? open_part(c, err) : begin_file(c, out, err);
+    int rc;
+    while (st == TR_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t nev;
+        if (!render(c, q, &nev))
+            continue;
+        st = c->ev.oom ? nomem(err) : put_event(c, c->ev.v, c->ev.n, nev, err);
+    }
+    if (st == TR_OK && rc != SQLITE_DONE)
+        st = tr_fail(err, TR_ERR_INPUT, "%s: cannot read table events: %s", tr_rundb_name(db),
+                     sqlite3_errmsg(db));
+    sqlite3_finalize(q);
+    if (st == TR_OK)
+        st = c->path ? close_part(c, err) : end_file(c, err);
+    if (st != TR_OK) {
+        sink_free(&c->sk);
+        if (c->path && c->part_open)
+            tr_output_abort(&c->part), c->part_open = 0;
+    }
+    return st;
 }
 
-static tr_status on_row(tr_scan *sc, tr_xrow *r, void *vctx, tr_error *err)
+static tr_status chrome(sqlite3 *db, const tr_export_opts *o, FILE *out, const char *path,
+                        tr_error *err)
 {
-    (void)err;
-    chrome_ctx *c = vctx;
-    FILE *f = c->out;
-    if (!r->selected)
-        return TR_OK;
-    const tr_fnode *n = &sc->nodes[r->node];
-    int kind = r->kind > 0 && r->kind < TR_KIND_COUNT_ ? (int)r->kind : 0;
-    const char *cat = kind ? tr_kinds[kind].name : "unknown";
-    int64_t pid, tid, dur = r->end > r->start ? r->end - r->start : 0;
-    track_of(sc, r, &pid, &tid);
-    int instant = dur == 0 && (kind == TR_KIND_MARK || kind == TR_KIND_MEMORY);
-    sep(c);
-    fputs("{\"name\":", f);
-    put_name(c, n->name, n->name_len);
-    fprintf(f, ",\"cat\":\"%s\",\"ph\":\"%s\",\"ts\":", cat, instant ? "i" : "X");
-    put_us(f, r->start - sc->trace_start);
-    if (instant) {
-        fputs(",\"s\":\"t\"", f);
-    } else {
-        fputs(",\"dur\":", f);
-        put_us(f, dur);
-    }
-    fprintf(f, ",\"pid\":%lld,\"tid\":%lld,\"args\":{\"id\":%lld", (long long)pid, (long long)tid,
-            (long long)r->id);
-    if (r->correlation >= 0)
-        fprintf(f, ",\"correlation\":%lld", (long long)r->correlation);
-    if (r->shape_id) {
-        size_t len;
-        const char *s = tr_scan_string(sc, r->shape_id, &len);
-        fputs(",\"shapes\":", f);
-        put_name(c, s, len);
-    }
-    if (r->has_kernel)
-        fprintf(f, ",\"grid\":[%lld,%lld,%lld],\"block\":[%lld,%lld,%lld],"
-                   "\"registers_per_thread\":%lld,\"static_shared_bytes\":%lld,"
-                   "\"dynamic_shared_bytes\":%lld",
-                (long long)r->grid[0], (long long)r->grid[1], (long long)r->grid[2],
-                (long long)r->block[0], (long long)r->block[1], (long long)r->block[2],
-                (long long)r->registers, (long long)r->smem_static, (long long)r->smem_dynamic);
-    if (r->bytes)
-        fprintf(f, ",\"bytes\":%lld", (long long)r->bytes);
-    if (r->copy_kind) {
-        fputs(",\"copy_kind\":", f);
-        put_cstr(f, r->copy_kind);
-    }
-    if (r->has_memset)
-        fprintf(f, ",\"value\":%lld", (long long)r->memset_value);
-    if (r->has_api)
-        fprintf(f, ",\"cbid\":%lld", (long long)r->cbid);
-    if (r->on_gpu)
-        fprintf(f, ",\"device\":%lld,\"stream\":%lld", (long long)pid, (long long)tid);
-    fputs("}}", f);
-    if (r->on_gpu && r->launcher && r->launcher->selected) {
-        int64_t lpid, ltid;
-        if (tr_scan_thread(sc, r->launcher->thread_id, &lpid, &ltid)) {
-            sep(c);
-            fprintf(f, "{\"name\":\"launch\",\"cat\":\"launch\",\"ph\":\"s\",\"id\":%lld,"
-                       "\"pid\":%lld,\"tid\":%lld,\"ts\":",
-                    (long long)r->id, (long long)lpid, (long long)ltid);
-            put_us(f, r->launcher->start - sc->trace_start);
-            fputs("}", f);
-            sep(c);
-            fprintf(f, "{\"name\":\"launch\",\"cat\":\"launch\",\"ph\":\"f\",\"bp\":\"e\","
-                       "\"id\":%lld,\"pid\":%lld,\"tid\":%lld,\"ts\":",
-                    (long long)r->id, (long long)pid, (long long)tid);
-            put_us(f, r->start - sc->trace_start);
-            fputs("}", f);
-        }
-    }
-    return ferror(f) ? tr_fail(err, TR_ERR_RUNTIME, "write error") : TR_OK;
+    chrome_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return nomem(err);
+    c->o = o;
+    c->cap = (tr_name_cap){NAME_SOFT, NAME_HARD, NAME_BUDGET};
+    c->path = path;
+    c->stats = o->chrome_stats;
+    tr_i64map_init(&c->names);
+    tr_i64map_init(&c->shapes);
+    tr_i64map_init(&c->stacks);
+    tr_i64map_init(&c->frame_row);
+    tr_i64map_init(&c->selected);
+    c->scratch = open_memstream(&c->scratch_buf, &c->scratch_len);
+    tr_status st = c->scratch ? tr_scan_init(&c->sc, db, o, err) : nomem(err);
+    if (st == TR_OK)
+        st = run(c, out, err);
+    if (c->sc.db)
+        tr_scan_free(&c->sc);   /* adds the events left out to *o->skipped */
+    if (c->scratch)
+        fclose(c->scratch);
+    free(c->scratch_buf);
+    free(c->arena.v);
+    free(c->spans);
+    free(c->frames);
+    free(c->head.v);
+    free(c->ev.v);
+    free(c->out.v);
+    tr_i64map_free(&c->names);
+    tr_i64map_free(&c->shapes);
+    tr_i64map_free(&c->stacks);
+    tr_i64map_free(&c->frame_row);
+    tr_i64map_free(&c->selected);
+    free(c);
+    return st;
 }
 
 tr_status tr_export_chrome(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err)
 {
-    tr_scan sc;
-    chrome_ctx c = {out, 1, {NAME_SOFT, NAME_HARD, NAME_BUDGET}};
-    tr_status st = tr_scan_init(&sc, db, o, err);
-    if (st == TR_OK) {
-        fprintf(out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"trace-export\","
-                     "\"trace_start_ns\":\"%lld\",\"time_origin\":\"ts is in microseconds "
-                     "after trace_start_ns\"},\"traceEvents\":[",
-                (long long)sc.trace_start);
-        st = write_metadata(&sc, &c, err);
+    return chrome(db, o, out, NULL, err);
+}
+
+tr_status tr_export_chrome_parts(sqlite3 *db, const tr_export_opts *o, const char *path,
+                                 tr_error *err)
+{
+    if (!path || !strcmp(path, "-"))
+        return tr_fail(err, TR_ERR_USAGE, "--max-size writes numbered files: give -o FILE");
+    return chrome(db, o, NULL, path, err);
+}
+
+/* "10us", "1.5ms", "250" (ns): a duration in ns. */
+tr_status tr_export_parse_dur(const char *s, int64_t *ns, tr_error *err)
+{
+    static const struct { const char *unit; double ns; } units[] = {
+        {"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"", 1}};
+    char *end;
+    double v = strtod(s, &end);
+    if (end != s && v >= 0)
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (!strcmp(end, units[i].unit) && v * units[i].ns < 9e18) {
+                *ns = (int64_t)(v * units[i].ns + 0.5);
+                return TR_OK;
+            }
+    return tr_fail(err, TR_ERR_USAGE, "invalid duration '%s' (a number with ns, us, ms or s)", s);
+}
+
+/* "200MB", "1.5G", "4096" (bytes): decimal or binary units. */
+tr_status tr_export_parse_size(const char *s, uint64_t *bytes, tr_error *err)
+{
+    static const struct { const char *unit; double mult; } units[] = {
+        {"", 1}, {"B", 1}, {"k", 1e3}, {"K", 1e3}, {"kB", 1e3}, {"KB", 1e3}, {"M", 1e6},
+        {"MB", 1e6}, {"G", 1e9}, {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0},
+        {"GiB", 1073741824.0}};
+    char *end;
+    double v = strtod(s, &end);
+    if (end != s && v > 0)
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (!strcmp(end, units[i].unit) && v * units[i].mult >= 4096 && v * units[i].mult < 1e18) {
+                *bytes = (uint64_t)(v * units[i].mult);
+                return TR_OK;
+            }
+    return tr_fail(err, TR_ERR_USAGE, "invalid size '%s' (bytes, at least 4096; units k, M, G, "
+                   "KiB, MiB, GiB)", s);
+}
+
+tr_status tr_export_step_window(sqlite3 *db, const char *spec, tr_export_opts *o, tr_error *err)
+{
+    char *end;
+    long long a = strtoll(spec, &end, 10), b = a;
+    if (end != spec && *end == '-')
+        b = strtoll(end + 1, &end, 10);
+    if (end == spec || *end || a < 0 || b < a)
+        return tr_fail(err, TR_ERR_USAGE, "invalid --step '%s' (a step number N or a range A-B)", spec);
+    /* the steps view's rule (lib/rundb.c): ProfilerStep#N ranges or ops, N all digits */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT min(e.start_ns), max(e.end_ns), "
+                           "(SELECT group_concat(substr(value, 14), ' ') FROM strings WHERE value GLOB "
+                           "'ProfilerStep#[0-9]*' AND substr(value, 14) NOT GLOB '*[^0-9]*') "
+                           "FROM events e JOIN strings s ON s.id = e.name_id WHERE e.kind IN (1, 2) "
+                           "AND s.value GLOB 'ProfilerStep#[0-9]*' AND substr(s.value, 14) NOT GLOB "
+                           "'*[^0-9]*' AND CAST(substr(s.value, 14) AS INTEGER) BETWEEN ?1 AND ?2",
+                           -1, &st, NULL) != SQLITE_OK)
+        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read the steps: %s", tr_rundb_name(db),
+                       sqlite3_errmsg(db));
+    sqlite3_bind_int64(st, 1, a);
+    sqlite3_bind_int64(st, 2, b);
+    tr_status s = TR_OK;
+    if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL) {
+        const char *have = (const char *)sqlite3_column_text(st, 2);
+        s = tr_fail(err, TR_ERR_INPUT, "--step %s: no such ProfilerStep#N range (steps: %.200s)", spec,
+                    have ? have : "none");
+    } else {
+        o->has_time_range = 1;
+        o->time_absolute = 1;
+        o->t_start = sqlite3_column_int64(st, 0);
+        int64_t e = sqlite3_column_int64(st, 1);
+        o->t_end = e < INT64_MAX ? e + 1 : e;
     }
-    if (st == TR_OK)
-        st = tr_scan_run(&sc, TR_SCAN_DETAILS, on_row, &c, err);
-    if (st == TR_OK)
-        fputs("\n]}\n", out);
-    tr_scan_free(&sc);
-    if (st == TR_OK && ferror(out))
-        st = tr_fail(err, TR_ERR_RUNTIME, "write error");
-    return st;
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* What chrome://tracing and the Perfetto UI are known to hold (docs/export.md). */
+#define TRACING_MAX_BYTES ((uint64_t)256 * 1000 * 1000)
+#define TRACING_MAX_EVENTS ((uint64_t)1000 * 1000)
+#define PERFETTO_MAX_BYTES ((uint64_t)2000 * 1000 * 1000)
+
+void tr_export_chrome_warn(FILE *f, const tr_export_chrome_stats *s)
+{
+    if (!s->files || (s->max_file_bytes <= TRACING_MAX_BYTES && s->max_file_events <= TRACING_MAX_EVENTS))
+        return;
+    fprintf(f, "trace-export: warning: %s %.0f MB and %llu events (uncompressed): %s; "
+            "cut it with --time-range, --step, --min-dur or split it with --max-size\n",
+            s->files > 1 ? "the largest part is" : "the trace is", (double)s->max_file_bytes / 1e6,
+            (unsigned long long)s->max_file_events,
+            s->max_file_bytes > PERFETTO_MAX_BYTES
+                ? "too large for the Perfetto UI (about 2 GB) and chrome://tracing (about 256 MB, "
+                  "1M events)"
+                : "chrome://tracing stops near 256 MB or 1M events (the Perfetto UI holds about 2 GB)");
 }

@@ -65,7 +65,19 @@ typedef struct {
     /* when set, receives the number of events left out for impossible times
      * (an end before the start, or out of range) */
     size_t *skipped;
+    /* chrome: --min-dur (ns; slices shorter are left out), --max-size (bytes of one
+     * part; 0 = one file), gzip the output, and what was written */
+    int64_t min_dur;
+    uint64_t max_size;
+    int gzip;
+    struct tr_export_chrome_stats *chrome_stats;
 } tr_export_opts;
+
+/* What --chrome wrote: files (parts), their events and uncompressed bytes. */
+typedef struct tr_export_chrome_stats {
+    int files;
+    uint64_t events, bytes, max_file_events, max_file_bytes;
+} tr_export_chrome_stats;
 
 typedef struct tr_export_format {
     const char *name;   /* --stacks, --flamegraph, --chrome */
@@ -91,6 +103,19 @@ tr_status tr_export_run(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_erro
 tr_status tr_export_stacks(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err);
 tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err);
 tr_status tr_export_chrome(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err);
+/* --chrome --max-size: numbered parts PATH.1.json, PATH.2.json ... (before the
+ * .json/.json.gz suffix), each a whole trace with the metadata repeated, each
+ * written atomically; .gz parts are gzipped. */
+tr_status tr_export_chrome_parts(sqlite3 *db, const tr_export_opts *o, const char *path,
+                                 tr_error *err);
+/* "10us" -> ns (units ns, us, ms, s; none: ns); "200MB" -> bytes (k, M, G, KiB, MiB, GiB). */
+tr_status tr_export_parse_dur(const char *s, int64_t *ns, tr_error *err);
+tr_status tr_export_parse_size(const char *s, uint64_t *bytes, tr_error *err);
+/* --step N|A-B: the absolute time range from the first start to the last end of those
+ * ProfilerStep#N ranges; TR_ERR_INPUT naming the steps that exist when there is none. */
+tr_status tr_export_step_window(sqlite3 *db, const char *spec, tr_export_opts *o, tr_error *err);
+/* A warning on f when a chrome output is too large for the browser viewers. */
+void tr_export_chrome_warn(FILE *f, const tr_export_chrome_stats *s);
 /* The events table as JSON Lines / CSV (docs/events.md). */
 tr_status tr_export_events_jsonl(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err);
 tr_status tr_export_events_csv(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err);

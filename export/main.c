@@ -26,7 +26,8 @@ static void usage(FILE *f)
             "  --chrome              chrome trace JSON for Perfetto UI / chrome://tracing\n"
             "  --events              the events table, one row per event, for Spark, Trino or\n"
             "                        pandas (docs/events.md); --format jsonl (default) | csv\n"
-            "  -o, --output FILE     write FILE atomically; '-' or none: standard output\n"
+            "  -o, --output FILE     write FILE atomically; '-' or none: standard output;\n"
+            "                        --chrome gzips a FILE ending in .gz\n"
             "  --metric M            value of a stack (default self_cpu; self_gpu when the\n"
             "                        trace has GPU time but no CPU time)\n"
             "  --stack-source S      frames (recorded call stacks) or tree (range ancestry);\n"
@@ -43,6 +44,10 @@ static void usage(FILE *f)
             "                        lines, --flamegraph the new widths, red grown, blue shrunk\n"
             "  --diff-normalize      numbers in template arguments and ProfilerStep#N do not\n"
             "                        tell frames apart (docs/diff.md)\n"
+            "  --step N|A-B          the time of those ProfilerStep#N ranges (as --time-range)\n"
+            "  --min-dur DUR         --chrome: leave out slices shorter than DUR (10us, 1ms)\n"
+            "  --max-size SIZE       --chrome: numbered parts FILE.1.json, FILE.2.json ... of at\n"
+            "                        most SIZE uncompressed bytes each (200MB, 1GiB)\n"
             "  --html                one self-contained HTML report: summary, GPU time per device\n"
             "                        and step, top kernels and ops, timeline, tables (docs/reports.md)\n"
             "  -h, --help, --version\n"
@@ -75,6 +80,7 @@ enum { O_STACKS = 256, O_FLAME, O_CHROME, O_METRIC, O_SOURCE, O_COMPAT, O_TIME, 
        O_DEVICE, O_INCLUDE, O_EXCLUDE, O_TITLE, O_WIDTH, O_MINWIDTH, O_INVERTED, O_VERSION };
 enum { O_DIFF = 512, O_DIFF_NORM };
 enum { O_HTML = 700 };
+enum { O_MIN_DUR = 800, O_MAX_SIZE, O_STEP };
 enum { O_EVENTS = 600, O_EVENTS_FORMAT };
 
 int main(int argc, char **argv)
@@ -96,6 +102,9 @@ int main(int argc, char **argv)
         {"events", no_argument, NULL, O_EVENTS},     {"format", required_argument, NULL, O_EVENTS_FORMAT},
         {"html", no_argument, NULL, O_HTML},
         {"diff", no_argument, NULL, O_DIFF},         {"diff-normalize", no_argument, NULL, O_DIFF_NORM},
+        {"min-dur", required_argument, NULL, O_MIN_DUR},
+        {"max-size", required_argument, NULL, O_MAX_SIZE},
+        {"step", required_argument, NULL, O_STEP},
         {"version", no_argument, NULL, O_VERSION},   {NULL, 0, NULL, 0}};
     static const char *const format_of[] = {[O_STACKS - O_STACKS] = "stacks",
                                             [O_FLAME - O_STACKS] = "flamegraph",
@@ -105,7 +114,9 @@ int main(int argc, char **argv)
     tr_error err;
     tr_error_clear(&err);
     const char *output = NULL;
-    int c, rc = 0, selection = 0, diff = 0, diff_norm = 0;
+    int c, rc = 0, selection = 0, diff = 0, diff_norm = 0, chrome_only = 0;
+    const char *step = NULL;
+    tr_export_chrome_stats cstats = {0};
     const char *events_format = "events";
     long long v;
     tr_output_handle_signals();
@@ -198,6 +209,17 @@ int main(int argc, char **argv)
             break;
         case O_DIFF: diff = 1; break;
         case O_DIFF_NORM: diff_norm = 1; break;
+        case O_MIN_DUR:
+            if (tr_export_parse_dur(optarg, &o.min_dur, &err) != TR_OK)
+                rc = usage_error("--min-dur: %s", err.msg);
+            chrome_only = 1;
+            break;
+        case O_MAX_SIZE:
+            if (tr_export_parse_size(optarg, &o.max_size, &err) != TR_OK)
+                rc = usage_error("--max-size: %s", err.msg);
+            chrome_only = 1;
+            break;
+        case O_STEP: step = optarg; selection = 1; break;
         case 'h': usage(stdout); tr_export_opts_free(&o); return 0;
         case O_VERSION: printf("trace-export %s\n", TR_VERSION); tr_export_opts_free(&o); return 0;
         default: rc = usage_error("%s", "try 'trace-export --help'");
@@ -215,6 +237,12 @@ int main(int argc, char **argv)
         rc = usage_error("%s", optind >= argc ? "no run database given" : "exactly one run database expected");
     else if (rc == 0 && o.compat_torch && (o.format != tr_export_format_lookup("stacks") || selection))
         rc = usage_error("%s", "--compat torch goes with --stacks only, without selection options");
+    else if (rc == 0 && chrome_only && o.format != tr_export_format_lookup("chrome"))
+        rc = usage_error("%s", "--min-dur and --max-size go with --chrome");
+    else if (rc == 0 && step && (o.has_time_range || diff))
+        rc = usage_error("%s", "--step and --time-range (or --diff) do not go together");
+    else if (rc == 0 && o.max_size && (!output || !strcmp(output, "-")))
+        rc = usage_error("%s", "--max-size writes numbered files: give -o FILE");
     if (rc) {
         tr_export_opts_free(&o);
         return rc;
@@ -222,6 +250,8 @@ int main(int argc, char **argv)
     sqlite3 *db = NULL;
     size_t skipped = 0;
     o.skipped = &skipped;
+    o.chrome_stats = &cstats;
+    o.gzip = output && strlen(output) > 3 && !strcmp(output + strlen(output) - 3, ".gz");
     /* no -o: standard output, as documented */
     tr_status st = tr_output_check_inputs(output, (const char *const *)argv + optind, 1 + diff, &err);
     if (st == TR_OK)
@@ -230,7 +260,11 @@ int main(int argc, char **argv)
         st = tr_list_check_filter(db, argv[optind], "thread", o.thread_tid, &err);
     if (st == TR_OK && o.has_device)
         st = tr_list_check_filter(db, argv[optind], "device", o.device, &err);
-    if (st == TR_OK) {
+    if (st == TR_OK && step)
+        st = tr_export_step_window(db, step, &o, &err);
+    if (st == TR_OK && o.max_size) {
+        st = tr_export_chrome_parts(db, &o, output, &err);
+    } else if (st == TR_OK) {
         tr_output of;
         FILE *out = tr_output_fopen(&of, output ? output : "-", &err);
         if (!out) {
@@ -255,5 +289,6 @@ int main(int argc, char **argv)
     if (skipped)
         fprintf(stderr, "trace-export: %s: warning: %zu event(s) with impossible times "
                 "(an end before the start, or out of range) left out\n", argv[optind], skipped);
+    tr_export_chrome_warn(stderr, &cstats);
     return 0;
 }
