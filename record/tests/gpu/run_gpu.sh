@@ -56,6 +56,9 @@ for v in static shared; do
     grep -a -o 'libcupti=[^[:cntrl:]]*' "$W/$v.db.raw/"*.ctr 2>/dev/null | head -1 | sed 's/^/   mapped /' | tee -a "$S"
     grep -q "dropped" "$W/$v.err" && { say "   FAIL dropped records"; failed=1; }
     grep -q "no end marker" "$W/$v.err" && { say "   FAIL no END chunk after a normal exit"; failed=1; }
+    # alone in the process, every buffer handed to CUPTI must come back at the final flush
+    grep -q "took over" "$W/$v.err" && { say "   FAIL a takeover reported with no other CUPTI client"; failed=1; }
+    grep -q "failed: CUPTI_ERROR" "$W/$v.err" && { say "   FAIL a CUPTI call failed"; failed=1; }
     $PY "$here/check_counts.py" "$W/$v.db" "$exp" | tee -a "$S" | grep -q FAIL && failed=1
 done
 # capture range from cudaProfilerStart/Stop: iterations [10, 20) -> 20 kernels
