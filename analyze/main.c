@@ -46,6 +46,10 @@ static void usage(FILE *f)
             "                              raw numbers (ns, bytes, counts)\n"
             "      --units U               auto|us|ms|s (text and markdown)\n"
             "      --stats                 add min, max, median and standard deviation of durations\n"
+            "      --name-width N          cut names wider than N (default: what the terminal has room\n"
+            "                              for, and 55 as PyTorch when not a terminal)\n"
+            "      --short-names           C++ names without return type, parameters and deep template\n"
+            "                              arguments, distinct in the table (csv/json keep full names)\n"
             "      --compat torch          PyTorch 1.13's own numbers, defects included (its memory\n"
             "                              and self-time rules, its frame filter; docs/semantics.md)\n"
             "      --report R[,R...]       timeline reports instead of the table; --report list names\n"
@@ -170,6 +174,7 @@ enum { O_REPORT = 512, O_COMPAT };
 enum { O_STEP = 600 };
 enum { O_DIFF = 800, O_DIFF_NORM };
 enum { O_LIST = 700 };
+enum { O_NAME_WIDTH = 900, O_SHORT_NAMES };
 
 int main(int argc, char **argv)
 {
@@ -188,6 +193,7 @@ int main(int argc, char **argv)
         {"diff", no_argument, NULL, O_DIFF},              {"diff-normalize", no_argument, NULL, O_DIFF_NORM},
         {"list", required_argument, NULL, O_LIST},
         {"compat", required_argument, NULL, O_COMPAT},
+        {"name-width", required_argument, NULL, O_NAME_WIDTH}, {"short-names", no_argument, NULL, O_SHORT_NAMES},
         {NULL, 0, NULL, 0}};
     tr_report_opts reports = {0};
     /* a closed pipe (trace-analyze | head) ends the tool quietly, the same way
@@ -269,6 +275,14 @@ int main(int argc, char **argv)
             else st = tr_fail(&err, TR_ERR_USAGE, "unknown unit '%s' (valid: auto us ms s)", optarg);
             break;
         case O_STATS: o.stats = 1; break;
+        case O_NAME_WIDTH: {
+            long w = 0;
+            if (!parse_long(optarg, 8, &w) || w > 100000)
+                st = tr_fail(&err, TR_ERR_USAGE, "invalid --name-width '%s' (columns, 8 or more)", optarg);
+            o.name_width = (int)w;
+            break;
+        }
+        case O_SHORT_NAMES: o.short_names = 1; break;
         case O_REPORT:
             if ((st = tr_report_opts_add(&reports, optarg, &err)) == TR_ERR_USAGE)
                 report_hint(&err, optarg);

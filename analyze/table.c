@@ -9,9 +9,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "analyze/analyze.h"
 #include "lib/escape.h"
+#include "lib/names.h"
 
 #define US(ns) ((double)(ns) / 1000.0)
 #define NAME_MAX_WIDTH 55
@@ -23,6 +26,9 @@ typedef struct {
     const tr_summary *s;
     const tr_analyze_opts *o;
     int name_width, shapes_width, source_width;
+    int name_cap;           /* names wider than this are cut */
+    size_t max_name;        /* widest name shown, in columns */
+    char **display;         /* --short-names: each group's shown name, or NULL */
     double flops_scale;
     const char *flops_header;
     tr_group_stats stats;   /* of the row being printed */
@@ -112,8 +118,12 @@ static const char *t_device(const tr_group *g) { return g->on_gpu ? "gpu" : "cpu
 
 static void c_name(char *b, size_t n, const tr_group *g, const table_ctx *c)
 {
+    if (c->display) {   /* already cut to fit, and distinct */
+        snprintf(b, n, "%s", c->display[g - c->s->groups]);
+        return;
+    }
     size_t len = strlen(g->name);
-    size_t keep = (size_t)NAME_MAX_WIDTH - 3;
+    size_t keep = c->name_cap > 3 ? (size_t)c->name_cap - 3 : 0;
     /* PyTorch also appends "..." to a name of exactly 52 characters; only cut names are
      * marked, except under --compat torch */
     size_t chars = tr_utf8_len(g->name, len);
@@ -257,7 +267,9 @@ static void prepare(table_ctx *c, const tr_summary *s, const tr_analyze_opts *o)
         if (g->flops > 0 && (!min_flops || g->flops < min_flops))
             min_flops = g->flops;
     }
-    c->name_width = (int)(max_name + 4 < NAME_MAX_WIDTH ? max_name + 4 : NAME_MAX_WIDTH);
+    c->max_name = max_name;
+    c->name_cap = o->name_width > 0 ? o->name_width : NAME_MAX_WIDTH;
+    c->name_width = (int)(max_name + 4 < (size_t)c->name_cap ? max_name + 4 : (size_t)c->name_cap);
     c->shapes_width = (int)(max_shape + 4 < SHAPES_MAX_WIDTH ? max_shape + 4 : SHAPES_MAX_WIDTH);
     c->source_width = (int)(max_frame + 4 < SOURCE_MAX_WIDTH ? max_frame + 4 : SOURCE_MAX_WIDTH);
     /* PyTorch's unit: that of the smallest positive value */
@@ -270,6 +282,191 @@ static void prepare(table_ctx *c, const tr_summary *s, const tr_analyze_opts *o)
     }
     c->flops_header = units[u];
     c->flops_scale = pow(10, (double)u * -3.0);
+}
+
+/* ---- --short-names: shown names that fit and stay distinct ---- */
+
+typedef struct { const char *shown, *full; size_t i; } name_ref;
+
+static int cmp_ref(const void *a, const void *b)
+{
+    const name_ref *x = a, *y = b;
+    int r = strcmp(x->shown, y->shown);
+    return r ? r : strcmp(x->full, y->full);
+}
+
+/* Flags the groups whose shown name is that of a group with another full name
+ * (rows of one name, by shape or stack, share it rightly); -1 on out of memory. */
+static long find_clashes(char **shown, const tr_summary *s, unsigned char *clash)
+{
+    name_ref *r = malloc(s->n * sizeof *r);
+    if (!r)
+        return -1;
+    for (size_t i = 0; i < s->n; i++)
+        r[i] = (name_ref){shown[i], s->groups[i].name, i};
+    qsort(r, s->n, sizeof *r, cmp_ref);
+    long n = 0;
+    memset(clash, 0, s->n);
+    for (size_t a = 0, b; a < s->n; a = b) {
+        int mixed = 0;
+        for (b = a + 1; b < s->n && !strcmp(r[b].shown, r[a].shown); b++)
+            mixed |= strcmp(r[b].full, r[a].full) != 0;
+        for (size_t k = a; mixed && k < b; k++, n++)
+            clash[r[k].i] = 1;
+    }
+    free(r);
+    return n;
+}
+
+static void free_display(table_ctx *c)
+{
+    if (!c->display)
+        return;
+    for (size_t i = 0; i < c->s->n; i++)
+        free(c->display[i]);
+    free(c->display);
+    c->display = NULL;
+}
+
+static tr_status names_nomem(table_ctx *c, tr_error *err)
+{
+    free_display(c);
+    return tr_fail(err, TR_ERR_RUNTIME, "out of memory while shortening names");
+}
+
+/* Each group's short name, one level of template detail more wherever two
+ * names would read the same; the full name where even that cannot tell them
+ * apart (overloads differ only in their parameters). */
+static tr_status short_names(table_ctx *c, tr_error *err)
+{
+    const tr_summary *s = c->s;
+    c->display = calloc(s->n ? s->n : 1, sizeof *c->display);
+    int *level = calloc(s->n ? s->n : 1, sizeof *level);
+    unsigned char *clash = malloc(s->n ? s->n : 1);
+    if (!c->display || !level || !clash) {
+        free(level);
+        free(clash);
+        return names_nomem(c, err);
+    }
+    tr_status st = TR_OK;
+    for (size_t i = 0; i < s->n && st == TR_OK; i++)
+        if (!(c->display[i] = tr_short_name(s->groups[i].name, 0)))
+            st = names_nomem(c, err);
+    long n = 0;
+    int full = 0;
+    for (int round = 0; st == TR_OK && (n = find_clashes(c->display, s, clash)) > 0; round++) {
+        int changed = 0;
+        full |= round >= 16;
+        for (size_t i = 0; i < s->n && st == TR_OK; i++) {
+            if (!clash[i])
+                continue;
+            char *t = full ? strdup(s->groups[i].name) : tr_short_name(s->groups[i].name, ++level[i]);
+            if (!t) {
+                st = names_nomem(c, err);
+                break;
+            }
+            changed |= strcmp(t, c->display[i]) != 0;
+            free(c->display[i]);
+            c->display[i] = t;
+        }
+        if (!changed && full)
+            break;
+        full |= !changed;
+    }
+    if (st == TR_OK && n < 0)
+        st = names_nomem(c, err);
+    if (st == TR_OK) {
+        c->max_name = 0;
+        for (size_t i = 0; i < s->n; i++)
+            if (cps_of(c->display[i]) > c->max_name)
+                c->max_name = cps_of(c->display[i]);
+    }
+    free(level);
+    free(clash);
+    return st;
+}
+
+static const char ellipsis[] = "\xe2\x80\xa6";   /* one column where "..." takes three */
+
+/* s cut to `head` code points, the ellipsis, the last `tail` code points and a suffix. */
+static char *cut_name(const char *s, size_t head, size_t tail, const char *suffix)
+{
+    size_t len = strlen(s), cps = tr_utf8_len(s, len);
+    size_t hb = tr_utf8_prefix(s, len, head);
+    size_t tb = tail < cps ? tr_utf8_prefix(s, len, cps - tail) : 0;
+    size_t n = hb + sizeof ellipsis + (len - tb) + strlen(suffix);
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%.*s%s%s%s", (int)hb, s, ellipsis, s + tb, suffix);
+    return out;
+}
+
+/* Names wider than the column lose their end; those that would then read the
+ * same keep both ends instead, and any still alike are numbered. */
+static tr_status fit_names(table_ctx *c, tr_error *err)
+{
+    const tr_summary *s = c->s;
+    size_t w = (size_t)(c->name_cap > 8 ? c->name_cap : 8);
+    char **cut = calloc(s->n ? s->n : 1, sizeof *cut);
+    unsigned char *clash = malloc(s->n ? s->n : 1);
+    tr_status st = cut && clash ? TR_OK : TR_ERR_RUNTIME;
+    for (size_t i = 0; i < s->n && st == TR_OK; i++) {
+        const char *d = c->display[i];
+        if (!(cut[i] = cps_of(d) > w ? cut_name(d, w - 1, 0, "") : strdup(d)))
+            st = TR_ERR_RUNTIME;
+    }
+    for (int pass = 1; pass <= 2 && st == TR_OK; pass++) {
+        long n = find_clashes(cut, s, clash);
+        if (n <= 0) {
+            st = n < 0 ? TR_ERR_RUNTIME : TR_OK;
+            break;
+        }
+        size_t ord = 0;
+        for (size_t i = 0; i < s->n && st == TR_OK; i++) {
+            if (!clash[i] || cps_of(c->display[i]) <= w)
+                continue;
+            char num[32] = "";
+            if (pass == 2)
+                snprintf(num, sizeof num, "~%zu", ++ord);
+            size_t room = w - 1 - strlen(num);
+            char *t = cut_name(c->display[i], (room + 1) / 2, room / 2, num);
+            if (!t)
+                st = TR_ERR_RUNTIME;
+            free(cut[i]);
+            cut[i] = t;
+        }
+    }
+    for (size_t i = 0; cut && i < s->n; i++) {
+        if (st == TR_OK) {
+            free(c->display[i]);
+            c->display[i] = cut[i];
+        } else {
+            free(cut[i]);
+        }
+    }
+    free(cut);
+    free(clash);
+    return st == TR_OK ? TR_OK : names_nomem(c, err);
+}
+
+/* The Name column's limit: --name-width, else on a terminal the room the other
+ * columns leave (never less than PyTorch's 55), else 55 as PyTorch prints. */
+static int terminal_columns(FILE *out)
+{
+    if (!isatty(fileno(out)))
+        return 0;
+    struct winsize ws;
+    if (ioctl(fileno(out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    const char *env = getenv("COLUMNS");
+    long v = env ? strtol(env, NULL, 10) : 0;
+    return v > 0 && v < 100000 ? (int)v : 0;
+}
+
+static void set_name_cap(table_ctx *c, int cap)
+{
+    c->name_cap = cap;
+    c->name_width = (int)(c->max_name + 4 < (size_t)cap ? c->max_name + 4 : (size_t)cap);
 }
 
 static const char *header_of(const column *col, const table_ctx *c)
@@ -338,8 +535,21 @@ tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *
         return TR_OK;
     table_ctx c;
     prepare(&c, s, o);
+    if (o->short_names && short_names(&c, err) != TR_OK)
+        return TR_ERR_RUNTIME;
     const column *shown[NCOLUMNS];
     size_t ncols = shown_columns(&c, shown);
+    int cols = o->name_width > 0 || o->compat_torch ? 0 : terminal_columns(out);
+    if (cols) {
+        int others = 0;
+        for (size_t i = 0; i < ncols; i++)
+            others += shown[i]->cell == c_name ? 2 : width_of(shown[i], &c) + 2;
+        set_name_cap(&c, cols - others > NAME_MAX_WIDTH ? cols - others : NAME_MAX_WIDTH);
+    } else {
+        set_name_cap(&c, c.name_cap);
+    }
+    if (c.display && fit_names(&c, err) != TR_OK)
+        return TR_ERR_RUNTIME;
     size_t line_len = 0;
     for (size_t i = 0; i < ncols; i++)
         line_len += (size_t)width_of(shown[i], &c) + (i ? 2 : 0);
@@ -384,6 +594,7 @@ tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *
     }
     put_separator(out, shown, ncols, &c);
     put_footer(out, s, o);
+    free_display(&c);
     return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error on output") : TR_OK;
 }
 
@@ -504,6 +715,8 @@ static tr_status write_markdown(FILE *out, const tr_summary *s, const tr_analyze
         return TR_OK;
     table_ctx c;
     prepare(&c, s, o);
+    if (o->short_names && short_names(&c, err) != TR_OK)
+        return TR_ERR_RUNTIME;
     const column *shown[NCOLUMNS];
     size_t ncols = shown_columns(&c, shown);
     fputc('|', out);
@@ -524,7 +737,7 @@ static tr_status write_markdown(FILE *out, const tr_summary *s, const tr_analyze
         fputc('|', out);
         for (size_t i = 0; i < ncols; i++) {
             if (shown[i]->cell == c_name)
-                snprintf(cell, sizeof cell, "%s", g->name);   /* no truncation in markdown */
+                snprintf(cell, sizeof cell, "%s", c.display ? c.display[r] : g->name);   /* not cut */
             else
                 shown[i]->cell(cell, sizeof cell, g, &c);
             fputc(' ', out);
@@ -535,6 +748,7 @@ static tr_status write_markdown(FILE *out, const tr_summary *s, const tr_analyze
     }
     fputc('\n', out);
     put_footer(out, s, o);
+    free_display(&c);
     return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error on output") : TR_OK;
 }
 

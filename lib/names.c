@@ -141,3 +141,245 @@ void tr_nvtx_parse(tr_nvtx_parser *p, const char *msg, size_t len, tr_nvtx_annot
     }
     /* An empty name (pre-1.5 builds dropped it when seq < 0): keep the whole message. */
 }
+
+/* ---- short C++ names for narrow tables ---- */
+
+typedef struct { char *p; size_t n, cap; int oom; } sbuf;
+
+static void put(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t nc = (b->n + n + 1) * 2;
+        char *np = realloc(b->p, nc);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static const char ellipsis[] = "\xe2\x80\xa6";   /* U+2026: one column where "..." takes three */
+
+static int is_open(char c) { return c == '<' || c == '(' || c == '{' || c == '['; }
+static int is_close(char c) { return c == '>' || c == ')' || c == '}' || c == ']'; }
+static int is_ident(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Index just past the group opened at s[i]; len when it never closes.  One
+ * counter for every bracket kind: demangled names nest them properly. */
+static size_t skip_group(const char *s, size_t len, size_t i)
+{
+    int depth = 0;
+    for (; i < len; i++) {
+        if (is_open(s[i]))
+            depth++;
+        else if (is_close(s[i]) && --depth == 0)
+            return i + 1;
+    }
+    return len;
+}
+
+/* "operator()" and "operator<": their brackets are a name, not a group. */
+static size_t operator_len(const char *s, size_t len, size_t i)
+{
+    if (i + 8 > len || memcmp(s + i, "operator", 8) != 0 || (i && is_ident(s[i - 1])))
+        return 0;
+    size_t j = i + 8;
+    if (j + 1 < len && s[j] == '(' && s[j + 1] == ')')
+        return 10;
+    while (j < len && strchr("<>=!+-*/%&|^~[]", s[j]) && s[j])
+        j++;
+    return j - i;
+}
+
+static void trim(const char **s, size_t *len)
+{
+    while (*len && **s == ' ')
+        (*s)++, (*len)--;
+    while (*len && (*s)[*len - 1] == ' ')
+        (*len)--;
+}
+
+static void emit_templated(sbuf *b, const char *s, size_t len, int depth, int detail);
+
+/* One template argument at nesting `depth`: its last meaningful scope (no
+ * namespaces, lambdas, operator() or parameter lists), and its own template
+ * arguments while detail allows; an argument that still has some at the
+ * limit becomes the ellipsis. */
+static void emit_arg(sbuf *b, const char *s, size_t len, int depth, int detail)
+{
+    trim(&s, &len);
+    const char *best = s;
+    size_t best_len = len, start = 0;
+    int found = 0;
+    for (size_t i = 0; i <= len;) {
+        size_t op = i < len ? operator_len(s, len, i) : 0;
+        if (i == len || (s[i] == ':' && i + 1 < len && s[i + 1] == ':')) {
+            const char *c = s + start;
+            size_t cl = i - start;
+            trim(&c, &cl);
+            if (cl && c[0] != '{' && operator_len(c, cl, 0) == 0) {
+                best = c;
+                best_len = cl;
+                found = 1;
+            }
+            if (i == len)
+                break;
+            start = i += 2;
+        } else if (op) {
+            i += op;
+        } else if (is_open(s[i])) {
+            i = skip_group(s, len, i);
+        } else {
+            i++;
+        }
+    }
+    if (!found) {   /* only lambdas: keep the last one as written */
+        put(b, s, len);
+        return;
+    }
+    /* the parameter list and what follows it (" const") go */
+    int templated = 0;
+    for (size_t i = 0; i < best_len;) {
+        if (best[i] == '(' && i > 0) {
+            best_len = i;
+            break;
+        }
+        if (best[i] == '<')
+            templated = 1;
+        i = is_open(best[i]) ? skip_group(best, best_len, i) : i + 1;
+    }
+    trim(&best, &best_len);
+    if (templated && depth > detail)
+        put(b, ellipsis, sizeof ellipsis - 1);
+    else if (templated)
+        emit_templated(b, best, best_len, depth + 1, detail);
+    else
+        put(b, best, best_len);
+}
+
+/* Copies s, rewriting each template argument list at this level; args are at `depth`. */
+static void emit_templated(sbuf *b, const char *s, size_t len, int depth, int detail)
+{
+    for (size_t i = 0; i < len;) {
+        size_t op = operator_len(s, len, i);
+        if (op) {
+            put(b, s + i, op);
+            i += op;
+        } else if (s[i] == '<') {
+            size_t end = skip_group(s, len, i);
+            size_t inner_end = end > i + 1 && s[end - 1] == '>' ? end - 1 : end;
+            put(b, "<", 1);
+            size_t a = i + 1;
+            for (size_t j = a; j <= inner_end;) {
+                if (j == inner_end || s[j] == ',') {
+                    if (a > i + 1)
+                        put(b, ", ", 2);
+                    emit_arg(b, s + a, j - a, depth, detail);
+                    a = ++j;
+                } else {
+                    j = is_open(s[j]) ? skip_group(s, inner_end, j) : j + 1;
+                }
+            }
+            put(b, ">", 1);
+            i = end;
+        } else if (is_open(s[i])) {
+            size_t end = skip_group(s, len, i);
+            put(b, s + i, end - i);
+            i = end;
+        } else {
+            put(b, s + i, 1);
+            i++;
+        }
+    }
+}
+
+static int is_cxx_name(const char *s)
+{
+    return s[0] != '<' && (strstr(s, "::") || strncmp(s, "void ", 5) == 0);
+}
+
+char *tr_short_name(const char *name, int detail)
+{
+    if (!is_cxx_name(name))
+        return strdup(name);
+    /* (anonymous namespace) never tells two names apart */
+    static const char anon[] = "(anonymous namespace)";
+    sbuf t = {0};
+    put(&t, "", 0);
+    for (const char *p = name; *p;) {
+        const char *a = strstr(p, anon);
+        if (!a) {
+            put(&t, p, strlen(p));
+            break;
+        }
+        put(&t, p, (size_t)(a - p));
+        p = a + sizeof anon - 1;
+        if (p[0] == ':' && p[1] == ':')
+            p += 2;
+    }
+    if (t.oom) {
+        free(t.p);
+        return NULL;
+    }
+    const char *s = t.p;
+    size_t len = t.n, head = len;
+    int has_params = 0;
+    /* the parameter list: a top-level "(" right after the name, closing at the end
+     * but for qualifiers (" const") */
+    for (size_t i = 0; i < len;) {
+        size_t op = operator_len(s, len, i);
+        if (op) {
+            i += op;
+            continue;
+        }
+        if (s[i] == '(' && i > 0 && (is_ident(s[i - 1]) || s[i - 1] == '>'
+                                     || (i >= 10 && memcmp(s + i - 10, "operator()", 10) == 0))) {
+            size_t end = skip_group(s, len, i), k = end;
+            while (k < len && (s[k] == ' ' || s[k] == '&' || (s[k] >= 'a' && s[k] <= 'z')))
+                k++;
+            if (k == len && end <= len && s[end - 1] == ')') {
+                head = i;
+                has_params = 1;
+                break;
+            }
+        }
+        i = is_open(s[i]) ? skip_group(s, len, i) : i + 1;
+    }
+    /* the return type: everything up to the last top-level space after a type */
+    size_t from = 0;
+    if (has_params || strncmp(s, "void ", 5) == 0) {
+        for (size_t i = 0; i < head;) {
+            size_t op = operator_len(s, head, i);
+            if (op) {
+                i += op;
+                continue;
+            }
+            if (s[i] == ' ' && i > from && i + 1 < head
+                && (is_ident(s[i - 1]) || s[i - 1] == '>' || s[i - 1] == '*' || s[i - 1] == '&'))
+                from = i + 1;
+            i = is_open(s[i]) ? skip_group(s, head, i) : i + 1;
+        }
+    }
+    sbuf b = {0};
+    put(&b, "", 0);
+    const char *h = s + from;
+    size_t hl = head - from;
+    trim(&h, &hl);
+    emit_templated(&b, h, hl, 1, detail);
+    free(t.p);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}

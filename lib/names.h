@@ -20,6 +20,15 @@
 
 char *tr_demangle(const char *name);
 
+/* A readable short form of a C++ kernel or op name, malloc'd (NULL on out of
+ * memory): no return type, parameter list or "(anonymous namespace)"; template
+ * arguments reduced to their own last scope ("at::native::Foo<float>(int)::{lambda}"
+ * -> "Foo<...>"), and those nested deeper than `detail` + 1 levels to an ellipsis
+ * (U+2026).  Detail 0 gives "elementwise_kernel<128, 4, ...>"; each level more
+ * shows one level deeper, until the result stops changing.  Names that are not
+ * C++ (no "::" and no "void " return type) come back unchanged. */
+char *tr_short_name(const char *name, int detail);
+
 /* NULL when the id is unknown. */
 const char *tr_runtime_cbid_name(int cbid);
 const char *tr_driver_cbid_name(int cbid);

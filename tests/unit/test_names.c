@@ -1,4 +1,5 @@
 /* NVTX annotation parsing (every emit_nvtx era), demangling, API names. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,10 +111,83 @@ static void test_api_names(void)
     p = NULL;
 }
 
+static int short_is(const char *name, int detail, const char *want)
+{
+    char *s = tr_short_name(name, detail);
+    int ok = s && strcmp(s, want) == 0;
+    if (!ok)
+        fprintf(stderr, "\n    tr_short_name(%d): got '%s', expected '%s'\n", detail, s ? s : "(null)", want);
+    free(s);
+    return ok;
+}
+
+#define ELL "\xe2\x80\xa6"
+
+static void test_short_names(void)
+{
+    static const char add[] =
+        "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<"
+        "at::native::CUDAFunctor_add<c10::BFloat16> >(at::TensorIteratorBase&, "
+        "at::native::CUDAFunctor_add<c10::BFloat16> const&)::{lambda(int)#1}>(int, "
+        "at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<c10::BFloat16> >"
+        "(at::TensorIteratorBase&, at::native::CUDAFunctor_add<c10::BFloat16> const&)::{lambda(int)#1})";
+    CU_ASSERT(short_is(add, 0, "at::native::elementwise_kernel<128, 4, " ELL ">"));
+    CU_ASSERT(short_is(add, 1, "at::native::elementwise_kernel<128, 4, gpu_kernel_impl_nocast<" ELL ">>"));
+    CU_ASSERT(short_is(add, 2, "at::native::elementwise_kernel<128, 4, "
+                               "gpu_kernel_impl_nocast<CUDAFunctor_add<BFloat16>>>"));
+    CU_ASSERT(short_is(add, 9, "at::native::elementwise_kernel<128, 4, "
+                               "gpu_kernel_impl_nocast<CUDAFunctor_add<BFloat16>>>"));
+    /* a lambda argument reads as the function that holds it */
+    CU_ASSERT(short_is("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
+                       "silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#6}::"
+                       "operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, "
+                       "at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::"
+                       "operator()() const::{lambda()#6}::operator()() const::{lambda(c10::BFloat16)#1}, "
+                       "std::array<char*, 2ul>)", 0,
+                       "at::native::vectorized_elementwise_kernel<4, silu_kernel, " ELL ">"));
+    CU_ASSERT(short_is("void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous "
+                       "namespace)::OpaqueType<2u>, unsigned int, 4, 64, 64>(at::native::(anonymous namespace)::"
+                       "OpaqueType<2u>*, unsigned int)", 1,
+                       "at::native::CatArrayBatchedCopy<OpaqueType<2u>, unsigned int, 4, 64, 64>"));
+    /* return types other than void, qualifiers after the parameters, operator() */
+    CU_ASSERT(short_is("unsigned int ns::f<int>(float) const", 0, "ns::f<int>"));
+    CU_ASSERT(short_is("ns::Functor::operator()(int) const", 0, "ns::Functor::operator()"));
+    CU_ASSERT(short_is("void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false,"
+                       " cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, "
+                       "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, "
+                       "float> >(cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, "
+                       "cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, "
+                       "float>, float, float)", 0,
+                       "gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false, "
+                       ELL ">"));
+    /* names that are not C++ signatures stay as they are */
+    CU_ASSERT(short_is("aten::mul", 0, "aten::mul"));
+    CU_ASSERT(short_is("Memcpy HtoD (Pageable -> Device)", 0, "Memcpy HtoD (Pageable -> Device)"));
+    CU_ASSERT(short_is("autograd::engine::evaluate_function: MulBackward0", 0,
+                       "autograd::engine::evaluate_function: MulBackward0"));
+    CU_ASSERT(short_is("<built-in method to of Tensor object at 0x7f>", 0,
+                       "<built-in method to of Tensor object at 0x7f>"));
+    CU_ASSERT(short_is("torch/nn/modules/module.py(1501): _call_impl", 0,
+                       "torch/nn/modules/module.py(1501): _call_impl"));
+    CU_ASSERT(short_is("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", 0, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n"));
+    CU_ASSERT(short_is("", 0, ""));
+    /* unbalanced brackets from a hostile file: no overrun, something readable */
+    char *s = tr_short_name("void a::b<<<((({{{[[", 0);
+    CU_ASSERT_PTR_NOT_NULL(s);
+    free(s);
+    s = tr_short_name("void a::b>>>)))}}}]](", 3);
+    CU_ASSERT_PTR_NOT_NULL(s);
+    free(s);
+    s = tr_short_name("void a::operator", 0);
+    CU_ASSERT_PTR_NOT_NULL(s);
+    free(s);
+}
+
 TR_SUITE(names,
          {"emit_nvtx 1.13 format", test_current_format},
          {"older emit_nvtx formats", test_old_formats},
          {"plain names stay whole", test_not_annotations},
          {"hostile long message", test_hostile_length},
          {"demangle only mangled names", test_demangle},
-         {"API names by callback id", test_api_names})
+         {"API names by callback id", test_api_names},
+         {"short C++ names", test_short_names})
