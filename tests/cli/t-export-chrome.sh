@@ -1,33 +1,68 @@
-# trace-export --chrome: valid JSON, required fields, one track per stream, matched flows.
+# trace-export --chrome: Kineto's layout (categories, args, ac2g flows), valid for the
+# viewers (structure, one track per stream, GPUs apart from host processes), read back
+# by trace-ingest into the same tables; .gz, --min-dur, --max-size parts and --step.
 need_traces || return 0
-check_chrome() {
-    python3 - "$1" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-ev = d["traceEvents"]
-assert isinstance(ev, list)
-starts = {}; finishes = {}
-for e in ev:
-    for k in ("name", "ph", "pid"):
-        assert k in e, ("missing %s" % k, e)
-    if e["ph"] in ("X", "i"):
-        assert "ts" in e and "tid" in e and "cat" in e, e
-    if e["ph"] == "X":
-        assert e["dur"] >= 0, e
-    if e["ph"] == "s": starts[e["id"]] = e
-    if e["ph"] == "f":
-        assert e.get("bp") == "e", e
-        finishes[e["id"]] = e
-assert set(starts) == set(finishes), "unmatched flows"
-gpu = [e for e in ev if e["ph"] == "X" and e["cat"] in ("kernel", "memcpy", "memset")]
-for e in gpu:
-    assert (e["pid"], e["tid"]) == (e["args"]["device"], e["args"]["stream"]), e
-names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
-for e in gpu:
-    assert names.get((e["pid"], e["tid"]), "").startswith("stream "), ("stream track without a name", e)
-print(len(ev), len(starts), len({(e["pid"], e["tid"]) for e in gpu}))
+check_chrome() {   # check_chrome FILE...: every file a whole trace; prints events, flows, GPU tracks
+    python3 - "$@" <<'PY'
+import gzip, json, sys
+cats = {"cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "cuda_sync", "kernel",
+        "gpu_memcpy", "gpu_memset", "python_function", "cpu_instant_event", "ac2g",
+        "openacc_data", "openacc_launch", "openacc_other", "cuda_event", "overhead"}
+gpu_cats = {"kernel", "gpu_memcpy", "gpu_memset"}
+total = flows = 0
+tracks = set()
+for path in sys.argv[1:]:
+    op = gzip.open if path.endswith(".gz") else open
+    with op(path, "rt", encoding="utf-8") as f:
+        d = json.load(f)
+    ev = d["traceEvents"]
+    assert isinstance(ev, list) and isinstance(d["baseTimeNanoseconds"], int), path
+    starts, finishes, labels, names = {}, {}, {}, {}
+    for e in ev:
+        assert e["ph"] in ("X", "i", "s", "f", "M"), e
+        assert isinstance(e["pid"], int) and isinstance(e["tid"], int), e
+        assert isinstance(e["name"], str), e
+        if e["ph"] == "M":
+            if e["name"] == "process_labels":
+                labels[e["pid"]] = e["args"]["labels"]
+            if e["name"] == "thread_name":
+                names[(e["pid"], e["tid"])] = e["args"]["name"]
+            continue
+        assert isinstance(e["ts"], (int, float)) and e["cat"] in cats, e
+        if e["ph"] == "X":
+            assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0, e
+        if e["ph"] == "i":
+            assert e["s"] == "t", e
+        if e["ph"] == "s": starts[e["id"]] = e
+        if e["ph"] == "f":
+            assert e.get("bp") == "e", e
+            finishes[e["id"]] = e
+    assert set(starts) == set(finishes), "unmatched flows"
+    for e in ev:
+        if e["ph"] == "X" and e["cat"] in gpu_cats:
+            # on the track of its device and stream, apart from every host process
+            assert labels.get(e["pid"]) == "GPU %d" % e["args"]["device"], ("GPU track", e)
+            assert e["tid"] == e["args"]["stream"], e
+            assert names.get((e["pid"], e["tid"])) == "stream %d" % e["tid"], ("stream name", e)
+            tracks.add((e["pid"], e["tid"]))
+        if e["ph"] == "X" and e["cat"] == "cpu_op":
+            assert labels.get(e["pid"]) == "CPU", ("host track", e)
+            assert isinstance(e["args"]["External id"], int), e
+        if e["ph"] == "X" and e["cat"] == "kernel":
+            a = e["args"]
+            assert len(a["grid"]) == 3 and len(a["block"]) == 3 and "registers per thread" in a, e
+    total += sum(e["ph"] != "M" for e in ev)
+    flows += len(starts)
+print(total, flows, len(tracks))
 PY
 }
+# the key_averages table and the totals per kind of a run.db
+tables() {
+    "$BIN/trace-analyze" -n -1 --format csv --sort self_cpu_time_total "$1"
+    q "$1" "SELECT k.name, count(*), sum(e.end_ns - e.start_ns), sum(e.cpu_self_ns), sum(e.gpu_self_ns),
+            sum(e.bytes) FROM events e JOIN kinds k ON k.id = e.kind GROUP BY 1 ORDER BY 1"
+}
+
 for trace in "$TRACES"/nvprof/*; do
     name=$(basename "$trace")
     db="$TMP/${name%.*}.db"
@@ -46,3 +81,96 @@ expect_eq "$(check_chrome "$TMP/t.json" | cut -d' ' -f3)" "$streams" "one track 
 # selection: a time window and a thread keep flows consistent
 "$BIN/trace-export" --chrome --time-range 0:200000000 -o "$TMP/w.json" "$db" && check_chrome "$TMP/w.json" >/dev/null \
     || fail "--time-range chrome trace"
+
+# Round trip: our export is a Kineto trace that ingests into the same tables.
+qwen="$TRACES/kineto/TraceLens__h100_Qwen1.5-0.5B-Chat.json.gz"
+for src in "$root/sample-traces/lm-step.nvvp" "$qwen"; do
+    name=$(basename "$src")
+    "$BIN/trace-ingest" -q -o "$TMP/a.db" "$src" || { fail "ingest $name"; continue; }
+    for out in rt.json rt.json.gz; do
+        rm -f "$TMP/b.db"
+        "$BIN/trace-export" --chrome -o "$TMP/$out" "$TMP/a.db" 2>"$TMP/err" || { fail "$name: export $out"; continue; }
+        [ -s "$TMP/err" ] && fail "$name: unexpected stderr: $(cat "$TMP/err")"
+        check_chrome "$TMP/$out" >/dev/null || fail "$name: $out is not a valid trace"
+        "$BIN/trace-ingest" -q -o "$TMP/b.db" "$TMP/$out" || { fail "$name: $out does not ingest"; continue; }
+        q "$TMP/b.db" "SELECT format FROM sources" | grep -qx kineto || fail "$name: $out not read as Kineto"
+        tables "$TMP/a.db" >"$TMP/a.txt"
+        tables "$TMP/b.db" >"$TMP/b.txt"
+        cmp -s "$TMP/a.txt" "$TMP/b.txt" || fail "$name: $out: tables differ after the round trip: $(diff "$TMP/a.txt" "$TMP/b.txt" | head -5)"
+        # the same times, threads and shapes, not only the same sums
+        for d in a b; do
+            q "$TMP/$d.db" "SELECT e.kind, e.start_ns, e.end_ns, t.tid, p.pid, sh.value, e.seq FROM events e
+                LEFT JOIN threads t ON t.id = e.thread_id LEFT JOIN processes p ON p.id = t.process_id
+                LEFT JOIN strings sh ON sh.id = e.shape_id WHERE e.kind IN (1, 2, 4, 5, 11)
+                ORDER BY 2, 3, 1, 4" >"$TMP/$d.ev"
+        done
+        cmp -s "$TMP/a.ev" "$TMP/b.ev" || fail "$name: $out: host events differ after the round trip"
+    done
+    case $out in *.gz) [ "$(head -c 2 "$TMP/$out" | od -An -tx1 | tr -d ' ')" = 1f8b ] || fail "$name: .gz output is not gzip" ;; esac
+done
+
+# The Qwen trace has a host process with pid 0 beside GPU 0: they get different pids.
+"$BIN/trace-ingest" -q -o "$TMP/qwen.db" "$qwen"
+"$BIN/trace-export" --chrome -o "$TMP/q.json" "$TMP/qwen.db"
+python3 - "$TMP/q.json" <<'PY' || fail "a host process and a GPU share a pid"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+labels = {}
+for e in ev:
+    if e["ph"] == "M" and e["name"] == "process_labels":
+        labels.setdefault(e["pid"], set()).add(e["args"]["labels"])
+assert all(len(v) == 1 for v in labels.values()), labels
+host = {e["pid"] for e in ev if e["ph"] == "X" and e["cat"] in ("cpu_op", "python_function")}
+gpu = {e["pid"] for e in ev if e["ph"] == "X" and e["cat"] == "kernel"}
+assert 0 in host and gpu and not host & gpu, (host, gpu)
+# Kineto's args, read as PyTorch writes them
+ops = [e for e in ev if e.get("cat") == "cpu_op"]
+assert all(isinstance(e["args"]["Input Dims"], list) for e in ops)
+assert any(e["args"].get("Call stack") for e in ops)
+py = [e for e in ev if e.get("cat") == "python_function"]
+assert any(e["args"]["Python parent id"] is not None for e in py)
+mem = [e for e in ev if e["name"] == "[memory]"]
+assert mem and all(e["ph"] == "i" and e["cat"] == "cpu_instant_event" and "Bytes" in e["args"] for e in mem)
+PY
+
+# --min-dur: no slice shorter than the limit, fewer events, still a valid trace
+"$BIN/trace-export" --chrome --min-dur 10us -o "$TMP/m.json" "$TMP/qwen.db" || fail "--min-dur"
+python3 - "$TMP/m.json" "$TMP/q.json" <<'PY' || fail "--min-dur left short slices or dropped long ones"
+import json, sys
+m = json.load(open(sys.argv[1]))["traceEvents"]
+a = json.load(open(sys.argv[2]))["traceEvents"]
+assert all(e["dur"] >= 10 for e in m if e["ph"] == "X")
+assert sum(e["ph"] == "X" for e in m) == sum(e["ph"] == "X" and e["dur"] >= 10 for e in a)
+PY
+check_chrome "$TMP/m.json" >/dev/null || fail "--min-dur output is not a valid trace"
+expect_status 2 "$BIN/trace-export" --chrome --min-dur 10parsecs -o "$TMP/x.json" "$TMP/qwen.db"
+expect_status 2 "$BIN/trace-export" --stacks --min-dur 1us "$TMP/qwen.db"
+
+# --max-size: numbered parts, each a whole trace with the metadata, together the whole trace
+"$BIN/trace-export" --chrome --max-size 1MB -o "$TMP/p.json" "$TMP/qwen.db" || fail "--max-size"
+n=$(ls "$TMP"/p.*.json | wc -l)
+[ "$n" -ge 5 ] || fail "--max-size 1MB gave $n part(s)"
+[ -e "$TMP/p.json" ] && fail "--max-size also wrote p.json"
+for f in "$TMP"/p.*.json; do
+    [ "$(stat -c %s "$f")" -le 1000000 ] || fail "$f is over 1MB"
+done
+whole=$(check_chrome "$TMP/q.json" | cut -d' ' -f1)
+parts=$(check_chrome "$TMP"/p.*.json | cut -d' ' -f1)
+expect_eq "$parts" "$whole" "events over all parts"
+python3 - "$TMP"/p.*.json <<'PY' || fail "a part lacks the metadata"
+import json, sys
+for p in sys.argv[1:]:
+    ev = json.load(open(p))["traceEvents"]
+    assert sum(e["ph"] == "M" and e["name"] == "process_name" for e in ev) >= 2, p
+PY
+"$BIN/trace-export" --chrome --max-size 1MB -o "$TMP/g.json.gz" "$TMP/qwen.db" && [ -e "$TMP/g.1.json.gz" ] \
+    && check_chrome "$TMP"/g.*.json.gz >/dev/null || fail "--max-size with .gz"
+expect_status 2 "$BIN/trace-export" --chrome --max-size 1MB "$TMP/qwen.db"
+expect_status 2 "$BIN/trace-export" --chrome --max-size 10 -o "$TMP/x.json" "$TMP/qwen.db"
+
+# --step: the window of ProfilerStep#6; an unknown step names the ones there are
+"$BIN/trace-export" --chrome --step 6 -o "$TMP/s.json" "$TMP/qwen.db" && check_chrome "$TMP/s.json" >/dev/null \
+    || fail "--step 6"
+expect_status 3 "$BIN/trace-export" --chrome --step 7 -o "$TMP/x.json" "$TMP/qwen.db"
+expect_grep 'steps: 6' "$TMP/err"
+expect_status 2 "$BIN/trace-export" --chrome --step 6 --time-range 0:1 "$TMP/qwen.db"
