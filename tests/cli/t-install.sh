@@ -6,7 +6,9 @@
 root=$(cd "$GOLDEN_DIR/../../.." && pwd)
 build=${BIN%/bin}
 build=${build#"$root"/}
-# install what BIN holds: the tools are taken as they are, never rebuilt here
+# install what BIN holds: the tools are taken as they are, never rebuilt here; the
+# pages are made again from them (-o makes make take the tools as older than any page)
+rm -rf "${root:?}/$build/man"
 keep="-o all"
 for t in "$BIN"/trace-*; do keep="$keep -o $build/bin/${t##*/}"; done
 # shellcheck disable=SC2086
