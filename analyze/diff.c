@@ -623,6 +623,13 @@ static size_t limit_rows(const diff_ctx *c)
     return c->o->limit >= 0 && (size_t)c->o->limit < c->nrows ? (size_t)c->o->limit : c->nrows;
 }
 
+/* The GPU total of a run's table footer: the device rows' self time, or, when a
+ * selection shows no device rows, the GPU time the host rows launched. */
+static int64_t gpu_total(const tr_summary *s, const tr_analyze_opts *o)
+{
+    return o->compat_torch || s->sum_gpu_self_device ? s->sum_gpu_self_device : s->sum_gpu_self_host;
+}
+
 /* The line that compares the runs as a whole. */
 static void put_totals(FILE *out, const diff_ctx *c)
 {
@@ -630,8 +637,8 @@ static void put_totals(FILE *out, const diff_ctx *c)
     const run_info *r = c->run;
     static const char *const labels[] = {"Self CPU time total", "Self CUDA time total", "Span"};
     for (int k = 0; k < 3; k++) {
-        int64_t x = k == 0 ? r[0].s.sum_cpu_self : k == 1 ? r[0].s.sum_gpu_self_device : r[0].last - r[0].first;
-        int64_t y = k == 0 ? r[1].s.sum_cpu_self : k == 1 ? r[1].s.sum_gpu_self_device : r[1].last - r[1].first;
+        int64_t x = k == 0 ? r[0].s.sum_cpu_self : k == 1 ? gpu_total(&r[0].s, c->o) : r[0].last - r[0].first;
+        int64_t y = k == 0 ? r[1].s.sum_cpu_self : k == 1 ? gpu_total(&r[1].s, c->o) : r[1].last - r[1].first;
         tr_fmt_time(a, sizeof a, US(x), c->o->unit);
         tr_fmt_time(b, sizeof b, US(y), c->o->unit);
         fprintf(out, "%s: %s -> %s; ", labels[k], a, b);

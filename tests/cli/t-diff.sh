@@ -101,6 +101,13 @@ for r in base new; do
 done
 expect_grep "Self CPU time total: $(sed -n 's/^Self CPU time total: //p' base-table.txt) -> $(sed -n 's/^Self CPU time total: //p' new-table.txt);" header
 
+# and under a selection that shows no device rows: the GPU time the host rows launched
+"$A" --kind op base.db >op-table.txt || fail "op table"
+expect_status 0 "$A" --diff --kind op base.db base.db
+gpu=$(sed -n 's/^Self CUDA time total: \([^ ]*\).*/\1/p' op-table.txt)
+[ -n "$gpu" ] && [ "$gpu" != 0.000us ] || fail "the op table has no launched GPU total: '$gpu'"
+expect_grep "Self CUDA time total: $gpu -> $gpu;" "$TMP/out"
+
 # ---- no common groups: every row new or gone
 expect_status 0 "$A" --diff --format csv -n -1 --exclude '^(cudaLaunchKernel|ProfilerStep)' base.db other.db
 python3 - "$TMP/out" <<'PY' || fail "disjoint runs are not all new/gone"
