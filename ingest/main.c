@@ -12,6 +12,7 @@
 #include "lib/format.h"
 #include "lib/output.h"
 #include "lib/progress.h"
+#include "lib/suggest.h"
 #include "lib/tree.h"
 #include "lib/version.h"
 
@@ -319,10 +320,13 @@ int main(int argc, char **argv)
             break;
         case 'F':
             if (!tr_reader_by_name(optarg)) {
-                fprintf(stderr, "trace-ingest: unknown format '%s' (valid:", optarg);
-                for (size_t i = 0; i < tr_nreaders; i++)
-                    fprintf(stderr, " %s", tr_readers[i].name);
-                fprintf(stderr, ")\n");
+                char valid[256], hint[128];
+                size_t n = 0;
+                valid[0] = '\0';
+                for (size_t i = 0; i < tr_nreaders && n < sizeof valid; i++)
+                    n += (size_t)snprintf(valid + n, sizeof valid - n, "%s%s", i ? " " : "", tr_readers[i].name);
+                fprintf(stderr, "trace-ingest: unknown format '%s'%s (valid: %s)\n", optarg,
+                        tr_suggest_hint(hint, sizeof hint, optarg, strlen(optarg), valid), valid);
                 return TR_ERR_USAGE;
             }
             opts.force_format = optarg;

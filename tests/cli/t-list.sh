@@ -101,3 +101,9 @@ expect_grep "did you mean self_gpu?" "$TMP/err"
 # the steps view of run.db agrees with --list steps
 expect_eq "$(q l.db 'SELECT step, ranges, dur_ns FROM steps ORDER BY step' | tr '\n' ' ')" "4|1|100000 5|1|50000 " \
     "the steps view"
+
+# trace-ingest --format too
+expect_status 2 "$BIN/trace-ingest" --format kinteo -o never.db l.json
+expect_one_line_error
+expect_grep "did you mean kineto?" "$TMP/err"
+expect_no_file never.db
