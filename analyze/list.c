@@ -4,6 +4,7 @@
 #include "analyze/analyze.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +138,7 @@ void tr_list_print_choices(FILE *out)
 typedef struct {
     char *text;      /* NULL for SQL NULL */
     size_t len;
+    int sqltype;     /* what the file holds: a hostile one may put text in any column */
 } cell;
 
 typedef struct {
@@ -177,6 +179,7 @@ static tr_status grid_fill(sqlite3 *db, const char *path, grid *g, tr_error *err
             size_t n = (size_t)sqlite3_column_bytes(st, (int)c);
             row[c].text = NULL;
             row[c].len = 0;
+            row[c].sqltype = sqlite3_column_type(st, (int)c);
             if (t && sqlite3_column_type(st, (int)c) != SQLITE_NULL) {
                 if (!(row[c].text = malloc(n + 1))) {
                     for (size_t k = 0; k < c; k++)
@@ -298,10 +301,16 @@ static void put_json(FILE *out, const grid *g)
             fprintf(out, "%s\"%s\": ", c ? ", " : "", g->l->cols[c].key);
             if (!x->text)
                 fputs("null", out);
-            else if (g->l->cols[c].type == COL_NAME)
+            else if (g->l->cols[c].type != COL_NAME && x->sqltype == SQLITE_INTEGER)
+                fputs(x->text, out);   /* SQLite's decimal digits */
+            else if (g->l->cols[c].type != COL_NAME && x->sqltype == SQLITE_FLOAT) {
+                double d = strtod(x->text, NULL);
+                if (isfinite(d))
+                    fprintf(out, "%.17g", d);
+                else
+                    fputs("null", out);
+            } else
                 tr_put_json_str(out, x->text, x->len);
-            else
-                fputs(x->text, out);   /* an integer SQLite formatted */
         }
         fputs("}", out);
     }

@@ -107,3 +107,11 @@ expect_status 2 "$BIN/trace-ingest" --format kinteo -o never.db l.json
 expect_one_line_error
 expect_grep "did you mean kineto?" "$TMP/err"
 expect_no_file never.db
+
+# a hostile file's text in a number column stays valid JSON
+cp l.db h.db
+sqlite3 h.db "UPDATE threads SET tid = 'x\"y' WHERE tid = 11; UPDATE sources SET event_count = 9e999"
+for l in threads ranks; do
+    expect_status 0 "$BIN/trace-analyze" --list $l --format json h.db
+    python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$TMP/out" || fail "--list $l json of a hostile file"
+done
