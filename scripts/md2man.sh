@@ -8,7 +8,7 @@
 set -eu
 [ $# = 4 ] || { echo "usage: md2man.sh NAME SECTION SUMMARY FILE.md" >&2; exit 2; }
 name=$1 section=$2 summary=$3 file=$4
-date=${SOURCE_DATE_EPOCH:+$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d 2>/dev/null)}
+date=$(date -u ${SOURCE_DATE_EPOCH:+-d "@$SOURCE_DATE_EPOCH"} +%Y-%m-%d 2>/dev/null) || date=
 printf '.TH %s %s "%s" "tracekit" "tracekit manual"\n' "$(echo "$name" | tr a-z A-Z)" "$section" "$date"
 printf '.SH NAME\n%s \\- %s\n' "$name" "$summary"
 awk '

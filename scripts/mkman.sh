@@ -16,7 +16,8 @@ shift 2
 name=$(basename "$tool")
 help=$("$tool" --help)
 version=$("$tool" --version 2>/dev/null | awk '{print $NF}') || version=
-date=${SOURCE_DATE_EPOCH:+$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%d 2>/dev/null)}
+# the date of the page: SOURCE_DATE_EPOCH for reproducible builds, else today
+date=$(date -u ${SOURCE_DATE_EPOCH:+-d "@$SOURCE_DATE_EPOCH"} +%Y-%m-%d 2>/dev/null) || date=
 
 # roff-safe text: backslashes, a leading dot or quote, and '-' as a minus sign
 # in option names (so they can be searched and copied)
@@ -33,7 +34,9 @@ function section(t) {
     if (t == "DESCRIPTION") described = 1
     print ".SH " t; insec = t }
 NR == 1 && /^usage: / {
-    sub(/^usage: /, ""); print ".SH SYNOPSIS"; print ".nf"; print opt($0); print ".fi"; next }
+    sub(/^usage: /, ""); print ".SH SYNOPSIS"; print ".nf"; print opt($0); insyn = 1; next }
+insyn && /^ +[^ ]/ { sub(/^ +/, ""); print opt($0); next }   # more usage lines
+insyn { print ".fi"; insyn = 0 }
 /^$/ { flush_item(); if (insec == "DESCRIPTION") print ".PP"; next }
 /^ *$/ { next }
 /^[^ ][^:]*:$/ {                      # a heading: "Formats:", "Selection (combined with AND):"
