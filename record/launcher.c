@@ -458,8 +458,10 @@ int main(int argc, char **argv)
     size_t n = 0;
     char **files = session_files(rawabs, prefix, &n);
     if (!n) {
-        fprintf(stderr, PROG ": no trace written: %s never initialised CUDA or NVTX\n",
-                argv[optind]);
+        /* the agent is loaded by a successful cuInit or a first NVTX call: a cuInit
+         * that fails (no driver) never reaches it either */
+        fprintf(stderr, PROG ": no trace written: %s made no NVTX call and no successful "
+                "cuInit\n", argv[optind]);
         if (raw_created)
             rmdir(rawabs);   /* only removed when empty */
     } else if (raw_only) {
