@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analyze/report.h"
+#include "lib/checked.h"
 #include "lib/format.h"
 #include "lib/model.h"
 
@@ -625,6 +626,8 @@ tr_status tr_report_load_steps(tr_report_ctx *c)
     tr_status rc = TR_OK;
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *v = (const char *)sqlite3_column_text(st, 3);
+        if (!v || !tr_times_ok(sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)))
+            continue;
         char *end;
         long long n = strtoll(v + strlen("ProfilerStep#"), &end, 10);
         if (*end)
@@ -770,6 +773,7 @@ tr_status tr_report_scan(tr_report_ctx *c, unsigned kind_mask, int flags, const 
         return db_error(c);
     tr_status s = TR_OK;
     tr_rev ev;
+    int64_t skipped = 0;
     while (s == TR_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         ev.id = sqlite3_column_int64(st, 0);
         ev.kind = sqlite3_column_int(st, 1);
@@ -790,14 +794,22 @@ tr_status tr_report_scan(tr_report_ctx *c, unsigned kind_mask, int flags, const 
         ev.launch_start = ev.has_launch ? sqlite3_column_int64(st, 11) : 0;
         ev.launch_end = ev.has_launch ? sqlite3_column_int64(st, 12) : 0;
         ev.launch_name = ev.has_launch ? sqlite3_column_int64(st, 13) : 0;
-        if (ev.end < ev.start)
-            ev.end = ev.start;
+        /* a time no trace can hold would inflate every total: left out, and counted */
+        if (!tr_times_ok(ev.start, ev.end)) {
+            skipped++;
+            continue;
+        }
+        if (ev.has_launch && !tr_times_ok(ev.launch_start, ev.launch_end))
+            ev.has_launch = 0;
         if (selected(c, &ev, flags))
             s = fn(c, &ev, st, arg);
     }
     if (s == TR_OK && rc != SQLITE_DONE)
         s = db_error(c);
     sqlite3_finalize(st);
+    /* a report may scan the same events twice: count them once */
+    if (skipped > c->skipped)
+        c->skipped = skipped;
     return s;
 }
 
@@ -1151,6 +1163,10 @@ tr_status tr_report_run(sqlite3 *db, const tr_report_opts *ro, const tr_analyze_
         if (st == TR_OK) {
             if (r.nodata)
                 fprintf(diag, "trace-analyze: %s: %s\n", r.report, r.nodata);
+            if (c.skipped)
+                fprintf(diag, "trace-analyze: %s: warning: %lld event(s) with impossible times (an end before "
+                        "the start, or out of range) left out\n", r.report, (long long)c.skipped);
+            c.skipped = 0;
             if (!r.nodata || json)
                 write(&w, &r);
         }

@@ -144,6 +144,7 @@ typedef struct tr_report_ctx {
     int steps_loaded;
     int has_step;                       /* --step: only work in these windows */
     size_t step_first, step_count;      /* the selected steps[] */
+    int64_t skipped;                    /* events left out for impossible times */
 } tr_report_ctx;
 
 tr_status tr_report_load_steps(tr_report_ctx *c);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "analyze/report.h"
+#include "lib/checked.h"
 #include "lib/model.h"
 
 const tr_report_col tr_advice_cols[] = {
@@ -84,7 +85,7 @@ static void note(finding *f, int64_t dur, int64_t name)
 {
     if (!f->n++)
         f->first_name = name;
-    f->ns += dur;
+    tr_sat_acc(&f->ns, dur);
 }
 
 static tr_status on_api(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, void *arg)
@@ -181,7 +182,7 @@ static tr_status on_gpu(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, vo
     if (ev->kind != TR_KIND_KERNEL)
         return TR_OK;
     s->kernels++;
-    s->kernel_ns += dur;
+    tr_sat_acc(&s->kernel_ns, dur);
     if (ev->has_launch) {
         s->linked++;
         if (dur < ev->launch_end - ev->launch_start)
@@ -259,7 +260,7 @@ static tr_status findings(tr_report_ctx *c, tr_rresult *r, ad_state *s)
             len = s->ue - (s->first + (int64_t)w * s->window);
         if (len > 0 && s->busy[w] * 100 < c->param[2] * len) {
             nlow++;
-            low_idle += len - s->busy[w];
+            tr_sat_acc(&low_idle, len - s->busy[w]);
         }
     }
     if (nlow) {

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "analyze/report.h"
+#include "lib/checked.h"
 #include "lib/model.h"
 
 const tr_report_col tr_gaps_cols[] = {
@@ -116,7 +117,7 @@ static tr_status on_gpu(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, vo
         if (g.len < s->kwait)
             g.cls = KERNEL_WAIT;
         s->cls_n[g.cls]++;
-        s->cls_ns[g.cls] += g.len;
+        tr_sat_acc(&s->cls_ns[g.cls], g.len);
         if (g.len >= s->min)
             keep(s, &g);
     }
@@ -195,6 +196,8 @@ static tr_status host_at_gaps(tr_report_ctx *c, gp_state *s)
                 ;
         }
         int64_t start = sqlite3_column_int64(st, 3), end = sqlite3_column_int64(st, 4);
+        if (!tr_times_ok(start, end))
+            continue;
         /* the gaps that begin before this event: it was not open at their start */
         RESOLVE(start);
         while (depth && stack[depth - 1].end <= start)

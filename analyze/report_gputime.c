@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "analyze/report.h"
+#include "lib/checked.h"
 #include "lib/model.h"
 
 const tr_report_param tr_gpu_time_params[] = {
@@ -123,9 +124,9 @@ static tr_status on_event(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, 
     if (!ev->parent) {
         /* launched before the profiling window (or by a call the trace lacks): TraceLens leaves it out */
         g->sc[0].excluded++;
-        g->sc[0].excluded_ns += ev->end - ev->start;
+        tr_sat_acc(&g->sc[0].excluded_ns, ev->end - ev->start);
         if (dev)
-            dev->excluded++, dev->excluded_ns += ev->end - ev->start;
+            dev->excluded++, tr_sat_acc(&dev->excluded_ns, ev->end - ev->start);
         return TR_OK;
     }
     int cls = tr_gt_class(c, &g->is_comm, ev);

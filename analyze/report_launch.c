@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "analyze/report.h"
+#include "lib/checked.h"
 #include "lib/model.h"
 
 const tr_report_col tr_launch_cols[] = {
@@ -65,7 +66,7 @@ static tr_status fold(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, void
     ln_state *s = arg;
     int64_t dur = ev->end - ev->start;
     s->kernels++;
-    s->kernel_ns += dur;
+    tr_sat_acc(&s->kernel_ns, dur);
     if (dur < s->short_thresh) {
         tr_rgroup *g = tr_rgroups_get(&s->shorts, ev->name_id, 0);
         if (!g)
@@ -202,7 +203,7 @@ tr_status tr_report_launch(tr_report_ctx *c, tr_rresult *r)
             tr_cell_pct(&row[3], (double)g->total, (double)s.kernel_ns);
             tr_cell_nsr(&row[4], (double)g->total / (double)g->count);
             n += g->count;
-            ns += g->total;
+            tr_sat_acc(&ns, g->total);
         }
         if (st == TR_OK
             && tr_rtable_note(sk, "%lld of %lld kernels (%.2f%%) are short; they take %.2f%% of the kernel time",

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analyze/report.h"
+#include "lib/checked.h"
 #include "lib/model.h"
 
 const tr_report_col tr_memcpy_cols[] = {
@@ -66,7 +67,7 @@ static tr_status on_event(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, 
         g->sum[1] = b;
     if (!g->count || b > g->sum[2])
         g->sum[2] = b;
-    g->sum[0] += b;
+    tr_sat_acc(&g->sum[0], b);
     tr_rgroup_add(g, ev->end - ev->start, ev->start);
     return TR_OK;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analyze/report.h"
+#include "lib/checked.h"
 #include "lib/model.h"
 
 const tr_report_col tr_nvtx_gpu_cols[] = {
@@ -81,8 +82,8 @@ static tr_status close_top(ng_state *s)
             if (!g)
                 return tr_report_nomem(s->c);
             tr_rgroup_add(g, last - v[0].s, r->start);
-            g->sum[0] += r->end - r->start;
-            g->sum[1] += busy;
+            tr_sat_acc(&g->sum[0], r->end - r->start);
+            tr_sat_acc(&g->sum[1], busy);
             g->sum[2] += (int64_t)k;
         }
     }
@@ -122,6 +123,8 @@ static tr_status walk(ng_state *s)
         int64_t id = sqlite3_column_int64(st, 0), thread = sqlite3_column_int64(st, 5);
         int kind = sqlite3_column_int(st, 1);
         int64_t start = sqlite3_column_int64(st, 3), end = sqlite3_column_int64(st, 4);
+        if (!tr_times_ok(start, end))
+            continue;   /* impossible times: left out, as the scans of the other reports do */
         if (thread != prev_thread)
             while (rc == TR_OK && s->depth)
                 rc = close_top(s);
@@ -167,7 +170,8 @@ static tr_status walk(ng_state *s)
             s->cap = nc;
         }
         int64_t gs = sqlite3_column_int64(st, 7), ge = sqlite3_column_int64(st, 8);
-        s->buf[s->n++] = (ival){gs, ge < gs ? gs : ge};
+        if (tr_times_ok(gs, ge))
+            s->buf[s->n++] = (ival){gs, ge};
     }
     if (rc == TR_OK && r != SQLITE_DONE)
         rc = tr_fail(c->err, TR_ERR_INPUT, "run database: cannot read events: %s", sqlite3_errmsg(c->db));

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "analyze/report.h"
+#include "lib/checked.h"
 #include "lib/model.h"
 
 const tr_report_col tr_steps_cols[] = {
@@ -76,7 +77,7 @@ tr_status tr_report_steps(tr_report_ctx *c, tr_rresult *r)
     for (size_t i = first; i < first + n; i++) {
         if (c->steps[i].end - c->steps[i].start > c->steps[slowest].end - c->steps[slowest].start)
             slowest = i;
-        sum_wall += c->steps[i].end - c->steps[i].start;
+        tr_sat_acc(&sum_wall, c->steps[i].end - c->steps[i].start);
     }
     tr_rtable *t = st == TR_OK ? tr_rtable_add(r, "Steps", tr_steps_cols) : NULL;
     if (st == TR_OK && !t)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analyze/report.h"
+#include "lib/checked.h"
 #include "lib/format.h"
 #include "lib/model.h"
 
@@ -97,10 +98,10 @@ static tr_status on_event(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, 
         s->last = ev->end;
     if (ev->kind > 0 && ev->kind < TR_KIND_COUNT_) {
         s->kind_n[ev->kind]++;
-        s->kind_ns[ev->kind] += dur;
+        tr_sat_acc(&s->kind_ns[ev->kind], dur);
     }
     if (ev->on_gpu && !ev->parent)
-        s->unattributed++, s->unattributed_ns += dur;
+        s->unattributed++, tr_sat_acc(&s->unattributed_ns, dur);
     if (flags & TR_FLAG_UNTERMINATED)
         s->unterminated++;
     if (flags & TR_FLAG_ASYNC)

@@ -15,6 +15,7 @@
 
 #include "analyze/report.h"
 #include "export/html.h"
+#include "lib/checked.h"
 #include "lib/format.h"
 #include "lib/model.h"
 
@@ -293,7 +294,7 @@ static tr_status timeline(FILE *out, sqlite3 *db, tr_error *err)
         t1 = sqlite3_column_int64(st, 1);
     }
     sqlite3_finalize(st);
-    if (t1 <= t0) {
+    if (t1 <= t0 || !tr_times_ok(t0, t1)) {
         fputs("<p class=\"note\">no events with a duration</p>\n", out);
         return TR_OK;
     }
@@ -339,7 +340,7 @@ static tr_status timeline(FILE *out, sqlite3 *db, tr_error *err)
         size_t from = gpu ? nthr : 0, to = gpu ? nlanes : nthr, l = from;
         while (l < to && lanes[l].key != key)
             l++;
-        if (l == to || e < s || s < t0)
+        if (l == to || !tr_times_ok(s, e) || s < t0)
             continue;
         size_t b0 = (size_t)((double)(s - t0) * TL_BINS / span), b1 = (size_t)((double)(e - t0) * TL_BINS / span);
         if (b0 >= TL_BINS)

@@ -195,6 +195,20 @@ expect_one_line_error
 expect_grep 'gpu-time: no GPU activity' "$TMP/err"
 expect_eq "$(wc -c <"$TMP/out")" "0" "no data: empty stdout"
 
+# hostile times (an end before its start, the int64 limits): left out and counted, never
+# a crash, a negative time or a NaN
+cp timeline.db hostile.db
+q hostile.db "update events set end_ns = 9223372036854775807 where id = (select min(id) from events where kind = 7);
+  update events set start_ns = -9223372036854775808 where id = (select max(id) from events where kind = 7);
+  update events set end_ns = start_ns - 5 where kind = 8"
+for r in $(awk '/^[a-z]/ {print $1}' list.txt); do
+    expect_status 0 "$BIN/trace-analyze" --report $r --format csv hostile.db
+    grep -qi 'nan\|inf\|,-[0-9]' "$TMP/out" && fail "$r on hostile times: $(grep -i 'nan\|inf\|,-[0-9]' "$TMP/out" | head -1)"
+done
+expect_status 0 "$BIN/trace-analyze" --report gpu-time --format csv hostile.db
+expect_grep 'gpu-time: warning: 3 event(s) with impossible times' "$TMP/err"
+expect_status 0 "$BIN/trace-export" --html -o hostile.html hostile.db
+
 need_traces || return 0
 
 # --- gpu-time against TraceLens's gpu_timeline.csv of the same three traces ---
@@ -479,3 +493,34 @@ if [ -n "$CHROMIUM" ] && command -v timeout >/dev/null; then
 else
     skip "chromium not installed: the HTML report is not opened"
 fi
+
+# --- every report on every shared trace: exit 0, and no NaN, infinity, negative number or
+# percent over 100 in any csv cell ---
+reports=$(awk '/^[a-z]/ {print $1}' list.txt | tr '\n' ',' | sed 's/,$//')
+for db in all-*.db; do
+    "$BIN/trace-analyze" --report "$reports" --format csv -n -1 "$db" >every.csv 2>every.err \
+        || fail "--report $reports on $db: $(head -c 200 every.err)"
+    python3 - every.csv "$db" <<'PY' || fail "bad numbers in the reports of $db"
+import csv, math, sys
+bad = 0
+header = None
+for row in csv.reader(open(sys.argv[1])):
+    if not row:
+        header = None
+        continue
+    if header is None:
+        header = row
+        continue
+    for key, v in zip(header, row):
+        if key in ("name", "next", "host", "evidence", "device", "operation", "kind", "type", "item", "value",
+                   "finding", "class", "slowest", "stream", "pid", "tid"):
+            continue
+        if v == "":
+            continue
+        x = float(v)
+        if not math.isfinite(x) or x < 0 or (key.endswith("pct") or key == "percent") and x > 100:
+            print(sys.argv[2], key, v, row[:3], file=sys.stderr)
+            bad = 1
+sys.exit(bad)
+PY
+done
