@@ -174,3 +174,35 @@ expect_status 2 "$BIN/trace-export" --chrome --max-size 10 -o "$TMP/x.json" "$TM
 expect_status 3 "$BIN/trace-export" --chrome --step 7 -o "$TMP/x.json" "$TMP/qwen.db"
 expect_grep 'steps: 6' "$TMP/err"
 expect_status 2 "$BIN/trace-export" --chrome --step 6 --time-range 0:1 "$TMP/qwen.db"
+
+# In a browser (when Chromium is installed): the JSON parses with the browser's own
+# JSON.parse, as chrome://tracing and the Perfetto UI read it, and has what their importers need.
+CHROMIUM=$(command -v chromium || command -v chromium-browser || command -v google-chrome)
+if [ -n "$CHROMIUM" ] && command -v timeout >/dev/null; then
+    cat >"$TMP/load.html" <<'HTML'
+<!doctype html><html><body><pre id="r">pending</pre><script>
+const r = document.getElementById("r");
+fetch("q.json").then(x => x.text()).then(t => {
+  const d = JSON.parse(t), ev = d.traceEvents;
+  if (!Array.isArray(ev)) throw "traceEvents is not an array";
+  let n = 0;
+  for (const e of ev) {
+    if (!["X", "i", "s", "f", "M"].includes(e.ph)) throw "ph " + e.ph;
+    if (!Number.isInteger(e.pid) || !Number.isInteger(e.tid)) throw "pid/tid " + JSON.stringify(e);
+    if (e.ph !== "M" && !(typeof e.ts === "number" && isFinite(e.ts))) throw "ts " + JSON.stringify(e);
+    if (e.ph === "X" && !(typeof e.dur === "number" && e.dur >= 0)) throw "dur " + JSON.stringify(e);
+    n++;
+  }
+  r.textContent = "loaded " + n;
+}).catch(e => { r.textContent = "error " + e; });
+</script></body></html>
+HTML
+    prof=$(mktemp -d "$TMP/prof.XXXXXX")
+    timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --no-first-run --allow-file-access-from-files \
+        --disable-background-networking --disable-component-update --disable-sync --virtual-time-budget=20000 \
+        --user-data-dir="$prof" --dump-dom "file://$TMP/load.html" >"$TMP/dom.html" 2>"$TMP/chromium.log"
+    n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["traceEvents"]))' "$TMP/q.json")
+    grep -q "loaded $n<" "$TMP/dom.html" || fail "the browser did not load the trace: $(grep -o 'id="r">[^<]*' "$TMP/dom.html")"
+else
+    skip "chromium not installed: the browser load is not checked"
+fi
