@@ -9,6 +9,10 @@
 #include "lib/checked.h"
 #include "lib/rundb.h"
 
+/* Frames written in all folded lines together: about 2.5 GB of text at ten bytes
+ * a frame, far beyond any real profile (10^6 stacks of 100 frames). */
+#define FOLDED_MAX_FRAMES ((uint64_t)1 << 28)
+
 typedef struct {
     char *path;
     size_t len;
@@ -58,6 +62,24 @@ static tr_status write_folded(tr_scan *sc, FILE *out, tr_error *err)
     size_t n = 0;
     for (size_t i = 1; i < sc->nnodes; i++)
         n += sc->nodes[i].v[m] != 0;
+    /* Each line repeats its whole path, so nested events cost the square of their
+     * depth: 10^5 nested events would make terabytes.  Refuse early instead. */
+    uint32_t *depth = calloc(sc->nnodes ? sc->nnodes : 1, sizeof *depth);
+    if (!depth)
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    uint64_t frames = 0;
+    uint32_t deepest = 0;
+    for (size_t i = 1; i < sc->nnodes; i++) {
+        depth[i] = depth[sc->nodes[i].parent] + 1;   /* a parent is made before its children */
+        if (sc->nodes[i].v[m])
+            frames += depth[i];
+        deepest = depth[i] > deepest ? depth[i] : deepest;
+    }
+    free(depth);
+    if (frames > FOLDED_MAX_FRAMES)
+        return tr_fail(err, TR_ERR_INPUT, "%s: folded stacks would repeat %llu frames (stacks up to "
+                       "%u deep): too many for this format; --flamegraph and --chrome draw them",
+                       tr_rundb_name(sc->db), (unsigned long long)frames, deepest);
     line *lines = calloc(n ? n : 1, sizeof *lines);
     if (!lines)
         return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
