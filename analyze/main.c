@@ -8,6 +8,7 @@
 #include "analyze/diff.h"
 #include "analyze/list.h"
 #include "analyze/report.h"
+#include "ingest/any_input.h"
 #include "lib/escape.h"
 #include "lib/output.h"
 #include "lib/rundb.h"
@@ -17,11 +18,13 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: trace-analyze [options] run.db [run.db...]\n"
+            "usage: trace-analyze [options] run.db|TRACE [run.db|TRACE...]\n"
             "       trace-analyze --diff [options] BASE.db NEW.db\n"
             "\n"
             "Prints the events grouped by name in the layout of PyTorch's\n"
             "prof.key_averages().table(), with correct numbers (docs/semantics.md).\n"
+            "A TRACE (any input of trace-ingest) is ingested into a cache under\n"
+            "$XDG_CACHE_HOME/tracekit (~/.cache/tracekit), reused while the file is unchanged.\n"
             "\n"
             "Grouping and order:\n"
             "      --group-by-shape        group by name and input shapes\n"
@@ -61,6 +64,7 @@ static void usage(FILE *f)
             "      --diff                  BASE.db NEW.db: the change of every group, largest first\n"
             "      --diff-normalize        with --diff: numbers in template arguments and\n"
             "                              ProfilerStep#N do not tell names apart\n"
+            "      --no-cache              ingest a TRACE into a temporary file, removed afterwards\n"
             "  -h, --help                  this help\n"
             "      --version               print the version\n"
             "\n"
@@ -116,13 +120,25 @@ static void list_choices(FILE *f, const char *what, const char *got)
 }
 
 /* --diff, and more than one run.db: the same selection and formats, one output. */
-static int run_many(char **paths, int n, int diff, int diff_norm, const tr_analyze_opts *o,
+static int run_many(char **args, int n, int diff, int diff_norm, int no_cache, const tr_analyze_opts *o,
                     const tr_sort_key *sort, tr_report_opts *reports, tr_selection *sel)
 {
     tr_error err;
     tr_error_clear(&err);
     tr_status st = TR_OK;
-    if (diff_norm && !diff)
+    /* traces among the inputs: their run databases, ingested or cached */
+    tr_input_warnings w = {"trace-analyze", 0};
+    tr_ingest_opts io = {.warn = tr_input_warn_stderr, .warn_ctx = &w};
+    tr_input_db *in = calloc((size_t)n, sizeof *in);
+    char **paths = calloc((size_t)n, sizeof *paths);
+    if (!in || !paths)
+        st = tr_fail(&err, TR_ERR_RUNTIME, "out of memory");
+    for (int i = 0; i < n && st == TR_OK; i++)
+        if ((st = tr_input_open(args[i], no_cache, &io, &in[i], &err)) == TR_OK)
+            paths[i] = in[i].path;
+    if (st != TR_OK) {
+        /* err says which input could not be read */
+    } else if (diff_norm && !diff)
         st = tr_fail(&err, TR_ERR_USAGE, "--diff-normalize goes with --diff");
     else if (diff && n != 2)
         st = tr_fail(&err, TR_ERR_USAGE, "--diff takes two run databases: BASE.db NEW.db");
@@ -136,6 +152,10 @@ static int run_many(char **paths, int n, int diff, int diff_norm, const tr_analy
     }
     tr_report_opts_free(reports);
     tr_selection_free(sel);
+    for (int i = 0; in && i < n; i++)
+        tr_input_release(&in[i]);
+    free(in);
+    free(paths);
     if (st == TR_OK && fflush(stdout) != 0)
         st = tr_fail(&err, TR_ERR_RUNTIME, "write error on standard output");
     if (st != TR_OK && err.msg[0]) {
@@ -174,7 +194,7 @@ enum { O_REPORT = 512, O_COMPAT };
 enum { O_STEP = 600 };
 enum { O_DIFF = 800, O_DIFF_NORM };
 enum { O_LIST = 700 };
-enum { O_NAME_WIDTH = 900, O_SHORT_NAMES };
+enum { O_NAME_WIDTH = 900, O_SHORT_NAMES, O_NO_CACHE };
 
 int main(int argc, char **argv)
 {
@@ -194,6 +214,7 @@ int main(int argc, char **argv)
         {"list", required_argument, NULL, O_LIST},
         {"compat", required_argument, NULL, O_COMPAT},
         {"name-width", required_argument, NULL, O_NAME_WIDTH}, {"short-names", no_argument, NULL, O_SHORT_NAMES},
+        {"no-cache", no_argument, NULL, O_NO_CACHE},
         {NULL, 0, NULL, 0}};
     tr_report_opts reports = {0};
     /* a closed pipe (trace-analyze | head) ends the tool quietly, the same way
@@ -207,7 +228,7 @@ int main(int argc, char **argv)
     o.select = &sel;
     o.format = &tr_output_formats[0];
     const tr_sort_key *sort = NULL;
-    int diff = 0, diff_norm = 0;
+    int diff = 0, diff_norm = 0, no_cache = 0;
     const tr_list *list = NULL;
     tr_error err;
     tr_error_clear(&err);
@@ -283,6 +304,7 @@ int main(int argc, char **argv)
             break;
         }
         case O_SHORT_NAMES: o.short_names = 1; break;
+        case O_NO_CACHE: no_cache = 1; break;
         case O_REPORT:
             if ((st = tr_report_opts_add(&reports, optarg, &err)) == TR_ERR_USAGE)
                 report_hint(&err, optarg);
@@ -317,7 +339,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (st == TR_OK && (diff || diff_norm || optind < argc - 1))
-        return run_many(argv + optind, argc - optind, diff, diff_norm, &o, sort, &reports, &sel);
+        return run_many(argv + optind, argc - optind, diff, diff_norm, no_cache, &o, sort, &reports, &sel);
     if (st == TR_OK && optind != argc - 1)
         st = tr_fail(&err, TR_ERR_USAGE, "%s", optind >= argc
                      ? "no run database given (try 'trace-analyze --help')"
@@ -325,8 +347,13 @@ int main(int argc, char **argv)
     sqlite3 *db = NULL;
     tr_summary s;
     memset(&s, 0, sizeof s);
+    tr_input_db in = {0};
+    tr_input_warnings w = {"trace-analyze", 0};
+    tr_ingest_opts io = {.warn = tr_input_warn_stderr, .warn_ctx = &w};
     if (st == TR_OK)
-        st = tr_rundb_open(argv[optind], &db, &err);
+        st = tr_input_open(argv[optind], no_cache, &io, &in, &err);
+    if (st == TR_OK)
+        st = tr_rundb_open(in.path, &db, &err);
     if (st == TR_OK)
         st = tr_list_check_selection(db, argv[optind], &sel, &err);
     if (st == TR_OK && list) {
@@ -354,6 +381,7 @@ int main(int argc, char **argv)
     tr_selection_free(&sel);
     if (db)
         sqlite3_close(db);
+    tr_input_release(&in);
     if (st == TR_OK && fflush(stdout) != 0)
         st = tr_fail(&err, TR_ERR_RUNTIME, "write error on standard output");
     if (st != TR_OK) {

@@ -9,6 +9,7 @@
 #include "export/diff.h"
 #include "export/export.h"
 #include "export/html.h"
+#include "ingest/any_input.h"
 #include "lib/escape.h"
 #include "lib/output.h"
 #include "lib/rundb.h"
@@ -18,7 +19,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: trace-export --stacks|--flamegraph|--chrome [-o FILE] [options] run.db\n"
+            "usage: trace-export --stacks|--flamegraph|--chrome [-o FILE] [options] run.db|TRACE\n"
             "       trace-export --stacks|--flamegraph --diff [-o FILE] [options] BASE.db NEW.db\n"
             "\n"
             "  --stacks              folded stacks 'root;...;leaf VALUE', one line per stack\n"
@@ -50,6 +51,8 @@ static void usage(FILE *f)
             "                        most SIZE uncompressed bytes each (200MB, 1GiB)\n"
             "  --html                one self-contained HTML report: summary, GPU time per device\n"
             "                        and step, top kernels and ops, timeline, tables (docs/reports.md)\n"
+            "  --no-cache            a trace given instead of a run.db is ingested into a\n"
+            "                        temporary file, not the cache under $XDG_CACHE_HOME/tracekit\n"
             "  -h, --help, --version\n"
             "\nMetrics:");
     for (const tr_export_metric *m = tr_export_metrics; m->name; m++)
@@ -82,6 +85,7 @@ enum { O_DIFF = 512, O_DIFF_NORM };
 enum { O_HTML = 700 };
 enum { O_MIN_DUR = 800, O_MAX_SIZE, O_STEP };
 enum { O_EVENTS = 600, O_EVENTS_FORMAT };
+enum { O_NO_CACHE = 900 };
 
 int main(int argc, char **argv)
 {
@@ -105,6 +109,7 @@ int main(int argc, char **argv)
         {"min-dur", required_argument, NULL, O_MIN_DUR},
         {"max-size", required_argument, NULL, O_MAX_SIZE},
         {"step", required_argument, NULL, O_STEP},
+        {"no-cache", no_argument, NULL, O_NO_CACHE},
         {"version", no_argument, NULL, O_VERSION},   {NULL, 0, NULL, 0}};
     static const char *const format_of[] = {[O_STACKS - O_STACKS] = "stacks",
                                             [O_FLAME - O_STACKS] = "flamegraph",
@@ -114,7 +119,7 @@ int main(int argc, char **argv)
     tr_error err;
     tr_error_clear(&err);
     const char *output = NULL;
-    int c, rc = 0, selection = 0, diff = 0, diff_norm = 0, chrome_only = 0;
+    int c, rc = 0, selection = 0, diff = 0, diff_norm = 0, chrome_only = 0, no_cache = 0;
     const char *step = NULL;
     tr_export_chrome_stats cstats = {0};
     const char *events_format = "events";
@@ -220,6 +225,7 @@ int main(int argc, char **argv)
             chrome_only = 1;
             break;
         case O_STEP: step = optarg; selection = 1; break;
+        case O_NO_CACHE: no_cache = 1; break;
         case 'h': usage(stdout); tr_export_opts_free(&o); return 0;
         case O_VERSION: printf("trace-export %s\n", TR_VERSION); tr_export_opts_free(&o); return 0;
         default: rc = usage_error("%s", "try 'trace-export --help'");
@@ -254,8 +260,14 @@ int main(int argc, char **argv)
     o.gzip = output && strlen(output) > 3 && !strcmp(output + strlen(output) - 3, ".gz");
     /* no -o: standard output, as documented */
     tr_status st = tr_output_check_inputs(output, (const char *const *)argv + optind, 1 + diff, &err);
+    /* a trace instead of a run.db: its cached (or temporary) run database */
+    tr_input_db in[2] = {{0}, {0}};
+    tr_input_warnings w = {"trace-export", 0};
+    tr_ingest_opts io = {.warn = tr_input_warn_stderr, .warn_ctx = &w};
+    for (int i = 0; i <= diff && st == TR_OK; i++)
+        st = tr_input_open(argv[optind + i], no_cache, &io, &in[i], &err);
     if (st == TR_OK)
-        st = tr_rundb_open(argv[optind], &db, &err);
+        st = tr_rundb_open(in[0].path, &db, &err);
     if (st == TR_OK && o.has_thread)
         st = tr_list_check_filter(db, argv[optind], "thread", o.thread_tid, &err);
     if (st == TR_OK && o.has_device)
@@ -270,7 +282,7 @@ int main(int argc, char **argv)
         if (!out) {
             st = err.status ? err.status : TR_ERR_RUNTIME;
         } else {
-            st = diff ? tr_export_diff(argv[optind], argv[optind + 1], diff_norm, &o, out, &err)
+            st = diff ? tr_export_diff(in[0].path, in[1].path, diff_norm, &o, out, &err)
                       : tr_export_run(db, &o, out, &err);
             if (st == TR_OK)
                 st = tr_output_commit(&of, &err);
@@ -280,6 +292,8 @@ int main(int argc, char **argv)
     }
     if (db)
         sqlite3_close(db);
+    tr_input_release(&in[0]);
+    tr_input_release(&in[1]);
     tr_export_opts_free(&o);
     if (st != TR_OK) {
         fputs("trace-export: ", stderr);

@@ -13,7 +13,9 @@ passed=0 failed=0 skipped=0
 for t in "$here"/t-*.sh; do
     [ -n "${ONLY:-}" ] && case "$t" in *"$ONLY"*) ;; *) continue ;; esac
     TMP=$(mktemp -d)
-    export TMP
+    # a trace given to trace-analyze or trace-export is cached: in the test's own directory
+    XDG_CACHE_HOME=$TMP/.cache
+    export TMP XDG_CACHE_HOME
     echo "  $(basename "$t")"
     (
         cd "$TMP" || exit 1
