@@ -781,17 +781,17 @@ static tr_status api_args(kin_reader *r, size_t idx, const char *name, const cJS
 static tr_status kernel_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
 {
     (void)name;
-    tr_kernel_detail d;
-    memset(&d, 0, sizeof d);
+    tr_kernel_detail d;   /* -1: not in the trace, NULL in run.db */
     const cJSON *g = jget(args, "grid");
     const cJSON *b = jget(args, "block");
     for (int k = 0; k < 3; k++) {
         const cJSON *gk = cJSON_GetArrayItem(g, k), *bk = cJSON_GetArrayItem(b, k);
-        d.grid[k] = cJSON_IsNumber(gk) ? (int32_t)gk->valueint : 0;
-        d.block[k] = cJSON_IsNumber(bk) ? (int32_t)bk->valueint : 0;
+        d.grid[k] = cJSON_IsNumber(gk) ? (int32_t)gk->valueint : -1;
+        d.block[k] = cJSON_IsNumber(bk) ? (int32_t)bk->valueint : -1;
     }
-    d.registers = (int32_t)jint(args, "registers per thread", 0);
-    d.static_smem = (int32_t)jint(args, "shared memory", 0);
+    d.registers = (int32_t)jint(args, "registers per thread", -1);
+    d.static_smem = (int32_t)jint(args, "shared memory", -1);
+    d.dynamic_smem = -1;   /* Kineto writes static and dynamic shared memory as one sum */
     r->t->events.v[idx].detail = tr_add_kernel_detail(r->t, &d);
     return TR_OK;
 }

@@ -287,12 +287,12 @@ static tr_status read_kernels(ns_reader *r, tr_error *err)
         }
         tr_kernel_detail d;
         for (int j = 0; j < 3; j++) {
-            d.grid[j] = (int32_t)tr_col_i64(st, 9 + j, 0);
-            d.block[j] = (int32_t)tr_col_i64(st, 12 + j, 0);
+            d.grid[j] = (int32_t)tr_col_i64(st, 9 + j, -1);   /* -1: not recorded, NULL in run.db */
+            d.block[j] = (int32_t)tr_col_i64(st, 12 + j, -1);
         }
-        d.registers = (int32_t)tr_col_i64(st, 15, 0);
-        d.static_smem = (int32_t)tr_col_i64(st, 16, 0);
-        d.dynamic_smem = (int32_t)tr_col_i64(st, 17, 0);
+        d.registers = (int32_t)tr_col_i64(st, 15, -1);
+        d.static_smem = (int32_t)tr_col_i64(st, 16, -1);
+        d.dynamic_smem = (int32_t)tr_col_i64(st, 17, -1);
         e->detail = tr_add_kernel_detail(r->t, &d);
         note_ts(r, e->end);
     }

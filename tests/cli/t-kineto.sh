@@ -137,3 +137,9 @@ printf '{"traceEvents":[{"name":"a\\u0000b","ph":"X","cat":"cpu_op","ts":1,"dur"
 expect_status 0 "$BIN/trace-ingest" -q -o nul.db nul.json
 expect_eq "$(q nul.db "select s.value from events e join strings s on s.id = e.name_id")" 'a\u0000b' "NUL in a name"
 expect_eq "$(q nul.db "select count(*) from stack_nodes")" 2 "frames after a NUL"
+
+# launch fields the trace does not give are NULL, not 0 (docs/schema.md)
+printf '{"traceEvents":[{"name":"k","ph":"X","cat":"kernel","ts":1,"dur":5,"pid":0,"tid":7,"args":{"device":0,"stream":7,"grid":[4,1,1]}}]}' > nogrid.json
+expect_status 0 "$BIN/trace-ingest" -q -o nogrid.db nogrid.json
+expect_eq "$(q nogrid.db "select grid_x, coalesce(block_x, 'null'), coalesce(registers_per_thread, 'null') from kernels")" \
+          "4|null|null" "missing launch fields"
