@@ -1,8 +1,8 @@
 #include "lib/progress.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -133,19 +133,32 @@ static void draw(tr_progress *p, const char *s)
     p->shown = len;
 }
 
+/* Appends to line[] without ever running past its end. */
+static void add(char *line, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(char *line, size_t size, const char *fmt, ...)
+{
+    size_t l = strlen(line);
+    if (l + 1 >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + l, size - l, fmt, ap);
+    va_end(ap);
+}
+
 /* Called locked. */
 static void redraw(tr_progress *p)
 {
     double dt = now_s() - p->phase_t0;
     size_t c = count_now(p);
-    char line[800], num[32], a[32], b[32];
-    int n = snprintf(line, sizeof line, "%s: %s", p->prog, p->label);
+    char line[800] = "", num[32], a[32], b[32];
+    add(line, sizeof line, "%s: %s", p->prog, p->label);
     if (p->counter && c >= p->count0) {
         tr_progress_fmt_count(num, sizeof num, c - p->count0);
-        n += snprintf(line + n, sizeof line - (size_t)n, ": %s %s", num, p->unit);
+        add(line, sizeof line, ": %s %s", num, p->unit);
         if (dt >= SETTLE_S && c > p->phase_count0) {
             tr_progress_fmt_count(num, sizeof num, (uint64_t)((double)(c - p->phase_count0) / dt));
-            n += snprintf(line + n, sizeof line - (size_t)n, " (%s/s)", num);
+            add(line, sizeof line, " (%s/s)", num);
         }
     }
     uint64_t rchar;
@@ -156,17 +169,16 @@ static void redraw(tr_progress *p)
             done = p->bytes_total;
         tr_progress_fmt_bytes(a, sizeof a, done);
         tr_progress_fmt_bytes(b, sizeof b, p->bytes_total);
-        n += snprintf(line + n, sizeof line - (size_t)n, ", %s/%s %d%%", a, b,
-                      (int)(100.0 * (double)done / (double)p->bytes_total));
+        add(line, sizeof line, ", %s/%s %d%%", a, b,
+            (int)(100.0 * (double)done / (double)p->bytes_total));
         if (dt >= SETTLE_S && done < p->bytes_total && done * 100 >= p->bytes_total) {
             fmt_secs(a, sizeof a, dt * (double)(p->bytes_total - done) / (double)done);
-            n += snprintf(line + n, sizeof line - (size_t)n, ", ETA %s", a);
+            add(line, sizeof line, ", ETA %s", a);
         }
     } else if (dt >= SETTLE_S) {
         fmt_secs(a, sizeof a, dt);
-        n += snprintf(line + n, sizeof line - (size_t)n, ", %s", a);
+        add(line, sizeof line, ", %s", a);
     }
-    (void)n;
     draw(p, line);
 }
 
@@ -242,6 +254,10 @@ void tr_progress_phase(tr_progress *p, const char *label, uint64_t bytes_total)
         return;
     pthread_mutex_lock(&p->mu);
     snprintf(p->label, sizeof p->label, "%s", label);
+    /* a file name must not move the cursor or add lines */
+    for (char *q = p->label; *q; q++)
+        if ((unsigned char)*q < 0x20 || *q == 0x7f)
+            *q = '?';
     p->bytes_total = bytes_total;
     p->rchar_ok = bytes_total && read_rchar(&p->rchar0) == 0;
     p->phase_count0 = count_now(p);

@@ -38,6 +38,13 @@ expect_grep '^  source    k2\.json: kineto schema 1, 4 events, span 70\.000us$' 
 expect_eq "$(kinds_of k.err)" "$(kinds_in_db k.db)" "events per kind in the summary and in run.db"
 expect_eq "$(kinds_of k.err | wc -l)" 3 "kinds listed"
 expect_grep '^  threads   2 in 2 process(es); 2 stream(s) on 2 device(s)$' k.err
+# threads_line DB: the line as run.db's own tables count them
+threads_line() {
+    q "$1" "SELECT '  threads   ' || (SELECT count(*) FROM threads) || ' in ' || (SELECT count(*) FROM processes)
+            || ' process(es); ' || (SELECT count(*) FROM streams) || ' stream(s) on '
+            || (SELECT count(*) FROM devices) || ' device(s)'"
+}
+expect_eq "$(grep '^  threads' k.err)" "$(threads_line k.db)" "threads, processes, streams, devices"
 expect_grep '^  unlinked  2 GPU activities without a launching call (of 4)$' k.err
 # every warning is printed as it comes, then counted in groups with the numbers summed
 expect_eq "$(grep -c '^trace-ingest: warning: ' k.err)" 4 "warnings printed"
@@ -56,6 +63,7 @@ cp "$TMP/err" s.err
 expect_grep "^  source    .*lm-step\.nvvp: nvprof 12, 1,537 events, span 8\.263ms\$" s.err
 expect_eq "$(kinds_of s.err)" "$(kinds_in_db s.db)" "nvprof events per kind"
 expect_eq "$(kinds_of s.err | wc -l)" 9 "nvprof kinds listed"
+expect_eq "$(grep '^  threads' s.err)" "$(threads_line s.db)" "nvprof threads and streams"
 expect_no_grep 'warnings' s.err
 expect_no_grep "$(printf '\r')" s.err
 
