@@ -581,11 +581,18 @@ static tr_status select_steps(tr_report_ctx *c, const tr_report_opts *ro)
             n = i - first + 1;
         }
     if (!n) {
+        /* a filter that names nothing is bad input naming what exists, as --list's filters */
+        char have[200] = "none";
+        size_t k = 0;
+        for (size_t i = 0; i < c->nsteps && k + 24 < sizeof have; i++)
+            k += (size_t)snprintf(have + k, sizeof have - k, "%s%lld", i ? " " : "", (long long)c->steps[i].step);
+        if (c->nsteps && k + 24 >= sizeof have)
+            snprintf(have + k, sizeof have - k, " ...");
         if (ro->step_lo == ro->step_hi)
-            return tr_fail(c->err, TR_ERR_USAGE, "no ProfilerStep#%lld in the run (it has %zu steps)",
-                           (long long)ro->step_lo, c->nsteps);
-        return tr_fail(c->err, TR_ERR_USAGE, "no ProfilerStep#%lld to #%lld in the run (it has %zu steps)",
-                       (long long)ro->step_lo, (long long)ro->step_hi, c->nsteps);
+            return tr_fail(c->err, TR_ERR_INPUT, "--step %lld: no such ProfilerStep#N range (steps: %s)",
+                           (long long)ro->step_lo, have);
+        return tr_fail(c->err, TR_ERR_INPUT, "--step %lld-%lld: no such ProfilerStep#N range (steps: %s)",
+                       (long long)ro->step_lo, (long long)ro->step_hi, have);
     }
     c->has_step = 1;
     c->step_first = first;

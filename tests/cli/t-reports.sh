@@ -129,9 +129,9 @@ expect_status 0 "$BIN/trace-analyze" --report kernels --step 1 --format csv step
 expect_eq "$(cut -d, -f3,9 "$TMP/out" | tail -n +2)" "1,bwd_kernel" "--step 1: the backward kernel launched on another thread"
 expect_status 0 "$BIN/trace-analyze" --report api,kernels --step 2 --format csv steps.db
 expect_eq "$(grep -c fwd_kernel "$TMP/out")$(grep -c bwd_kernel "$TMP/out")$(grep cudaLaunchKernel "$TMP/out" | cut -d, -f3)" "102" "--step 2"
-expect_status 2 "$BIN/trace-analyze" --report steps --step 3 steps.db
+expect_status 3 "$BIN/trace-analyze" --report steps --step 3 steps.db
 expect_one_line_error
-expect_grep 'no ProfilerStep#3' "$TMP/err"
+expect_grep 'step 3: no such ProfilerStep#N range (steps: 1 2)' "$TMP/err"
 expect_status 2 "$BIN/trace-analyze" --report steps --step 2-1 steps.db
 expect_one_line_error
 expect_status 2 "$BIN/trace-analyze" --step 1 steps.db
