@@ -656,6 +656,7 @@ enum {
     C_MSV, C_AC, C_CBID, C_CONTEXT
 };
 
+/* pp, the launching call's parent, gives GPU work (kinds 7, 8, 9, 15: lib/model.c) its op. */
 static const char events_sql[] =
     "SELECT e.id, e.kind, e.name_id, e.start_ns, e.end_ns, e.thread_id, e.stream_id, "
     "e.correlation, e.bytes, e.shape_id, e.stack_id, e.seq, e.op_id, e.flops, e.flags, "
@@ -665,7 +666,7 @@ static const char events_sql[] =
     "kn.registers_per_thread, kn.static_shared_bytes, kn.dynamic_shared_bytes, cp.copy_kind, "
     "ms.event_id, ms.value, ac.event_id, ac.cbid, s.context "
     "FROM events e LEFT JOIN events p ON p.id = e.parent_id "
-    "LEFT JOIN events pp ON pp.id = p.parent_id AND e.kind NOT IN (1, 2, 10, 11) "
+    "LEFT JOIN events pp ON pp.id = p.parent_id AND e.kind IN (7, 8, 9, 15) "
     "LEFT JOIN kernels kn ON kn.event_id = e.id LEFT JOIN copies cp ON cp.event_id = e.id "
     "LEFT JOIN memsets ms ON ms.event_id = e.id LEFT JOIN api_calls ac ON ac.event_id = e.id "
     "LEFT JOIN streams s ON s.id = e.stream_id";
