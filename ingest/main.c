@@ -1,6 +1,7 @@
 /* trace-ingest: reads traces (nvprof databases, ...) into a run database. */
 #include <ctype.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,20 +220,24 @@ static void print_summary(void *ctx, const tr_trace *t)
         return;   /* a summary is not worth failing the run */
 
     /* per kind, per source: counts and spans (each source has its own clock) */
-    size_t per_kind[TR_KIND_COUNT_] = {0};
-    int64_t *lo = calloc(nsrc + 1, sizeof *lo), *hi = calloc(nsrc + 1, sizeof *hi);
-    size_t no_launch = 0;
+    size_t per_kind[TR_KIND_COUNT_] = {0}, on_gpu = 0, no_corr = 0, no_call = 0;
+    int64_t *lo = malloc((nsrc + 1) * sizeof *lo), *hi = malloc((nsrc + 1) * sizeof *hi);
+    for (size_t s = 0; lo && hi && s <= nsrc; s++)
+        lo[s] = INT64_MAX, hi[s] = INT64_MIN;
     for (size_t i = 0; i < t->events.n; i++) {
         const tr_event *e = &t->events.v[i];
-        if (e->kind < TR_KIND_COUNT_)
-            per_kind[e->kind]++;
-        if (e->kind < TR_KIND_COUNT_ && tr_kinds[e->kind].on_gpu && e->parent < 0)
-            no_launch++;
+        if (e->kind >= TR_KIND_COUNT_)
+            continue;
+        per_kind[e->kind]++;
+        if (tr_kinds[e->kind].on_gpu) {
+            on_gpu++;
+            /* why tr_tree_build() found no API call to hang it under */
+            if (e->parent < 0)
+                *(e->correlation < 0 ? &no_corr : &no_call) += 1;
+        }
         uint32_t s = tr_event_source(t, e);
         if (!lo || !hi || s > nsrc || e->end < e->start)
             continue;
-        if (!lo[s] && !hi[s])
-            lo[s] = e->start, hi[s] = e->end;
         lo[s] = e->start < lo[s] ? e->start : lo[s];
         hi[s] = e->end > hi[s] ? e->end : hi[s];
     }
@@ -254,8 +259,9 @@ static void print_summary(void *ctx, const tr_trace *t)
         const tr_source *src = &t->sources.v[s];
         const char *ver = tr_str_of(t, src->format_version);
         char span[32] = "-";
-        if (lo && hi && hi[s] > lo[s])
-            tr_fmt_time(span, sizeof span, (double)(hi[s] - lo[s]) / 1000.0, TR_UNIT_AUTO);
+        if (lo && hi && hi[s] >= lo[s])
+            /* in double: hostile times may span more than int64_t holds */
+            tr_fmt_time(span, sizeof span, ((double)hi[s] - (double)lo[s]) / 1000.0, TR_UNIT_AUTO);
         snprintf(line, sizeof line, "  source    %s: %s%s%s, %s events, span %s",
                  tr_str_of(t, src->path), tr_str_of(t, src->format), ver && *ver ? " " : "",
                  ver ? ver : "", count_str(a, sizeof a, (long long)src->events), span);
@@ -285,12 +291,17 @@ static void print_summary(void *ctx, const tr_trace *t)
     size_t nd = t->devices.n ? t->devices.n - 1 : 0, ns = t->streams.n ? t->streams.n - 1 : 0;
     fprintf(f, "  threads   %zu in %zu process(es); %zu stream(s) on %zu device(s)\n", nt, np, ns,
             nd);
-    if (no_launch)
-        fprintf(f, "  unlinked  %s GPU activities without a launching call (of %s)\n",
-                count_str(a, sizeof a, (long long)no_launch),
-                count_str(b, sizeof b, (long long)(per_kind[TR_KIND_KERNEL] + per_kind[TR_KIND_MEMCPY]
-                                                   + per_kind[TR_KIND_MEMSET]
-                                                   + per_kind[TR_KIND_CUDA_EVENT])));
+    if (no_corr + no_call) {
+        line[0] = '\0';
+        if (no_corr)
+            APPEND(line, "%s with no correlation id in the source", count_str(a, sizeof a, (long long)no_corr));
+        if (no_call)
+            APPEND(line, "%s%s whose correlation id no API call has", no_corr ? ", " : "",
+                   count_str(a, sizeof a, (long long)no_call));
+        fprintf(f, "  unlinked  %s of %s GPU activities have no launching call: %s\n",
+                count_str(a, sizeof a, (long long)(no_corr + no_call)),
+                count_str(b, sizeof b, (long long)on_gpu), line);
+    }
     print_warnings(f, c->warnings);
     if (fclose(f) != 0) {
         free(c->text);

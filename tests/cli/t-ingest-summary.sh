@@ -45,7 +45,7 @@ threads_line() {
             || (SELECT count(*) FROM devices) || ' device(s)'"
 }
 expect_eq "$(grep '^  threads' k.err)" "$(threads_line k.db)" "threads, processes, streams, devices"
-expect_grep '^  unlinked  2 GPU activities without a launching call (of 4)$' k.err
+expect_grep '^  unlinked  2 of 4 GPU activities have no launching call: 2 whose correlation id no API call has$' k.err
 # every warning is printed as it comes, then counted in groups with the numbers summed
 expect_eq "$(grep -c '^trace-ingest: warning: ' k.err)" 4 "warnings printed"
 expect_grep '^  warnings  4 of 2 kinds (above)$' k.err
@@ -90,6 +90,13 @@ secs=$(sed -n 's/.* in \([0-9.]*\) s$/\1/p' p.err)
 awk -v d="$draws" -v s="$secs" 'BEGIN { exit !(d <= 2 * (10 * s + 2)) }' \
     || fail "$draws carriage returns in $secs s"
 expect_eq "$(kinds_of p.err)" "$(kinds_in_db big.db)" "events per kind after a progress line"
+# warnings printed while the line is shown start on a line of their own
+expect_status 0 env TR_PROGRESS=1 "$BIN/trace-ingest" -o kp.db k1.json big.nvvp k2.json
+tr '\r' '\n' <"$TMP/err" >kp.lines
+expect_grep '^trace-ingest: reading big\.nvvp (2/3): ' kp.lines
+expect_eq "$(grep -c '^trace-ingest: warning: ' kp.lines)" 4 "warnings at the start of a line"
+expect_eq "$(grep 'warning:' kp.lines | grep -vc '^trace-ingest: warning: ')" 0 "warnings mixed with the line"
+expect_grep '^  warnings  4 of 2 kinds (above)$' kp.lines
 # not a terminal: no line; TR_PROGRESS=0 hides it on a terminal
 expect_status 0 "$BIN/trace-ingest" -o big2.db big.nvvp
 expect_no_grep "$(printf '\r')" "$TMP/err"
