@@ -128,6 +128,8 @@ static struct {
     /* markers of nvtx.c's handlers, for the writer (under mu) */
     CUpti_ActivityMarker2 *nvtx_q;
     size_t n_nvtx_q, cap_nvtx_q;
+    struct nvtx_name { uint32_t tid; char *name; } *nvtx_names;
+    size_t n_nvtx_names, cap_nvtx_names;
     /* buffers CUPTI holds, and when it last called us (under mu): a buffer that
      * a forced flush does not give back went to another client's callbacks */
     size_t outstanding;
@@ -862,6 +864,28 @@ void rec_nvtx_emit(uint32_t flags, uint64_t id, char *name, const char *domain)
     pthread_mutex_unlock(&g.mu);
 }
 
+void rec_nvtx_thread_name(uint32_t tid, char *name)
+{
+    if (!name || !g.active || g.pid != self_pid()) {
+        free(name);
+        return;
+    }
+    pthread_mutex_lock(&g.mu);
+    if (g.n_nvtx_names == g.cap_nvtx_names) {
+        size_t nc = g.cap_nvtx_names ? g.cap_nvtx_names * 2 : 16;
+        struct nvtx_name *a = realloc(g.nvtx_names, nc * sizeof *a);
+        if (!a) {
+            pthread_mutex_unlock(&g.mu);
+            free(name);
+            return;
+        }
+        g.nvtx_names = a;
+        g.cap_nvtx_names = nc;
+    }
+    g.nvtx_names[g.n_nvtx_names++] = (struct nvtx_name){tid, name};
+    pthread_mutex_unlock(&g.mu);
+}
+
 void rec_nvtx_capture(uint32_t cbid, const void *params, const void *ret)
 {
     if (g.capture != CAP_NVTX || !g.active || g.pid != self_pid())
@@ -879,7 +903,16 @@ static void drain_nvtx(void)
     size_t n = g.n_nvtx_q;
     g.nvtx_q = NULL;
     g.n_nvtx_q = g.cap_nvtx_q = 0;
+    struct nvtx_name *names = g.nvtx_names;
+    size_t nn = g.n_nvtx_names;
+    g.nvtx_names = NULL;
+    g.n_nvtx_names = g.cap_nvtx_names = 0;
     pthread_mutex_unlock(&g.mu);
+    for (size_t i = 0; i < nn; i++) {
+        rec_enc_thread_name(&g.enc, names[i].tid, names[i].name, 1);
+        free(names[i].name);
+    }
+    free(names);
     for (size_t i = 0; i < n; i++) {
         rec_enc_activity(&g.enc, (const CUpti_Activity *)&q[i]);
         free((char *)q[i].name);
@@ -1032,7 +1065,7 @@ static void write_thread_names(void)
             continue;
         name[n] = 0;
         name[strcspn(name, "\n")] = 0;
-        rec_enc_thread_name(&g.enc, (uint32_t)atoi(de->d_name), name);
+        rec_enc_thread_name(&g.enc, (uint32_t)atoi(de->d_name), name, 0);
     }
     closedir(d);
 }
@@ -1481,6 +1514,9 @@ static void atfork_child(void)
     for (size_t i = 0; i < g.n_nvtx_q; i++)
         free((char *)g.nvtx_q[i].name);
     g.n_nvtx_q = 0;
+    for (size_t i = 0; i < g.n_nvtx_names; i++)
+        free(g.nvtx_names[i].name);
+    g.n_nvtx_names = 0;
     __atomic_store_n(&cur_pid, getpid(), __ATOMIC_RELAXED);
     pthread_mutex_init(&g.mu, NULL);
     pthread_mutex_init(&g.init_mu, NULL);

@@ -56,6 +56,8 @@ typedef struct {
     size_t cap_kept, n_kept;
     uint64_t *named;               /* (tid << 32 | name sid) already written */
     size_t n_named, cap_named;
+    uint32_t *nvtx_named;          /* tids the program named through NVTX */
+    size_t n_nvtx_named, cap_nvtx_named;
     /* capture filter: keep(ts) says whether a timestamp is inside the range;
      * it takes CLOCK_MONOTONIC: records on CUPTI's own clock are moved by
      * clock_offset (their clock minus CLOCK_MONOTONIC) first */
@@ -81,8 +83,10 @@ REC_HIDDEN void rec_enc_add(rec_encoder *e, unsigned kind, const void *rec);
 REC_HIDDEN void rec_enc_activity(rec_encoder *e, const CUpti_Activity *a);
 /* Walks a completed CUPTI buffer with cuptiActivityGetNextRecord. */
 REC_HIDDEN void rec_enc_buffer(rec_encoder *e, uint8_t *buf, size_t valid);
-/* Records a thread name once per (tid, name). */
-REC_HIDDEN void rec_enc_thread_name(rec_encoder *e, uint32_t tid, const char *name);
+/* Records a thread name once per (tid, name); by_nvtx: the program's own
+ * name for it (nvtxNameOsThread), which the names the kernel gives threads
+ * (comm) do not replace. */
+REC_HIDDEN void rec_enc_thread_name(rec_encoder *e, uint32_t tid, const char *name, int by_nvtx);
 /* Writes pending strings, then every staged record kind. */
 REC_HIDDEN void rec_enc_flush(rec_encoder *e);
 /* At the end of the file: the syncs still held are written. */
@@ -98,6 +102,8 @@ REC_HIDDEN int rec_nvtx_install(const void *(*get)(uint32_t));
 /* agent.c: queues a marker of the calling thread (TR_RAW_MK_* flags) for the
  * writer; name is malloc'd and taken over, domain lives as long as the process. */
 REC_HIDDEN void rec_nvtx_emit(uint32_t flags, uint64_t id, char *name, const char *domain);
+/* agent.c: queues a thread's name (nvtxNameOsThread); name is malloc'd and taken over. */
+REC_HIDDEN void rec_nvtx_thread_name(uint32_t tid, char *name);
 /* agent.c: an NVTX call as CUPTI's NVTX callback would report it, for the
  * --nvtx-capture filter. */
 REC_HIDDEN void rec_nvtx_capture(uint32_t cbid, const void *params, const void *ret);

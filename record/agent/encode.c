@@ -41,6 +41,7 @@ void rec_enc_free(rec_encoder *e)
     free(e->pending);
     free(e->kept_ranges);
     free(e->named);
+    free(e->nvtx_named);
     free(e->query_ids[0]);
     free(e->query_ids[1]);
     free(e->psync);
@@ -291,8 +292,14 @@ static int kept_take(rec_encoder *e, uint64_t id)
     return 1;
 }
 
-void rec_enc_thread_name(rec_encoder *e, uint32_t tid, const char *name)
+void rec_enc_thread_name(rec_encoder *e, uint32_t tid, const char *name, int by_nvtx)
 {
+    for (size_t i = 0; i < e->n_nvtx_named && !by_nvtx; i++)
+        if (e->nvtx_named[i] == tid)
+            return;
+    if (by_nvtx && grow((void **)&e->nvtx_named, &e->cap_nvtx_named, e->n_nvtx_named + 1,
+                        sizeof *e->nvtx_named) == 0)
+        e->nvtx_named[e->n_nvtx_named++] = tid;
     uint32_t sid = rec_enc_string(e, name);
     if (!sid)
         return;
@@ -673,7 +680,7 @@ void rec_enc_activity(rec_encoder *e, const CUpti_Activity *a)
     case CUPTI_ACTIVITY_KIND_NAME: {
         const CUpti_ActivityName *n = (const void *)a;
         if (n->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD)
-            rec_enc_thread_name(e, n->objectId.pt.threadId, n->name);
+            rec_enc_thread_name(e, n->objectId.pt.threadId, n->name, 1);
         return;
     }
     default:

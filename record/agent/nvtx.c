@@ -197,6 +197,17 @@ static int NVTX_API range_pop(void)
     return depth;
 }
 
+/* A thread's name: the last one given wins at ingest, before the names the
+ * writer samples from /proc at exit. */
+static void NVTX_API name_thread_a(uint32_t tid, const char *name)
+{
+    rec_nvtx_thread_name(tid, copy_of(name));
+}
+static void NVTX_API name_thread_w(uint32_t tid, const wchar_t *name)
+{
+    rec_nvtx_thread_name(tid, utf8_of(name));
+}
+
 /* ---------------------------------------------------------------- core2 (domains) */
 
 static void NVTX_API d_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *at)
@@ -303,7 +314,8 @@ static const slot core_slots[] = {
     {NVTX_CBID_CORE_RangeStartA, FP(start_a)},    {NVTX_CBID_CORE_RangeStartW, FP(start_w)},
     {NVTX_CBID_CORE_RangeEnd, FP(range_end)},     {NVTX_CBID_CORE_RangePushEx, FP(push_ex)},
     {NVTX_CBID_CORE_RangePushA, FP(push_a)},      {NVTX_CBID_CORE_RangePushW, FP(push_w)},
-    {NVTX_CBID_CORE_RangePop, FP(range_pop)},
+    {NVTX_CBID_CORE_RangePop, FP(range_pop)},     {NVTX_CBID_CORE_NameOsThreadA, FP(name_thread_a)},
+    {NVTX_CBID_CORE_NameOsThreadW, FP(name_thread_w)},
 };
 
 static const slot core2_slots[] = {

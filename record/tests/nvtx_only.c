@@ -6,16 +6,19 @@
  * Per run: 10 push/pop ranges "step" each holding a wide push "inner", 1
  * start/end range "epoch", 1 domain range in "mydomain" named by a registered
  * string "registered", and 1 mark "ready": 22 ranges and 1 mark.
+ * The main thread is named "nvtx-main" with nvtxNameOsThreadA.
  * With --fork, a child forked without exec then opens 5 ranges "child".
  */
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
+#include <sys/syscall.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
 {
+    nvtxNameOsThreadA((uint32_t)syscall(SYS_gettid), "nvtx-main");
     nvtxMarkA("ready");
     nvtxRangeId_t epoch = nvtxRangeStartA("epoch");
     for (int i = 0; i < 10; i++) {

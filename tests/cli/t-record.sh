@@ -296,6 +296,7 @@ NVAPP=$BIN/../rec/nvtx_only
 expect_status 0 timeout 60 "$REC" -o nvo.db "$NVAPP"
 expect_eq "$(counts nvo.db)" "mark=1 range=22" "events of an NVTX-only program"
 expect_eq "$(q nvo.db "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value IN ('inner', 'registered')")" 11 "wide and registered NVTX names"
+expect_eq "$(q nvo.db "SELECT count(*) FROM threads t JOIN strings s ON s.id = t.name_id WHERE s.value = 'nvtx-main'")" 1 "thread named with nvtxNameOsThreadA"
 expect_no_grep "no events in the input" "$TMP/err"
 if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
     expect_grep "CUPTI could not start: .*libcuda.so.1.*NVTX is still recorded" "$TMP/err"
