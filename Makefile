@@ -152,7 +152,8 @@ MAN_SUMMARY_trace-ingest := read GPU traces (nvprof, Kineto, Nsight Systems, rec
 MAN_SUMMARY_trace-analyze := PyTorch key_averages()-style tables and timeline reports from a run database
 MAN_SUMMARY_trace-export := folded stacks, flamegraph SVGs and chrome traces from a run database
 MAN_SUMMARY_trace-record := record a CUDA or PyTorch program's GPU activity into a run database
-MAN_EXTRA_trace-analyze = REPORTS "$(BUILD)/bin/trace-analyze --report list"
+MAN_EXTRA_trace-analyze = REPORTS "$(BUILD)/bin/trace-analyze --report list" \
+    LISTS "$(BUILD)/bin/trace-analyze --list list"
 MAN_ENV := DOCDIR=$(PREFIX)/share/doc/tracekit
 COMPLETION := completion/trace-tools.bash
 COMPLETION_DIR := $(PREFIX)/share/bash-completion/completions

@@ -59,6 +59,7 @@ static void usage(FILE *f)
             "                              them (docs/reports.md)\n"
             "      --step N|A-B            reports: only the windows of those ProfilerStep#N ranges\n"
             "      --list WHAT             what the file holds to select from, with counts: %s\n"
+            "                              (--list list describes them)\n"
             "Many runs (docs/diff.md, docs/scale-out.md):\n"
             "      run.db run.db...        one table of all of them, groups joined by name\n"
             "      --diff                  BASE.db NEW.db: the change of every group, largest first\n"
@@ -108,8 +109,10 @@ static void list_choices(FILE *f, const char *what, const char *got)
             m += (size_t)snprintf(all + m, m < sizeof all ? sizeof all - m : 0, " %s %s", tr_sort_keys[i].name,
                                   tr_sort_keys[i].aliases);
         }
-    else if (!strcmp(what, "list"))
+    else if (!strcmp(what, "list")) {
         snprintf(valid, sizeof valid, " %s", tr_list_names());
+        snprintf(all, sizeof all, "list %s", tr_list_names());
+    }
     else
         for (size_t i = 0; i < tr_noutput_formats; i++)
             n += (size_t)snprintf(valid + n, n < sizeof valid ? sizeof valid - n : 0, " %s",
@@ -230,6 +233,7 @@ int main(int argc, char **argv)
     const tr_sort_key *sort = NULL;
     int diff = 0, diff_norm = 0, no_cache = 0;
     const tr_list *list = NULL;
+    int list_names = 0;   /* --list list */
     tr_error err;
     tr_error_clear(&err);
     tr_status st = TR_OK;
@@ -313,7 +317,9 @@ int main(int argc, char **argv)
         case O_DIFF: diff = 1; break;
         case O_DIFF_NORM: diff_norm = 1; break;
         case O_LIST:
-            if (!(list = tr_list_lookup(optarg))) {
+            if (!strcmp(optarg, "list"))
+                list_names = 1;
+            else if (!(list = tr_list_lookup(optarg))) {
                 list_choices(stderr, "list", optarg);
                 st = TR_ERR_USAGE;
                 err.msg[0] = '\0';
@@ -338,6 +344,14 @@ int main(int argc, char **argv)
         tr_selection_free(&sel);
         return 0;
     }
+    if (st == TR_OK && list_names) {
+        tr_list_print_choices(stdout);
+        tr_report_opts_free(&reports);
+        tr_selection_free(&sel);
+        return 0;
+    }
+    if (st == TR_OK && list && (diff || diff_norm || optind < argc - 1))
+        st = tr_fail(&err, TR_ERR_USAGE, "--list reads one run database");
     if (st == TR_OK && (diff || diff_norm || optind < argc - 1))
         return run_many(argv + optind, argc - optind, diff, diff_norm, no_cache, &o, sort, &reports, &sel);
     if (st == TR_OK && optind != argc - 1)

@@ -115,3 +115,12 @@ for l in threads ranks; do
     expect_status 0 "$BIN/trace-analyze" --list $l --format json h.db
     python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$TMP/out" || fail "--list $l json of a hostile file"
 done
+
+# --list list describes the lists; --list takes one run.db
+expect_status 0 "$BIN/trace-analyze" --list list
+expect_eq "$(cut -d' ' -f1 "$TMP/out" | tr '\n' ' ')" "threads devices streams kinds steps ranks " "--list list"
+expect_status 2 "$BIN/trace-analyze" --list threads l.db l.db
+expect_one_line_error
+expect_grep "one run database" "$TMP/err"
+expect_status 2 "$BIN/trace-analyze" --list lsit l.db
+expect_grep "did you mean list?" "$TMP/err"
