@@ -442,3 +442,37 @@ tr_status tr_list_check_selection(sqlite3 *db, const char *path, const tr_select
         st = tr_list_check_filter(db, path, "stream", sel->stream, err);
     return st;
 }
+
+tr_status tr_list_check_selection_any(const char *const *paths, const char *const *names, int n,
+                                      const struct tr_selection *sel, tr_error *err)
+{
+    /* each filter must match in one of the files at least; when none has it,
+     * the message is the first file's, naming what that one has */
+    static const char *const what[] = {"thread", "device", "stream"};
+    const int has[] = {sel->has_thread, sel->has_device, sel->has_stream};
+    const int64_t value[] = {sel->thread, sel->device, sel->stream};
+    for (size_t f = 0; f < sizeof what / sizeof what[0]; f++) {
+        if (!has[f])
+            continue;
+        tr_error first;
+        tr_error_clear(&first);
+        int found = 0;
+        for (int i = 0; i < n && !found; i++) {
+            sqlite3 *db = NULL;
+            tr_status st = tr_rundb_open(paths[i], &db, err);
+            if (st != TR_OK)
+                return st;
+            tr_error e;
+            tr_error_clear(&e);
+            found = tr_list_check_filter(db, names[i], what[f], value[f], &e) == TR_OK;
+            sqlite3_close(db);
+            if (!found && i == 0)
+                first = e;
+        }
+        if (!found) {
+            *err = first;
+            return first.status;
+        }
+    }
+    return TR_OK;
+}

@@ -37,5 +37,9 @@ tr_status tr_list_check_selection(sqlite3 *db, const char *path, const struct tr
                                   tr_error *err);
 /* The same for one filter: what is "thread", "device" or "stream". */
 tr_status tr_list_check_filter(sqlite3 *db, const char *path, const char *what, int64_t value, tr_error *err);
+/* For several run.dbs (paths; names for messages): each filter must match in
+ * one of them. */
+tr_status tr_list_check_selection_any(const char *const *paths, const char *const *names, int n,
+                                      const struct tr_selection *sel, tr_error *err);
 
 #endif

@@ -147,7 +147,10 @@ static int run_many(char **args, int n, int diff, int diff_norm, int no_cache, c
         st = tr_fail(&err, TR_ERR_USAGE, "--diff takes two run databases: BASE.db NEW.db");
     else if (reports->n)
         st = tr_fail(&err, TR_ERR_USAGE, "--report reads one run database");
-    else if (diff) {
+    else if ((st = tr_list_check_selection_any((const char *const *)paths, (const char *const *)args, n, sel,
+                                               &err)) != TR_OK) {
+        /* err names what the first file has */
+    } else if (diff) {
         tr_diff_opts d = {paths[0], paths[1], diff_norm, sort};
         st = tr_diff_run(&d, o, stdout, stderr, &err);
     } else {

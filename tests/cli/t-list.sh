@@ -124,3 +124,11 @@ expect_one_line_error
 expect_grep "one run database" "$TMP/err"
 expect_status 2 "$BIN/trace-analyze" --list lsit l.db
 expect_grep "did you mean list?" "$TMP/err"
+
+# several run.dbs: a filter must match in one of them
+expect_status 3 "$BIN/trace-analyze" --thread 999 l.db s.db
+expect_one_line_error
+expect_grep "l.db: no thread 999 (threads: 11" "$TMP/err"
+expect_status 0 "$BIN/trace-analyze" --thread 1000 --format csv l.db s.db
+expect_status 3 "$BIN/trace-analyze" --diff --stream 8 l.db s.db
+expect_grep "no stream 8" "$TMP/err"
