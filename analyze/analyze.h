@@ -51,7 +51,16 @@ typedef struct {
     int64_t cpu_covered;                         /* filtered: the host time the shown events' spans cover */
     int has_shapes, has_mem, has_gpu_mem, has_gpu, has_flops, has_frames;
     const char *stack_source;                    /* "frames" or "tree" when grouping by stack */
+    /* selected GPU activities without a launching call (docs/semantics.md): also
+     * the host row "[no launching call]", so host rows add up to the device's time */
+    int64_t unattributed, unattributed_ns;
+    int64_t unattributed_no_corr;                /* the source gives no correlation */
+    int64_t unattributed_before;                 /* correlation older than any call: launched before the capture */
+    int64_t unattributed_not_found;              /* a correlation no call of the source has */
 } tr_summary;
+
+/* The name of the host row of GPU activities without a launching call. */
+#define TR_NO_LAUNCH_ROW "[no launching call]"
 
 typedef struct {
     const char *name;         /* PyTorch's attribute name, e.g. "self_cpu_time_total" */

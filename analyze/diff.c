@@ -285,6 +285,11 @@ tr_status tr_summary_merge(tr_summary *dst, tr_summary *src, tr_error *err)
      * threads of different files are different threads: the unions add */
     tr_sat_acc(&dst->sum_gpu_self_host, src->sum_gpu_self_host);
     tr_sat_acc(&dst->cpu_covered, src->cpu_covered);
+    dst->unattributed += src->unattributed;
+    tr_sat_acc(&dst->unattributed_ns, src->unattributed_ns);
+    dst->unattributed_no_corr += src->unattributed_no_corr;
+    dst->unattributed_before += src->unattributed_before;
+    dst->unattributed_not_found += src->unattributed_not_found;
     dst->filtered |= src->filtered;
     if (!dst->stack_source)
         dst->stack_source = src->stack_source;

@@ -179,13 +179,13 @@ static int64_t *group_find(group_map *m, int64_t name, int gpu, int64_t shape, i
 /* ---- the scan ---- */
 enum { C_ID, C_KIND, C_GPU, C_NAME, C_SHAPE, C_STACK, C_PARENT, C_FLAGS, C_TID, C_DEVICE, C_STREAM,
        C_START, C_END, C_CPU_TOTAL, C_CPU_SELF, C_GPU_TOTAL, C_GPU_SELF, C_CMEM, C_CMEM_SELF,
-       C_GMEM, C_GMEM_SELF, C_FLOPS };
+       C_GMEM, C_GMEM_SELF, C_FLOPS, C_CORR, C_SOURCE };
 
 static const char scan_sql[] =
     "SELECT e.id, e.kind, k.on_gpu, e.name_id, e.shape_id, e.stack_id, e.parent_id, e.flags, "
     "coalesce(t.tid, pt.tid), d.device, s.stream, e.start_ns, e.end_ns, e.cpu_total_ns, "
     "e.cpu_self_ns, e.gpu_total_ns, e.gpu_self_ns, e.cpu_mem_total, e.cpu_mem_self, "
-    "e.gpu_mem_total, e.gpu_mem_self, e.flops "
+    "e.gpu_mem_total, e.gpu_mem_self, e.flops, e.correlation, d.source_id "
     "FROM events e JOIN kinds k ON k.id = e.kind "
     "LEFT JOIN threads t ON t.id = e.thread_id "
     "LEFT JOIN events pe ON pe.id = e.parent_id AND e.thread_id IS NULL "
@@ -213,10 +213,14 @@ typedef struct {
     tr_i64map folded;       /* name id -> the id it groups under (ProfilerStep#N) */
     tr_i64map hidden;       /* frame string id -> 1 when left out of stacks */
     tr_torch_compat torch;  /* --compat torch: PyTorch's own metrics */
+    tr_i64map first_call;   /* source id -> the lowest correlation of its API calls */
+    int first_call_loaded;
 } scan_ctx;
 
 /* The group name of ProfilerStep#N, which has no string id of its own. */
 #define PROFILER_STEP_FOLD (-1)
+/* The host row of GPU activities without a launching call. */
+#define NO_LAUNCH_ROW (-2)
 
 static tr_status nomem(scan_ctx *c)
 {
@@ -482,6 +486,129 @@ static tr_status run_query(scan_ctx *c, const char *where_order, sqlite3_stmt **
 }
 
 
+/* ---- GPU activities without a launching call ---- */
+
+/* The group of (name, device side, shape, stack key), created on first use,
+ * with the event as its first appearance when it is the earliest. */
+static tr_group *group_of(scan_ctx *c, sqlite3_stmt *st, int64_t name, int gpu, int64_t shape,
+                          int64_t key)
+{
+    tr_summary *s = c->s;
+    int fresh;
+    int64_t *slot = group_find(&c->groups, name, gpu, shape, key, &fresh);
+    if (!slot)
+        return NULL;
+    if (fresh) {
+        if (s->n == s->cap) {
+            size_t ncap = s->cap ? s->cap * 2 : 256;
+            tr_group *ng = realloc(s->groups, ncap * sizeof *ng);
+            if (!ng)
+                return NULL;
+            s->groups = ng;
+            s->cap = ncap;
+        }
+        *slot = (int64_t)s->n;
+        tr_group *g = &s->groups[s->n++];
+        memset(g, 0, sizeof *g);
+        g->name_id = name;
+        g->shape_id = shape;
+        g->stack_key = key;
+        g->on_gpu = gpu;
+        g->first_start = INT64_MAX;
+    }
+    tr_group *g = &s->groups[*slot];
+    int64_t id = sqlite3_column_int64(st, C_ID);
+    int64_t start = sqlite3_column_int64(st, C_START), end = sqlite3_column_int64(st, C_END);
+    if (start < g->first_start || (start == g->first_start && (end > g->first_end
+                                   || (end == g->first_end && id < g->first_id)))) {
+        g->first_start = start;
+        g->first_end = end;
+        g->first_id = id;
+        g->is_async = (sqlite3_column_int(st, C_FLAGS) & TR_FLAG_ASYNC) != 0;
+    }
+    return g;
+}
+
+/* Each source's lowest API-call correlation: CUPTI numbers launches in order, so
+ * an activity below it was launched before the capture began. */
+static tr_status load_first_calls(scan_ctx *c)
+{
+    char kinds[256];
+    size_t n = 0;
+    kinds[0] = '\0';
+    for (int k = 1; k < TR_KIND_COUNT_ && n < sizeof kinds; k++)
+        if (tr_kinds[k].is_api)
+            n += (size_t)snprintf(kinds + n, sizeof kinds - n, "%s%d", n ? "," : "", k);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT p.source_id, min(e.correlation) FROM events e JOIN threads t ON t.id = e.thread_id "
+             "JOIN processes p ON p.id = t.process_id WHERE e.kind IN (%s) AND e.correlation IS NOT NULL "
+             "GROUP BY p.source_id", kinds[0] ? kinds : "-1");
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return step_error(c);
+    int r;
+    tr_status rc = TR_OK;
+    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
+        if (tr_i64map_put(&c->first_call, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)) < 0)
+            rc = nomem(c);
+    if (rc == TR_OK && r != SQLITE_DONE)
+        rc = step_error(c);
+    sqlite3_finalize(st);
+    c->first_call_loaded = 1;
+    return rc;
+}
+
+/* A selected GPU activity without a launching call: counted with its reason, and
+ * its time given to the host row "[no launching call]". */
+static tr_status add_unattributed(scan_ctx *c, sqlite3_stmt *st)
+{
+    tr_summary *s = c->s;
+    int64_t dur = sqlite3_column_int64(st, C_GPU_SELF);
+    s->unattributed++;
+    tr_sat_acc(&s->unattributed_ns, dur);
+    if (sqlite3_column_type(st, C_CORR) == SQLITE_NULL) {
+        s->unattributed_no_corr++;
+    } else {
+        if (!c->first_call_loaded) {
+            tr_status rc = load_first_calls(c);
+            if (rc != TR_OK)
+                return rc;
+        }
+        int64_t first;
+        if (sqlite3_column_type(st, C_SOURCE) != SQLITE_NULL
+            && tr_i64map_get(&c->first_call, sqlite3_column_int64(st, C_SOURCE), &first)
+            && sqlite3_column_int64(st, C_CORR) < first)
+            s->unattributed_before++;
+        else
+            s->unattributed_not_found++;
+    }
+    tr_group *g = group_of(c, st, NO_LAUNCH_ROW, 0, 0, 0);
+    if (!g)
+        return nomem(c);
+    g->count++;
+    tr_sat_acc(&g->gpu_self, dur);
+    tr_sat_acc(&g->gpu_total, dur);
+    tr_sat_acc(&s->sum_gpu_self_host, dur);
+    return TR_OK;
+}
+
+/* The selected GPU activities that no call launched: whatever the scan (tree,
+ * flat or the stored aggregates), one indexed look at the events without a parent. */
+static tr_status scan_unattributed(scan_ctx *c)
+{
+    sqlite3_stmt *st = NULL;
+    tr_status rc = run_query(c, "WHERE e.parent_id IS NULL AND k.on_gpu = 1", &st);
+    int r = SQLITE_DONE;
+    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
+        if (selected(c, st) && times_ok(st))
+            rc = add_unattributed(c, st);
+    if (rc == TR_OK && r != SQLITE_DONE)
+        rc = step_error(c);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* Host events in tree order, keeping the open ancestors on a stack so each
  * event's ancestry path is known without lookups; then device activities,
  * whose ancestry is their launching call's. */
@@ -693,6 +820,8 @@ static char *string_of(scan_ctx *c, int64_t id)
 {
     if (id == PROFILER_STEP_FOLD)
         return strdup("ProfilerStep*");
+    if (id == NO_LAUNCH_ROW)
+        return strdup(TR_NO_LAUNCH_ROW);
     const char *v = "";
     sqlite3_bind_int64(c->name_stmt, 1, id);
     if (id && sqlite3_step(c->name_stmt) == SQLITE_ROW && sqlite3_column_text(c->name_stmt, 0))
@@ -744,6 +873,7 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
     tr_i64map_init(&c.frame_index);
     tr_i64map_init(&c.folded);
     tr_i64map_init(&c.hidden);
+    tr_i64map_init(&c.first_call);
     tr_status rc = TR_OK;
     if (o->compat_torch && (rc = tr_torch_compat_load(db, &c.torch, err)) != TR_OK)
         return rc;
@@ -766,6 +896,8 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
         s->stack_source = c.tree_mode ? "tree" : "frames";
     }
     rc = c.tree_mode ? scan_tree(&c) : scan_flat(&c);
+    if (rc == TR_OK && !o->compat_torch)
+        rc = scan_unattributed(&c);
     s->filtered = selection_active(c.sel);
     if (rc == TR_OK && s->filtered && !o->compat_torch)
         rc = covered_time(&c, &s->cpu_covered);
@@ -797,6 +929,7 @@ out:
     tr_i64map_free(&c.frame_index);
     tr_i64map_free(&c.folded);
     tr_i64map_free(&c.hidden);
+    tr_i64map_free(&c.first_call);
     tr_torch_compat_free(&c.torch);
     return rc;
 }

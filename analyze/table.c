@@ -527,6 +527,18 @@ static void put_footer(FILE *out, const tr_summary *s, const tr_analyze_opts *o)
         fprintf(out, "Percentages are of the %lld events shown; CPU total %% of the %s their "
                 "spans cover\n", (long long)s->events, cov);
     }
+    if (s->unattributed && !o->compat_torch) {
+        static const char *const why[] = {"no correlation in the source",
+                                          "launched before the capture window", "correlation not found"};
+        const int64_t n[] = {s->unattributed_no_corr, s->unattributed_before, s->unattributed_not_found};
+        tr_fmt_time(buf, sizeof buf, US(s->unattributed_ns), o->unit);
+        fprintf(out, "%lld GPU activities (%s) have no launching call (row %s):", (long long)s->unattributed,
+                buf, TR_NO_LAUNCH_ROW);
+        for (size_t i = 0, k = 0; i < sizeof n / sizeof n[0]; i++)
+            if (n[i])
+                fprintf(out, "%s %lld %s", k++ ? "," : "", (long long)n[i], why[i]);
+        fputc('\n', out);
+    }
 }
 
 tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *o, tr_error *err)
@@ -679,6 +691,10 @@ static tr_status write_json(FILE *out, const tr_summary *s, const tr_analyze_opt
             (long long)s->events, (long long)s->sum_cpu_self, (long long)s->sum_gpu_self_device);
     if (s->stack_source)
         fprintf(out, "\"stack_source\":\"%s\",", s->stack_source);
+    fprintf(out, "\"no_launching_call\":{\"activities\":%lld,\"gpu_ns\":%lld,\"no_correlation\":%lld,"
+            "\"before_capture\":%lld,\"correlation_not_found\":%lld},", (long long)s->unattributed,
+            (long long)s->unattributed_ns, (long long)s->unattributed_no_corr,
+            (long long)s->unattributed_before, (long long)s->unattributed_not_found);
     fputs("\"rows\":[", out);
     for (size_t r = 0; r < s->n && (o->limit < 0 || (long)r < o->limit); r++) {
         const tr_group *g = &s->groups[r];

@@ -671,8 +671,25 @@ tr_status tr_rundb_open(const char *path, sqlite3 **out, tr_error *err)
     close(fd);
     if (got != (ssize_t)sizeof hdr || memcmp(hdr, "SQLite format 3", 16) != 0)
         return tr_fail(err, TR_ERR_INPUT, "%s: not a run database (not an SQLite file)", path);
+    /* immutable: no locks, and no journal, -wal or -shm file read or made beside the
+     * input (a WAL-mode file would otherwise get both created next to it) */
+    char *buf = malloc(5 + 3 * strlen(path) + 13);
+    if (!buf)
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    char *w = buf + sprintf(buf, "file:");
+    for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+        if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')
+            || strchr("/-._~", *c))
+            *w++ = (char)*c;
+        else
+            w += sprintf(w, "%%%02X", *c);
+    }
+    strcpy(w, "?immutable=1");
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    int orc = sqlite3_open_v2(buf, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                              NULL);
+    free(buf);
+    if (orc != SQLITE_OK) {
         tr_fail(err, TR_ERR_INPUT, "cannot open %s: %s", path,
                 db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);
