@@ -882,13 +882,22 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
         cb_i64(b, sqlite3_column_int64(st, C_CORR));
     }
     if (sqlite3_column_type(st, C_KN) != SQLITE_NULL) {
-        ARG("registers per thread");
-        cb_i64(b, sqlite3_column_int64(st, C_REGS));
-        ARG("shared memory");
-        cb_i64(b, sqlite3_column_int64(st, C_SMEM));
-        ARG("dynamic shared memory");
-        cb_i64(b, sqlite3_column_int64(st, C_DSMEM));
+        /* a launch field the source did not give stays absent (NULL in the run.db) */
+        if (sqlite3_column_type(st, C_REGS) != SQLITE_NULL) {
+            ARG("registers per thread");
+            cb_i64(b, sqlite3_column_int64(st, C_REGS));
+        }
+        if (sqlite3_column_type(st, C_SMEM) != SQLITE_NULL) {
+            ARG("shared memory");
+            cb_i64(b, sqlite3_column_int64(st, C_SMEM));
+        }
+        if (sqlite3_column_type(st, C_DSMEM) != SQLITE_NULL) {
+            ARG("dynamic shared memory");
+            cb_i64(b, sqlite3_column_int64(st, C_DSMEM));
+        }
         for (int g = 0; g < 2; g++) {
+            if (sqlite3_column_type(st, g ? C_BLOCK : C_GRID) == SQLITE_NULL)
+                continue;
             if (g == 0)
                 ARG("grid");
             else

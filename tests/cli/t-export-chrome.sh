@@ -105,6 +105,12 @@ for src in "$root/sample-traces/lm-step.nvvp" "$qwen"; do
                 ORDER BY 2, 3, 1, 4" >"$TMP/$d.ev"
         done
         cmp -s "$TMP/a.ev" "$TMP/b.ev" || fail "$name: $out: host events differ after the round trip"
+        for d in a b; do
+            q "$TMP/$d.db" "SELECT e.start_ns, d.device, s.stream, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y,
+                k.block_z, k.registers_per_thread, k.static_shared_bytes FROM kernels k JOIN events e ON e.id = k.event_id
+                JOIN streams s ON s.id = e.stream_id JOIN devices d ON d.id = s.device_id ORDER BY 1, 4, 7" >"$TMP/$d.kn"
+        done
+        cmp -s "$TMP/a.kn" "$TMP/b.kn" || fail "$name: $out: kernel launches differ after the round trip"
     done
     case $out in *.gz) [ "$(head -c 2 "$TMP/$out" | od -An -tx1 | tr -d ' ')" = 1f8b ] || fail "$name: .gz output is not gzip" ;; esac
 done
