@@ -656,6 +656,27 @@ static int has_events_table(sqlite3 *db)
     return found;
 }
 
+int tr_sqlite_open_ro(const char *path, sqlite3 **db)
+{
+    *db = NULL;
+    char *uri = malloc(5 + 3 * strlen(path) + 13);
+    if (!uri)
+        return SQLITE_NOMEM;
+    char *w = uri + sprintf(uri, "file:");
+    for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+        if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')
+            || strchr("/-._~", *c))
+            *w++ = (char)*c;
+        else
+            w += sprintf(w, "%%%02X", *c);
+    }
+    strcpy(w, "?immutable=1");
+    int rc = sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                             NULL);
+    free(uri);
+    return rc;
+}
+
 tr_status tr_rundb_open(const char *path, sqlite3 **out, tr_error *err)
 {
     *out = NULL;
@@ -671,24 +692,8 @@ tr_status tr_rundb_open(const char *path, sqlite3 **out, tr_error *err)
     close(fd);
     if (got != (ssize_t)sizeof hdr || memcmp(hdr, "SQLite format 3", 16) != 0)
         return tr_fail(err, TR_ERR_INPUT, "%s: not a run database (not an SQLite file)", path);
-    /* immutable: no locks, and no journal, -wal or -shm file read or made beside the
-     * input (a WAL-mode file would otherwise get both created next to it) */
-    char *buf = malloc(5 + 3 * strlen(path) + 13);
-    if (!buf)
-        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
-    char *w = buf + sprintf(buf, "file:");
-    for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
-        if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')
-            || strchr("/-._~", *c))
-            *w++ = (char)*c;
-        else
-            w += sprintf(w, "%%%02X", *c);
-    }
-    strcpy(w, "?immutable=1");
     sqlite3 *db = NULL;
-    int orc = sqlite3_open_v2(buf, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
-                              NULL);
-    free(buf);
+    int orc = tr_sqlite_open_ro(path, &db);
     if (orc != SQLITE_OK) {
         tr_fail(err, TR_ERR_INPUT, "cannot open %s: %s", path,
                 db ? sqlite3_errmsg(db) : "out of memory");

@@ -53,6 +53,11 @@ tr_status tr_rundb_write(const tr_trace *t, const char *path,
  * per 8 MiB of file, or TRACEKIT_QUERY_TIMEOUT seconds, 0 for none). */
 tr_status tr_rundb_open(const char *path, sqlite3 **db, tr_error *err);
 
+/* Opens any SQLite input read-only and immutable: no locks, and no journal, -wal or
+ * -shm file read or made beside it (a WAL-mode file would otherwise get both created
+ * next to it).  Returns SQLite's result code; close *db with sqlite3_close(). */
+int tr_sqlite_open_ro(const char *path, sqlite3 **db);
+
 /* The file name of an open run.db, for error messages. */
 const char *tr_rundb_name(sqlite3 *db);
 

@@ -188,6 +188,14 @@ variant generated "DROP VIEW ops; DROP VIEW kernel_launches; DROP VIEW steps;
 expect_bad in/generated.db 'generated column'
 variant virtual-table "DROP TABLE kinds; CREATE VIRTUAL TABLE kinds USING fts4(id, name, on_gpu)"
 expect_bad in/virtual-table.db 'kinds is'
+# a WAL-mode file (or a stray journal) is read as it is: no -wal or -shm made beside it
+variant wal "PRAGMA journal_mode=WAL" >/dev/null
+every_tool in/wal.db
+expect_eq "$rc" 0 "a WAL-mode run.db"
+variant journal "SELECT 1" >/dev/null
+printf 'not a journal' >in/journal.db-journal
+every_tool in/journal.db
+expect_eq "$rc" 0 "a run.db beside a stray journal"
 # triggers do not run on read: the file is read as it is
 variant trigger "CREATE TRIGGER t AFTER INSERT ON events BEGIN DELETE FROM strings; END;
   CREATE TABLE other(x); CREATE TRIGGER t2 BEFORE DELETE ON other BEGIN SELECT 1; END"
