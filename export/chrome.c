@@ -248,6 +248,12 @@ typedef struct {
     tr_output part;
     int part_open;
     tr_export_chrome_stats *stats;
+    /* the detail tables read beside the events (see detail()) */
+    int merge;
+    sqlite3_stmt *side[4];
+    int64_t side_id[4];
+    int side_done[4];
+    tr_i64map stream_ctx;     /* streams.id -> context */
 } chrome_ctx;
 
 static tr_status nomem(tr_error *err) { return tr_fail(err, TR_ERR_RUNTIME, "out of memory"); }
@@ -652,24 +658,62 @@ enum {
     C_ID, C_KIND, C_NAME, C_START, C_END, C_THREAD, C_STREAM, C_CORR, C_BYTES, C_SHAPE,
     C_STACK, C_SEQ, C_OPID, C_FLOPS, C_FLAGS, C_CPU_SELF, C_CPU_TOTAL, C_GPU_SELF, C_GPU_TOTAL,
     C_P_ID, C_P_KIND, C_P_THREAD, C_P_START, C_P_END, C_P_PARENT, C_PP_KIND, C_P_FLAGS,
-    C_KN, C_GRID, C_BLOCK = C_GRID + 3, C_REGS = C_BLOCK + 3, C_SMEM, C_DSMEM, C_COPY, C_MS,
-    C_MSV, C_AC, C_CBID, C_CONTEXT
+    C_KN, C_GRID, C_BLOCK = C_GRID + 3, C_REGS = C_BLOCK + 3, C_SMEM, C_DSMEM, C_CP, C_COPY,
+    C_MS, C_MSV, C_AC, C_CBID
 };
+
+/* The detail tables, keyed by event_id, their columns in the same order as in events_sql
+ * after their event_id column. */
+enum { D_KN, D_CP, D_MS, D_AC, D_N };
+static const int d_base[D_N] = {C_KN, C_CP, C_MS, C_AC};
+static const char *const d_sql[D_N] = {
+    "SELECT event_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
+    "static_shared_bytes, dynamic_shared_bytes FROM kernels ORDER BY event_id",
+    "SELECT event_id, copy_kind FROM copies ORDER BY event_id",
+    "SELECT event_id, value FROM memsets ORDER BY event_id",
+    "SELECT event_id, cbid FROM api_calls ORDER BY event_id"};
 
 /* pp, the launching call's parent, gives GPU work (kinds 7, 8, 9, 15: lib/model.c) its op. */
 static const char events_sql[] =
     "SELECT e.id, e.kind, e.name_id, e.start_ns, e.end_ns, e.thread_id, e.stream_id, "
     "e.correlation, e.bytes, e.shape_id, e.stack_id, e.seq, e.op_id, e.flops, e.flags, "
     "e.cpu_self_ns, e.cpu_total_ns, e.gpu_self_ns, e.gpu_total_ns, "
-    "p.id, p.kind, p.thread_id, p.start_ns, p.end_ns, p.parent_id, pp.kind, p.flags, "
-    "kn.event_id, kn.grid_x, kn.grid_y, kn.grid_z, kn.block_x, kn.block_y, kn.block_z, "
-    "kn.registers_per_thread, kn.static_shared_bytes, kn.dynamic_shared_bytes, cp.copy_kind, "
-    "ms.event_id, ms.value, ac.event_id, ac.cbid, s.context "
-    "FROM events e LEFT JOIN events p ON p.id = e.parent_id "
-    "LEFT JOIN events pp ON pp.id = p.parent_id AND e.kind IN (7, 8, 9, 15) "
-    "LEFT JOIN kernels kn ON kn.event_id = e.id LEFT JOIN copies cp ON cp.event_id = e.id "
-    "LEFT JOIN memsets ms ON ms.event_id = e.id LEFT JOIN api_calls ac ON ac.event_id = e.id "
-    "LEFT JOIN streams s ON s.id = e.stream_id";
+    "p.id, p.kind, p.thread_id, p.start_ns, p.end_ns, p.parent_id, pp.kind, p.flags"
+    "%s FROM events e LEFT JOIN events p ON p.id = e.parent_id "
+    "LEFT JOIN events pp ON pp.id = p.parent_id AND e.kind IN (7, 8, 9, 15)%s ORDER BY %s";
+/* In id order the detail tables are read beside the events, row for row (a merge join,
+ * no lookup per event); in start order (--max-size) they are joined. */
+static const char details_cols[] =
+    ", kn.event_id, kn.grid_x, kn.grid_y, kn.grid_z, kn.block_x, kn.block_y, kn.block_z, "
+    "kn.registers_per_thread, kn.static_shared_bytes, kn.dynamic_shared_bytes, cp.event_id, "
+    "cp.copy_kind, ms.event_id, ms.value, ac.event_id, ac.cbid";
+static const char details_joins[] =
+    " LEFT JOIN kernels kn ON kn.event_id = e.id LEFT JOIN copies cp ON cp.event_id = e.id "
+    "LEFT JOIN memsets ms ON ms.event_id = e.id LEFT JOIN api_calls ac ON ac.event_id = e.id";
+
+/* The row of detail table `which` of event id, as a statement and the column of its
+ * event_id; 0 when the event has none. */
+static int detail(chrome_ctx *c, sqlite3_stmt *st, int which, int64_t id, sqlite3_stmt **ds, int *at)
+{
+    if (!c->merge) {
+        *ds = st;
+        *at = d_base[which];
+        return sqlite3_column_type(st, *at) != SQLITE_NULL;
+    }
+    sqlite3_stmt *q = c->side[which];
+    while (!c->side_done[which] && c->side_id[which] < id) {
+        if (sqlite3_step(q) == SQLITE_ROW) {
+            c->side_id[which] = sqlite3_column_int64(q, 0);
+        } else {
+            c->side_done[which] = 1;
+        }
+    }
+    if (c->side_done[which] || c->side_id[which] != id)
+        return 0;
+    *ds = q;
+    *at = 0;
+    return 1;
+}
 
 static int64_t col(sqlite3_stmt *st, int i, int64_t dflt)
 {
@@ -863,16 +907,19 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
         ARG("Device Type");
         cb_str(b, (flags & TR_FLAG_GPU_MEMORY) ? "1" : "0");
     }
-    if (sqlite3_column_type(st, C_AC) != SQLITE_NULL) {
+    sqlite3_stmt *ds;
+    int at;
+    if (detail(c, st, D_AC, id, &ds, &at)) {
         ARG("cbid");
-        cb_i64(b, sqlite3_column_int64(st, C_CBID));
+        cb_i64(b, sqlite3_column_int64(ds, at + 1));
     }
     if (has_stream) {
         ARG("device");
         cb_i64(b, dev);
-        if (sqlite3_column_type(st, C_CONTEXT) != SQLITE_NULL) {
+        int64_t ctx;
+        if (tr_i64map_get(&c->stream_ctx, stream_id, &ctx)) {
             ARG("context");
-            cb_i64(b, sqlite3_column_int64(st, C_CONTEXT));
+            cb_i64(b, ctx);
         }
         ARG("stream");
         cb_i64(b, stream);
@@ -881,22 +928,23 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
         ARG("correlation");
         cb_i64(b, sqlite3_column_int64(st, C_CORR));
     }
-    if (sqlite3_column_type(st, C_KN) != SQLITE_NULL) {
+    if (detail(c, st, D_KN, id, &ds, &at)) {
+        at -= C_KN;   /* the columns below are numbered as in events_sql */
         /* a launch field the source did not give stays absent (NULL in the run.db) */
-        if (sqlite3_column_type(st, C_REGS) != SQLITE_NULL) {
+        if (sqlite3_column_type(ds, at + C_REGS) != SQLITE_NULL) {
             ARG("registers per thread");
-            cb_i64(b, sqlite3_column_int64(st, C_REGS));
+            cb_i64(b, sqlite3_column_int64(ds, at + C_REGS));
         }
-        if (sqlite3_column_type(st, C_SMEM) != SQLITE_NULL) {
+        if (sqlite3_column_type(ds, at + C_SMEM) != SQLITE_NULL) {
             ARG("shared memory");
-            cb_i64(b, sqlite3_column_int64(st, C_SMEM));
+            cb_i64(b, sqlite3_column_int64(ds, at + C_SMEM));
         }
-        if (sqlite3_column_type(st, C_DSMEM) != SQLITE_NULL) {
+        if (sqlite3_column_type(ds, at + C_DSMEM) != SQLITE_NULL) {
             ARG("dynamic shared memory");
-            cb_i64(b, sqlite3_column_int64(st, C_DSMEM));
+            cb_i64(b, sqlite3_column_int64(ds, at + C_DSMEM));
         }
         for (int g = 0; g < 2; g++) {
-            if (sqlite3_column_type(st, g ? C_BLOCK : C_GRID) == SQLITE_NULL)
+            if (sqlite3_column_type(ds, at + (g ? C_BLOCK : C_GRID)) == SQLITE_NULL)
                 continue;
             if (g == 0)
                 ARG("grid");
@@ -904,7 +952,7 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
                 ARG("block");
             for (int k = 0; k < 3; k++) {
                 cb_str(b, k ? "," : "[");
-                cb_i64(b, sqlite3_column_int64(st, (g ? C_BLOCK : C_GRID) + k));
+                cb_i64(b, sqlite3_column_int64(ds, at + (g ? C_BLOCK : C_GRID) + k));
             }
             cb_lit(b, "]");
         }
@@ -913,14 +961,14 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
         ARG("bytes");
         cb_i64(b, sqlite3_column_int64(st, C_BYTES));
     }
-    if (sqlite3_column_type(st, C_COPY) != SQLITE_NULL) {
-        const char *k = (const char *)sqlite3_column_text(st, C_COPY);
+    if (detail(c, st, D_CP, id, &ds, &at) && sqlite3_column_type(ds, at + 1) != SQLITE_NULL) {
+        const char *k = (const char *)sqlite3_column_text(ds, at + 1);
         ARG("kind");
         put_escaped(c, b, k, strlen(k));
     }
-    if (sqlite3_column_type(st, C_MS) != SQLITE_NULL && sqlite3_column_type(st, C_MSV) != SQLITE_NULL) {
+    if (detail(c, st, D_MS, id, &ds, &at) && sqlite3_column_type(ds, at + 1) != SQLITE_NULL) {
         ARG("value");
-        cb_i64(b, sqlite3_column_int64(st, C_MSV));
+        cb_i64(b, sqlite3_column_int64(ds, at + 1));
     }
 #undef ARG
     cb_lit(b, "}}");
@@ -1059,6 +1107,21 @@ static tr_status remember_selected(tr_scan *sc, tr_xrow *r, void *vctx, tr_error
     return TR_OK;
 }
 
+static tr_status load_stream_ctx(chrome_ctx *c, tr_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    tr_status s = TR_OK;
+    if (sqlite3_prepare_v2(c->sc.db, "SELECT id, context FROM streams WHERE context IS NOT NULL",
+                           -1, &st, NULL) != SQLITE_OK)
+        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table streams: %s",
+                       tr_rundb_name(c->sc.db), sqlite3_errmsg(c->sc.db));
+    while (s == TR_OK && sqlite3_step(st) == SQLITE_ROW)
+        if (tr_i64map_put(&c->stream_ctx, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)) < 0)
+            s = nomem(err);
+    sqlite3_finalize(st);
+    return s;
+}
+
 static tr_status load_kinds(chrome_ctx *c, tr_error *err)
 {
     sqlite3_stmt *st = NULL;
@@ -1079,6 +1142,7 @@ static tr_status run(chrome_ctx *c, FILE *out, tr_error *err)
     sqlite3 *db = c->sc.db;
     tr_status st;
     if ((st = load_kinds(c, err)) != TR_OK || (st = load_frames(c, err)) != TR_OK
+        || (st = load_stream_ctx(c, err)) != TR_OK
         || (st = build_head(c, err)) != TR_OK)
         return st;
     if (c->o->include_re || c->o->exclude_re) {
@@ -1087,13 +1151,23 @@ static tr_status run(chrome_ctx *c, FILE *out, tr_error *err)
             return st;
         c->sc.nbad = 0;   /* counted again below */
     }
-    char sql[sizeof events_sql + 64];
+    char sql[sizeof events_sql + sizeof details_cols + sizeof details_joins + 64];
     /* parts are time slices: they need start order; one file takes the table's order */
-    snprintf(sql, sizeof sql, "%s%s", events_sql, c->o->max_size ? " ORDER BY e.start_ns, e.id" : "");
+    c->merge = !c->o->max_size;
+    snprintf(sql, sizeof sql, events_sql, c->merge ? "" : details_cols,
+             c->merge ? "" : details_joins, c->merge ? "e.id" : "e.start_ns, e.id");
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
         return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table events: %s", tr_rundb_name(db),
                        sqlite3_errmsg(db));
+    for (int k = 0; k < D_N && c->merge; k++) {
+        c->side_id[k] = INT64_MIN;
+        if (sqlite3_prepare_v2(db, d_sql[k], -1, &c->side[k], NULL) != SQLITE_OK) {
+            sqlite3_finalize(q);
+            return tr_fail(err, TR_ERR_INPUT, "%s: cannot read the launch details: %s",
+                           tr_rundb_name(db), sqlite3_errmsg(db));
+        }
+    }
     st = c->path ? open_part(c, err) : begin_file(c, out, err);
     int rc;
     while (st == TR_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -1131,6 +1205,7 @@ static tr_status chrome(sqlite3 *db, const tr_export_opts *o, FILE *out, const c
     tr_i64map_init(&c->stacks);
     tr_i64map_init(&c->frame_row);
     tr_i64map_init(&c->selected);
+    tr_i64map_init(&c->stream_ctx);
     c->scratch = open_memstream(&c->scratch_buf, &c->scratch_len);
     tr_status st = c->scratch ? tr_scan_init(&c->sc, db, o, err) : nomem(err);
     if (st == TR_OK)
@@ -1151,6 +1226,9 @@ static tr_status chrome(sqlite3 *db, const tr_export_opts *o, FILE *out, const c
     tr_i64map_free(&c->stacks);
     tr_i64map_free(&c->frame_row);
     tr_i64map_free(&c->selected);
+    tr_i64map_free(&c->stream_ctx);
+    for (int k = 0; k < D_N; k++)
+        sqlite3_finalize(c->side[k]);
     free(c);
     return st;
 }
