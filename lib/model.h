@@ -116,6 +116,10 @@ typedef struct { int32_t cbid; int64_t return_value; } tr_api_detail;
  * event's own process, of the thread that ran the forward op with the same seq. */
 typedef struct { size_t event; int64_t fwd_tid; } tr_backward_link;
 
+/* Why a GPU activity has no launching call (tr_trace.gpu_unlaunched, counted by
+ * tr_tree_build(); docs/semantics.md). */
+enum { TR_UNLAUNCHED_NO_CORRELATION, TR_UNLAUNCHED_BEFORE_CAPTURE, TR_UNLAUNCHED_NOT_FOUND };
+
 #define TR_VEC(type) struct { type *v; size_t n, cap; }
 
 typedef struct {
@@ -133,6 +137,7 @@ typedef struct {
     TR_VEC(int64_t) memset_values;
     TR_VEC(tr_backward_link) backward;   /* filled by readers; event indices */
     size_t merged_redispatch;        /* ops flagged TR_FLAG_MERGED by tr_tree_build() */
+    size_t gpu_unlaunched[3];        /* GPU activities without a launching call, by reason (below) */
     int tree_built;
     tr_event_mem *mem;               /* per event, or NULL: all zero (tree.h) */
     /* lookup tables, rebuilt on demand */

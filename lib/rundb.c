@@ -352,6 +352,18 @@ static tr_status write_all(sqlite3 *db, const tr_trace *t, const tr_meta_kv *met
         b_text(&s, meta[i].value);
         STEP();
     }
+    /* GPU activities without a launching call, by reason, where there are some */
+    static const char *const unlaunched[] = {"gpu_unlaunched_no_correlation",
+                                             "gpu_unlaunched_before_capture", "gpu_unlaunched_not_found"};
+    for (size_t i = 0; i < sizeof unlaunched / sizeof unlaunched[0]; i++) {
+        if (!t->gpu_unlaunched[i])
+            continue;
+        char n[32];
+        snprintf(n, sizeof n, "%zu", t->gpu_unlaunched[i]);
+        b_text(&s, unlaunched[i]);
+        b_text(&s, n);
+        STEP();
+    }
     DONE();
 
     PREP("INSERT INTO strings(id, value) VALUES(?, ?)");

@@ -492,17 +492,34 @@ static tr_status attach_memory(tr_trace *t, const tree_links *l, tr_error *err)
 static void attribute_gpu(tr_trace *t, tree_links *l)
 {
     tr_event *ev = t->events.v;
+    /* each source's lowest API-call correlation: CUPTI numbers launches in order,
+     * so an activity below it was launched before the capture began */
+    int64_t *first = malloc((t->sources.n + 1) * sizeof *first);
+    for (size_t i = 0; first && i < t->sources.n; i++)
+        first[i] = INT64_MAX;
+    for (size_t i = 0; first && i < t->events.n; i++) {
+        uint32_t src = tr_kinds[ev[i].kind].is_api && ev[i].correlation >= 0 ? tr_event_source(t, &ev[i]) : 0;
+        if (src && src < t->sources.n && ev[i].correlation < first[src])
+            first[src] = ev[i].correlation;
+    }
+    memset(t->gpu_unlaunched, 0, sizeof t->gpu_unlaunched);
     for (size_t i = 0; i < t->events.n; i++) {
         tr_event *g = &ev[i];
         if (!tr_kinds[g->kind].on_gpu)
             continue;
         int64_t dur = g->end - g->start;
         g->gpu_self = g->gpu_total = dur;
-        if (g->correlation < 0)
+        if (g->correlation < 0) {
+            t->gpu_unlaunched[TR_UNLAUNCHED_NO_CORRELATION]++;
             continue;
-        corr_slot *s = corr_find(&l->cm, tr_event_source(t, g), g->correlation);
-        if (!s->event_plus1)
+        }
+        uint32_t src = tr_event_source(t, g);
+        corr_slot *s = corr_find(&l->cm, src, g->correlation);
+        if (!s->event_plus1) {
+            t->gpu_unlaunched[first && src < t->sources.n && g->correlation < first[src]
+                              ? TR_UNLAUNCHED_BEFORE_CAPTURE : TR_UNLAUNCHED_NOT_FOUND]++;
             continue;
+        }
         tr_event *api = &ev[s->event_plus1 - 1];
         g->parent = (int64_t)s->event_plus1 - 1;
         g->depth = api->depth + 1;
@@ -515,6 +532,7 @@ static void attribute_gpu(tr_trace *t, tree_links *l)
         }
         target->gpu_self += dur;
     }
+    free(first);
 }
 
 /* Memory events: own bytes; then totals bottom-up.  In the sorted order a

@@ -212,3 +212,9 @@ HTML
 else
     skip "chromium not installed: the browser load is not checked"
 fi
+
+# --include decides through the stacks (the frame-tree scan), then the same writer
+"$BIN/trace-export" --chrome --include '^aten::linear$' -o "$TMP/i.json" "$TMP/qwen.db" || fail "--include"
+n=$(python3 -c 'import json,sys; ev=json.load(open(sys.argv[1]))["traceEvents"]; x=[e for e in ev if e["ph"]!="M"]; assert all(e["name"]=="aten::linear" for e in x), x[:1]; print(len(x))' "$TMP/i.json") \
+    || fail "--include wrote other events"
+expect_eq "$n" "$(q "$TMP/qwen.db" "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value = 'aten::linear'")" "--include events"

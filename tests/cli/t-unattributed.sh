@@ -64,3 +64,7 @@ expect_grep '^8 GPU activities (144.000us) have no launching call' "$TMP/out"
 # a trace given directly gets the same
 expect_status 0 "$BIN/trace-analyze" u.json
 expect_grep '^4 GPU activities (72.000us) have no launching call' "$TMP/out"
+
+# ingest stores the counts in meta, by reason, for the ingest summary and the reports
+expect_eq "$(q u.db "SELECT key || '=' || value FROM meta WHERE key LIKE 'gpu_unlaunched_%' ORDER BY key" | tr '\n' ' ')" \
+    "gpu_unlaunched_before_capture=2 gpu_unlaunched_no_correlation=1 gpu_unlaunched_not_found=1 " "meta counts"
