@@ -583,6 +583,13 @@ static tr_status add_unattributed(scan_ctx *c, sqlite3_stmt *st)
         else
             s->unattributed_not_found++;
     }
+    /* a table of device kinds only (--kind kernel) has no host rows to complete */
+    unsigned host_kinds = 0;
+    for (int k = 1; k < TR_KIND_COUNT_ && k < 32; k++)
+        if (!tr_kinds[k].on_gpu)
+            host_kinds |= 1u << k;
+    if (c->sel && c->sel->kind_mask && !(c->sel->kind_mask & host_kinds))
+        return TR_OK;
     tr_group *g = group_of(c, st, NO_LAUNCH_ROW, 0, 0, 0);
     if (!g)
         return nomem(c);

@@ -68,3 +68,10 @@ expect_grep '^4 GPU activities (72.000us) have no launching call' "$TMP/out"
 # ingest stores the counts in meta, by reason, for the ingest summary and the reports
 expect_eq "$(q u.db "SELECT key || '=' || value FROM meta WHERE key LIKE 'gpu_unlaunched_%' ORDER BY key" | tr '\n' ' ')" \
     "gpu_unlaunched_before_capture=2 gpu_unlaunched_no_correlation=1 gpu_unlaunched_not_found=1 " "meta counts"
+
+# a table of device kinds only has no host rows, so no such row; the line still counts them
+expect_status 0 "$BIN/trace-analyze" --kind kernel u.db
+expect_no_grep '^ *\[no launching call\]  ' "$TMP/out"
+expect_grep '^4 GPU activities (72.000us) have no launching call' "$TMP/out"
+expect_status 0 "$BIN/trace-analyze" --kind kernel,op u.db
+expect_grep '^ *\[no launching call\]  ' "$TMP/out"
