@@ -5,6 +5,7 @@
 
 #include "analyze/analyze.h"
 #include "analyze/compat_torch.h"
+#include "lib/aggregates.h"
 #include "lib/checked.h"
 #include "lib/frames.h"
 #include "lib/i64map.h"
@@ -722,6 +723,123 @@ static tr_status covered_time(scan_ctx *c, int64_t *out)
     return rc;
 }
 
+/* The default tables from the aggregates written at ingest (lib/aggregates.h),
+ * when no option needs the events themselves: the same groups, sums and first
+ * appearances as a scan, so the same bytes, without reading every event.
+ * Below AGGREGATES_MIN_EVENTS the scan takes a blink anyway and reads what the
+ * file holds now, even when its events were edited by hand after ingest.
+ * TR_NO_AGGREGATES=1 forces the scan, TR_AGGREGATES_MIN=N moves the threshold
+ * (the tests compare the two paths). */
+#define AGGREGATES_MIN_EVENTS 200000
+
+static int aggregates_usable(scan_ctx *c)
+{
+    const tr_analyze_opts *o = c->o;
+    if (selection_active(c->sel) || o->group_by_stack > 0 || o->stats || o->compat_torch)
+        return 0;
+    const char *env = getenv("TR_NO_AGGREGATES");
+    if (env && *env && strcmp(env, "0") != 0)
+        return 0;
+    env = getenv("TR_AGGREGATES_MIN");
+    int64_t min = env && *env ? strtoll(env, NULL, 10) : AGGREGATES_MIN_EVENTS;
+    sqlite3_stmt *st = NULL;
+    int found = sqlite3_prepare_v2(c->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                                   "AND name = 'aggregates'", -1, &st, NULL) == SQLITE_OK
+                && sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    if (found && min > 0) {
+        /* max(id) is one b-tree descent, not a count */
+        found = sqlite3_prepare_v2(c->db, "SELECT coalesce(max(id), 0) FROM events", -1, &st, NULL)
+                    == SQLITE_OK
+                && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) >= min;
+        sqlite3_finalize(st);
+    }
+    return found;
+}
+
+enum { A_NAME, A_GPU, A_SHAPE, A_EVENTS, A_CPU_TOTAL, A_CPU_SELF, A_GPU_TOTAL, A_GPU_SELF,
+       A_CMEM, A_CMEM_SELF, A_GMEM, A_GMEM_SELF, A_FLOPS, A_FIRST_START, A_FIRST_END, A_FIRST_ID,
+       A_FIRST_ASYNC };
+
+static tr_status add_aggregate(scan_ctx *c, sqlite3_stmt *st)
+{
+    tr_summary *s = c->s;
+    int64_t name = group_name(c, sqlite3_column_int64(st, A_NAME));
+    int gpu = sqlite3_column_int(st, A_GPU) != 0;
+    int64_t shape = c->o->group_by_shape ? sqlite3_column_int64(st, A_SHAPE) : 0;
+    int fresh;
+    int64_t *slot = group_find(&c->groups, name, gpu, shape, 0, &fresh);
+    if (!slot)
+        return nomem(c);
+    if (fresh) {
+        if (s->n == s->cap) {
+            size_t ncap = s->cap ? s->cap * 2 : 256;
+            tr_group *ng = realloc(s->groups, ncap * sizeof *ng);
+            if (!ng)
+                return nomem(c);
+            s->groups = ng;
+            s->cap = ncap;
+        }
+        *slot = (int64_t)s->n;
+        tr_group *g = &s->groups[s->n++];
+        memset(g, 0, sizeof *g);
+        g->name_id = name;
+        g->shape_id = shape;
+        g->on_gpu = gpu;
+        g->first_start = INT64_MAX;
+    }
+    tr_group *g = &s->groups[*slot];
+    int64_t id = sqlite3_column_int64(st, A_FIRST_ID);
+    int64_t start = sqlite3_column_int64(st, A_FIRST_START), end = sqlite3_column_int64(st, A_FIRST_END);
+    if (start < g->first_start || (start == g->first_start && (end > g->first_end
+                                   || (end == g->first_end && id < g->first_id)))) {
+        g->first_start = start;
+        g->first_end = end;
+        g->first_id = id;
+        g->is_async = sqlite3_column_int(st, A_FIRST_ASYNC) != 0;
+    }
+    int64_t n = sqlite3_column_int64(st, A_EVENTS);
+    g->count += n;
+    tr_sat_acc(&g->cpu_total, sqlite3_column_int64(st, A_CPU_TOTAL));
+    tr_sat_acc(&g->cpu_self, sqlite3_column_int64(st, A_CPU_SELF));
+    tr_sat_acc(&g->gpu_total, sqlite3_column_int64(st, A_GPU_TOTAL));
+    tr_sat_acc(&g->gpu_self, sqlite3_column_int64(st, A_GPU_SELF));
+    if (!gpu)
+        tr_sat_acc(&s->sum_gpu_self_host, sqlite3_column_int64(st, A_GPU_SELF));
+    tr_sat_acc(&g->cpu_mem, sqlite3_column_int64(st, A_CMEM));
+    tr_sat_acc(&g->cpu_mem_self, sqlite3_column_int64(st, A_CMEM_SELF));
+    tr_sat_acc(&g->gpu_mem, sqlite3_column_int64(st, A_GMEM));
+    tr_sat_acc(&g->gpu_mem_self, sqlite3_column_int64(st, A_GMEM_SELF));
+    if (sqlite3_column_type(st, A_FLOPS) != SQLITE_NULL)
+        tr_sat_acc(&g->flops, sqlite3_column_int64(st, A_FLOPS));
+    s->events += n;
+    return TR_OK;
+}
+
+static tr_status scan_aggregates(scan_ctx *c)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(c->db, "SELECT name_id, on_gpu, shape_id, events, cpu_total_ns, "
+                           "cpu_self_ns, gpu_total_ns, gpu_self_ns, cpu_mem_total, cpu_mem_self, "
+                           "gpu_mem_total, gpu_mem_self, flops, first_start_ns, first_end_ns, "
+                           "first_id, first_async FROM aggregates", -1, &st, NULL) != SQLITE_OK)
+        return tr_fail(c->err, TR_ERR_INPUT, "%s: cannot read table aggregates: %s",
+                       tr_rundb_name(c->db), sqlite3_errmsg(c->db));
+    tr_status rc = TR_OK;
+    int r;
+    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sqlite3_column_int(st, A_GPU) == TR_AGG_SKIPPED)
+            c->s->skipped += sqlite3_column_int64(st, A_EVENTS);
+        else
+            rc = add_aggregate(c, st);
+    }
+    if (rc == TR_OK && r != SQLITE_DONE)
+        rc = tr_fail(c->err, TR_ERR_INPUT, "%s: cannot read table aggregates: %s",
+                     tr_rundb_name(c->db), sqlite3_errmsg(c->db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
 static tr_status scan_flat(scan_ctx *c)
 {
     sqlite3_stmt *st = NULL;
@@ -902,7 +1020,7 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
                       || (o->stack_source == TR_STACK_AUTO && c.nframes_nodes == 0);
         s->stack_source = c.tree_mode ? "tree" : "frames";
     }
-    rc = c.tree_mode ? scan_tree(&c) : scan_flat(&c);
+    rc = c.tree_mode ? scan_tree(&c) : aggregates_usable(&c) ? scan_aggregates(&c) : scan_flat(&c);
     if (rc == TR_OK && !o->compat_torch)
         rc = scan_unattributed(&c);
     s->filtered = selection_active(c.sel);

@@ -1,4 +1,5 @@
 #include "lib/rundb.h"
+#include "lib/aggregates.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -64,6 +65,16 @@ const tr_rundb_table tr_rundb_tables[] = {
                 "value INTEGER)"},
     {"api_calls", "CREATE TABLE api_calls(event_id INTEGER PRIMARY KEY REFERENCES events(id), "
                   "cbid INTEGER NOT NULL, return_value INTEGER)"},
+    /* per-group totals for the default tables (lib/aggregates.h) */
+    {"aggregates", "CREATE TABLE aggregates(name_id INTEGER NOT NULL REFERENCES strings(id), "
+                   "on_gpu INTEGER NOT NULL, shape_id INTEGER REFERENCES strings(id), "
+                   "events INTEGER NOT NULL, cpu_total_ns INTEGER NOT NULL, "
+                   "cpu_self_ns INTEGER NOT NULL, gpu_total_ns INTEGER NOT NULL, "
+                   "gpu_self_ns INTEGER NOT NULL, cpu_mem_total INTEGER NOT NULL, "
+                   "cpu_mem_self INTEGER NOT NULL, gpu_mem_total INTEGER NOT NULL, "
+                   "gpu_mem_self INTEGER NOT NULL, flops INTEGER, first_start_ns INTEGER NOT NULL, "
+                   "first_end_ns INTEGER NOT NULL, first_id INTEGER NOT NULL, "
+                   "first_async INTEGER NOT NULL)", 1},
 };
 const size_t tr_rundb_ntables = sizeof tr_rundb_tables / sizeof tr_rundb_tables[0];
 
@@ -462,6 +473,8 @@ static tr_status write_all(sqlite3 *db, const tr_trace *t, const tr_meta_kv *met
                                  bulk_tables[i].fill, t, err)) != TR_OK)
             goto out;
 
+    if ((st = tr_aggregates_write(db, t, err)) != TR_OK)
+        goto out;
     for (size_t i = 0; i < sizeof rundb_indexes / sizeof rundb_indexes[0]; i++)
         if ((st = sql_exec(db, rundb_indexes[i], err)) != TR_OK)
             goto out;
@@ -592,6 +605,8 @@ static tr_status check_tables(sqlite3 *db, const char *path, tr_error *err)
         sqlite3_reset(obj);
         sqlite3_bind_text(obj, 1, table, -1, SQLITE_STATIC);
         int rc = sqlite3_step(obj);
+        if (rc == SQLITE_DONE && tr_rundb_tables[t].optional)
+            continue;
         if (rc == SQLITE_DONE) {
             st = bad(err, db, path, "%s: not a run database: table %s is missing%s", table, "");
             break;

@@ -26,6 +26,7 @@
 typedef struct {
     const char *table;
     const char *ddl;
+    int optional;   /* a run.db from an earlier build may lack it: readers then do without */
 } tr_rundb_table;
 extern const tr_rundb_table tr_rundb_tables[];
 extern const size_t tr_rundb_ntables;

@@ -25,8 +25,13 @@ gpu="(SELECT e.id FROM events e JOIN kinds k ON k.id = e.kind WHERE k.on_gpu)"
 [ "$(q "$base" "SELECT count(*) FROM $gpu")" -ge 2 ] && [ "$(q "$base" "SELECT count(*) FROM stack_nodes")" -ge 2 ] \
     || fail "the base run.db lacks GPU events or stack frames"
 
-# variant NAME SQL: a copy of the base run.db changed by SQL
-variant() { cp "$base" "in/$1.db" && q "in/$1.db" "$2" || fail "cannot make $1.db"; }
+# variant NAME SQL: a copy of the base run.db changed by SQL.  The aggregates are dropped
+# first: they are derived from the events at ingest (docs/schema.md), and these cases edit
+# the events, so the tools must read the events themselves.  Hostile aggregates have
+# variants of their own below.
+variant() {
+    cp "$base" "in/$1.db" && q "in/$1.db" "DROP TABLE IF EXISTS aggregates; $2" || fail "cannot make $1.db"
+}
 
 # run_tool FILE TOOL ARGS...: exit 0/2/3 in time, one line naming the file, no leftovers
 run_tool() {
@@ -232,6 +237,22 @@ for tool in trace-analyze "trace-export --stacks" "trace-export --chrome"; do
     expect_eq "$rc" 0 "$tool on extreme times"
     expect_grep '5 event(s) with impossible times' "$TMP/err"
 done
+# hostile aggregates: absurd sums, negative counts, NULLs, a view in their place
+cp "$base" in/agg-extreme.db && q in/agg-extreme.db "UPDATE aggregates SET events = -5,
+  cpu_total_ns = 9223372036854775807, cpu_self_ns = -9223372036854775808, gpu_self_ns = 9223372036854775807,
+  first_start_ns = 9223372036854775807, shape_id = 4294967295, name_id = 999999" || fail "agg-extreme.db"
+TR_AGGREGATES_MIN=0 run_tool in/agg-extreme.db trace-analyze --format csv
+expect_eq "$rc" 0 "analyze on hostile aggregates"
+cp "$base" in/agg-null.db && q in/agg-null.db "CREATE TABLE a2 AS SELECT * FROM aggregates; DROP TABLE aggregates;
+  CREATE TABLE aggregates(name_id, on_gpu, shape_id, events, cpu_total_ns, cpu_self_ns, gpu_total_ns,
+  gpu_self_ns, cpu_mem_total, cpu_mem_self, gpu_mem_total, gpu_mem_self, flops, first_start_ns,
+  first_end_ns, first_id, first_async); INSERT INTO aggregates SELECT NULL, 'x', NULL, NULL, NULL, NULL,
+  NULL, NULL, NULL, NULL, NULL, NULL, 'y', NULL, NULL, NULL, NULL FROM a2" || fail "agg-null.db"
+TR_AGGREGATES_MIN=0 every_tool in/agg-null.db
+cp "$base" in/agg-view.db && q in/agg-view.db "DROP TABLE aggregates; CREATE VIEW aggregates AS
+  WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT * FROM r" || fail "agg-view.db"
+every_tool in/agg-view.db
+
 # legal values whose sums overflow int64 saturate instead of wrapping negative
 variant big-sums "UPDATE events SET cpu_self_ns = 4611686018427387903, cpu_total_ns = 4611686018427387903,
   start_ns = 0, end_ns = 4611686018427387903"

@@ -1,0 +1,39 @@
+# The default tables read the aggregates written at ingest instead of every event:
+# byte for byte the same output as the scan (TR_NO_AGGREGATES=1) on every input we have.
+# TR_AGGREGATES_MIN=0: use them however small the run (the default waits for 200,000 events).
+export TR_AGGREGATES_MIN=0
+inputs="$GOLDEN_DIR/../../../sample-traces/lm-step.nvvp"
+for d in "$GOLDEN_DIR"/../../oracle/real/golden/*/; do
+    [ -f "$d/trace_kineto.json" ] && inputs="$inputs $d/trace_kineto.json"
+done
+if [ -n "$TRACES" ]; then
+    for f in "$TRACES"/kineto/*.json* "$TRACES"/nsys/*.sqlite "$TRACES"/nvprof/*; do
+        [ -f "$f" ] && inputs="$inputs $f"
+    done
+fi
+n=0
+for f in $inputs; do
+    n=$((n + 1))
+    "$BIN/trace-ingest" -q -o "a$n.db" "$f" 2>/dev/null || continue
+    [ "$(q "a$n.db" 'select count(*) from events')" = 0 ] \
+        || [ "$(q "a$n.db" 'select count(*) from aggregates')" -gt 0 ] || fail "$f: no aggregates written"
+    for args in "" "--group-by-shape" "--sort none" "--sort cpu_time_total" "--sort count -n 5" \
+                "--format csv -n -1" "--format json -n -1 --group-by-shape" "--format markdown"; do
+        # shellcheck disable=SC2086
+        "$BIN/trace-analyze" $args "a$n.db" > agg.out 2>agg.err
+        # shellcheck disable=SC2086
+        TR_NO_AGGREGATES=1 "$BIN/trace-analyze" $args "a$n.db" > scan.out 2>scan.err
+        cmp -s agg.out scan.out && cmp -s agg.err scan.err || {
+            fail "$(basename "$f") $args: aggregates and scan differ"
+            diff scan.out agg.out | head -6 >&2
+        }
+    done
+    rm -f "a$n.db"
+done
+[ "$n" -gt 0 ] || fail "no inputs"
+# a run.db without the table (an earlier build) is read by the scan
+"$BIN/trace-ingest" -q -o old.db "$GOLDEN_DIR/../../../sample-traces/lm-step.nvvp"
+"$BIN/trace-analyze" old.db > with.out
+q old.db 'DROP TABLE aggregates'
+expect_status 0 "$BIN/trace-analyze" old.db
+cmp -s with.out "$TMP/out" || fail "a run.db without aggregates gives another table"
