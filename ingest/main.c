@@ -220,7 +220,7 @@ static void print_summary(void *ctx, const tr_trace *t)
         return;   /* a summary is not worth failing the run */
 
     /* per kind, per source: counts and spans (each source has its own clock) */
-    size_t per_kind[TR_KIND_COUNT_] = {0}, on_gpu = 0, no_corr = 0, no_call = 0;
+    size_t per_kind[TR_KIND_COUNT_] = {0}, on_gpu = 0;
     int64_t *lo = malloc((nsrc + 1) * sizeof *lo), *hi = malloc((nsrc + 1) * sizeof *hi);
     for (size_t s = 0; lo && hi && s <= nsrc; s++)
         lo[s] = INT64_MAX, hi[s] = INT64_MIN;
@@ -229,12 +229,8 @@ static void print_summary(void *ctx, const tr_trace *t)
         if (e->kind >= TR_KIND_COUNT_)
             continue;
         per_kind[e->kind]++;
-        if (tr_kinds[e->kind].on_gpu) {
+        if (tr_kinds[e->kind].on_gpu)
             on_gpu++;
-            /* why tr_tree_build() found no API call to hang it under */
-            if (e->parent < 0)
-                *(e->correlation < 0 ? &no_corr : &no_call) += 1;
-        }
         uint32_t s = tr_event_source(t, e);
         if (!lo || !hi || s > nsrc || e->end < e->start)
             continue;
@@ -291,15 +287,23 @@ static void print_summary(void *ctx, const tr_trace *t)
     size_t nd = t->devices.n ? t->devices.n - 1 : 0, ns = t->streams.n ? t->streams.n - 1 : 0;
     fprintf(f, "  threads   %zu in %zu process(es); %zu stream(s) on %zu device(s)\n", nt, np, ns,
             nd);
-    if (no_corr + no_call) {
-        line[0] = '\0';
-        if (no_corr)
-            APPEND(line, "%s with no correlation id in the source", count_str(a, sizeof a, (long long)no_corr));
-        if (no_call)
-            APPEND(line, "%s%s whose correlation id no API call has", no_corr ? ", " : "",
-                   count_str(a, sizeof a, (long long)no_call));
+    /* why tr_tree_build() found no API call to hang them under: the reasons the
+     * tables' "[no launching call]" footer gives too */
+    static const char *const why[] = {"with no correlation id in the source",
+                                      "launched before the capture window",
+                                      "whose correlation id no API call has"};
+    size_t unlinked = 0;
+    line[0] = '\0';
+    for (int r = 0; r < 3; r++) {
+        size_t n = t->gpu_unlaunched[r];
+        if (!n)
+            continue;
+        APPEND(line, "%s%s %s", unlinked ? ", " : "", count_str(a, sizeof a, (long long)n), why[r]);
+        unlinked += n;
+    }
+    if (unlinked) {
         fprintf(f, "  unlinked  %s of %s GPU activities have no launching call: %s\n",
-                count_str(a, sizeof a, (long long)(no_corr + no_call)),
+                count_str(a, sizeof a, (long long)unlinked),
                 count_str(b, sizeof b, (long long)on_gpu), line);
     }
     print_warnings(f, c->warnings);
