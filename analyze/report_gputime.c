@@ -9,9 +9,19 @@
  * set differences TraceLens computes follow from unions alone:
  *   |comm \ comp|          = |comm ∪ comp| - |comp|
  *   |memcpy \ (comp ∪ comm)| = |all| - |comp ∪ comm|
- * Times are exact integer ns (TraceLens sums float microseconds).
+ * time_ns is exact integer ns.  time_ms and percent reproduce TraceLens's own
+ * arithmetic where it can be known: TraceLens reads a Kineto file's ts and dur
+ * as float64 microseconds, takes t_end = ts + dur in float64, and measures
+ * unions and differences of those floats.  For the events of one Kineto time
+ * frame (the file's baseTimeNanoseconds, kept by trace-ingest as the meta row
+ * time_base_ns.N) the same floats are rebuilt from the ns and measured exactly
+ * in 64.64 fixed point, where every such float is exact: TraceLens's sums of
+ * these interval lengths are exact too (they are multiples of the floats'
+ * spacing), so the rows agree to the last bit.
  */
 #include <ctype.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,11 +67,113 @@ static int64_t u_add(uacc *u, int64_t s, int64_t e)
 static int64_t u_total(const uacc *u) { return u->total + (u->open ? u->e - u->s : 0); }
 int64_t tr_uacc_total(const tr_uacc *u) { return u_total(u); }
 
+/* ---- TraceLens's float microseconds ---------------------------------------
+ * A time is held as a 64.64 fixed-point number of microseconds: a float64 of
+ * magnitude at least 2^-12 us and below 2^63 us is exact there, and so are sums
+ * and differences of such numbers. */
+__extension__ typedef __int128 fx;
+
+static fx fx_of(double us) { return (fx)ldexp(us, 64); }
+static double fx_us(fx v) { return ldexp((double)v, -64); }
+
+/* n ns as the float64 of n/1000 us: what Python parses from the decimal text
+ * the ns came from (any text with at most three decimals). */
+static double ns_to_us(int64_t n)
+{
+    if (n > -(INT64_C(1) << 53) && n < (INT64_C(1) << 53))
+        return (double)n / 1000.0;   /* one correctly rounded division */
+    if (n % 1000 == 0)
+        return (double)(n / 1000);   /* a whole number of us, as Python's int */
+    return (double)((long double)n / 1000.0L);
+}
+
+typedef struct { fx s, e, total; int open; } fxacc;
+
+static fx fx_add(fxacc *u, fx s, fx e)
+{
+    if (!u->open) {
+        u->s = s, u->e = e, u->open = 1;
+        return 0;
+    }
+    if (s <= u->e) {
+        if (e > u->e)
+            u->e = e;
+        return 0;
+    }
+    fx gap = s - u->e;
+    u->total += u->e - u->s;
+    u->s = s, u->e = e;
+    return gap;
+}
+
+static fx fx_total(const fxacc *u) { return u->total + (u->open ? u->e - u->s : 0); }
+
+/* A scope in TraceLens's floats, valid while all its activities come from
+ * Kineto sources with one time base (several sources share no clock). */
+typedef struct {
+    fxacc comp, comm, mem, cc, all;
+    fx first, last, micro, macro;
+    int64_t n, base;
+    int frame;             /* 0: no activity yet, 1: one Kineto time frame, -1: none (exact ns only) */
+} fscope;
+
+static void fscope_add(fscope *f, int cls, int has_base, int64_t base, int64_t st, int64_t en, double micro_us)
+{
+    if (f->frame < 0)
+        return;
+    if (!has_base || (f->frame == 1 && base != f->base)) {
+        f->frame = -1;
+        return;
+    }
+    f->frame = 1, f->base = base;
+    double ts = ns_to_us(st - base);
+    fx s = fx_of(ts), e = fx_of(ts + ns_to_us(en - st));   /* t_end = ts + dur, in float64 */
+    if (!f->n++)
+        f->first = s;
+    if (e > f->last || f->n == 1)
+        f->last = e;
+    fx gap = fx_add(&f->all, s, e);
+    if (gap > 0) {
+        /* TraceLens compares the float gap with its threshold */
+        if (fx_us(gap) < micro_us)
+            f->micro += gap;
+        else
+            f->macro += gap;
+    }
+    fx_add(cls == 0 ? &f->comp : cls == 1 ? &f->comm : &f->mem, s, e);
+    if (cls != 2)
+        fx_add(&f->cc, s, e);
+}
+
 typedef struct {
     scope *sc;             /* [0] all devices, [1 + i] device i */
+    fscope *fs;            /* the same scopes in TraceLens's floats */
     int64_t micro_thresh;
     tr_i64map is_comm;     /* kernel name id -> 1 communication, 0 computation */
+    tr_i64map base;        /* Kineto source id -> its time base (ns) */
 } gt_state;
+
+/* The time base of every Kineto source (meta time_base_ns.N).  A run.db
+ * without these rows, or another format, keeps exact ns in every column. */
+static tr_status load_bases(tr_report_ctx *c, gt_state *g)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->db,
+                           "SELECT s.id, m.value FROM sources s JOIN meta m ON m.key = 'time_base_ns.' || s.id "
+                           "WHERE s.format = 'kineto'",
+                           -1, &st, NULL) != SQLITE_OK)
+        return TR_OK;
+    tr_status rc = TR_OK;
+    while (rc == TR_OK && sqlite3_step(st) == SQLITE_ROW) {
+        const char *v = (const char *)sqlite3_column_text(st, 1);
+        char *end;
+        long long b = v ? strtoll(v, &end, 10) : 0;
+        if (v && end != v && !*end && tr_i64map_put(&g->base, sqlite3_column_int64(st, 0), b) < 0)
+            rc = tr_report_nomem(c);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
 
 static int name_is_comm(const char *s)
 {
@@ -135,38 +247,48 @@ static tr_status on_event(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, 
     tr_gt_scope_add(&g->sc[0], cls, ev->start, ev->end, g->micro_thresh);
     if (dev)
         tr_gt_scope_add(dev, cls, ev->start, ev->end, g->micro_thresh);
+    int64_t base = 0;
+    int has_base = ev->dev >= 0 && tr_i64map_get(&g->base, c->devs[ev->dev].source, &base);
+    double micro_us = (double)g->micro_thresh / 1000.0;
+    fscope_add(&g->fs[0], cls, has_base, base, ev->start, ev->end, micro_us);
+    if (dev)
+        fscope_add(&g->fs[1 + ev->dev], cls, has_base, base, ev->start, ev->end, micro_us);
     return TR_OK;
 }
 
-static int add_row(tr_rtable *t, const char *device, const char *type, int64_t ns, int64_t total)
+static int add_row(tr_rtable *t, const char *device, const char *type, int64_t ns, double us, double total_us)
 {
     tr_cell *row = tr_rtable_row(t);
     if (!row || tr_cell_str(&row[0], device) || tr_cell_str(&row[1], type))
         return -1;
     tr_cell_ns(&row[2], ns);
-    tr_cell_real(&row[3], (double)ns / 1e6);
-    tr_cell_pct(&row[4], (double)ns, (double)total);
+    tr_cell_real(&row[3], us / 1e3);
+    tr_cell_pct(&row[4], us, total_us);
     return 0;
 }
 
-static int add_scope(tr_rtable *t, const char *device, const scope *s)
+static int add_scope(tr_rtable *t, const char *device, const scope *s, const fscope *f)
 {
     int64_t comp = u_total(&s->comp), cc = u_total(&s->cc), all = u_total(&s->all);
     int64_t total = s->last - s->first;
-    const struct { const char *type; int64_t ns; } rows[] = {
-        {"computation_time", comp},
-        {"exposed_comm_time", cc - comp},
-        {"exposed_memcpy_time", all - cc},
-        {"busy_time", all},
-        {"idle_time", total - all},
-        {"micro_idle_time", s->micro},
-        {"macro_idle_time", s->macro},
-        {"total_time", total},
-        {"total_comm_time", u_total(&s->comm)},
-        {"total_memcpy_time", u_total(&s->mem)},
+    fx fcomp = fx_total(&f->comp), fcc = fx_total(&f->cc), fall = fx_total(&f->all);
+    fx ftotal = f->last - f->first;
+    const struct { const char *type; int64_t ns; fx us; } rows[] = {
+        {"computation_time", comp, fcomp},
+        {"exposed_comm_time", cc - comp, fcc - fcomp},
+        {"exposed_memcpy_time", all - cc, fall - fcc},
+        {"busy_time", all, fall},
+        {"idle_time", total - all, ftotal - fall},
+        {"micro_idle_time", s->micro, f->micro},
+        {"macro_idle_time", s->macro, f->macro},
+        {"total_time", total, ftotal},
+        {"total_comm_time", u_total(&s->comm), fx_total(&f->comm)},
+        {"total_memcpy_time", u_total(&s->mem), fx_total(&f->mem)},
     };
+    int tl = f->frame == 1;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-        if (add_row(t, device, rows[i].type, rows[i].ns, total))
+        if (add_row(t, device, rows[i].type, rows[i].ns, tl ? fx_us(rows[i].us) : (double)rows[i].ns / 1e3,
+                    tl ? fx_us(ftotal) : (double)total / 1e3))
             return -1;
     return 0;
 }
@@ -179,11 +301,20 @@ tr_status tr_report_gpu_time(tr_report_ctx *c, tr_rresult *r)
     memset(&g, 0, sizeof g);
     g.micro_thresh = c->param[0];
     tr_i64map_init(&g.is_comm);
+    tr_i64map_init(&g.base);
     g.sc = calloc(c->ndevs + 1, sizeof *g.sc);
-    if (!g.sc)
-        return tr_report_nomem(c);
+    g.fs = calloc(c->ndevs + 1, sizeof *g.fs);
+    tr_status st = g.sc && g.fs ? load_bases(c, &g) : tr_report_nomem(c);
     unsigned mask = (1u << TR_KIND_KERNEL) | (1u << TR_KIND_MEMCPY) | (1u << TR_KIND_MEMSET);
-    tr_status st = tr_report_scan(c, mask, 0, TR_ORDER_START, NULL, NULL, on_event, &g);
+    if (st == TR_OK)
+        st = tr_report_scan(c, mask, 0, TR_ORDER_START, NULL, NULL, on_event, &g);
+    if (!g.sc || !g.fs) {
+        free(g.sc);
+        free(g.fs);
+        tr_i64map_free(&g.is_comm);
+        tr_i64map_free(&g.base);
+        return st;
+    }
     const scope *all = &g.sc[0];
     size_t ndev_used = 0;
     for (size_t i = 0; i < c->ndevs; i++)
@@ -200,11 +331,11 @@ tr_status tr_report_gpu_time(tr_report_ctx *c, tr_rresult *r)
         }
     } else if (st == TR_OK) {
         tr_rtable *t = tr_rtable_add(r, "GPU time breakdown", tr_gpu_time_cols);
-        if (!t || add_scope(t, "all", all))
+        if (!t || add_scope(t, "all", all, &g.fs[0]))
             st = tr_report_nomem(c);
         /* one device: its rows would repeat the overall ones */
         for (size_t i = 0; st == TR_OK && ndev_used > 1 && i < c->ndevs; i++)
-            if (g.sc[1 + i].n && add_scope(t, c->devs[i].label, &g.sc[1 + i]))
+            if (g.sc[1 + i].n && add_scope(t, c->devs[i].label, &g.sc[1 + i], &g.fs[1 + i]))
                 st = tr_report_nomem(c);
         char th[64];
         tr_fmt_time(th, sizeof th, (double)g.micro_thresh / 1000.0, TR_UNIT_AUTO);
@@ -231,6 +362,8 @@ tr_status tr_report_gpu_time(tr_report_ctx *c, tr_rresult *r)
         }
     }
     free(g.sc);
+    free(g.fs);
     tr_i64map_free(&g.is_comm);
+    tr_i64map_free(&g.base);
     return st;
 }

@@ -221,7 +221,8 @@ static tr_status run_table(tr_report_ctx *c, tr_rresult *r, sm_state *s)
     }
     /* facts an ingest recorded beyond the fixed keys: dropped records, warnings, ... */
     if (sqlite3_prepare_v2(c->db, "SELECT key, value FROM meta WHERE key NOT IN "
-                           "('schema_version', 'tool_version', 'time_unit', 'generator') ORDER BY key",
+                           "('schema_version', 'tool_version', 'time_unit', 'generator') "
+                           "AND key NOT LIKE 'time\\_base\\_ns.%' ESCAPE '\\' ORDER BY key",
                            -1, &st, NULL) == SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW)
             if (kv(t, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1), 0, 0)) {

@@ -296,6 +296,35 @@ static tr_status read_one(tr_trace *t, const char *path, size_t i, size_t n,
     return st;
 }
 
+/* The meta rows of an ingest: the generator, and `time_base_ns.N` for each
+ * Kineto source: the ns its times were shifted by (baseTimeNanoseconds, 0
+ * when the file has none), from which gpu-time recomputes the file's own
+ * float microseconds as TraceLens reads them. */
+static tr_status write_db(const tr_trace *t, const char *out, tr_error *err)
+{
+    size_t nsrc = t->sources.n ? t->sources.n - 1 : 0;
+    tr_meta_kv *meta = calloc(1 + nsrc, sizeof *meta);
+    char (*kv)[2][48] = calloc(nsrc ? nsrc : 1, sizeof *kv);
+    if (!meta || !kv) {
+        free(meta);
+        free(kv);
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    }
+    size_t n = 0;
+    meta[n++] = (tr_meta_kv){"generator", "trace-ingest"};
+    for (size_t i = 1; i < t->sources.n; i++) {
+        if (strcmp(tr_str_of(t, t->sources.v[i].format), "kineto") != 0)
+            continue;
+        snprintf(kv[i - 1][0], sizeof kv[i - 1][0], "time_base_ns.%zu", i);
+        snprintf(kv[i - 1][1], sizeof kv[i - 1][1], "%lld", (long long)t->sources.v[i].time_base_ns);
+        meta[n++] = (tr_meta_kv){kv[i - 1][0], kv[i - 1][1]};
+    }
+    tr_status st = tr_rundb_write(t, out, meta, n, err);
+    free(meta);
+    free(kv);
+    return st;
+}
+
 tr_status tr_ingest_files(const char *const *paths, size_t npaths, const char *out,
                           const tr_ingest_opts *o, size_t *nevents, tr_error *err)
 {
@@ -326,8 +355,7 @@ tr_status tr_ingest_files(const char *const *paths, size_t npaths, const char *o
         char label[600];
         snprintf(label, sizeof label, "writing %s", strcmp(out, "-") == 0 ? "the run database" : out);
         tr_progress_phase(pg, label, 0);
-        const tr_meta_kv meta[] = {{"generator", "trace-ingest"}};
-        st = tr_rundb_write(&t, out, meta, 1, err);
+        st = write_db(&t, out, err);
     }
     if (nevents)
         *nevents = t.events.n;

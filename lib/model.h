@@ -98,6 +98,7 @@ typedef struct {
     uint32_t host;        /* string id, 0 = unknown */
     int64_t rank;         /* distributed rank, -1 = unknown */
     int64_t events;
+    int64_t time_base_ns; /* added to the file's own times (Kineto's baseTimeNanoseconds), 0 = none */
 } tr_source;
 typedef struct { uint32_t parent; uint32_t frame; } tr_stack_node;
 

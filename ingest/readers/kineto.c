@@ -1330,6 +1330,8 @@ static tr_status finish(kin_reader *r)
             e->start += r->base_ns;
             e->end += r->base_ns;
         }
+        /* kept so that the file's own float microseconds can be recomputed (gpu-time) */
+        t->sources.v[r->source].time_base_ns = r->base_ns;
     }
     tr_status s = python_stacks(r);
     if (s == TR_OK)
