@@ -15,9 +15,10 @@
  * unions and differences of those floats.  For the events of one Kineto time
  * frame (the file's baseTimeNanoseconds, kept by trace-ingest as the meta row
  * time_base_ns.N) the same floats are rebuilt from the ns and measured exactly
- * in 64.64 fixed point, where every such float is exact: TraceLens's sums of
- * these interval lengths are exact too (they are multiples of the floats'
- * spacing), so the rows agree to the last bit.
+ * in 64.64 fixed point, where every such float is exact.  TraceLens's sums of
+ * these interval lengths are exact too when the times share one magnitude, as
+ * a trace's do (they are multiples of the floats' spacing), so the rows agree
+ * to the last bit; else they differ by its rounding, 1e-16 per interval.
  */
 #include <ctype.h>
 #include <math.h>
