@@ -69,7 +69,7 @@ static int cb_reserve(cbuf *b, size_t extra)
 
 static void cb_put(cbuf *b, const void *p, size_t n)
 {
-    if (cb_reserve(b, n)) {
+    if (n && cb_reserve(b, n)) {   /* n == 0 on an empty buffer would offset NULL */
         memcpy(b->v + b->n, p, n);
         b->n += n;
     }
