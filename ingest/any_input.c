@@ -14,6 +14,7 @@
 
 #include "lib/escape.h"
 #include "lib/output.h"
+#include "lib/progress.h"
 #include "lib/rundb.h"
 #include "lib/version.h"
 
@@ -92,6 +93,28 @@ static tr_status take_path(tr_input_db *out, const char *path, tr_error *err)
     return TR_OK;
 }
 
+/* tr_ingest_files, with the progress line on a terminal (the caller's own
+ * warnings printed through it, so that the two never mix). */
+static tr_status ingest(const char *path, const char *out, const tr_ingest_opts *o, tr_error *err)
+{
+    tr_ingest_opts io;
+    memset(&io, 0, sizeof io);
+    if (o)
+        io = *o;
+    tr_progress *pg = NULL;
+    if (!io.progress && tr_progress_wanted())
+        io.progress = pg = tr_progress_start(program_invocation_short_name, &tr_events_added, "events");
+    tr_input_warnings *w = io.warn == tr_input_warn_stderr ? io.warn_ctx : NULL;
+    if (w)
+        w->progress = io.progress;
+    const char *const in[] = {path};
+    tr_status st = tr_ingest_files(in, 1, out, &io, NULL, err);
+    if (w)
+        w->progress = NULL;
+    tr_progress_stop(pg);
+    return st;
+}
+
 static tr_status ingest_to_temp(const char *path, const tr_ingest_opts *o, tr_input_db *out,
                                 tr_error *err)
 {
@@ -109,8 +132,7 @@ static tr_status ingest_to_temp(const char *path, const tr_ingest_opts *o, tr_in
         out->temp = 0;
         return st;
     }
-    const char *const in[] = {path};
-    st = tr_ingest_files(in, 1, out->path, o, NULL, err);
+    st = ingest(path, out->path, o, err);
     out->ingested = st == TR_OK;
     if (st != TR_OK)
         tr_input_release(out);
@@ -181,8 +203,7 @@ tr_status tr_input_open(const char *path, int no_cache, const tr_ingest_opts *o,
      * and a rename, so a reader never sees half of it */
     drop_stale(dir, prefix, name);
     unlink(entry);
-    const char *const in[] = {path};
-    tr_status st = tr_ingest_files(in, 1, entry, o, NULL, err);
+    tr_status st = ingest(path, entry, o, err);
     if (st != TR_OK)
         return st;
     out->ingested = 1;
@@ -211,5 +232,8 @@ void tr_input_warn_stderr(void *ctx, const char *msg)
         snprintf(line, sizeof line, "%s: further warnings not shown (trace-ingest lists them all)", w->prog);
     else
         snprintf(line, sizeof line, "%s: warning: %s", w->prog, msg);
-    tr_put_line(stderr, line);
+    if (w->progress)
+        tr_progress_puts(w->progress, line);
+    else
+        tr_put_line(stderr, line);
 }

@@ -10,7 +10,8 @@
  * never partial; one that does not open as a run database is rebuilt; an input
  * keeps one entry (a changed input replaces it).  Without a usable cache
  * directory, or with no_cache, the trace goes to a temporary file that
- * tr_input_release() removes (as does SIGINT, SIGTERM or SIGHUP).
+ * tr_input_release() removes (as does SIGINT, SIGTERM or SIGHUP).  On a terminal
+ * an ingest shows trace-ingest's progress line (lib/progress.h).
  *
  * Ownership: tr_input_db owns its path; release it with tr_input_release().
  */
@@ -40,7 +41,11 @@ int tr_input_cache_dir(char *buf, size_t size);
 
 /* A warning callback for tr_ingest_opts: "PROG: warning: MSG" on stderr, the
  * first few only (trace-ingest lists them all).  ctx: a tr_input_warnings. */
-typedef struct { const char *prog; size_t n; } tr_input_warnings;
+typedef struct {
+    const char *prog;
+    size_t n;
+    struct tr_progress *progress;   /* set while an ingest shows its progress line */
+} tr_input_warnings;
 void tr_input_warn_stderr(void *ctx, const char *msg);
 
 #endif
