@@ -531,9 +531,12 @@ static void put_footer(FILE *out, const tr_summary *s, const tr_analyze_opts *o)
         static const char *const why[] = {"no correlation in the source",
                                           "launched before the capture window", "correlation not found"};
         const int64_t n[] = {s->unattributed_no_corr, s->unattributed_before, s->unattributed_not_found};
+        int row = 0;   /* a table of device kinds only has none */
+        for (size_t i = 0; i < s->n && !row; i++)
+            row = !s->groups[i].on_gpu && !strcmp(s->groups[i].name, TR_NO_LAUNCH_ROW);
         tr_fmt_time(buf, sizeof buf, US(s->unattributed_ns), o->unit);
-        fprintf(out, "%lld GPU activities (%s) have no launching call (row %s):", (long long)s->unattributed,
-                buf, TR_NO_LAUNCH_ROW);
+        fprintf(out, "%lld GPU activities (%s) have no launching call%s:", (long long)s->unattributed,
+                buf, row ? " (row " TR_NO_LAUNCH_ROW ")" : "");
         for (size_t i = 0, k = 0; i < sizeof n / sizeof n[0]; i++)
             if (n[i])
                 fprintf(out, "%s %lld %s", k++ ? "," : "", (long long)n[i], why[i]);

@@ -72,6 +72,6 @@ expect_eq "$(q u.db "SELECT key || '=' || value FROM meta WHERE key LIKE 'gpu_un
 # a table of device kinds only has no host rows, so no such row; the line still counts them
 expect_status 0 "$BIN/trace-analyze" --kind kernel u.db
 expect_no_grep '^ *\[no launching call\]  ' "$TMP/out"
-expect_grep '^4 GPU activities (72.000us) have no launching call' "$TMP/out"
+expect_grep '^4 GPU activities (72.000us) have no launching call: 1 no correlation' "$TMP/out"
 expect_status 0 "$BIN/trace-analyze" --kind kernel,op u.db
 expect_grep '^ *\[no launching call\]  ' "$TMP/out"
