@@ -24,7 +24,7 @@ static void usage(FILE *f)
             "Prints the events grouped by name in the layout of PyTorch's\n"
             "prof.key_averages().table(), with correct numbers (docs/semantics.md).\n"
             "A TRACE (any input of trace-ingest) is ingested into a cache under\n"
-            "$XDG_CACHE_HOME/tracekit (~/.cache/tracekit), reused while the file is unchanged.\n"
+            "$XDG_CACHE_HOME/tracekit (~/.cache/tracekit), reused while it is unchanged.\n"
             "\n"
             "Grouping and order:\n"
             "      --group-by-shape        group by name and input shapes\n"
