@@ -829,10 +829,6 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
         cb_lit(b, "\"[memory]\"");   /* the name Kineto's readers key memory events on */
     else
         put_name(c, b, sqlite3_column_int64(st, C_NAME));
-    cb_lit(b, ",\"pid\":");
-    cb_i64(b, pid);
-    cb_lit(b, ",\"tid\":");
-    cb_i64(b, tid);
     cb_lit(b, ",\"ts\":");
     cb_us(b, start - c->sc.trace_start);
     if (ks->instant) {
@@ -841,6 +837,10 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
         cb_lit(b, ",\"dur\":");
         cb_us(b, end - start);
     }
+    cb_lit(b, ",\"pid\":");
+    cb_i64(b, pid);
+    cb_lit(b, ",\"tid\":");
+    cb_i64(b, tid);
     cb_lit(b, ",\"args\":{");
     size_t args_at = b->n;
 #define ARG(key) cb_str(b, b->n == args_at ? "\"" key "\":" : ",\"" key "\":")
