@@ -106,6 +106,7 @@ typedef struct {
     int compat_torch;           /* PyTorch 1.13's numbers, defects included (compat_torch.h) */
     int name_width;             /* widest Name column; 0: the terminal's room on a TTY, else 55 */
     int short_names;            /* C++ names shortened (tr_short_name), distinct in one table */
+    int *names_alike;           /* text table: set to 1 when names read alike once cut (or NULL) */
     const tr_output_format *format;
     const tr_selection *select;
 } tr_analyze_opts;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analyze/analyze.h"
 #include "analyze/diff.h"
@@ -391,7 +392,11 @@ int main(int argc, char **argv)
                     s.events == 0 && (sel.kind_mask || sel.include || sel.exclude || sel.has_thread
                                       || sel.has_device || sel.has_stream || sel.has_time || sel.top_level)
                         ? " selected" : "");
+        int alike = 0;
+        o.names_alike = &alike;
         st = o.format->write(stdout, &s, &o, &err);
+        if (st == TR_OK && alike && isatty(STDOUT_FILENO))   /* a hint for the person reading */
+            fprintf(stderr, "trace-analyze: some names read alike once cut: --short-names tells them apart\n");
     }
     tr_summary_free(&s);
     tr_report_opts_free(&reports);

@@ -449,6 +449,30 @@ static tr_status fit_names(table_ctx *c, tr_error *err)
     return st == TR_OK ? TR_OK : names_nomem(c, err);
 }
 
+/* 1 when two different names of the first `rows` groups read the same once cut
+ * (what --short-names is for); 0 also when that cannot be known for lack of memory. */
+static int names_alike(const table_ctx *c, size_t rows)
+{
+    tr_summary view = *c->s;
+    view.n = rows;
+    char **cut = calloc(rows ? rows : 1, sizeof *cut);
+    unsigned char *clash = malloc(rows ? rows : 1);
+    long n = cut && clash ? 0 : -1;
+    char cell[8192];
+    for (size_t i = 0; i < rows && n == 0; i++) {
+        c_name(cell, sizeof cell, &view.groups[i], c);
+        if (!(cut[i] = strdup(cell)))
+            n = -1;
+    }
+    if (n == 0)
+        n = find_clashes(cut, &view, clash);
+    for (size_t i = 0; cut && i < rows; i++)
+        free(cut[i]);
+    free(cut);
+    free(clash);
+    return n > 0;
+}
+
 /* The Name column's limit: --name-width, else on a terminal the room the other
  * columns leave (never less than PyTorch's 55), else 55 as PyTorch prints. */
 static int terminal_columns(FILE *out)
@@ -565,6 +589,8 @@ tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *
     }
     if (c.display && fit_names(&c, err) != TR_OK)
         return TR_ERR_RUNTIME;
+    if (o->names_alike && !c.display)
+        *o->names_alike = names_alike(&c, o->limit >= 0 && (size_t)o->limit < s->n ? (size_t)o->limit : s->n);
     size_t line_len = 0;
     for (size_t i = 0; i < ncols; i++)
         line_len += (size_t)width_of(shown[i], &c) + (i ? 2 : 0);

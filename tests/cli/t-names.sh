@@ -43,6 +43,7 @@ expect_status 0 "$BIN/trace-analyze" n.db
 shown_names "$TMP/out" >shown
 expect_eq "$(widest shown)" 55 "widest name when not a terminal"
 distinct shown && fail "the long names should read alike when cut at 55 columns (test premise)"
+expect_eq "$(cat "$TMP/err")" "" "stderr when not a terminal"
 expect_status 0 "$BIN/trace-analyze" --name-width 55 n.db
 cp "$TMP/out" w55
 expect_status 0 "$BIN/trace-analyze" n.db
@@ -97,6 +98,11 @@ if command -v script >/dev/null 2>&1; then
     tr -d '\r' <tty.out >tty.txt
     shown_names tty.txt >shown
     expect_eq "$(widest shown)" 55 "a narrow terminal keeps 55 columns"
+    # names that read alike once cut get a hint, on a terminal only
+    grep -q 'some names read alike once cut: --short-names tells them apart' tty.txt \
+        || fail "no --short-names hint on a terminal"
+    COLUMNS=100 script -qec "$BIN/trace-analyze --short-names n.db" /dev/null </dev/null >tty.out 2>&1
+    grep -q 'tells them apart' tty.out && fail "a --short-names hint with --short-names"
 else
     echo "    note: no script(1): the terminal width is not tested"
 fi
