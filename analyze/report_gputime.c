@@ -169,7 +169,9 @@ static tr_status load_bases(tr_report_ctx *c, gt_state *g)
         const char *v = (const char *)sqlite3_column_text(st, 1);
         char *end;
         long long b = v ? strtoll(v, &end, 10) : 0;
-        if (v && end != v && !*end && tr_i64map_put(&g->base, sqlite3_column_int64(st, 0), b) < 0)
+        /* within +-2^62 as every kept time is, so start - base cannot overflow */
+        if (v && end != v && !*end && b >= -(1LL << 62) && b <= (1LL << 62)
+            && tr_i64map_put(&g->base, sqlite3_column_int64(st, 0), b) < 0)
             rc = tr_report_nomem(c);
     }
     sqlite3_finalize(st);
