@@ -754,11 +754,14 @@ static int host_selected(const chrome_ctx *c, int64_t id, int64_t kind, int64_t 
     return 1;
 }
 
-/* One run.db event (with its flow arrows) into c->ev; *n trace events; 0 when left out. */
+/* One run.db event (with its flow arrows) appended to c->out, or into c->ev for parts;
+ * *nev trace events; 0 when left out (nothing written). */
 static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
 {
-    cbuf *b = &c->ev;
-    b->n = 0;
+    /* one file: straight into the output buffer; parts: apart, to see if it fits */
+    cbuf *b = c->merge ? &c->out : &c->ev;
+    if (!c->merge)
+        b->n = 0;
     *nev = 0;
     int64_t id = sqlite3_column_int64(st, C_ID), kind = sqlite3_column_int64(st, C_KIND);
     int64_t start = sqlite3_column_int64(st, C_START), end = sqlite3_column_int64(st, C_END);
@@ -1097,6 +1100,17 @@ static tr_status put_event(chrome_ctx *c, const char *p, size_t n, int64_t neven
     return c->out.n >= FLUSH_AT ? flush_out(c, err) : TR_OK;
 }
 
+/* The event render() appended to c->out at `at`. */
+static tr_status put_direct(chrome_ctx *c, size_t at, int64_t nevents, tr_error *err)
+{
+    if (c->sk.events == 0) {   /* the first event of the array: no comma */
+        memmove(c->out.v + at, c->out.v + at + 1, c->out.n - at - 1);
+        c->out.n--;
+    }
+    c->sk.events += (uint64_t)nevents;
+    return c->out.n >= FLUSH_AT ? flush_out(c, err) : TR_OK;
+}
+
 /* --include/--exclude need the frame tree: the scan decides, its choice is kept by id. */
 static tr_status remember_selected(tr_scan *sc, tr_xrow *r, void *vctx, tr_error *err)
 {
@@ -1173,9 +1187,15 @@ static tr_status run(chrome_ctx *c, FILE *out, tr_error *err)
     int rc;
     while (st == TR_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
         int64_t nev;
+        size_t at = c->out.n;
         if (!render(c, q, &nev))
             continue;
-        st = c->ev.oom ? nomem(err) : put_event(c, c->ev.v, c->ev.n, nev, err);
+        if (c->ev.oom || c->out.oom)
+            st = nomem(err);
+        else if (c->merge)
+            st = put_direct(c, at, nev, err);
+        else
+            st = put_event(c, c->ev.v, c->ev.n, nev, err);
     }
     if (st == TR_OK && rc != SQLITE_DONE)
         st = tr_fail(err, TR_ERR_INPUT, "%s: cannot read table events: %s", tr_rundb_name(db),
