@@ -5,8 +5,9 @@
  *
  * Streamed: top-level keys and metadata first, then one event per run.db
  * event in the order of the events table (viewers sort; --max-size parts go
- * in start order so each part is a time slice).  Nothing is held per event:
- * escaped names, shapes and call stacks are cached per string id.
+ * in start order so each part is a time slice).  Nothing is held per event
+ * (but the ids --include/--exclude select): escaped names, shapes and call
+ * stacks are cached per string id.
  *
  * Layout, as Kineto writes it: categories cpu_op, user_annotation,
  * cuda_runtime, cuda_driver, cuda_sync, kernel, gpu_memcpy, gpu_memset,
