@@ -791,7 +791,8 @@ static tr_status kernel_args(kin_reader *r, size_t idx, const char *name, const 
     }
     d.registers = (int32_t)jint(args, "registers per thread", -1);
     d.static_smem = (int32_t)jint(args, "shared memory", -1);
-    d.dynamic_smem = -1;   /* Kineto writes static and dynamic shared memory as one sum */
+    /* Kineto writes static and dynamic shared memory as one sum; our own export splits them */
+    d.dynamic_smem = (int32_t)jint(args, "dynamic shared memory", -1);
     r->t->events.v[idx].detail = tr_add_kernel_detail(r->t, &d);
     return TR_OK;
 }
@@ -863,6 +864,11 @@ static const kin_category kin_categories[] = {
     {"gpu_memcpy", "Memcpy", TR_KIND_MEMCPY, 1, KIN_KEEP, memcpy_args},
     {"gpu_memset", "Memset", TR_KIND_MEMSET, 1, KIN_KEEP, memset_args},
     {"python_function", NULL, TR_KIND_PYTHON, 0, KIN_KEEP, python_args},
+    /* kinds Kineto has no category for, as trace-export --chrome writes them */
+    {"openacc_data", NULL, TR_KIND_OPENACC_DATA, 0, KIN_KEEP, NULL},
+    {"openacc_launch", NULL, TR_KIND_OPENACC_LAUNCH, 0, KIN_KEEP, NULL},
+    {"openacc_other", NULL, TR_KIND_OPENACC_OTHER, 0, KIN_KEEP, NULL},
+    {"cuda_event", NULL, TR_KIND_CUDA_EVENT, 1, KIN_KEEP, NULL},
     /* the profiler's own span and its overhead rows */
     {"Trace", "overhead", 0, 0, KIN_SKIP, NULL},
 };

@@ -143,3 +143,10 @@ printf '{"traceEvents":[{"name":"k","ph":"X","cat":"kernel","ts":1,"dur":5,"pid"
 expect_status 0 "$BIN/trace-ingest" -q -o nogrid.db nogrid.json
 expect_eq "$(q nogrid.db "select grid_x, coalesce(block_x, 'null'), coalesce(registers_per_thread, 'null') from kernels")" \
           "4|null|null" "missing launch fields"
+
+# the categories our chrome export gives kinds Kineto has none for come back as those kinds
+printf '{"traceEvents":[{"name":"acc_enqueue_launch@a.c:3","ph":"X","cat":"openacc_launch","ts":1,"dur":5,"pid":1,"tid":1},{"name":"ev","ph":"X","cat":"cuda_event","ts":2,"dur":0,"pid":0,"tid":7,"args":{"device":0,"stream":7}},{"name":"k","ph":"X","cat":"kernel","ts":3,"dur":1,"pid":0,"tid":7,"args":{"device":0,"stream":7,"shared memory":16,"dynamic shared memory":32}}]}' > ours.json
+expect_status 0 "$BIN/trace-ingest" -q -o ours.db ours.json
+expect_eq "$(q ours.db "select group_concat(k.name) from events e join kinds k on k.id = e.kind order by e.id")" \
+          "openacc_launch,cuda_event,kernel" "openacc and CUDA event categories"
+expect_eq "$(q ours.db "select static_shared_bytes, dynamic_shared_bytes from kernels")" "16|32" "dynamic shared memory"
