@@ -76,9 +76,21 @@ static tr_status unrecognised(const char *path, const unsigned char *head, size_
                        "%s: SQLite database of an unknown kind (not an nvprof export: no "
                        "StringTable and CUPTI_ACTIVITY_KIND_* tables; not an nsys export: no "
                        "StringIds with NVTX_EVENTS or CUPTI_ACTIVITY_KIND_* tables)", path);
-    return tr_fail(err, TR_ERR_INPUT, "%s: unrecognised input format (supported: nvprof databases, "
-                   "Nsight Systems SQLite exports, PyTorch/Kineto JSON traces)",
-                   path);
+    /* say why each reader turned it down, from what the header is */
+    char json[96];
+    size_t k = 0;
+    while (k < n && (head[k] == ' ' || head[k] == '\t' || head[k] == '\r' || head[k] == '\n'))
+        k++;
+    if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b)
+        snprintf(json, sizeof json, "gzip data that is not a JSON trace");
+    else if (k < n && (head[k] == '{' || head[k] == '['))
+        snprintf(json, sizeof json, "JSON naming no traceEvents, ph or schemaVersion in its first 4 KiB");
+    else if (k < n && head[k] >= 0x20 && head[k] < 0x7f)
+        snprintf(json, sizeof json, "not JSON: it starts with '%c'", head[k]);
+    else
+        snprintf(json, sizeof json, "not JSON: it starts with byte 0x%02x", k < n ? head[k] : 0);
+    return tr_fail(err, TR_ERR_INPUT, "%s: unrecognised input format; tried nvprof and nsys (not an "
+                   "SQLite file), kineto (%s), raw (no trace-record header)", path, json);
 }
 
 /* ---- inputs that are streams ---- */

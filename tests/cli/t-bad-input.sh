@@ -47,3 +47,12 @@ sqlite3 newer.db "CREATE TABLE events(id); PRAGMA user_version=99;"
 expect_status 3 "$BIN/trace-analyze" newer.db
 expect_one_line_error
 expect_grep '99' "$TMP/err"
+
+# a file of no known format says what each reader saw
+printf 'hello\n' > notrace.txt
+expect_status 3 "$BIN/trace-ingest" -q -o nt.db notrace.txt
+expect_one_line_error
+expect_grep "tried nvprof and nsys (not an SQLite file), kineto (not JSON: it starts with 'h'), raw (no trace-record header)" "$TMP/err"
+printf '{"x": 1}' > other.txt
+expect_status 3 "$BIN/trace-ingest" -q -o nt.db other.txt
+expect_grep "kineto (JSON naming no traceEvents" "$TMP/err"
