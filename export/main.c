@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analyze/list.h"
 #include "export/diff.h"
@@ -13,6 +14,7 @@
 #include "lib/escape.h"
 #include "lib/output.h"
 #include "lib/rundb.h"
+#include "lib/progress.h"
 #include "lib/suggest.h"
 #include "lib/version.h"
 
@@ -274,6 +276,14 @@ int main(int argc, char **argv)
         st = tr_list_check_filter(db, argv[optind], "device", o.device, &err);
     if (st == TR_OK && step)
         st = tr_export_step_window(db, step, &o, &err);
+    /* on a terminal, a progress line: the run.db read so far, and its rate */
+    tr_progress *prog = NULL;
+    if (st == TR_OK && tr_progress_wanted() && (prog = tr_progress_start("trace-export", NULL, NULL))) {
+        struct stat sb;
+        char label[128];
+        snprintf(label, sizeof label, "writing %s", o.format ? o.format->name : "the export");
+        tr_progress_phase(prog, label, stat(in[0].path, &sb) == 0 ? (uint64_t)sb.st_size : 0);
+    }
     if (st == TR_OK && o.max_size) {
         st = tr_export_chrome_parts(db, &o, output, &err);
     } else if (st == TR_OK) {
@@ -290,6 +300,7 @@ int main(int argc, char **argv)
                 tr_output_abort(&of);
         }
     }
+    tr_progress_stop(prog);
     if (db)
         sqlite3_close(db);
     tr_input_release(&in[0]);

@@ -1,4 +1,5 @@
 #include "lib/tree.h"
+#include "lib/checked.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +20,12 @@ uint32_t tr_event_source(const tr_trace *t, const tr_event *e)
     if (e->stream)
         return t->devices.v[t->streams.v[e->stream].device].source;
     return 0;
+}
+
+/* end - start, saturating: extreme but legal times must not wrap a duration negative */
+static int64_t span_of(const tr_event *e)
+{
+    return tr_sat_sub(e->end, e->start);
 }
 
 static const tr_event *sort_events;
@@ -139,7 +146,7 @@ static tr_status build_cpu_tree(tr_trace *t, size_t *order, size_t n, tr_error *
         if (!e || e->thread != thread) {
             while (depth) {
                 open_frame *f = &stack[--depth];
-                ev[f->event].cpu_self = ev[f->event].end - ev[f->event].start - f->covered;
+                ev[f->event].cpu_self = tr_sat_sub(span_of(&ev[f->event]), f->covered);
             }
             if (!e)
                 break;
@@ -149,17 +156,17 @@ static tr_status build_cpu_tree(tr_trace *t, size_t *order, size_t n, tr_error *
             open_frame *f = &stack[depth - 1];
             tr_event *p = &ev[f->event];
             if (e->start >= p->end || e->end > p->end) {
-                p->cpu_self = p->end - p->start - f->covered;
+                p->cpu_self = tr_sat_sub(span_of(p), f->covered);
                 depth--;
                 continue;
             }
             e->parent = (int64_t)f->event;
             e->depth = p->depth + 1;
             if (e->start >= f->frontier) {
-                f->covered += e->end - e->start;
+                f->covered = tr_sat_add(f->covered, span_of(e));
                 f->frontier = e->end;
             } else if (e->end > f->frontier) {
-                f->covered += e->end - f->frontier;
+                f->covered = tr_sat_add(f->covered, tr_sat_sub(e->end, f->frontier));
                 f->frontier = e->end;
             }
             break;
@@ -507,7 +514,7 @@ static void attribute_gpu(tr_trace *t, tree_links *l)
         tr_event *g = &ev[i];
         if (!tr_kinds[g->kind].on_gpu)
             continue;
-        int64_t dur = g->end - g->start;
+        int64_t dur = span_of(g);
         g->gpu_self = g->gpu_total = dur;
         if (g->correlation < 0) {
             t->gpu_unlaunched[TR_UNLAUNCHED_NO_CORRELATION]++;
@@ -530,7 +537,7 @@ static void attribute_gpu(tr_trace *t, tree_links *l)
                 break;
             }
         }
-        target->gpu_self += dur;
+        target->gpu_self = tr_sat_add(target->gpu_self, dur);
     }
     free(first);
 }
@@ -556,7 +563,7 @@ static void sum_totals(tr_trace *t, const tree_links *l)
         tr_event *e = &ev[l->order[k]];
         if (e->parent < 0)
             continue;
-        ev[e->parent].gpu_total += e->gpu_total;
+        ev[e->parent].gpu_total = tr_sat_add(ev[e->parent].gpu_total, e->gpu_total);
         if (!t->mem)
             continue;
         const tr_event_mem *m = &t->mem[l->order[k]];
@@ -573,7 +580,7 @@ static void sum_totals(tr_trace *t, const tree_links *l)
     for (size_t i = 0; i < t->events.n; i++) {
         tr_event *e = &ev[i];
         if (!tr_kinds[e->kind].on_gpu && !e->thread && !(e->flags & (TR_FLAG_ASYNC | TR_FLAG_MERGED)))
-            e->cpu_self = e->end - e->start;
+            e->cpu_self = span_of(e);
     }
 }
 

@@ -341,6 +341,19 @@ static void test_orphan_sync_self(void)
     tr_trace_free(&t);
 }
 
+static void test_extreme_times_saturate(void)
+{
+    /* a span wider than int64 saturates instead of wrapping negative */
+    setup();
+    size_t p = add(TR_KIND_RANGE, "P", INT64_MIN + 10, INT64_MAX - 10, thread1, -1);
+    size_t c = add(TR_KIND_RANGE, "C", -100, 100, thread1, -1);
+    build();
+    CU_ASSERT(EV(p)->cpu_self > 0);
+    CU_ASSERT_EQUAL(EV(c)->cpu_self, 200);
+    CU_ASSERT_EQUAL(EV(c)->parent, (int64_t)p);
+    tr_trace_free(&t);
+}
+
 /* Many nested events in shuffled order give the same tree whether the sort
  * takes its radix path (times within hours) or its fallback (times far apart). */
 static void check_shuffled_nesting(int64_t base, int64_t far)
@@ -391,4 +404,5 @@ TR_SUITE(tree,
          {"backward ops take their forward op's stack", test_backward_stacks},
          {"memory: deepest holder of the closed window", test_memory_closed_windows},
          {"Python frames hold no GPU self time", test_python_frames_hold_no_gpu_self},
-         {"a sync without its call keeps its self time", test_orphan_sync_self})
+         {"a sync without its call keeps its self time", test_orphan_sync_self},
+         {"extreme times saturate", test_extreme_times_saturate})
