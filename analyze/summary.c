@@ -384,115 +384,9 @@ static int times_ok(sqlite3_stmt *st)
            && tr_ns_ok(sqlite3_column_int64(st, C_GPU_SELF));
 }
 
-static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, int64_t path)
-{
-    if (!selected(c, st))
-        return TR_OK;
-    tr_summary *s = c->s;
-    if (!times_ok(st)) {
-        s->skipped++;   /* its times would inflate every total: left out, and counted */
-        return TR_OK;
-    }
-    int64_t name = group_name(c, sqlite3_column_int64(st, C_NAME));
-    int gpu = sqlite3_column_int(st, C_GPU) != 0;
-    int64_t shape = c->o->group_by_shape ? sqlite3_column_int64(st, C_SHAPE) : 0;
-    int64_t key = stack_key(c, path);
-    if (key < 0)
-        return nomem(c);
-    int fresh;
-    int64_t *slot = group_find(&c->groups, name, gpu, shape, key, &fresh);
-    if (!slot)
-        return nomem(c);
-    if (fresh) {
-        if (s->n == s->cap) {
-            size_t ncap = s->cap ? s->cap * 2 : 256;
-            tr_group *ng = realloc(s->groups, ncap * sizeof *ng);
-            if (!ng)
-                return nomem(c);
-            s->groups = ng;
-            s->cap = ncap;
-        }
-        *slot = (int64_t)s->n;
-        tr_group *g = &s->groups[s->n++];
-        memset(g, 0, sizeof *g);
-        g->name_id = name;
-        g->shape_id = shape;
-        g->stack_key = key;
-        g->on_gpu = gpu;
-        g->first_start = INT64_MAX;
-    }
-    tr_group *g = &s->groups[*slot];
-    int64_t id = sqlite3_column_int64(st, C_ID);
-    int64_t start = sqlite3_column_int64(st, C_START), end = sqlite3_column_int64(st, C_END);
-    if (start < g->first_start || (start == g->first_start && (end > g->first_end
-                                   || (end == g->first_end && id < g->first_id)))) {
-        g->first_start = start;
-        g->first_end = end;
-        g->first_id = id;
-        g->is_async = (sqlite3_column_int(st, C_FLAGS) & TR_FLAG_ASYNC) != 0;
-    }
-    g->count++;
-    /* sums saturate: many large but legal values must not wrap into small ones */
-    tr_sat_acc(&g->cpu_total, sqlite3_column_int64(st, C_CPU_TOTAL));
-    tr_sat_acc(&g->gpu_total, sqlite3_column_int64(st, C_GPU_TOTAL));
-    tr_sat_acc(&g->gpu_self, sqlite3_column_int64(st, C_GPU_SELF));
-    if (!gpu)
-        tr_sat_acc(&s->sum_gpu_self_host, sqlite3_column_int64(st, C_GPU_SELF));
-    int claimed;
-    const tr_torch_metrics *tm = c->o->compat_torch ? tr_torch_compat_get(&c->torch, id, &claimed)
-                                                    : NULL;
-    if (tm) {
-        tr_sat_acc(&g->cpu_self, tm->cpu_self);
-        tr_sat_acc(&g->cpu_mem, tm->cpu_mem);
-        tr_sat_acc(&g->cpu_mem_self, tm->cpu_mem_self);
-        tr_sat_acc(&g->gpu_mem, tm->gpu_mem);
-        tr_sat_acc(&g->gpu_mem_self, tm->gpu_mem_self);
-    } else {
-        tr_sat_acc(&g->cpu_self, sqlite3_column_int64(st, C_CPU_SELF));
-        tr_sat_acc(&g->cpu_mem, sqlite3_column_int64(st, C_CMEM));
-        tr_sat_acc(&g->cpu_mem_self, sqlite3_column_int64(st, C_CMEM_SELF));
-        tr_sat_acc(&g->gpu_mem, sqlite3_column_int64(st, C_GMEM));
-        tr_sat_acc(&g->gpu_mem_self, sqlite3_column_int64(st, C_GMEM_SELF));
-    }
-    if (sqlite3_column_type(st, C_FLOPS) != SQLITE_NULL)
-        tr_sat_acc(&g->flops, sqlite3_column_int64(st, C_FLOPS));
-    if (c->o->stats) {
-        if (g->ndur == g->capdur) {
-            size_t nc = g->capdur ? g->capdur * 2 : 8;
-            int64_t *nd = realloc(g->durations, nc * sizeof *nd);
-            if (!nd)
-                return nomem(c);
-            g->durations = nd;
-            g->capdur = nc;
-        }
-        g->durations[g->ndur++] = end - start;   /* times_ok: no overflow */
-    }
-    s->events++;
-    return TR_OK;
-}
-
-static tr_status step_error(scan_ctx *c)
-{
-    return tr_fail(c->err, TR_ERR_INPUT, "%s: cannot read table events: %s", tr_rundb_name(c->db),
-                   sqlite3_errmsg(c->db));
-}
-
-static tr_status run_query(scan_ctx *c, const char *where_order, sqlite3_stmt **out)
-{
-    char sql[2048];
-    snprintf(sql, sizeof sql, "%s %s", scan_sql, where_order);
-    if (sqlite3_prepare_v2(c->db, sql, -1, out, NULL) != SQLITE_OK)
-        return step_error(c);
-    return TR_OK;
-}
-
-
-/* ---- GPU activities without a launching call ---- */
-
-/* The group of (name, device side, shape, stack key), created on first use,
- * with the event as its first appearance when it is the earliest. */
-static tr_group *group_of(scan_ctx *c, sqlite3_stmt *st, int64_t name, int gpu, int64_t shape,
-                          int64_t key)
+/* The group of (name, device side, shape, stack key), created on first use;
+ * NULL when out of memory. */
+static tr_group *group_get(scan_ctx *c, int64_t name, int gpu, int64_t shape, int64_t key)
 {
     tr_summary *s = c->s;
     int fresh;
@@ -517,18 +411,109 @@ static tr_group *group_of(scan_ctx *c, sqlite3_stmt *st, int64_t name, int gpu, 
         g->on_gpu = gpu;
         g->first_start = INT64_MAX;
     }
-    tr_group *g = &s->groups[*slot];
-    int64_t id = sqlite3_column_int64(st, C_ID);
-    int64_t start = sqlite3_column_int64(st, C_START), end = sqlite3_column_int64(st, C_END);
+    return &s->groups[*slot];
+}
+
+/* Keeps the group's first appearance: the earliest event, longer first, then lower id. */
+static void note_first(tr_group *g, int64_t start, int64_t end, int64_t id, int async)
+{
     if (start < g->first_start || (start == g->first_start && (end > g->first_end
                                    || (end == g->first_end && id < g->first_id)))) {
         g->first_start = start;
         g->first_end = end;
         g->first_id = id;
-        g->is_async = (sqlite3_column_int(st, C_FLAGS) & TR_FLAG_ASYNC) != 0;
+        g->is_async = async;
     }
+}
+
+/* group_get() for the event in st, noting it as a first appearance. */
+static tr_group *group_of(scan_ctx *c, sqlite3_stmt *st, int64_t name, int gpu, int64_t shape,
+                          int64_t key)
+{
+    tr_group *g = group_get(c, name, gpu, shape, key);
+    if (g)
+        note_first(g, sqlite3_column_int64(st, C_START), sqlite3_column_int64(st, C_END),
+                   sqlite3_column_int64(st, C_ID),
+                   (sqlite3_column_int(st, C_FLAGS) & TR_FLAG_ASYNC) != 0);
     return g;
 }
+
+static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, int64_t path)
+{
+    if (!selected(c, st))
+        return TR_OK;
+    tr_summary *s = c->s;
+    if (!times_ok(st)) {
+        s->skipped++;   /* its times would inflate every total: left out, and counted */
+        return TR_OK;
+    }
+    int64_t name = group_name(c, sqlite3_column_int64(st, C_NAME));
+    int gpu = sqlite3_column_int(st, C_GPU) != 0;
+    int64_t shape = c->o->group_by_shape ? sqlite3_column_int64(st, C_SHAPE) : 0;
+    int64_t key = stack_key(c, path);
+    if (key < 0)
+        return nomem(c);
+    tr_group *g = group_of(c, st, name, gpu, shape, key);
+    if (!g)
+        return nomem(c);
+    g->count++;
+    /* sums saturate: many large but legal values must not wrap into small ones */
+    tr_sat_acc(&g->cpu_total, sqlite3_column_int64(st, C_CPU_TOTAL));
+    tr_sat_acc(&g->gpu_total, sqlite3_column_int64(st, C_GPU_TOTAL));
+    tr_sat_acc(&g->gpu_self, sqlite3_column_int64(st, C_GPU_SELF));
+    if (!gpu)
+        tr_sat_acc(&s->sum_gpu_self_host, sqlite3_column_int64(st, C_GPU_SELF));
+    int claimed;
+    const tr_torch_metrics *tm = c->o->compat_torch
+        ? tr_torch_compat_get(&c->torch, sqlite3_column_int64(st, C_ID), &claimed) : NULL;
+    if (tm) {
+        tr_sat_acc(&g->cpu_self, tm->cpu_self);
+        tr_sat_acc(&g->cpu_mem, tm->cpu_mem);
+        tr_sat_acc(&g->cpu_mem_self, tm->cpu_mem_self);
+        tr_sat_acc(&g->gpu_mem, tm->gpu_mem);
+        tr_sat_acc(&g->gpu_mem_self, tm->gpu_mem_self);
+    } else {
+        tr_sat_acc(&g->cpu_self, sqlite3_column_int64(st, C_CPU_SELF));
+        tr_sat_acc(&g->cpu_mem, sqlite3_column_int64(st, C_CMEM));
+        tr_sat_acc(&g->cpu_mem_self, sqlite3_column_int64(st, C_CMEM_SELF));
+        tr_sat_acc(&g->gpu_mem, sqlite3_column_int64(st, C_GMEM));
+        tr_sat_acc(&g->gpu_mem_self, sqlite3_column_int64(st, C_GMEM_SELF));
+    }
+    if (sqlite3_column_type(st, C_FLOPS) != SQLITE_NULL)
+        tr_sat_acc(&g->flops, sqlite3_column_int64(st, C_FLOPS));
+    if (c->o->stats) {
+        if (g->ndur == g->capdur) {
+            size_t nc = g->capdur ? g->capdur * 2 : 8;
+            int64_t *nd = realloc(g->durations, nc * sizeof *nd);
+            if (!nd)
+                return nomem(c);
+            g->durations = nd;
+            g->capdur = nc;
+        }
+        /* times_ok: no overflow */
+        g->durations[g->ndur++] = sqlite3_column_int64(st, C_END) - sqlite3_column_int64(st, C_START);
+    }
+    s->events++;
+    return TR_OK;
+}
+
+static tr_status step_error(scan_ctx *c)
+{
+    return tr_fail(c->err, TR_ERR_INPUT, "%s: cannot read table events: %s", tr_rundb_name(c->db),
+                   sqlite3_errmsg(c->db));
+}
+
+static tr_status run_query(scan_ctx *c, const char *where_order, sqlite3_stmt **out)
+{
+    char sql[2048];
+    snprintf(sql, sizeof sql, "%s %s", scan_sql, where_order);
+    if (sqlite3_prepare_v2(c->db, sql, -1, out, NULL) != SQLITE_OK)
+        return step_error(c);
+    return TR_OK;
+}
+
+
+/* ---- GPU activities without a launching call ---- */
 
 /* Each source's lowest API-call correlation: CUPTI numbers launches in order, so
  * an activity below it was launched before the capture began. */
@@ -767,37 +752,11 @@ static tr_status add_aggregate(scan_ctx *c, sqlite3_stmt *st)
     int64_t name = group_name(c, sqlite3_column_int64(st, A_NAME));
     int gpu = sqlite3_column_int(st, A_GPU) != 0;
     int64_t shape = c->o->group_by_shape ? sqlite3_column_int64(st, A_SHAPE) : 0;
-    int fresh;
-    int64_t *slot = group_find(&c->groups, name, gpu, shape, 0, &fresh);
-    if (!slot)
+    tr_group *g = group_get(c, name, gpu, shape, 0);
+    if (!g)
         return nomem(c);
-    if (fresh) {
-        if (s->n == s->cap) {
-            size_t ncap = s->cap ? s->cap * 2 : 256;
-            tr_group *ng = realloc(s->groups, ncap * sizeof *ng);
-            if (!ng)
-                return nomem(c);
-            s->groups = ng;
-            s->cap = ncap;
-        }
-        *slot = (int64_t)s->n;
-        tr_group *g = &s->groups[s->n++];
-        memset(g, 0, sizeof *g);
-        g->name_id = name;
-        g->shape_id = shape;
-        g->on_gpu = gpu;
-        g->first_start = INT64_MAX;
-    }
-    tr_group *g = &s->groups[*slot];
-    int64_t id = sqlite3_column_int64(st, A_FIRST_ID);
-    int64_t start = sqlite3_column_int64(st, A_FIRST_START), end = sqlite3_column_int64(st, A_FIRST_END);
-    if (start < g->first_start || (start == g->first_start && (end > g->first_end
-                                   || (end == g->first_end && id < g->first_id)))) {
-        g->first_start = start;
-        g->first_end = end;
-        g->first_id = id;
-        g->is_async = sqlite3_column_int(st, A_FIRST_ASYNC) != 0;
-    }
+    note_first(g, sqlite3_column_int64(st, A_FIRST_START), sqlite3_column_int64(st, A_FIRST_END),
+               sqlite3_column_int64(st, A_FIRST_ID), sqlite3_column_int(st, A_FIRST_ASYNC) != 0);
     int64_t n = sqlite3_column_int64(st, A_EVENTS);
     g->count += n;
     tr_sat_acc(&g->cpu_total, sqlite3_column_int64(st, A_CPU_TOTAL));
