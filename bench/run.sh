@@ -92,6 +92,17 @@ for size in $SIZES; do
             "SELECT name_id, kind IN (7,8,9), count(*), sum(cpu_total_ns), sum(cpu_self_ns), sum(gpu_total_ns), sum(gpu_self_ns) FROM events GROUP BY 1, 2"
         step "$fmt" "trace-analyze" "$n" 0 sh -c "'$BIN/trace-analyze' '$W/run.db' > /dev/null"
         step "$fmt" "trace-analyze --group-by-shape" "$n" 0 sh -c "'$BIN/trace-analyze' --group-by-shape '$W/run.db' > /dev/null"
+        # the same table from every event instead of the ingest-time aggregates (docs/schema.md)
+        step "$fmt" "trace-analyze, scanning the events" "$n" 0 sh -c "TR_NO_AGGREGATES=1 '$BIN/trace-analyze' '$W/run.db' > /dev/null"
+        # the reports, beside sqlite3 reading the GPU activities in start order (gpu-time's scan)
+        step "$fmt" "sqlite3 GPU activities by start (report floor)" "$n" 0 sqlite3 "$W/run.db" \
+            "SELECT count(*), sum(end_ns - start_ns) FROM (SELECT start_ns, end_ns FROM events WHERE kind IN (7,8,9) ORDER BY start_ns)"
+        for r in summary gpu-time kernels api launch gaps; do
+            step "$fmt" "trace-analyze --report $r" "$n" 0 sh -c "'$BIN/trace-analyze' --report $r '$W/run.db' > /dev/null 2>&1"
+        done
+        step "$fmt" "trace-export --html" "$n" 0 "$BIN/trace-export" --html -o "$W/report.html" "$W/run.db"
+        [ -f "$W/report.html" ] && echo "| $size | $fmt | HTML report size | $(stat -c %s "$W/report.html") bytes | | | | |" >> "$out"
+        rm -f "$W/report.html"
         step "$fmt" "trace-export --stacks" "$n" 0 "$BIN/trace-export" --stacks -o "$W/out" "$W/run.db"
         step "$fmt" "trace-export --flamegraph" "$n" 0 "$BIN/trace-export" --flamegraph -o "$W/out" "$W/run.db"
         step "$fmt" "trace-export --chrome" "$n" 0 "$BIN/trace-export" --chrome -o "$W/out" "$W/run.db"
