@@ -23,6 +23,7 @@
 
 #include "lib/error.h"
 #include "lib/format.h"
+#include "lib/i64map.h"
 
 typedef struct {
     int64_t name_id, shape_id, stack_key;
@@ -88,6 +89,11 @@ tr_status tr_selection_add_regex(tr_selection *s, int exclude, const char *patte
 tr_status tr_selection_parse_kinds(tr_selection *s, const char *list, tr_error *err);
 tr_status tr_parse_time_range(const char *text, int64_t *start, int64_t *end, tr_error *err);
 void tr_selection_free(tr_selection *s);
+/* Does the name with string id name_id pass --include/--exclude?  name_stmt is a
+ * prepared "SELECT value FROM strings WHERE id = ?"; cache keeps each id's answer,
+ * so a name is matched once however many events carry it. */
+int tr_selection_name_id_ok(const tr_selection *s, sqlite3_stmt *name_stmt,
+                            tr_i64map *cache, int64_t name_id);
 /* Names of the --kind choices, for help and error messages. */
 const char *tr_kind_choices(void);
 

@@ -12,8 +12,6 @@
 #include "lib/format.h"
 #include "lib/model.h"
 
-int tr_selection_name_ok(const tr_selection *s, const char *name, size_t len);
-
 const tr_report tr_reports[] = {
     {"summary", "the run on one screen: sources, span, threads, devices, events per kind, GPU busy, top kernels and ops",
      tr_summary_params, tr_summary_cols, tr_report_summary},
@@ -684,26 +682,6 @@ static void ctx_free(tr_report_ctx *c)
     sqlite3_finalize(c->name_stmt);
 }
 
-static int name_passes(tr_report_ctx *c, int64_t name_id)
-{
-    if (!c->sel || (!c->sel->include && !c->sel->exclude))
-        return 1;
-    int64_t ok;
-    if (tr_i64map_get(&c->name_ok, name_id, &ok))
-        return (int)ok;
-    const char *v = "";
-    int len = 0;
-    sqlite3_bind_int64(c->name_stmt, 1, name_id);
-    if (sqlite3_step(c->name_stmt) == SQLITE_ROW && sqlite3_column_text(c->name_stmt, 0)) {
-        v = (const char *)sqlite3_column_text(c->name_stmt, 0);
-        len = sqlite3_column_bytes(c->name_stmt, 0);
-    }
-    ok = tr_selection_name_ok(c->sel, v, (size_t)len);
-    sqlite3_reset(c->name_stmt);
-    tr_i64map_put(&c->name_ok, name_id, ok);
-    return (int)ok;
-}
-
 int64_t tr_report_empty_graph_launches(tr_report_ctx *c)
 {
     /* most runs have no graph launch at all: the strings table answers that alone */
@@ -744,7 +722,7 @@ static int selected(tr_report_ctx *c, const tr_rev *ev, int flags)
         if (!tr_i64map_get(&c->stream_num, ev->stream, &num) || num != sel->stream)
             return 0;
     }
-    return (flags & TR_SCAN_UNFILTERED_NAMES) || name_passes(c, ev->name_id);
+    return (flags & TR_SCAN_UNFILTERED_NAMES) || tr_selection_name_id_ok(c->sel, c->name_stmt, &c->name_ok, ev->name_id);
 }
 
 int tr_report_selected(tr_report_ctx *c, const tr_rev *ev)

@@ -101,15 +101,34 @@ static int any_match(struct tr_regex *r, const char *s, size_t len)
     return 0;
 }
 
-/* Used by summary.c: does a name pass --include/--exclude? */
-int tr_selection_name_ok(const tr_selection *s, const char *name, size_t len);
-int tr_selection_name_ok(const tr_selection *s, const char *name, size_t len)
+static int name_ok(const tr_selection *s, const char *name, size_t len)
 {
     if (s->include && !any_match(s->include, name, len))
         return 0;
     if (s->exclude && any_match(s->exclude, name, len))
         return 0;
     return 1;
+}
+
+int tr_selection_name_id_ok(const tr_selection *s, sqlite3_stmt *name_stmt, tr_i64map *cache,
+                            int64_t name_id)
+{
+    if (!s || (!s->include && !s->exclude))
+        return 1;
+    int64_t ok;
+    if (tr_i64map_get(cache, name_id, &ok))
+        return (int)ok;
+    const char *v = "";
+    int len = 0;
+    sqlite3_bind_int64(name_stmt, 1, name_id);
+    if (sqlite3_step(name_stmt) == SQLITE_ROW && sqlite3_column_text(name_stmt, 0)) {
+        v = (const char *)sqlite3_column_text(name_stmt, 0);
+        len = sqlite3_column_bytes(name_stmt, 0);
+    }
+    ok = name_ok(s, v, (size_t)len);
+    sqlite3_reset(name_stmt);
+    tr_i64map_put(cache, name_id, ok);
+    return (int)ok;
 }
 
 void tr_selection_free(tr_selection *s)

@@ -12,8 +12,6 @@
 #include "lib/model.h"
 #include "lib/rundb.h"
 
-int tr_selection_name_ok(const tr_selection *s, const char *name, size_t len);
-
 static double v_cpu_total(const tr_group *g) { return (double)g->cpu_total; }
 static double v_cpu_self(const tr_group *g) { return (double)g->cpu_self; }
 static double v_gpu_total(const tr_group *g) { return (double)g->gpu_total; }
@@ -228,26 +226,6 @@ static tr_status nomem(scan_ctx *c)
     return tr_fail(c->err, TR_ERR_RUNTIME, "out of memory while grouping events");
 }
 
-static int name_passes(scan_ctx *c, int64_t name_id)
-{
-    if (!c->sel || (!c->sel->include && !c->sel->exclude))
-        return 1;
-    int64_t ok;
-    if (tr_i64map_get(&c->name_ok, name_id, &ok))
-        return (int)ok;
-    const char *v = "";
-    int len = 0;
-    sqlite3_bind_int64(c->name_stmt, 1, name_id);
-    if (sqlite3_step(c->name_stmt) == SQLITE_ROW && sqlite3_column_text(c->name_stmt, 0)) {
-        v = (const char *)sqlite3_column_text(c->name_stmt, 0);
-        len = sqlite3_column_bytes(c->name_stmt, 0);
-    }
-    ok = tr_selection_name_ok(c->sel, v, (size_t)len);
-    sqlite3_reset(c->name_stmt);
-    tr_i64map_put(&c->name_ok, name_id, ok);
-    return (int)ok;
-}
-
 /* Text of string `id` through name_stmt, for a callback; 0 when unreadable. */
 static int with_string(scan_ctx *c, int64_t id, int (*fn)(const char *, size_t, const void *),
                        const void *arg)
@@ -334,7 +312,7 @@ static int selected(scan_ctx *c, sqlite3_stmt *st)
         if (rel < sel->time_start || rel >= sel->time_end)
             return 0;
     }
-    return name_passes(c, sqlite3_column_int64(st, C_NAME));
+    return tr_selection_name_id_ok(c->sel, c->name_stmt, &c->name_ok, sqlite3_column_int64(st, C_NAME));
 }
 
 /* Key of the innermost N labels above path node `node`. */
