@@ -2,6 +2,7 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -382,4 +383,31 @@ char *tr_short_name(const char *name, int detail)
         return NULL;
     }
     return b.p;
+}
+
+/* CUpti_ActivityOverheadKind */
+static const struct {
+    int64_t kind;
+    const char *name;
+} overhead_names[] = {
+    {0, "[overhead: unknown]"},
+    {1, "[overhead: driver compiler]"},
+    {1 << 16, "[overhead: CUPTI buffer flush]"},
+    {2 << 16, "[overhead: CUPTI instrumentation]"},
+    {3 << 16, "[overhead: CUPTI resource]"},
+    {4 << 16, "[overhead: runtime triggered module loading]"},
+    {5 << 16, "[overhead: lazy function loading]"},
+    {6 << 16, "[overhead: command buffer full]"},
+    {7 << 16, "[overhead: activity buffer request]"},
+    {8 << 16, "[overhead: UVM activity init]"},
+};
+
+void tr_overhead_name(char *buf, size_t n, int64_t kind)
+{
+    for (size_t i = 0; i < sizeof overhead_names / sizeof overhead_names[0]; i++)
+        if (overhead_names[i].kind == kind) {
+            snprintf(buf, n, "%s", overhead_names[i].name);
+            return;
+        }
+    snprintf(buf, n, "[overhead: kind %lld]", (long long)kind);
 }

@@ -33,6 +33,10 @@ char *tr_short_name(const char *name, int detail);
 const char *tr_runtime_cbid_name(int cbid);
 const char *tr_driver_cbid_name(int cbid);
 
+/* The event name of a CUPTI overhead kind (CUpti_ActivityOverheadKind), as
+ * "[overhead: CUPTI buffer flush]", or "[overhead: kind N]" when unknown. */
+void tr_overhead_name(char *buf, size_t n, int64_t kind);
+
 typedef struct {
     const char *name; size_t name_len;      /* the op name, never empty if the message is not */
     int64_t seq, op_id;                      /* -1 when absent */

@@ -664,30 +664,10 @@ static tr_status read_openacc(nv_reader *r, const char *tab, int which, tr_error
     return rc < 0 ? err->status : TR_OK;
 }
 
-/* CUpti_ActivityOverheadKind. */
-static const struct {
-    int64_t kind;
-    const char *name;
-} overhead_names[] = {
-    {0, "[overhead: unknown]"},
-    {1, "[overhead: driver compiler]"},
-    {1 << 16, "[overhead: CUPTI buffer flush]"},
-    {2 << 16, "[overhead: CUPTI instrumentation]"},
-    {3 << 16, "[overhead: CUPTI resource]"},
-    {4 << 16, "[overhead: runtime triggered module loading]"},
-    {5 << 16, "[overhead: lazy function loading]"},
-    {6 << 16, "[overhead: command buffer full]"},
-    {7 << 16, "[overhead: activity buffer request]"},
-    {8 << 16, "[overhead: UVM activity init]"},
-};
-
 static uint32_t overhead_name(nv_reader *r, int64_t kind)
 {
-    for (size_t i = 0; i < sizeof overhead_names / sizeof overhead_names[0]; i++)
-        if (overhead_names[i].kind == kind)
-            return tr_str(r->t, overhead_names[i].name);
-    char buf[48];
-    snprintf(buf, sizeof buf, "[overhead: kind %lld]", (long long)kind);
+    char buf[64];
+    tr_overhead_name(buf, sizeof buf, (int64_t)kind);
     return tr_str(r->t, buf);
 }
 
