@@ -15,10 +15,15 @@
 # only repeat the raw ingest's), BENCH_RECORD_ITERS (kernel launches of the
 # recorder's own-cost rows, default 1000000; 0: none), BENCH_SMOKE=1 (10^5 events, no
 # PyTorch, no stacks, no recorder rows, bench/RESULTS.md left as it is: `make test` runs
-# it so the benchmark cannot rot; it checks that every step ran, never its times).
+# it so the benchmark cannot rot; it checks that every step ran, never its times),
+# BENCH_RSS_SIZES (ingest-only sizes for the peak-RSS rows, default 30000000; "" none),
+# BENCH_REAL (a real trace run end to end, default the largest file under
+# ../shared/traces when that folder is there; "" none).
+# The last section sets the figures of the first benchmark (bench/RESULTS.md of
+# 2026-11-22) beside this run's and the goals.
 set -u
 if [ "${BENCH_SMOKE:-0}" = 1 ]; then
-    BENCH_SIZES=100000 BENCH_TORCH_MAX=0 BENCH_STACKS=0 BENCH_RECORD_ITERS=0
+    BENCH_SIZES=100000 BENCH_TORCH_MAX=0 BENCH_STACKS=0 BENCH_RECORD_ITERS=0 BENCH_RSS_SIZES=''
 fi
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -28,10 +33,20 @@ TORCH_MAX=${BENCH_TORCH_MAX:-1000000}
 STACKS=${BENCH_STACKS:-1000}
 STACKS_MAX=${BENCH_STACKS_MAX:-1000000}
 RECORD_ITERS=${BENCH_RECORD_ITERS:-1000000}
+RSS_SIZES=${BENCH_RSS_SIZES-30000000}
+if [ -z "${BENCH_REAL+set}" ]; then
+    BENCH_REAL=''
+    [ -d "$root/../shared/traces" ] && BENCH_REAL=$(find "$root/../shared/traces" -type f \
+        \( -name '*.json*' -o -name '*.sqlite' -o -name '*.nvvp' -o -name '*.prof' -o -name '*.sql' \) \
+        -not -path '*/reference/*' -printf '%s %p\n' 2>/dev/null | sort -n | tail -1 | cut -d' ' -f2-)
+fi
+[ "${BENCH_SMOKE:-0}" = 1 ] && BENCH_REAL=''
 W=${BENCH_DIR:-$root/build/bench}
 [ "${BENCH_SMOKE:-0}" = 1 ] && W=${BENCH_DIR:-$root/build/bench-smoke}
 mkdir -p "$W"
 out="$W/results.md"
+log="$W/steps.tsv"   # size, format, step, wall, cpu, rss KB, events: for the summary
+: > "$log"
 have_torch=0
 /usr/bin/python3 -c 'import torch' >/dev/null 2>&1 && have_torch=1
 
@@ -58,16 +73,43 @@ step() {
     shift 4
     "$BIN/measure" -o "$W/m" "$@" >/dev/null 2>"$W/err"
     read -r wall rss code cpu < "$W/m"
+    last_ok=0
     if [ "$code" != 0 ]; then
         echo "| $size | $fmt | $name | failed (exit $code) | | | | |" >> "$out"
         return
     fi
+    last_ok=1
     awk -v s="$size" -v f="$fmt" -v st="$name" -v w="$wall" -v c="$cpu" -v n="$n" -v b="$bytes" -v r="$rss" 'BEGIN {
         eps = (n > 0 && w > 0) ? sprintf("%.0f", n / w) : "";
         mbs = (b > 0 && w > 0) ? sprintf("%.0f", b / 1e6 / w) : "";
         printf "| %s | %s | %s | %.2f | %.2f | %s | %s | %.1f |\n", s, f, st, w, c, eps, mbs, r / 1024 }' >> "$out"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$size" "$fmt" "$name" "$wall" "$cpu" "$rss" "$n" "$bytes" >> "$log"
     eval "T_$(echo "$fmt$name" | tr -c 'a-zA-Z0-9\n' _)=$wall"
     eval "R_$(echo "$fmt$name" | tr -c 'a-zA-Z0-9\n' _)=$rss"
+}
+
+# set_events EVENTS INPUT_BYTES: the last step's row again, now that its event
+# count is known (an ingest's is known only once it has run)
+set_events() {
+    [ "${last_ok:-0}" = 1 ] || return 0
+    last=$(tail -n 1 "$log")
+    sed -i '$d' "$out"
+    sed -i '$d' "$log"
+    printf '%s\n' "$last" | awk -F '\t' -v OFS='\t' -v n="$1" '{ $7 = n; print }' >> "$log"
+    printf '%s\n' "$last" | awk -F '\t' -v n="$1" -v b="$2" '{
+        eps = (n > 0 && $4 > 0) ? sprintf("%.0f", n / $4) : "";
+        mbs = (b > 0 && $4 > 0) ? sprintf("%.0f", b / 1e6 / $4) : "";
+        printf "| %s | %s | %s | %.2f | %.2f | %s | %s | %.1f |\n", $1, $2, $3, $4, $5, eps, mbs, $6 / 1024 }' >> "$out"
+}
+
+# dbsize FORMAT EVENTS: run.db's bytes per event (pages in use, so the figure is the
+# file's own size: trace-ingest vacuums nothing and leaves no free pages)
+dbsize() {
+    [ "$2" -gt 0 ] || return 0
+    b=$(stat -c %s "$W/run.db")
+    awk -v s="$size" -v f="$1" -v b="$b" -v n="$2" 'BEGIN {
+        printf "| %s | %s | run.db size | %.1f MB, %.0f bytes/event | | | | |\n", s, f, b / 1e6, b / n }' >> "$out"
+    printf '%s\t%s\trun.db bytes\t\t\t\t%s\t%s\n' "$size" "$1" "$2" "$b" >> "$log"
 }
 
 for size in $SIZES; do
@@ -85,9 +127,8 @@ for size in $SIZES; do
         step "$fmt" "read input (I/O floor)" 0 "$bytes" sh -c "cat '$in' > /dev/null"
         step "$fmt" "trace-ingest" 0 "$bytes" "$BIN/trace-ingest" -q -o "$W/run.db" "$in"
         n=$(sqlite3 "$W/run.db" 'SELECT count(*) FROM events')
-        # redo the ingest row now that the event count is known
-        sed -i '$d' "$out"
-        step "$fmt" "trace-ingest" "$n" "$bytes" "$BIN/trace-ingest" -q -o "$W/run.db" "$in"
+        set_events "$n" "$bytes"
+        dbsize "$fmt" "$n"
         step "$fmt" "sqlite3 GROUP BY (floor)" "$n" 0 sqlite3 "$W/run.db" \
             "SELECT name_id, kind IN (7,8,9), count(*), sum(cpu_total_ns), sum(cpu_self_ns), sum(gpu_total_ns), sum(gpu_self_ns) FROM events GROUP BY 1, 2"
         step "$fmt" "trace-analyze" "$n" 0 sh -c "'$BIN/trace-analyze' '$W/run.db' > /dev/null"
@@ -129,11 +170,53 @@ for size in $SIZES; do
         bytes=$(stat -c %s "$W/t.ctr")
         step "raw --backtrace" "trace-ingest" 0 "$bytes" "$BIN/trace-ingest" -q -o "$W/run.db" "$W/t.ctr"
         n=$(sqlite3 "$W/run.db" 'SELECT count(*) FROM events')
-        sed -i '$d' "$out"
-        step "raw --backtrace" "trace-ingest" "$n" "$bytes" "$BIN/trace-ingest" -q -o "$W/run.db" "$W/t.ctr"
+        set_events "$n" "$bytes"
     fi
     rm -f "$W/t.nvvp" "$W/t.json" "$W/t.ctr" "$W/run.db"
 done
+
+# Ingest's peak memory where it matters most: the largest sizes, ingest only.
+for size in $RSS_SIZES; do
+    echo "bench: $size events, ingest peak RSS" >&2
+    "$BIN/gen-nvprof" -n "$size" -o "$W/t.nvvp"
+    "$BIN/gen-kineto" -n "$size" -o "$W/t.json"
+    "$BIN/gen-raw" -n "$size" -o "$W/t.ctr"
+    for fmt in nvprof kineto raw; do
+        case $fmt in
+            nvprof) in=$W/t.nvvp ;;
+            kineto) in=$W/t.json ;;
+            raw) in=$W/t.ctr ;;
+        esac
+        bytes=$(stat -c %s "$in")
+        step "$fmt" "trace-ingest" 0 "$bytes" "$BIN/trace-ingest" -q -o "$W/run.db" "$in"
+        if [ -f "$W/run.db" ]; then
+            n=$(sqlite3 "$W/run.db" 'SELECT count(*) FROM events')
+            set_events "$n" "$bytes"
+            dbsize "$fmt" "$n"
+        fi
+        rm -f "$W/run.db" "$in"
+    done
+done
+
+# The largest real trace at hand, end to end.
+if [ -n "$BENCH_REAL" ] && [ -f "$BENCH_REAL" ]; then
+    size=real
+    fmt=$(basename "$BENCH_REAL")
+    echo "bench: $fmt end to end" >&2
+    bytes=$(stat -c %s "$BENCH_REAL")
+    step "$fmt" "trace-ingest" 0 "$bytes" "$BIN/trace-ingest" -q -o "$W/run.db" "$BENCH_REAL"
+    if [ -f "$W/run.db" ]; then
+        n=$(sqlite3 "$W/run.db" 'SELECT count(*) FROM events')
+        echo "| real | $fmt | events | $n | | | | |" >> "$out"
+        step "$fmt" "trace-analyze" "$n" 0 sh -c "'$BIN/trace-analyze' '$W/run.db' > /dev/null"
+        step "$fmt" "trace-analyze --report summary,gpu-time,kernels" "$n" 0 \
+            sh -c "'$BIN/trace-analyze' --report summary,gpu-time,kernels '$W/run.db' > /dev/null 2>&1"
+        step "$fmt" "trace-export --flamegraph" "$n" 0 "$BIN/trace-export" --flamegraph -o "$W/out" "$W/run.db"
+        step "$fmt" "trace-export --chrome" "$n" 0 "$BIN/trace-export" --chrome -o "$W/out" "$W/run.db"
+        step "$fmt" "trace-export --html" "$n" 0 "$BIN/trace-export" --html -o "$W/out" "$W/run.db"
+        rm -f "$W/out" "$W/run.db"
+    fi
+fi
 
 # The recorder's own cost, measurable without a GPU: fake_app (record/tests) plays
 # a one-thread CUDA program whose every iteration is an NVTX range around a kernel
@@ -188,6 +271,61 @@ if [ -x "$REC/fake_app" ] && [ -x "$BIN/trace-record" ] && [ "$RECORD_ITERS" -gt
         "$REC/fake_app" -n "$RECORD_ITERS"
     rm -rf "$W/rec.db.raw"
 fi
+
+# Against the goals of the speed work: the first benchmark's figures (bench/RESULTS.md
+# of 2026-11-22, the same machine class) beside this run's, measured above.
+{
+    echo
+    echo "## Against the goals"
+    echo
+    echo "| what | events | first benchmark | this run | goal |"
+    echo "|---|---:|---|---|---|"
+    awk -F '\t' '
+    { k = $1 SUBSEP $2 SUBSEP $3; wall[k] = $4; rss[k] = $6; n[k] = $7; by[k] = $8
+      if ($1 ~ /^[0-9]+$/) sizes[$1] = 1 }
+    function has(s, f, st) { return ((s SUBSEP f SUBSEP st) in wall) }
+    function w(s, f, st) { return wall[s SUBSEP f SUBSEP st] }
+    function r(s, f, st) { return rss[s SUBSEP f SUBSEP st] / 1024 }
+    function row(what, s, before, now, goal) { printf "| %s | %s | %s | %s | %s |\n", what, s, before, now, goal }
+    END {
+        ns = 0; for (s in sizes) list[++ns] = s + 0
+        for (i = 1; i <= ns; i++) for (j = i + 1; j <= ns; j++) if (list[j] < list[i]) { t = list[i]; list[i] = list[j]; list[j] = t }
+        split("nvprof raw", ef, " ")
+        base["nvprof", 1000000] = "0.56M/s"; base["nvprof", 10000000] = "0.42M/s"
+        base["raw", 1000000] = "0.55M/s"
+        for (i = 1; i <= ns; i++) for (e = 1; e <= 2; e++) {
+            s = list[i]; f = ef[e]
+            if (!has(s, f, "trace-ingest") || w(s, f, "trace-ingest") <= 0) continue
+            row(f " ingest, events/s", s, ((f, s) in base) ? base[f, s] : "", sprintf("%.2fM/s", n[s SUBSEP f SUBSEP "trace-ingest"] / w(s, f, "trace-ingest") / 1e6), ">= 1M/s per core")
+        }
+        for (i = 1; i <= ns; i++) {
+            s = list[i]
+            if (!has(s, "kineto", "trace-ingest") || w(s, "kineto", "trace-ingest") <= 0) continue
+            b = (s == 1000000) ? "97 MB/s" : (s == 10000000) ? "80 MB/s" : ""
+            row("Kineto JSON ingest, MB/s", s, b, sprintf("%.0f MB/s", by[s SUBSEP "kineto" SUBSEP "trace-ingest"] / 1e6 / w(s, "kineto", "trace-ingest")), ">= 200 MB/s")
+        }
+        split("nvprof kineto raw", af, " ")
+        for (i = 1; i <= ns; i++) for (e = 1; e <= 3; e++) {
+            s = list[i]; f = af[e]
+            if (s < 1000000 || !has(s, f, "trace-ingest")) continue
+            b = (f == "nvprof" && s == 1000000) ? "217 MB" : (f == "nvprof" && s == 10000000) ? "2227 MB" : ""
+            row(f " ingest, peak RSS", s, b, sprintf("%.0f MB", r(s, f, "trace-ingest")), "<= 256 MB, flat")
+        }
+        for (i = 1; i <= ns; i++) {
+            s = list[i]
+            if (s < 1000000) continue
+            if (has(s, "nvprof", "trace-analyze"))
+                row("trace-analyze (default table), nvprof", s, s == 10000000 ? "7.51 s" : s == 1000000 ? "0.68 s" : "", sprintf("%.2f s", w(s, "nvprof", "trace-analyze")), "< 0.5 s at 10^7")
+            if (has(s, "nvprof", "trace-export --chrome"))
+                row("trace-export --chrome, nvprof", s, s == 10000000 ? "52.0 s" : s == 1000000 ? "4.90 s" : "", sprintf("%.2f s", w(s, "nvprof", "trace-export --chrome")), "a third of the first")
+            if (has(s, "nvprof", "PyTorch 1.13 pipeline") && has(s, "nvprof", "trace-ingest") && has(s, "nvprof", "trace-analyze")) {
+                t = w(s, "nvprof", "trace-ingest") + w(s, "nvprof", "trace-analyze")
+                row("PyTorch 1.13 pipeline / ingest + analyze", s, s == 1000000 ? "13.6x time, 6.0x memory" : "",
+                    sprintf("%.1fx time, %.1fx memory", w(s, "nvprof", "PyTorch 1.13 pipeline") / t, r(s, "nvprof", "PyTorch 1.13 pipeline") / r(s, "nvprof", "trace-ingest")), ">= 50x time, >= 10x memory")
+            }
+        }
+    }' "$log"
+} >> "$out"
 
 cat "$out"
 if [ "${BENCH_SMOKE:-0}" = 1 ]; then
