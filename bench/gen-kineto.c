@@ -7,11 +7,27 @@
  * nesting, shapes, kernels) is the same at every step and only the timings
  * vary, so stacks and shapes repeat as they do in real traces.
  * usage: gen-kineto [-n EVENTS] [-s SEED] -o FILE.json
+ *
+ * With -r RANKS it writes a data-parallel job instead: one file per rank,
+ * PREFIX<rank>.json, each with distributedInfo, ProfilerStep#N ranges, and per
+ * step the same compute, then NCCL collectives (record_param_comms ->
+ * nccl:* -> cudaLaunchKernel -> ncclDevKernel_* on a communication stream,
+ * with the sizes, dtype and process group PyTorch 2.x writes) and a stream
+ * synchronize.  Every collective ends on all ranks when the last rank has
+ * arrived plus its transfer time (and up to -N µs of noise per rank).  One
+ * rank (-S) starts each step -D µs late: the known straggler.  Each rank's
+ * baseTimeNanoseconds carries a clock error of its own (up to -C µs), so its
+ * times are off from rank 0's by a known offset.  stdout gets one line per
+ * rank: "rank R offset_ns O file F", O being what aligns the rank to rank 0
+ * (rank 0's clock error minus its own), then "straggler S".
+ * usage: gen-kineto -r RANKS [-n EVENTS per rank] [-s SEED] [-S STRAGGLER]
+ *        [-D DELAY_US] [-N NOISE_US] [-C CLOCK_US] -o PREFIX
  */
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench/rng.h"
 
@@ -85,17 +101,241 @@ static void op(int th, int depth, int layer)
     (void)layer;
 }
 
+/* ---- the multi-rank job ---- */
+
+/* The generator's state for one rank: the single-rank code runs on the
+ * globals, swapped in and out per rank. */
+typedef struct {
+    FILE *f;
+    long long events, corr, ext, t_cpu[2], t_gpu, t_comm, step_start;
+    int first;
+    uint64_t rng, jitter;
+    long long clock_err_ns;
+} rank_state;
+
+static void rank_in(const rank_state *r)
+{
+    f = r->f, events = r->events, corr = r->corr, ext = r->ext, first = r->first, rng = r->rng;
+    t_cpu[0] = r->t_cpu[0], t_cpu[1] = r->t_cpu[1], t_gpu = r->t_gpu;
+}
+
+static void rank_out(rank_state *r)
+{
+    r->events = events, r->corr = corr, r->ext = ext, r->first = first, r->rng = rng;
+    r->t_cpu[0] = t_cpu[0], r->t_cpu[1] = t_cpu[1], r->t_gpu = t_gpu;
+}
+
+/* The collectives of every step: (process group, its description, collective
+ * name as record_param_comms writes it, the nccl: annotation, the kernel,
+ * elements, whether the kernel carries the args too, as PyTorch 2.x writes). */
+static const struct {
+    const char *pg, *pg_desc, *coll, *annot, *kernel;
+    long long nelems;
+    int args_on_kernel;
+} colls[] = {
+    {"0", "default_pg", "allreduce", "nccl:all_reduce",
+     "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 4194304, 0},
+    {"0", "default_pg", "allreduce", "nccl:all_reduce",
+     "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 1048576, 0},
+    {"1", "dp_replicate", "allgather", "nccl:all_gather",
+     "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 262144, 1},
+};
+#define NCOLLS (sizeof colls / sizeof colls[0])
+#define COMM_STREAM 20
+
+static void coll_args(int nranks, int k, long long seq, int rank)
+{
+    fprintf(f, "\"Collective name\": \"%s\", \"dtype\": \"Float\", \"In msg nelems\": %lld, "
+               "\"Out msg nelems\": %lld, \"Group size\": %d, \"Process Group Name\": \"%s\", "
+               "\"Process Group Description\": \"%s\", \"Process Group Ranks\": \"[",
+            colls[k].coll, colls[k].nelems, colls[k].nelems, nranks, colls[k].pg, colls[k].pg_desc);
+    for (int i = 0; i < nranks; i++)
+        fprintf(f, "%s%d", i ? ", " : "", i);
+    fprintf(f, "]\", \"Seq\": %lld, \"Rank\": %d", seq, rank);
+}
+
+/* Times in the files are µs with 3 decimals (exact ns), on the rank's clock. */
+#define US(ns) (ns) / 1000, (unsigned)((ns) % 1000)
+
+static int job(int nranks, long long per_rank, unsigned long long seed, int straggler,
+               long long delay_us, long long noise_us, long long clock_us, const char *prefix)
+{
+    rank_state *rs = calloc((size_t)nranks, sizeof *rs);
+    if (!rs)
+        return 1;
+    uint64_t job_rng = seed * 0x2545f4914f6cdd1dull + 7;
+    int status = 0;
+    for (int r = 0; r < nranks; r++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s%d.json", prefix, r);
+        rs[r].f = fopen(path, "w");
+        if (!rs[r].f) {
+            fprintf(stderr, "gen-kineto: cannot write %s\n", path);
+            status = 1;
+            nranks = r;
+            break;
+        }
+        rs[r].first = 1;
+        /* the same compute timings on every rank: only the straggler's delay,
+         * the launch jitter and the noise tell the ranks apart */
+        rs[r].rng = seed * 0x9e3779b97f4a7c15ull + 1;
+        rs[r].jitter = (seed + 1000003ull * (uint64_t)(r + 1)) * 0x9e3779b97f4a7c15ull + 1;
+        rs[r].t_cpu[0] = rs[r].t_cpu[1] = rs[r].t_gpu = rs[r].t_comm = 1000;
+        /* a clock error in [-clock_us, clock_us] µs, to the ns */
+        rs[r].clock_err_ns = clock_us > 0
+            ? (long long)bench_rnd(&job_rng, (uint32_t)(2 * clock_us * 1000 + 1)) - clock_us * 1000 : 0;
+        fprintf(rs[r].f, "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H100\"}],\n"
+                         "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d},\n"
+                         "\"traceEvents\": [", r, nranks);
+        printf("rank %d offset_ns %lld file %s\n", r, rs[0].clock_err_ns - rs[r].clock_err_ns, path);
+    }
+    if (status)
+        goto done;
+    printf("straggler %d\n", straggler);
+    /* in ns from here on: the files get µs with 3 decimals */
+    long long seq[NCOLLS] = {0};
+    static long long arrive[NCOLLS][1024], ends[NCOLLS][1024];
+    for (int step = 0; rs[0].events < per_rank; step++) {
+        long long last = 0;
+        for (int r = 0; r < nranks; r++) {
+            rank_in(&rs[r]);
+            long long t0 = t_cpu[0] > t_cpu[1] ? t_cpu[0] : t_cpu[1];
+            t_cpu[0] = t_cpu[1] = t0 + (r == straggler ? delay_us : 0);
+            rs[r].step_start = t0;
+            /* the same layers on every rank (the structure comes from the seed) */
+            for (int layer = 0; layer < 8; layer++) {
+                int th = layer % 2;
+                layer_rng = (seed + (uint64_t)layer) * 0xbf58476d1ce4e5b9ull + 1;
+                target = events + 1000000;
+                op(th, 0, layer);
+                if (t_cpu[th] < t_cpu[!th])
+                    t_cpu[th] = t_cpu[!th];
+            }
+            /* the collectives, launched from thread 0; the kernel waits for the
+             * last compute kernel (its gradients) and for the previous collective */
+            for (size_t k = 0; k < NCOLLS; k++) {
+                long long ls = (t_cpu[0] += 3) * 1000 + bench_rnd(&rs[r].jitter, 1000), ld = 2000 + rnd(3000);
+                arrive[k][r] = (t_gpu > t_cpu[0] + 7 ? t_gpu : t_cpu[0] + 7) * 1000 + bench_rnd(&rs[r].jitter, 1000);
+                long long c = ++corr, e1 = ++ext, e2 = ++ext;
+                long long ps = ls - 4000, pe = ls + ld + 3000;
+                sep();
+                fprintf(f, "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", "
+                           "\"pid\": 100, \"tid\": 200, \"ts\": %lld.%03u, \"dur\": %lld.%03u, "
+                           "\"args\": {\"External id\": %lld, ", US(ps), US(pe - ps), e1);
+                coll_args(nranks, (int)k, seq[k], r);
+                fputs("}}", f);
+                sep();
+                fprintf(f, "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"%s\", \"pid\": 100, "
+                           "\"tid\": 200, \"ts\": %lld.%03u, \"dur\": %lld.%03u, \"args\": {\"External id\": %lld}}",
+                        colls[k].annot, US(ls - 1000), US(ld + 2000), e2);
+                sep();
+                fprintf(f, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
+                           "\"pid\": 100, \"tid\": 200, \"ts\": %lld.%03u, \"dur\": %lld.%03u, "
+                           "\"args\": {\"External id\": %lld, \"correlation\": %lld}}", US(ls), US(ld), e2, c);
+                t_cpu[0] = pe / 1000 + 1;
+            }
+            rank_out(&rs[r]);
+        }
+        /* a collective starts on a rank when it is ready there and the previous
+         * one has ended there; it ends on every rank once the last rank is in,
+         * plus its transfer time (16 ns per 64 elements) and a little noise */
+        for (size_t k = 0; k < NCOLLS; k++) {
+            long long in = 0;
+            for (int r = 0; r < nranks; r++) {
+                long long prev = k ? ends[k - 1][r] + 500 : rs[r].t_comm * 1000;
+                if (arrive[k][r] < prev)
+                    arrive[k][r] = prev;
+                if (arrive[k][r] > in)
+                    in = arrive[k][r];
+            }
+            for (int r = 0; r < nranks; r++) {
+                rank_in(&rs[r]);
+                ends[k][r] = in + 5000 + colls[k].nelems / 64
+                             + (noise_us > 0 ? bench_rnd(&rs[r].jitter, (uint32_t)(noise_us * 1000)) : 0);
+                rank_out(&rs[r]);
+            }
+        }
+        for (int r = 0; r < nranks; r++) {
+            rank_in(&rs[r]);
+            long long prev_end = 0;
+            for (size_t k = 0; k < NCOLLS; k++) {
+                long long a = arrive[k][r], e = ends[k][r];
+                prev_end = e;
+                long long c = corr - (long long)NCOLLS + 1 + (long long)k;
+                sep();
+                fprintf(f, "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": 0, \"tid\": %d, "
+                           "\"ts\": %lld.%03u, \"dur\": %lld.%03u, \"args\": {\"External id\": %lld, "
+                           "\"device\": 0, \"stream\": %d, \"correlation\": %lld, \"grid\": [2, 1, 1], "
+                           "\"block\": [512, 1, 1]",
+                        colls[k].kernel, COMM_STREAM, US(a), US(e - a), ext - 2 * ((long long)NCOLLS - 1 - (long long)k),
+                        COMM_STREAM, c);
+                if (colls[k].args_on_kernel) {
+                    fputs(", ", f);
+                    coll_args(nranks, (int)k, seq[k], r);
+                }
+                fputs("}}", f);
+            }
+            if (prev_end / 1000 > last)
+                last = prev_end / 1000;
+            rs[r].t_comm = prev_end / 1000 + 1;
+            rank_out(&rs[r]);
+        }
+        for (size_t k = 0; k < NCOLLS; k++)
+            seq[k]++;
+        /* the step ends with a stream synchronize that waits for the collectives */
+        for (int r = 0; r < nranks; r++) {
+            rank_in(&rs[r]);
+            long long ss = t_cpu[0] + 2, se = (last > t_gpu ? last : t_gpu) + 3 + rnd(3);
+            sep();
+            fprintf(f, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", "
+                       "\"pid\": 100, \"tid\": 200, \"ts\": %lld, \"dur\": %lld, "
+                       "\"args\": {\"External id\": %lld, \"correlation\": %lld}}", ss, se - ss, ++ext, ++corr);
+            sep();
+            fprintf(f, "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#%d\", "
+                       "\"pid\": 100, \"tid\": 200, \"ts\": %lld, \"dur\": %lld, \"args\": {\"External id\": %lld}}",
+                    step, rs[r].step_start, se + 1 - rs[r].step_start, ++ext);
+            t_cpu[0] = t_cpu[1] = se + 2;
+            rank_out(&rs[r]);
+        }
+    }
+done:
+    for (int r = 0; r < nranks; r++) {
+        fprintf(rs[r].f, "\n], \"displayTimeUnit\": \"ms\", \"baseTimeNanoseconds\": %lld}\n",
+                1700000000000000000ll + rs[r].clock_err_ns);
+        if (fclose(rs[r].f) != 0)
+            status = 1;
+    }
+    free(rs);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     const char *out = NULL;
     unsigned long long seed = 1;
     target = 100000;
-    int c;
-    while ((c = getopt(argc, argv, "n:s:o:")) != -1) {
+    int c, nranks = 0, straggler = -1;
+    long long delay_us = 300, noise_us = 1, clock_us = 5000;
+    while ((c = getopt(argc, argv, "n:s:o:r:S:D:N:C:")) != -1) {
         if (c == 'n') target = atoll(optarg);
         else if (c == 's') seed = strtoull(optarg, NULL, 10);
         else if (c == 'o') out = optarg;
+        else if (c == 'r') nranks = atoi(optarg);
+        else if (c == 'S') straggler = atoi(optarg);
+        else if (c == 'D') delay_us = atoll(optarg);
+        else if (c == 'N') noise_us = atoll(optarg);
+        else if (c == 'C') clock_us = atoll(optarg);
         else return 2;
+    }
+    if (nranks) {
+        if (!out || nranks < 1 || nranks > 1024 || straggler >= nranks || delay_us < 0 || noise_us < 0
+            || noise_us > 1000000 || clock_us < 0 || clock_us > 1000000) {
+            fprintf(stderr, "usage: gen-kineto -r RANKS(1-1024) [-n EVENTS] [-s SEED] [-S STRAGGLER] "
+                            "[-D DELAY_US] [-N NOISE_US] [-C CLOCK_US] -o PREFIX\n");
+            return 2;
+        }
+        return job(nranks, target, seed, straggler < 0 ? nranks / 2 : straggler, delay_us, noise_us,
+                   clock_us, out);
     }
     if (!out || !(f = fopen(out, "w"))) {
         fprintf(stderr, "usage: gen-kineto [-n EVENTS] [-s SEED] -o FILE.json\n");
