@@ -35,6 +35,8 @@ const tr_report tr_reports[] = {
      tr_steps_params, tr_steps_cols, tr_report_steps},
     {"advice", "findings with the events and time at stake: sync copies, pageable memory, syncs, gaps, low use, launch-bound",
      tr_advice_params, tr_advice_cols, tr_report_advice},
+    {"collectives", "NCCL/RCCL collectives matched across ranks: duration per rank, arrival skew, bandwidth; comm/compute overlap per rank",
+     tr_collectives_params, tr_collectives_cols, tr_report_collectives, 1},
 };
 const size_t tr_nreports = sizeof tr_reports / sizeof tr_reports[0];
 
@@ -1112,6 +1114,8 @@ tr_status tr_report_compute(sqlite3 *db, const char *spec, const tr_analyze_opts
     tr_report_ctx c;
     if (st == TR_OK) {
         st = ctx_init(&c, db, o, err);
+        c.dbs = &db;
+        c.ndbs = 1;
         r->report = ro.v[0].report->name;
         c.param = ro.v[0].param;
         if (st == TR_OK)
@@ -1122,9 +1126,63 @@ tr_status tr_report_compute(sqlite3 *db, const char *spec, const tr_analyze_opts
     return st;
 }
 
+int tr_report_opts_many(const tr_report_opts *ro)
+{
+    for (size_t i = 0; i < ro->n; i++)
+        if (!ro->v[i].report->many)
+            return 0;
+    return ro->n > 0;
+}
+
+tr_status tr_report_ctx_sub(const tr_report_ctx *c, size_t i, tr_report_ctx *sub)
+{
+    if (i >= c->ndbs)
+        return tr_fail(c->err, TR_ERR_USAGE, "no run database %zu of %zu", i, c->ndbs);
+    tr_status st = ctx_init(sub, c->dbs[i], c->o, c->err);
+    sub->param = c->param;
+    sub->dbs = c->dbs;
+    sub->db_names = c->db_names;
+    sub->ndbs = c->ndbs;
+    sub->db_index = i;
+    sub->ro_ = c->ro_;
+    if (st == TR_OK && c->ro_)
+        st = select_steps(sub, c->ro_);
+    return st;
+}
+
+void tr_report_ctx_sub_free(tr_report_ctx *sub)
+{
+    ctx_free(sub);
+}
+
+static tr_status run_reports(sqlite3 *const *dbs, const char *const *names, size_t ndbs,
+                             const tr_report_opts *ro, const tr_analyze_opts *o, FILE *out, FILE *diag,
+                             tr_error *err);
+
 tr_status tr_report_run(sqlite3 *db, const tr_report_opts *ro, const tr_analyze_opts *o, FILE *out,
                         FILE *diag, tr_error *err)
 {
+    return run_reports(&db, NULL, 1, ro, o, out, diag, err);
+}
+
+tr_status tr_report_run_many(sqlite3 *const *dbs, const char *const *names, size_t ndbs,
+                             const tr_report_opts *ro, const tr_analyze_opts *o, FILE *out, FILE *diag,
+                             tr_error *err)
+{
+    for (size_t i = 0; ndbs > 1 && i < ro->n; i++)
+        if (!ro->v[i].report->many)
+            return tr_fail(err, TR_ERR_USAGE, "--report %s reads one run database (the rank-aware reports "
+                           "read several: collectives, ranks, critical-path)", ro->v[i].report->name);
+    if (!ndbs)
+        return tr_fail(err, TR_ERR_USAGE, "no run database");
+    return run_reports(dbs, names, ndbs, ro, o, out, diag, err);
+}
+
+static tr_status run_reports(sqlite3 *const *dbs, const char *const *names, size_t ndbs,
+                             const tr_report_opts *ro, const tr_analyze_opts *o, FILE *out, FILE *diag,
+                             tr_error *err)
+{
+    sqlite3 *db = dbs[0];
     void (*write)(writer *, const tr_rresult *) = write_text;
     int json = 0;
     for (size_t i = 0; i < sizeof writers / sizeof writers[0]; i++)
@@ -1134,6 +1192,10 @@ tr_status tr_report_run(sqlite3 *db, const tr_report_opts *ro, const tr_analyze_
         }
     tr_report_ctx c;
     tr_status st = ctx_init(&c, db, o, err);
+    c.dbs = dbs;
+    c.db_names = names;
+    c.ndbs = ndbs;
+    c.ro_ = ro;
     if (st == TR_OK)
         st = select_steps(&c, ro);
     writer w = {out, o, 0};

@@ -35,7 +35,7 @@ typedef struct {
     int64_t param[TR_REPORT_MAX_PARAMS];
 } tr_report_req;
 
-typedef struct {
+typedef struct tr_report_opts_ {
     tr_report_req *v;
     size_t n;
     int list;                       /* --report list */
@@ -55,6 +55,15 @@ void tr_report_print_list(FILE *out);
  * A report without data says so in one line on `diag` and is otherwise empty. */
 tr_status tr_report_run(sqlite3 *db, const tr_report_opts *ro, const tr_analyze_opts *o,
                         FILE *out, FILE *diag, tr_error *err);
+/* Several run.dbs (the ranks of one job, in the order given; names for
+ * messages): every requested report must be rank-aware (tr_report.many),
+ * otherwise TR_ERR_USAGE "--report NAME reads one run database".  The
+ * reports see dbs[0] as ctx->db and all of them in ctx->dbs. */
+tr_status tr_report_run_many(sqlite3 *const *dbs, const char *const *names, size_t ndbs,
+                             const tr_report_opts *ro, const tr_analyze_opts *o, FILE *out, FILE *diag,
+                             tr_error *err);
+/* Are all the requested reports rank-aware (and there is at least one)? */
+int tr_report_opts_many(const tr_report_opts *ro);
 
 /* ---- what the report functions (report_*.c) and renderers use ---- */
 
@@ -145,7 +154,19 @@ typedef struct tr_report_ctx {
     int has_step;                       /* --step: only work in these windows */
     size_t step_first, step_count;      /* the selected steps[] */
     int64_t skipped;                    /* events left out for impossible times */
+    /* every run.db of the analysis: one unless a rank-aware report (tr_report.many)
+     * was given several; dbs[db_index] == db */
+    sqlite3 *const *dbs;
+    const char *const *db_names;        /* as given on the command line; entries may be NULL */
+    size_t ndbs, db_index;
+    const struct tr_report_opts_ *ro_;  /* the requests, for tr_report_ctx_sub() (--step) */
 } tr_report_ctx;
+
+/* A context like c that scans dbs[i] (its own devices, streams, threads and
+ * --step windows; the same options and parameters).  Free it with
+ * tr_report_ctx_sub_free(), before c. */
+tr_status tr_report_ctx_sub(const tr_report_ctx *c, size_t i, tr_report_ctx *sub);
+void tr_report_ctx_sub_free(tr_report_ctx *sub);
 
 tr_status tr_report_load_steps(tr_report_ctx *c);
 /* The index of the step whose window holds time t, or -1. */
@@ -261,6 +282,7 @@ struct tr_report {
     const tr_report_param *params;   /* NULL-name terminated, or NULL */
     const tr_report_col *cols;       /* the main table's columns, NULL-key terminated */
     tr_status (*run)(tr_report_ctx *c, tr_rresult *r);
+    int many;                        /* rank-aware: reads every run.db in c->dbs */
 };
 
 extern const tr_report tr_reports[];
@@ -282,5 +304,6 @@ TR_REPORT_DECL(tr_report_steps, tr_steps_cols, tr_steps_params);
 TR_REPORT_DECL(tr_report_launch, tr_launch_cols, tr_launch_params);
 TR_REPORT_DECL(tr_report_gaps, tr_gaps_cols, tr_gaps_params);
 TR_REPORT_DECL(tr_report_advice, tr_advice_cols, tr_advice_params);
+TR_REPORT_DECL(tr_report_collectives, tr_collectives_cols, tr_collectives_params);
 
 #endif
