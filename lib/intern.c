@@ -11,15 +11,29 @@ struct tr_arena_block {
 
 #define ARENA_BLOCK 65536
 
+/* Eight bytes a step, then a full 64-bit finaliser (MurmurHash3's fmix64):
+ * the slot index takes the low bits, so every input bit must reach them.  A
+ * byte-at-a-time hash was a tenth of the ingest time on traces whose NVTX
+ * names are all distinct. */
 static uint32_t hash_bytes(const char *s, size_t len)
 {
-    /* FNV-1a: short strings dominate, and it is fast enough for them. */
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)len;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+        s += 8;
+        len -= 8;
     }
-    return h;
+    uint64_t w = 0;
+    if (len)
+        memcpy(&w, s, len);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return (uint32_t)h;
 }
 
 void tr_intern_init(tr_intern *t)
@@ -69,14 +83,15 @@ static char *arena_copy(tr_intern *t, const char *s, size_t len)
 
 static int rehash(tr_intern *t, size_t nslots)
 {
-    uint32_t *slots = calloc(nslots, sizeof *slots);
+    tr_intern_slot *slots = calloc(nslots, sizeof *slots);
     if (!slots)
         return -1;
     for (size_t id = 1; id < t->count; id++) {
-        size_t i = t->entries[id].hash & (nslots - 1);
-        while (slots[i])
+        uint32_t h = t->entries[id].hash;
+        size_t i = h & (nslots - 1);
+        while (slots[i].id)
             i = (i + 1) & (nslots - 1);
-        slots[i] = (uint32_t)id;
+        slots[i] = (tr_intern_slot){(uint32_t)id, h};
     }
     free(t->slots);
     t->slots = slots;
@@ -84,19 +99,26 @@ static int rehash(tr_intern *t, size_t nslots)
     return 0;
 }
 
+/* The slot where s (hash h) is, or the empty slot where it would go. */
+static size_t probe(const tr_intern *t, const char *s, size_t len, uint32_t h)
+{
+    size_t i = h & (t->nslots - 1);
+    for (; t->slots[i].id; i = (i + 1) & (t->nslots - 1)) {
+        /* the hash in the slot spares a visit to the entry on every mismatch */
+        if (t->slots[i].hash != h)
+            continue;
+        const tr_intern_entry *e = &t->entries[t->slots[i].id];
+        if (e->len == len && memcmp(e->str, s, len) == 0)
+            break;
+    }
+    return i;
+}
+
 uint32_t tr_intern_find(const tr_intern *t, const char *s, size_t len)
 {
     if (!t->nslots)
         return 0;
-    uint32_t h = hash_bytes(s, len);
-    size_t i = h & (t->nslots - 1);
-    while (t->slots[i]) {
-        const tr_intern_entry *e = &t->entries[t->slots[i]];
-        if (e->hash == h && e->len == len && memcmp(e->str, s, len) == 0)
-            return t->slots[i];
-        i = (i + 1) & (t->nslots - 1);
-    }
-    return 0;
+    return t->slots[probe(t, s, len, hash_bytes(s, len))].id;
 }
 
 uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
@@ -110,11 +132,15 @@ uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
             return 0;
         t->count = 1;
     }
-    uint32_t found = tr_intern_find(t, s, len);
-    if (found)
-        return found;
-    if ((t->count + 1) * 2 > t->nslots && rehash(t, t->nslots * 2) < 0)
-        return 0;
+    uint32_t h = hash_bytes(s, len);
+    size_t i = probe(t, s, len, h);
+    if (t->slots[i].id)
+        return t->slots[i].id;
+    if ((t->count + 1) * 2 > t->nslots) {
+        if (rehash(t, t->nslots * 2) < 0)
+            return 0;
+        i = probe(t, s, len, h);
+    }
     if (t->count == t->cap) {
         tr_intern_entry *ne = realloc(t->entries, t->cap * 2 * sizeof *ne);
         if (!ne)
@@ -126,12 +152,8 @@ uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
     if (!copy)
         return 0;
     uint32_t id = (uint32_t)t->count++;
-    uint32_t h = hash_bytes(s, len);
     t->entries[id] = (tr_intern_entry){copy, (uint32_t)len, h};
-    size_t i = h & (t->nslots - 1);
-    while (t->slots[i])
-        i = (i + 1) & (t->nslots - 1);
-    t->slots[i] = id;
+    t->slots[i] = (tr_intern_slot){id, h};
     return id;
 }
 

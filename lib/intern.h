@@ -19,11 +19,13 @@ typedef struct {
 
 typedef struct tr_arena_block tr_arena_block;
 
+typedef struct { uint32_t id, hash; } tr_intern_slot;   /* id 0 = empty */
+
 typedef struct {
     tr_intern_entry *entries;   /* index = id; entries[0] unused */
     size_t count;               /* number of ids handed out + 1 */
     size_t cap;
-    uint32_t *slots;            /* open addressing; 0 = empty, else id */
+    tr_intern_slot *slots;      /* open addressing, at most half full */
     size_t nslots;
     tr_arena_block *arena;
 } tr_intern;

@@ -260,6 +260,15 @@ static int fill_event(const void *ctx, size_t i, tr_cell *c)
     return 1;
 }
 
+static int fill_string(const void *ctx, size_t i, tr_cell *c)
+{
+    const tr_trace *t = ctx;
+    const tr_intern_entry *s = &t->strings.entries[i + 1];
+    tr_cell_int(&c[0], (int64_t)i + 1);
+    tr_cell_text(&c[1], s->str, (int)s->len);
+    return 1;
+}
+
 static int fill_kernel(const void *ctx, size_t i, tr_cell *c)
 {
     const tr_trace *t = ctx;
@@ -377,14 +386,10 @@ static tr_status write_all(sqlite3 *db, const tr_trace *t, const tr_meta_kv *met
     }
     DONE();
 
-    PREP("INSERT INTO strings(id, value) VALUES(?, ?)");
-    for (size_t id = 1; id < t->strings.count; id++) {
-        b_int(&s, (int64_t)id);
-        sqlite3_bind_text(s.st, ++s.col, t->strings.entries[id].str,
-                          (int)t->strings.entries[id].len, SQLITE_STATIC);
-        STEP();
-    }
-    DONE();
+    /* a trace of distinct NVTX names has nearly a string per event */
+    if ((st = tr_bulk_insert(db, "strings", 2, tr_intern_count(&t->strings), fill_string, t, err))
+        != TR_OK)
+        goto out;
 
     PREP("INSERT INTO kinds(id, name, on_gpu) VALUES(?, ?, ?)");
     for (int k = 1; k < TR_KIND_COUNT_; k++) {
