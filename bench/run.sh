@@ -17,13 +17,14 @@
 # PyTorch, no stacks, no recorder rows, bench/RESULTS.md left as it is: `make test` runs
 # it so the benchmark cannot rot; it checks that every step ran, never its times),
 # BENCH_RSS_SIZES (ingest-only sizes for the peak-RSS rows, default 30000000; "" none),
-# BENCH_REAL (a real trace run end to end, default the largest file under
+# BENCH_FOLDED_LINES (lines of the folded file the SVG step is timed on, default
+# 300000; 0 none), BENCH_REAL (a real trace run end to end, default the largest file under
 # ../shared/traces when that folder is there; "" none).
 # The last section sets the figures of the first benchmark (bench/RESULTS.md of
 # 2026-11-22) beside this run's and the goals.
 set -u
 if [ "${BENCH_SMOKE:-0}" = 1 ]; then
-    BENCH_SIZES=100000 BENCH_TORCH_MAX=0 BENCH_STACKS=0 BENCH_RECORD_ITERS=0 BENCH_RSS_SIZES=''
+    BENCH_SIZES=100000 BENCH_TORCH_MAX=0 BENCH_STACKS=0 BENCH_RECORD_ITERS=0 BENCH_RSS_SIZES='' BENCH_FOLDED_LINES=10000
 fi
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -34,6 +35,7 @@ STACKS=${BENCH_STACKS:-1000}
 STACKS_MAX=${BENCH_STACKS_MAX:-1000000}
 RECORD_ITERS=${BENCH_RECORD_ITERS:-1000000}
 RSS_SIZES=${BENCH_RSS_SIZES-30000000}
+FOLDED_LINES=${BENCH_FOLDED_LINES:-300000}
 if [ -z "${BENCH_REAL+set}" ]; then
     BENCH_REAL=''
     [ -d "$root/../shared/traces" ] && BENCH_REAL=$(find "$root/../shared/traces" -type f \
@@ -174,6 +176,25 @@ for size in $SIZES; do
     fi
     rm -f "$W/t.nvvp" "$W/t.json" "$W/t.ctr" "$W/run.db"
 done
+
+# The flamegraph's SVG step alone, in MB/s of folded input, as inferno publishes its own
+# (38 MiB/s): a folded file of many distinct stacks (a profile's, not the generators'
+# few), drawn by --folded.  Deterministic: the same file every run.
+if [ "$FOLDED_LINES" -gt 0 ]; then
+    size=$FOLDED_LINES
+    awk -v n="$FOLDED_LINES" 'BEGIN {
+        srand(7)
+        for (i = 0; i < n; i++) {
+            d = 4 + int(rand() * 20); line = "main"
+            for (k = 0; k < d; k++) line = line ";" sprintf("ns%d::Module%d::forward(at::Tensor const&, long)", int(rand() * 8), int(rand() * (k < 3 ? 6 : 300)))
+            print line, 1 + int(rand() * 100000)
+        }
+    }' > "$W/t.folded"
+    fbytes=$(stat -c %s "$W/t.folded")
+    step "folded" "SVG from folded stacks (--flamegraph --folded)" 0 "$fbytes" \
+        "$BIN/trace-export" --flamegraph --folded -o "$W/out" "$W/t.folded"
+    rm -f "$W/t.folded" "$W/out"
+fi
 
 # Ingest's peak memory where it matters most: the largest sizes, ingest only.
 for size in $RSS_SIZES; do

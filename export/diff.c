@@ -8,6 +8,7 @@
  * the two sorted lists are merged.  The flamegraph's tree is rebuilt from the
  * merged lines by walking them in that order, as flamegraph.pl does.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,26 @@ static void lines_free(dline *l, size_t n)
     free(l);
 }
 
+/* Sorts lines by path and sums the values of equal paths into one line (two
+ * stacks can escape to the same text; a folded file may repeat a stack);
+ * returns the count left. */
+static size_t sort_merge(dline *l, size_t k, int side)
+{
+    if (k == 0)
+        return 0;
+    qsort(l, k, sizeof *l, cmp_line);
+    size_t w = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (w && !cmp_line(&l[w - 1], &l[i])) {
+            tr_sat_acc(&l[w - 1].v[side], l[i].v[side]);
+            free(l[i].path);
+            continue;
+        }
+        l[w++] = l[i];
+    }
+    return w;
+}
+
 /* One run's non-zero stacks as sorted, merged lines; side picks v[0] or v[1]. */
 static tr_status run_lines(tr_scan *sc, int m, int side, int normalize, dline **out, size_t *nout,
                            tr_error *err)
@@ -131,19 +152,8 @@ static tr_status run_lines(tr_scan *sc, int m, int side, int normalize, dline **
         }
         l[k - 1].v[side] = sc->nodes[i].v[m];
     }
-    qsort(l, k, sizeof *l, cmp_line);
-    /* two stacks can escape to the same text: one line */
-    size_t w = 0;
-    for (size_t i = 0; i < k; i++) {
-        if (w && !cmp_line(&l[w - 1], &l[i])) {
-            tr_sat_acc(&l[w - 1].v[side], l[i].v[side]);
-            free(l[i].path);
-            continue;
-        }
-        l[w++] = l[i];
-    }
     *out = l;
-    *nout = w;
+    *nout = sort_merge(l, k, side);
     return TR_OK;
 }
 
@@ -319,8 +329,20 @@ static void put_label(FILE *f, const dnode *n, double px)
         fputs("..", f);
 }
 
+/* One input without a base: flamegraph.pl's default "hot" colours, from a hash
+ * of the name so that a frame keeps its colour from one graph to the next. */
+static void put_hot_colour(FILE *f, const dnode *n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n->name_len; i++)
+        h = (h ^ (unsigned char)n->name[i]) * 16777619u;
+    fprintf(f, "rgb(%u,%u,%u)", 205 + (h & 0xff) * 50 / 255, ((h >> 8) & 0xff) * 230 / 255,
+            ((h >> 16) & 0xff) * 55 / 255);
+}
+
+/* plain: one input (no base run), drawn as an ordinary flamegraph. */
 static tr_status write_flamegraph(dtree *t, const tr_export_metric *metric, const tr_export_opts *o,
-                                  FILE *out, tr_error *err)
+                                  int plain, FILE *out, tr_error *err)
 {
     size_t nn = t->nn;
     /* widths bottom-up (a child's index is above its parent's), per run */
@@ -347,23 +369,30 @@ static tr_status write_flamegraph(dtree *t, const tr_export_metric *metric, cons
     int width = o->width;
     int height = PAD_TOP + PAD_BOTTOM + (int)(maxd + 1) * FRAME_H;
     double scale = total > 0 ? (double)(width - 2 * PAD_X) / (double)total : 0;
-    const char *title = o->title ? o->title : "Differential Flame Graph";
+    const char *title = o->title ? o->title : plain ? "Flame Graph" : "Differential Flame Graph";
     char a[64], b[64];
     fmt_value(a, sizeof a, base_total, metric->unit);
     fmt_value(b, sizeof b, total, metric->unit);
     fprintf(out, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
                  "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                  "xmlns=\"http://www.w3.org/2000/svg\" data-fg-width=\"%d\" data-fg-padx=\"%d\" "
-                 "data-fg-charw=\"%g\" data-fg-total=\"%lld\" data-fg-base-total=\"%lld\">\n",
-            width, height, width, height, width, PAD_X, CHAR_W, (long long)total, (long long)base_total);
+                 "data-fg-charw=\"%g\" data-fg-total=\"%lld\"",
+            width, height, width, height, width, PAD_X, CHAR_W, (long long)total);
+    if (!plain)
+        fprintf(out, " data-fg-base-total=\"%lld\"", (long long)base_total);
+    fputs(">\n", out);
     fputs(tr_flamegraph_style(), out);
     fputs(tr_flamegraph_script(), out);
     fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"rgb(248,248,240)\"/>\n",
             width, height);
     fprintf(out, "<text id=\"title\" x=\"%d\" y=\"22\">", width / 2);
     tr_put_xml_text(out, title, tr_utf8_cut(title, strlen(title), LABEL_MAX));
-    fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"40\">%s: %s base, %s new; widths: new; "
-                 "red grows, blue shrinks</text>\n", width / 2, metric->label, a, b);
+    if (plain)
+        fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"40\">%s: %s total</text>\n", width / 2,
+                metric->label, b);
+    else
+        fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"40\">%s: %s base, %s new; widths: new; "
+                     "red grows, blue shrinks</text>\n", width / 2, metric->label, a, b);
     fprintf(out, "<text id=\"unzoom\" class=\"ui\" x=\"%d\" y=\"22\" opacity=\"0\">Reset Zoom</text>\n"
                  "<text id=\"search\" class=\"ui\" x=\"%d\" y=\"22\" text-anchor=\"end\">Search</text>\n"
                  "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n"
@@ -383,25 +412,199 @@ static tr_status write_flamegraph(dtree *t, const tr_export_metric *metric, cons
                             : height - PAD_BOTTOM - (int)(n->depth + 1) * FRAME_H;
         fmt_value(a, sizeof a, n->w[0], metric->unit);
         fmt_value(b, sizeof b, n->w[1], metric->unit);
-        fprintf(out, "<g class=\"f\" data-x=\"%lld\" data-w=\"%lld\" data-d=\"%u\" data-base=\"%lld\">"
-                     "<title>", (long long)n->x, (long long)n->w[1], n->depth, (long long)n->w[0]);
+        fprintf(out, "<g class=\"f\" data-x=\"%lld\" data-w=\"%lld\" data-d=\"%u\"", (long long)n->x,
+                (long long)n->w[1], n->depth);
+        if (!plain)
+            fprintf(out, " data-base=\"%lld\"", (long long)n->w[0]);
+        fputs("><title>", out);
         size_t shown = tr_name_cap_take(&cap, n->name, n->name_len);
         tr_put_xml_text(out, n->name, shown);
         if (shown < n->name_len)
             fputs(TR_ELLIPSIS, out);
-        if (n->w[0] > 0)
+        if (plain)
+            fprintf(out, " (%s, %.2f%%)</title>", b, 100.0 * (double)n->w[1] / (double)total);
+        else if (n->w[0] > 0)
             fprintf(out, " (%s -> %s, %+.2f%%)</title>", a, b,
                     ((double)n->w[1] - (double)n->w[0]) * 100.0 / (double)n->w[0]);
         else
             fprintf(out, " (%s, new)</title>", b);
         fprintf(out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"", x, y, px, FRAME_H - 1);
-        put_colour(out, n);
+        if (plain)
+            put_hot_colour(out, n);
+        else
+            put_colour(out, n);
         fprintf(out, "\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%d\">", x + 3, y + FRAME_H - 5);
         put_label(out, n, px);
         fputs("</text></g>\n", out);
     }
     fputs("</svg>\n", out);
     return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error") : TR_OK;
+}
+
+/* Joins the two sides' sorted lines (taking them over: l[] is emptied) and
+ * writes them as o->format says: "stack BASE NEW" lines, or the flamegraph;
+ * plain: one side only (v[1]), written as "stack VALUE" or an ordinary graph. */
+static tr_status write_joined(dline *l[2], size_t nl[2], int plain, const tr_export_metric *metric,
+                              const tr_export_opts *o, FILE *out, tr_error *err)
+{
+    size_t nj = 0;
+    dline *j = join(l[0], nl[0], l[1], nl[1], &nj);
+    if (!j)
+        return nomem(err);
+    free(l[0]);
+    free(l[1]);
+    l[0] = l[1] = NULL;
+    nl[0] = nl[1] = 0;
+    tr_status st = TR_OK;
+    if (o->format == tr_export_format_lookup("stacks")) {
+        for (size_t i = 0; i < nj; i++) {
+            fwrite(j[i].path, 1, j[i].len, out);
+            if (plain)
+                fprintf(out, " %lld\n", (long long)j[i].v[1]);
+            else
+                fprintf(out, " %lld %lld\n", (long long)j[i].v[0], (long long)j[i].v[1]);
+        }
+        if (ferror(out))
+            st = tr_fail(err, TR_ERR_RUNTIME, "write error");
+    } else {
+        dtree t = {NULL, 0, 0};
+        st = build_tree(&t, j, nj, err);
+        if (st == TR_OK)
+            st = write_flamegraph(&t, metric, o, plain, out, err);
+        free(t.n);
+    }
+    lines_free(j, nj);
+    return st;
+}
+
+/* ---- folded-stack files as input ---- */
+
+/* What a folded file's counts are when --metric does not say: flamegraph.pl's word. */
+static const tr_export_metric folded_samples = {"samples", NULL, "samples", "samples", 0, NULL};
+
+/* The count at the end of a folded line: a whole number after the last run of
+ * blanks.  Returns the length of the stack before it, or -1. */
+static long folded_count(const char *s, size_t len, int64_t *v)
+{
+    size_t e = len;
+    while (e > 0 && (s[e - 1] == ' ' || s[e - 1] == '\t'))
+        e--;
+    size_t b = e;
+    while (b > 0 && s[b - 1] != ' ' && s[b - 1] != '\t')
+        b--;
+    if (b == e || b == 0 || e - b > 20)
+        return -1;
+    char num[24];
+    memcpy(num, s + b, e - b);
+    num[e - b] = '\0';
+    char *end;
+    errno = 0;
+    long long x = strtoll(num, &end, 10);
+    if (*end || errno)
+        return -1;
+    *v = x;
+    size_t k = b;
+    while (k > 0 && (s[k - 1] == ' ' || s[k - 1] == '\t'))
+        k--;
+    return k ? (long)k : -1;
+}
+
+/* Reads "frame;frame;... COUNT" lines into sorted, merged lines of one side. */
+static tr_status read_folded(FILE *in, const char *name, int side, int normalize, dline **out,
+                             size_t *nout, tr_error *err)
+{
+    dline *l = NULL;
+    size_t n = 0, cap = 0, lineno = 0, linecap = 0;
+    char *line = NULL;
+    ssize_t got;
+    tr_status st = TR_OK;
+    while (st == TR_OK && (got = getline(&line, &linecap, in)) >= 0) {
+        lineno++;
+        size_t len = (size_t)got;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        size_t lead = 0;
+        while (lead < len && (line[lead] == ' ' || line[lead] == '\t'))
+            lead++;
+        if (lead == len)
+            continue;
+        int64_t v = 0;
+        long plen = folded_count(line, len, &v);
+        if (plen < 0 || memchr(line, '\0', len)) {
+            st = tr_fail(err, TR_ERR_INPUT, "%s:%zu: not a folded stack line ('frame;frame;... COUNT', "
+                         "COUNT a whole number)", name, lineno);
+            break;
+        }
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 1024;
+            dline *nl = realloc(l, nc * sizeof *nl);
+            if (!nl) {
+                st = nomem(err);
+                break;
+            }
+            l = nl;
+            cap = nc;
+        }
+        dline *d = &l[n];
+        memset(d, 0, sizeof *d);
+        if (normalize) {
+            FILE *f = open_memstream(&d->path, &d->len);
+            int bad = !f;
+            for (size_t pos = 0; f && pos <= (size_t)plen;) {
+                size_t fl = strcspn(line + pos, ";");
+                if (pos + fl > (size_t)plen)
+                    fl = (size_t)plen - pos;
+                char *frame = strndup(line + pos, fl), *nf = frame ? tr_diff_normalize_name(frame) : NULL;
+                bad |= !nf;
+                if (nf)
+                    fprintf(f, "%s%s", pos ? ";" : "", nf);
+                free(frame);
+                free(nf);
+                pos += fl + 1;
+            }
+            if (!f || fclose(f) != 0 || bad) {
+                free(d->path);
+                st = nomem(err);
+                break;
+            }
+        } else {
+            d->path = strndup(line, (size_t)plen);
+            d->len = (size_t)plen;
+            if (!d->path) {
+                st = nomem(err);
+                break;
+            }
+        }
+        d->v[side] = v;
+        n++;
+    }
+    if (st == TR_OK && ferror(in))
+        st = tr_fail(err, TR_ERR_INPUT, "%s: read error", name);
+    free(line);
+    if (st != TR_OK) {
+        lines_free(l, n);
+        return st;
+    }
+    *out = l;
+    *nout = sort_merge(l, n, side);
+    return TR_OK;
+}
+
+tr_status tr_export_folded(FILE *const *in, const char *const *names, int n, int normalize,
+                           const tr_export_opts *o, FILE *out, tr_error *err)
+{
+    dline *l[2] = {NULL, NULL};
+    size_t nl[2] = {0, 0};
+    tr_status st = TR_OK;
+    /* one file is the "new" side alone; two are base and new */
+    for (int i = 0; i < n && i < 2 && st == TR_OK; i++)
+        st = read_folded(in[i], names[i], n == 1 ? 1 : i, normalize, &l[n == 1 ? 1 : i],
+                         &nl[n == 1 ? 1 : i], err);
+    if (st == TR_OK)
+        st = write_joined(l, nl, n == 1, o->metric ? o->metric : &folded_samples, o, out, err);
+    for (int s = 0; s < 2; s++)
+        lines_free(l[s], nl[s]);
+    return st;
 }
 
 tr_status tr_export_diff(const char *base, const char *new_, int normalize, const tr_export_opts *o,
@@ -411,9 +614,8 @@ tr_status tr_export_diff(const char *base, const char *new_, int normalize, cons
     sqlite3 *db[2] = {NULL, NULL};
     tr_scan sc[2];
     int inited[2] = {0, 0};
-    dline *l[2] = {NULL, NULL}, *j = NULL;
-    size_t nl[2] = {0, 0}, nj = 0;
-    dtree t = {NULL, 0, 0};
+    dline *l[2] = {NULL, NULL};
+    size_t nl[2] = {0, 0};
     tr_status st = TR_OK;
     for (int s = 0; s < 2 && st == TR_OK; s++) {
         st = tr_rundb_open(paths[s], &db[s], err);
@@ -431,30 +633,8 @@ tr_status tr_export_diff(const char *base, const char *new_, int normalize, cons
     int m = metric ? (int)(metric - tr_export_metrics) : 0;
     for (int s = 0; s < 2 && st == TR_OK; s++)
         st = run_lines(&sc[s], m, s, normalize, &l[s], &nl[s], err);
-    if (st == TR_OK) {
-        if (!(j = join(l[0], nl[0], l[1], nl[1], &nj)))
-            st = nomem(err);
-        else {
-            free(l[0]);
-            free(l[1]);
-            l[0] = l[1] = NULL;
-            nl[0] = nl[1] = 0;
-        }
-    }
-    if (st == TR_OK && o->format == tr_export_format_lookup("stacks")) {
-        for (size_t i = 0; i < nj; i++) {
-            fwrite(j[i].path, 1, j[i].len, out);
-            fprintf(out, " %lld %lld\n", (long long)j[i].v[0], (long long)j[i].v[1]);
-        }
-        if (ferror(out))
-            st = tr_fail(err, TR_ERR_RUNTIME, "write error");
-    } else if (st == TR_OK) {
-        st = build_tree(&t, j, nj, err);
-        if (st == TR_OK)
-            st = write_flamegraph(&t, metric, o, out, err);
-    }
-    free(t.n);
-    lines_free(j, nj);
+    if (st == TR_OK)
+        st = write_joined(l, nl, 0, metric, o, out, err);
     for (int s = 0; s < 2; s++) {
         lines_free(l[s], nl[s]);
         if (inited[s])

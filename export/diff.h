@@ -21,6 +21,15 @@
 tr_status tr_export_diff(const char *base, const char *new_, int normalize, const tr_export_opts *o,
                          FILE *out, tr_error *err);
 
+/* --folded: folded-stack text ("frame;frame;... COUNT" lines, as flamegraph.pl's
+ * stackcollapse scripts and --stacks write) instead of run.dbs.  One input is
+ * drawn as an ordinary flamegraph (or merged, sorted lines with --stacks); two
+ * are BASE and NEW, joined as flamegraph.pl's difffolded.pl joins them.  Names
+ * are for messages; a line that is not folded stops with TR_ERR_INPUT naming
+ * its line number. */
+tr_status tr_export_folded(FILE *const *in, const char *const *names, int n, int normalize,
+                           const tr_export_opts *o, FILE *out, tr_error *err);
+
 /* The flamegraph's style sheet and viewer script (flamegraph.c). */
 const char *tr_flamegraph_style(void);
 const char *tr_flamegraph_script(void);

@@ -23,6 +23,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: trace-export --stacks|--flamegraph|--chrome [-o FILE] [options] run.db|TRACE\n"
             "       trace-export --stacks|--flamegraph --diff [-o FILE] [options] BASE.db NEW.db\n"
+            "       trace-export --flamegraph|--stacks --folded [--diff] [-o FILE] FOLDED [NEW.folded]\n"
             "\n"
             "  --stacks              folded stacks 'root;...;leaf VALUE', one line per stack\n"
             "  --flamegraph          an interactive flamegraph SVG (self-contained)\n"
@@ -47,6 +48,10 @@ static void usage(FILE *f)
             "                        lines, --flamegraph the new widths, red grown, blue shrunk\n"
             "  --diff-normalize      numbers in template arguments and ProfilerStep#N do not\n"
             "                        tell frames apart (docs/diff.md)\n"
+            "  --folded              the input is folded stacks ('frame;frame;... COUNT' lines,\n"
+            "                        as --stacks and flamegraph.pl's stackcollapse scripts write):\n"
+            "                        --flamegraph draws them; with --diff, BASE NEW folded files\n"
+            "                        are joined as difffolded.pl joins them\n"
             "  --step N|A-B          the time of those ProfilerStep#N ranges (as --time-range)\n"
             "  --min-dur DUR         --chrome: leave out slices shorter than DUR (10us, 1ms)\n"
             "  --max-size SIZE       --chrome: numbered parts FILE.1.json, FILE.2.json ... of at\n"
@@ -87,7 +92,55 @@ enum { O_DIFF = 512, O_DIFF_NORM };
 enum { O_HTML = 700 };
 enum { O_MIN_DUR = 800, O_MAX_SIZE, O_STEP };
 enum { O_EVENTS = 600, O_EVENTS_FORMAT };
-enum { O_NO_CACHE = 900 };
+enum { O_NO_CACHE = 900, O_FOLDED };
+
+/* --folded: what goes with it. */
+static int folded_usage(const tr_export_opts *o, int ninputs, int diff, int other)
+{
+    if (o->format != tr_export_format_lookup("stacks") && o->format != tr_export_format_lookup("flamegraph"))
+        return usage_error("%s", "--folded goes with --flamegraph or --stacks");
+    if (other || o->compat_torch || o->has_thread || o->has_device || o->include_re || o->exclude_re)
+        return usage_error("%s", "--folded reads stacks, not events: no selection, --step or --compat");
+    if (ninputs != 1 + diff)
+        return usage_error("%s", diff ? "--folded --diff takes BASE NEW, two folded files"
+                                      : "--folded takes one folded file ('-': standard input)");
+    return 0;
+}
+
+/* --folded: folded-stack text in, a flamegraph or merged stacks out. */
+static int run_folded(char **paths, int n, int normalize, const char *output, const tr_export_opts *o)
+{
+    tr_error err;
+    tr_error_clear(&err);
+    FILE *in[2] = {NULL, NULL};
+    const char *names[2] = {NULL, NULL};
+    tr_status st = tr_output_check_inputs(output, (const char *const *)paths, n, &err);
+    for (int i = 0; i < n && st == TR_OK; i++) {
+        names[i] = strcmp(paths[i], "-") ? paths[i] : "standard input";
+        in[i] = strcmp(paths[i], "-") ? fopen(paths[i], "r") : stdin;
+        if (!in[i])
+            st = tr_fail(&err, errno == ENOENT || errno == EACCES || errno == EISDIR ? TR_ERR_INPUT : TR_ERR_RUNTIME,
+                         "cannot open %s: %s", paths[i], strerror(errno));
+    }
+    if (st == TR_OK) {
+        tr_output of;
+        FILE *out = tr_output_fopen(&of, output ? output : "-", &err);
+        if (!out)
+            st = err.status ? err.status : TR_ERR_RUNTIME;
+        else if ((st = tr_export_folded(in, names, n, normalize, o, out, &err)) == TR_OK)
+            st = tr_output_commit(&of, &err);
+        else
+            tr_output_abort(&of);
+    }
+    for (int i = 0; i < n; i++)
+        if (in[i] && in[i] != stdin)
+            fclose(in[i]);
+    if (st != TR_OK) {
+        fputs("trace-export: ", stderr);
+        tr_put_line(stderr, err.msg);
+    }
+    return st;
+}
 
 int main(int argc, char **argv)
 {
@@ -112,6 +165,7 @@ int main(int argc, char **argv)
         {"max-size", required_argument, NULL, O_MAX_SIZE},
         {"step", required_argument, NULL, O_STEP},
         {"no-cache", no_argument, NULL, O_NO_CACHE},
+        {"folded", no_argument, NULL, O_FOLDED},
         {"version", no_argument, NULL, O_VERSION},   {NULL, 0, NULL, 0}};
     static const char *const format_of[] = {[O_STACKS - O_STACKS] = "stacks",
                                             [O_FLAME - O_STACKS] = "flamegraph",
@@ -121,7 +175,7 @@ int main(int argc, char **argv)
     tr_error err;
     tr_error_clear(&err);
     const char *output = NULL;
-    int c, rc = 0, selection = 0, diff = 0, diff_norm = 0, chrome_only = 0, no_cache = 0;
+    int c, rc = 0, selection = 0, diff = 0, diff_norm = 0, chrome_only = 0, no_cache = 0, folded = 0;
     const char *step = NULL;
     tr_export_chrome_stats cstats = {0};
     const char *events_format = "events";
@@ -228,6 +282,7 @@ int main(int argc, char **argv)
             break;
         case O_STEP: step = optarg; selection = 1; break;
         case O_NO_CACHE: no_cache = 1; break;
+        case O_FOLDED: folded = 1; break;
         case 'h': usage(stdout); tr_export_opts_free(&o); return 0;
         case O_VERSION: printf("trace-export %s\n", TR_VERSION); tr_export_opts_free(&o); return 0;
         default: rc = usage_error("%s", "try 'trace-export --help'");
@@ -236,6 +291,13 @@ int main(int argc, char **argv)
     if (rc == 0 && !o.format)
         rc = usage_error("%s", "choose an output: --stacks, --flamegraph or --chrome "
                                "(try 'trace-export --help')");
+    else if (rc == 0 && folded) {
+        int rc2 = folded_usage(&o, argc - optind, diff, selection || step || chrome_only || no_cache);
+        if (rc2 == 0)
+            rc2 = run_folded(argv + optind, argc - optind, diff_norm, output, &o);
+        tr_export_opts_free(&o);
+        return rc2;
+    }
     else if (rc == 0 && diff_norm && !diff)
         rc = usage_error("%s", "--diff-normalize goes with --diff");
     else if (rc == 0 && diff && (argc - optind != 2 || o.compat_torch || o.format == tr_export_format_lookup("chrome")

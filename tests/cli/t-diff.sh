@@ -205,3 +205,37 @@ if [ -n "$CHROMIUM" ] && command -v timeout >/dev/null; then
     grep -q 'data-fg-error=' dom.svg && fail "viewer error: $(grep -o 'data-fg-error="[^"]*"' dom.svg)"
     grep -q 'data-share="88.89"' dom.svg || fail "search share on the differential flamegraph: $(grep -o 'data-share="[^"]*"' dom.svg)"
 fi
+
+# ---- folded-stack files as input (--folded) ----
+# a run.db's stacks drawn from its folded text give the run.db's own graph: same total, same frames
+expect_status 0 "$X" --stacks --metric self_gpu -o slow1.folded slow1.db
+expect_status 0 "$X" --flamegraph --metric self_gpu -o fromdb.svg slow1.db
+expect_status 0 "$X" --flamegraph --folded --metric self_gpu -o fromtext.svg slow1.folded
+expect_grep 'data-fg-total="135000"' fromtext.svg
+expect_eq "$(grep -c 'class="f"' fromtext.svg)" "$(grep -c 'class="f"' fromdb.svg)" "frames drawn from the folded text"
+expect_eq "$(fill_of fromtext.svg 'void gemm<float, 128>(float*)' | cut -c1-4)" "rgb(" "a frame of the folded graph has a colour"
+grep -q 'data-base=' fromtext.svg && fail "a plain folded graph carries base widths"
+# repeated stacks merge, blank lines are skipped, the output is sorted with ';' first
+printf 'main;b 2\n\nmain 1\nmain;a 5\nmain;b 3\n' > rep.folded
+expect_eq "$("$X" --stacks --folded rep.folded | tr '\n' '|')" "main 1|main;a 5|main;b 5|" "merged folded lines"
+expect_eq "$(printf 'x;y 7\n' | "$X" --stacks --folded - | tr '\n' '|')" "x;y 7|" "folded from standard input"
+# two folded files are joined as difffolded.pl joins them: the same lines as --diff of the run.dbs
+expect_status 0 "$X" --stacks -o base.folded base.db
+expect_status 0 "$X" --stacks -o slowc.folded slow1.db
+expect_status 0 "$X" --stacks --diff -o fromdbs.diff base.db slow1.db
+expect_status 0 "$X" --stacks --folded --diff -o fromtext.diff base.folded slowc.folded
+cmp -s fromdbs.diff fromtext.diff || fail "--folded --diff differs from --diff of the run.dbs"
+expect_status 0 "$X" --flamegraph --folded --diff -o textdiff.svg base.folded slowc.folded
+expect_eq "$(fill_of textdiff.svg aten::fresh)" "rgb(255,0,0)" "new op colour from folded files"
+# bad folded input: one line naming the line, no output left behind
+printf 'a;b 3\nno count here\n' > bad.folded
+expect_status 3 "$X" --flamegraph --folded -o badf.svg bad.folded
+expect_one_line_error
+expect_grep "bad.folded:2:" "$TMP/err"
+expect_no_file badf.svg
+printf 'a;b 1.5\n' > frac.folded
+expect_status 3 "$X" --flamegraph --folded -o badf.svg frac.folded
+expect_status 2 "$X" --chrome --folded slow1.folded
+expect_status 2 "$X" --flamegraph --folded --device 0 slow1.folded
+expect_status 2 "$X" --flamegraph --folded --diff slow1.folded
+expect_status 3 "$X" --flamegraph --folded no-such.folded
