@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analyze/report.h"
+#include "analyze/report_ranks.h"
 #include "lib/checked.h"
 #include "lib/format.h"
 #include "lib/model.h"
@@ -37,6 +38,8 @@ const tr_report tr_reports[] = {
      tr_advice_params, tr_advice_cols, tr_report_advice},
     {"collectives", "NCCL/RCCL collectives matched across ranks: duration per rank, arrival skew, bandwidth; comm/compute overlap per rank",
      tr_collectives_params, tr_collectives_cols, tr_report_collectives, 1},
+    {"ranks", "per rank: step time, GPU busy, computation, communication, exposed comm, idle; per step: the slowest rank and the spread",
+     tr_ranks_params, tr_ranks_cols, tr_report_ranks, 1},
 };
 const size_t tr_nreports = sizeof tr_reports / sizeof tr_reports[0];
 
