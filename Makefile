@@ -17,9 +17,9 @@ V       ?=
 
 BUILD ?= build$(if $(SAN),-san)$(if $(DEBUG),-debug)
 
-PKGS := sqlite3 libpcre2-8 libcjson cunit zlib
+PKGS := sqlite3 libpcre2-8 libcjson cunit zlib libdw
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs sqlite3 libpcre2-8 libcjson zlib 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs sqlite3 libpcre2-8 libcjson zlib libdw 2>/dev/null)
 CUNIT_LIBS := $(shell pkg-config --libs cunit 2>/dev/null || echo -lcunit)
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-missing-field-initializers

@@ -21,12 +21,16 @@
 #include <unistd.h>
 
 #include "ingest/native_frames.h"
+#include "lib/debuginfo.h"
 #include "lib/elf_symbols.h"
 #include "lib/i64map.h"
 #include "lib/intern.h"
 #include "lib/names.h"
 
 #define DEFAULT_DEBUG_ROOT "/usr/lib/debug"
+/* inlined calls kept per address: a deeper chain keeps its innermost and
+ * outermost ones (a count that fits the cache's 8 bits) */
+#define TR_NATIVE_MAX_INLINED 31
 
 typedef struct {
     uint64_t lo, hi, off, inode;
@@ -46,6 +50,7 @@ typedef struct {
     size_t image_len, dimage_len;
     tr_elf elf, debug;
     uint32_t *names, *dnames;          /* per symbol: its frame string id, 0 = not yet */
+    tr_debuginfo *lines;               /* file:line and inlined calls (DWARF) */
     size_t unresolved;                 /* distinct addresses left unnamed because of why */
     char why[256];
 } module;
@@ -58,7 +63,9 @@ struct tr_native_frames {
     tr_intern paths;                   /* module id = id of its path */
     module *mods;                      /* [0] unused */
     size_t nmods, cap_mods;
-    tr_i64map names;                   /* pc -> frame string id */
+    tr_i64map names;                   /* pc -> its frames in chain: offset << 8 | count */
+    uint32_t *chain;                   /* frame string ids, outermost first per pc */
+    size_t nchain, cap_chain;
     char *debug_root;
 };
 
@@ -277,7 +284,9 @@ void tr_native_frames_free(tr_native_frames *nf)
         unmap(&m->dimage, &m->dimage_len);
         free(m->names);
         free(m->dnames);
+        tr_debuginfo_free(m->lines);
     }
+    free(nf->chain);
     free(nf->mods);
     tr_intern_free(&nf->paths);
     tr_i64map_free(&nf->names);
@@ -286,29 +295,6 @@ void tr_native_frames_free(tr_native_frames *nf)
     free(nf->modules);
     free(nf->debug_root);
     free(nf);
-}
-
-/* Filesystems whose "regular files" are kernel interfaces, not objects. */
-static int pseudo_fs(uint32_t type)
-{
-    static const uint32_t magic[] = {
-        0x9fa0,        /* proc */
-        0x62656572,    /* sysfs */
-        0x64626720,    /* debugfs */
-        0x74726163,    /* tracefs */
-        0x73636673,    /* securityfs */
-        0x62656570,    /* configfs */
-        0x27e0eb,      /* cgroup */
-        0x63677270,    /* cgroup2 */
-        0xcafe4a11,    /* bpf */
-        0xde5e81e4,    /* efivarfs */
-        0x6165676c,    /* pstore */
-        0x1cd1,        /* devpts */
-    };
-    for (size_t i = 0; i < sizeof magic / sizeof *magic; i++)
-        if (type == magic[i])
-            return 1;
-    return 0;
 }
 
 /* Maps a regular file read-only; NULL with why filled otherwise. */
@@ -332,7 +318,7 @@ static void *map_file(const char *path, size_t *len, struct stat *sb, char *why,
     struct statfs fs;
     void *m = MAP_FAILED;
     if (fstat(fd, &fsb) != 0 || !S_ISREG(fsb.st_mode) || fsb.st_ino != sb->st_ino
-        || fsb.st_dev != sb->st_dev || fstatfs(fd, &fs) != 0 || pseudo_fs((uint32_t)fs.f_type))
+        || fsb.st_dev != sb->st_dev || fstatfs(fd, &fs) != 0 || tr_pseudo_fs((uint32_t)fs.f_type))
         snprintf(why, whylen, "not a regular file on disk");
     else if (fsb.st_size < 64 || (uint64_t)fsb.st_size > SIZE_MAX)
         snprintf(why, whylen, "not a readable ELF object: too short");
@@ -412,17 +398,23 @@ static tr_status module_open(tr_native_frames *nf, uint32_t k, tr_error *err)
     if (changed) {
         snprintf(m->why, sizeof m->why, "file changed since recording (%s)", changed);
     } else {
-        if ((s = open_debug_file(nf, m, err)) != TR_OK)
+        if ((s = open_debug_file(nf, m, err)) != TR_OK
+            || (s = tr_debuginfo_open(&m->lines, path, m->elf.build_id, m->elf.build_id_len,
+                                      nf->debug_root, err)) != TR_OK)
             return s;
-        if (m->elf.nsyms || m->debug.nsyms) {
+        /* a file stripped of its symbols may still have them in a debug
+         * file that only libdwfl finds (its .gnu_debuglink) */
+        if (m->elf.nsyms || m->debug.nsyms || tr_debuginfo_has_functions(m->lines)) {
             if (!(m->names = calloc(m->elf.nsyms + 1, sizeof *m->names))
                 || !(m->dnames = calloc(m->debug.nsyms + 1, sizeof *m->dnames)))
                 return oom(err);
             m->state = MOD_READY;
             return TR_OK;
         }
+        tr_debuginfo_free(m->lines);
+        m->lines = NULL;
         snprintf(m->why, sizeof m->why, "no function symbols (stripped, and no debug file "
-                 "under %s/.build-id)", nf->debug_root);
+                 "under %s/.build-id or named by its .gnu_debuglink)", nf->debug_root);
     }
     tr_elf_free(&m->elf);
     tr_elf_free(&m->debug);
@@ -431,31 +423,79 @@ static tr_status module_open(tr_native_frames *nf, uint32_t k, tr_error *err)
     return TR_OK;
 }
 
-/* The frame string id of a symbol: its demangled name, interned once.  A
- * symbol version ("__libc_start_main@@GLIBC_2.34" in a .symtab) is dropped,
- * so that the frame reads and merges as the function it is. */
+/* The frame string id of a symbol name: demangled, and without a symbol
+ * version ("__libc_start_main@@GLIBC_2.34" in a .symtab), so that the frame
+ * reads and merges as the function it is; 0 for want of memory. */
+static uint32_t function_frame(tr_trace *t, const char *sym)
+{
+    const char *at = strchr(sym, '@');
+    char *plain = at && at != sym ? strndup(sym, (size_t)(at - sym)) : NULL;
+    if (at && at != sym && !plain)
+        return 0;
+    const char *name = plain ? plain : sym;
+    char *d = tr_demangle(name);
+    uint32_t id = tr_str(t, d ? d : name);
+    free(d);
+    free(plain);
+    return id;
+}
+
+/* The frame string id of a symbol of e, made once. */
 static uint32_t symbol_frame(tr_trace *t, const tr_elf *e, uint32_t *names, const tr_elf_sym *sym)
 {
     uint32_t *slot = &names[sym - e->syms];
-    if (!*slot) {
-        const char *at = strchr(sym->name, '@');
-        char *plain = at && at != sym->name ? strndup(sym->name, (size_t)(at - sym->name)) : NULL;
-        if (at && at != sym->name && !plain)
-            return 0;
-        const char *name = plain ? plain : sym->name;
-        char *d = tr_demangle(name);
-        *slot = tr_str(t, d ? d : name);
-        free(d);
-        free(plain);
-    }
+    if (!*slot)
+        *slot = function_frame(t, sym->name);
     return *slot;
 }
 
-/* The function's name when the module's symbols have pc's file offset; 0 if not. */
-static tr_status resolve(tr_native_frames *nf, tr_trace *t, const map_entry *me, uint64_t pc,
-                         uint32_t *frame, tr_error *err)
+static tr_status chain_push(tr_native_frames *nf, uint32_t frame, tr_error *err)
 {
-    *frame = 0;
+    if (nf->nchain == nf->cap_chain) {
+        size_t nc = nf->cap_chain ? nf->cap_chain * 2 : 256;
+        uint32_t *a = realloc(nf->chain, nc * sizeof *a);
+        if (!a)
+            return oom(err);
+        nf->chain = a;
+        nf->cap_chain = nc;
+    }
+    nf->chain[nf->nchain++] = frame;
+    return TR_OK;
+}
+
+/* "name (file.c:42)", interned; just the name when the line is unknown.
+ * name may lie in t's strings: it is copied before anything is interned. */
+static uint32_t located_frame(tr_trace *t, const char *name, const tr_srcloc *loc)
+{
+    size_t n = strlen(name) + (loc->file ? strlen(loc->file) : 0) + 16;
+    char *buf = malloc(n);
+    if (!buf)
+        return 0;
+    if (loc->file)
+        snprintf(buf, n, "%s (%s:%u)", name, loc->file, loc->line);
+    else
+        snprintf(buf, n, "%s", name);
+    uint32_t id = tr_str(t, buf);
+    free(buf);
+    return id;
+}
+
+/* An inlined function's frame: its DWARF name, demangled. */
+static uint32_t inlined_frame(tr_trace *t, const tr_srcloc *loc)
+{
+    char *d = tr_demangle(loc->func);
+    uint32_t id = located_frame(t, d ? d : loc->func, loc);
+    free(d);
+    return id;
+}
+
+/* Pushes pc's frames, outermost first: the function holding pc, named from
+ * the module's symbols, and the functions inlined into it at pc, each with
+ * its file:line where the module has DWARF lines.  Pushes none when no
+ * symbol covers pc's file offset. */
+static tr_status resolve(tr_native_frames *nf, tr_trace *t, const map_entry *me, uint64_t pc,
+                         tr_error *err)
+{
     uint32_t k;
     tr_status s = module_of(nf, me, &k, err);
     if (s != TR_OK || !k)
@@ -470,42 +510,68 @@ static tr_status resolve(tr_native_frames *nf, tr_trace *t, const map_entry *me,
     uint64_t vaddr;
     if (!tr_elf_offset_to_vaddr(&m->elf, pc - me->lo + me->off, &vaddr))
         return TR_OK;
+    uint32_t f = 0;
     const tr_elf_sym *sym = tr_elf_lookup(&m->debug, vaddr);
     if (sym)
-        *frame = symbol_frame(t, &m->debug, m->dnames, sym);
+        f = symbol_frame(t, &m->debug, m->dnames, sym);
     else if ((sym = tr_elf_lookup(&m->elf, vaddr)))
-        *frame = symbol_frame(t, &m->elf, m->names, sym);
-    return sym && !*frame ? oom(err) : TR_OK;
-}
-
-tr_status tr_native_frames_name(tr_native_frames *nf, tr_trace *t, uint64_t pc, uint32_t *frame,
-                                tr_error *err)
-{
-    int64_t id;
-    if (tr_i64map_get(&nf->names, (int64_t)pc, &id)) {
-        *frame = (uint32_t)id;
+        f = symbol_frame(t, &m->elf, m->names, sym);
+    const char *dname = sym ? NULL : tr_debuginfo_function(m->lines, vaddr);
+    if (!sym && !dname)
         return TR_OK;
-    }
-    uint32_t f = 0;
-    const map_entry *me = entry_of(nf, pc);
-    if (me) {
-        tr_status s = resolve(nf, t, me, pc, &f, err);
-        if (s != TR_OK)
+    if (dname)
+        f = function_frame(t, dname);
+    if (!f)
+        return oom(err);
+    tr_srcloc loc[TR_NATIVE_MAX_INLINED + 1];
+    size_t n = tr_debuginfo_lookup(m->lines, vaddr, loc, sizeof loc / sizeof *loc);
+    if (n == 0)
+        return chain_push(nf, f, err);
+    /* the out-of-line function keeps its symbol's name, so that frames
+     * with and without DWARF name a function alike */
+    if (loc[n - 1].file && !(f = located_frame(t, tr_intern_str(&t->strings, f), &loc[n - 1])))
+        return oom(err);
+    if ((s = chain_push(nf, f, err)) != TR_OK)
+        return s;
+    for (size_t i = n - 1; i-- > 0;) {
+        if (!(f = inlined_frame(t, &loc[i])))
+            return oom(err);
+        if ((s = chain_push(nf, f, err)) != TR_OK)
             return s;
     }
-    if (!f) {
-        char buf[512];
-        if (me)
-            snprintf(buf, sizeof buf, "%.*s+0x%llx", (int)me->base_len, me->base,
-                     (unsigned long long)(pc - me->lo + me->off));
-        else
-            snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)pc);
-        if (!(f = tr_str(t, buf)))
+    return TR_OK;
+}
+
+tr_status tr_native_frames_name(tr_native_frames *nf, tr_trace *t, uint64_t pc,
+                                const uint32_t **frames, size_t *n, tr_error *err)
+{
+    int64_t v;
+    if (!tr_i64map_get(&nf->names, (int64_t)pc, &v)) {
+        size_t at = nf->nchain;
+        const map_entry *me = entry_of(nf, pc);
+        if (me) {
+            tr_status s = resolve(nf, t, me, pc, err);
+            if (s != TR_OK)
+                return s;
+        }
+        if (nf->nchain == at) {
+            char buf[512];
+            if (me)
+                snprintf(buf, sizeof buf, "%.*s+0x%llx", (int)me->base_len, me->base,
+                         (unsigned long long)(pc - me->lo + me->off));
+            else
+                snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)pc);
+            uint32_t f = tr_str(t, buf);
+            tr_status s = f ? chain_push(nf, f, err) : oom(err);
+            if (s != TR_OK)
+                return s;
+        }
+        v = (int64_t)at << 8 | (int64_t)(nf->nchain - at);
+        if (tr_i64map_put(&nf->names, (int64_t)pc, v) < 0)
             return oom(err);
     }
-    if (tr_i64map_put(&nf->names, (int64_t)pc, f) < 0)
-        return oom(err);
-    *frame = f;
+    *frames = nf->chain + (v >> 8);
+    *n = (size_t)(v & 0xff);
     return TR_OK;
 }
 

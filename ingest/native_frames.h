@@ -5,7 +5,10 @@
  * A frame is named by the function that holds it, from the symbol table of
  * the mapped file (lib/elf_symbols.h), or of its separate debug file
  * $TRACE_DEBUG_ROOT/.build-id/xx/yyyy.debug (default root /usr/lib/debug)
- * when the file itself has no .symtab.  A file is used only once it is shown
+ * when the file itself has no .symtab.  Where the file has DWARF line
+ * information, its own or in a debug file (lib/debuginfo.h), the name gains
+ * " (file.c:42)", and each function inlined at the address becomes a frame
+ * of its own, named the same way.  A file is used only once it is shown
  * to be the object that was mapped: its GNU build-id equals the recorded one
  * (raw-format MODULES entries), or, with none recorded, its inode equals the
  * one in the maps line.  Any other frame keeps "module+0xoffset" (the file
@@ -41,9 +44,11 @@ void tr_native_frames_free(tr_native_frames *nf);
  * or NULL when no mapping holds pc. */
 const char *tr_native_frames_module(const tr_native_frames *nf, uint64_t pc, size_t *len);
 
-/* *frame receives the string id in t of pc's name. */
+/* pc's frames, outermost first (*n >= 1): the function holding pc, then
+ * each function inlined into it at pc; *frames (string ids in t) stays
+ * valid until the next call. */
 tr_status tr_native_frames_name(tr_native_frames *nf, tr_trace *t, uint64_t pc,
-                                uint32_t *frame, tr_error *err);
+                                const uint32_t **frames, size_t *n, tr_error *err);
 
 /* One warning per file whose frames kept module+offset because the file
  * could not be used, each prefixed with `what` (the input's path). */

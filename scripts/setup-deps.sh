@@ -2,7 +2,7 @@
 # Installs the Debian packages the build and the tests need, when missing.
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -eu
-pkgs="build-essential pkg-config sqlite3 libsqlite3-dev libcjson-dev libpcre2-dev libcunit1-dev zlib1g-dev clang libclang-rt-dev"
+pkgs="build-essential pkg-config sqlite3 libsqlite3-dev libcjson-dev libpcre2-dev libcunit1-dev zlib1g-dev libdw-dev clang libclang-rt-dev"
 # the browser test of the flamegraph needs a real browser
 [ "${WITH_TEST_TOOLS:-0}" = 1 ] && pkgs="$pkgs chromium"
 missing=""

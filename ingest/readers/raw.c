@@ -687,25 +687,32 @@ static tr_status stack_leaf(raw_reader *r, tr_native_frames *nf, int64_t at, uin
 {
     size_t depth = (size_t)r->stack_pcs[at];
     const uint64_t *pcs = r->stack_pcs + at + 1;   /* innermost first */
-    if (depth > *cap) {
-        uint32_t *a = realloc(*frames, depth * sizeof *a);
-        if (!a)
-            return oom(err);
-        *frames = a;
-        *cap = depth;
-    }
     /* the recorder's own and CUPTI's frames (innermost) dropped */
     size_t skip = 0;
     while (skip < depth && recorder_frame(nf, pcs[skip]))
         skip++;
     /* a return address is one past its call: pc - 1 lies in the calling
-     * function even when the call is the function's last instruction */
+     * function even when the call is the function's last instruction;
+     * a pc may give several frames (functions inlined there) */
     size_t k = 0;
     for (size_t j = depth; j-- > skip;) {
-        tr_status s = tr_native_frames_name(nf, r->t, pcs[j] ? pcs[j] - (j > 0) : 0,
-                                            &(*frames)[k++], err);
+        const uint32_t *f;
+        size_t n;
+        tr_status s = tr_native_frames_name(nf, r->t, pcs[j] ? pcs[j] - (j > 0) : 0, &f, &n, err);
         if (s != TR_OK)
             return s;
+        if (k + n > *cap) {
+            size_t nc = *cap ? *cap : 64;
+            while (nc < k + n)
+                nc *= 2;
+            uint32_t *a = realloc(*frames, nc * sizeof *a);
+            if (!a)
+                return oom(err);
+            *frames = a;
+            *cap = nc;
+        }
+        memcpy(*frames + k, f, n * sizeof *f);
+        k += n;
     }
     *leaf = tr_stack_get(r->t, *frames, k);
     return !*leaf && k ? oom(err) : TR_OK;
