@@ -72,6 +72,7 @@ typedef struct {
     int keep_queries;              /* --kinds query: write them, flagged */
     uint64_t stats[TR_RAW_STAT_COUNT_];
     tr_raw_crc32_slices crc;
+    uint8_t act_row[CUPTI_ACTIVITY_KIND_COUNT];   /* CUPTI kind -> its act_kinds row + 1 (0: none) */
 } rec_encoder;
 
 REC_HIDDEN void rec_enc_init(rec_encoder *e, int fd);

@@ -4,8 +4,8 @@
  * Runs on the writer thread only (and at exit, after that thread is joined),
  * so nothing here locks.  Strings (kernel, NVTX, device and thread names) are
  * interned by content in a cache of bounded size; a STRINGS chunk defining new
- * ids is always written before the RECORDS chunks that use them.  GPU activity
- * records are converted by tables of field offsets (gpu_kinds).
+ * ids is always written before the RECORDS chunks that use them.  Each CUPTI
+ * activity kind is a row of act_kinds, which one function applies.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -22,6 +22,8 @@
 #define STR_MAX_SLOTS (1u << 17) /* and its table's slots at most */
 #define MAX_STR (1u << 20)       /* longer strings are cut */
 
+static void act_rows_init(rec_encoder *e);
+
 void rec_enc_init(rec_encoder *e, int fd)
 {
     memset(e, 0, sizeof *e);
@@ -29,6 +31,7 @@ void rec_enc_init(rec_encoder *e, int fd)
     e->next_sid = 1;
     e->str_budget = STR_BUDGET;
     tr_raw_crc32_slices_init(&e->crc);
+    act_rows_init(e);
 }
 
 void rec_enc_free(rec_encoder *e)
@@ -322,117 +325,6 @@ static int keep(rec_encoder *e, uint64_t ts)
     return 0;
 }
 
-/* A GPU activity with a zero interval was still running at the flush: it is
- * kept, flagged, and counted; otherwise the capture window decides. */
-enum { GPU_KEEP, GPU_RUNNING, GPU_DROP };
-static int gpu_interval(rec_encoder *e, uint64_t start, uint64_t end)
-{
-    if (!start && !end) {
-        e->stats[TR_RAW_STAT_INCOMPLETE]++;
-        return GPU_RUNNING;
-    }
-    return keep(e, start) ? GPU_KEEP : GPU_DROP;
-}
-
-/* ------------------------------------------------------------ GPU activities */
-
-/* Each GPU kind's fields are one list, (raw field, CUPTI field); a converter
- * made from it copies them with plain typed assignments (a loop over field
- * offsets cost the writer a fifth more per kernel). */
-#define KERNEL_FIELDS(F)                                                                       \
-    F(start, start) F(end, end) F(graph_node, graphNodeId) F(corr, correlationId)            \
-    F(device, deviceId) F(context, contextId) F(stream, streamId) F(grid[0], gridX)           \
-    F(grid[1], gridY) F(grid[2], gridZ) F(block[0], blockX) F(block[1], blockY)               \
-    F(block[2], blockZ) F(smem_static, staticSharedMemory)                                    \
-    F(smem_dynamic, dynamicSharedMemory) F(local_per_thread, localMemoryPerThread)            \
-    F(registers, registersPerThread) F(launch_type, launchType) F(graph_id, graphId)
-
-/* correlationId is the driver call's id, runtimeCorrelationId the runtime
- * call's: both are kept, the reader picks the one to join on. */
-#define MEMCPY_FIELDS(F)                                                                       \
-    F(start, start) F(end, end) F(bytes, bytes) F(corr, correlationId)                         \
-    F(runtime_corr, runtimeCorrelationId) F(device, deviceId) F(context, contextId)            \
-    F(stream, streamId) F(copy_kind, copyKind) F(src_kind, srcKind) F(dst_kind, dstKind)      \
-    F(graph_id, graphId) F(copy_count, copyCount)
-
-#define P2P_FIELDS(F)                                                                          \
-    F(start, start) F(end, end) F(bytes, bytes) F(corr, correlationId) F(device, deviceId)    \
-    F(context, contextId) F(stream, streamId) F(copy_kind, copyKind) F(src_kind, srcKind)     \
-    F(dst_kind, dstKind) F(graph_id, graphId)
-
-#define MEMSET_FIELDS(F)                                                                       \
-    F(start, start) F(end, end) F(bytes, bytes) F(corr, correlationId) F(device, deviceId)    \
-    F(context, contextId) F(stream, streamId) F(value, value) F(memory_kind, memoryKind)
-
-#define COPY_FIELD(R, C) r->R = (__typeof__(r->R))c->C;
-#define CONVERTER(NAME, RAW, CUPTI, FIELDS)                         \
-    static void NAME(void *raw, const void *cupti)                  \
-    {                                                               \
-        RAW *r = raw;                                               \
-        const CUPTI *c = cupti;                                     \
-        FIELDS(COPY_FIELD)                                          \
-    }
-CONVERTER(conv_kernel, tr_raw_kernel, CUpti_ActivityKernel10, KERNEL_FIELDS)
-CONVERTER(conv_memcpy, tr_raw_memcpy, CUpti_ActivityMemcpy6, MEMCPY_FIELDS)
-CONVERTER(conv_p2p, tr_raw_memcpy, CUpti_ActivityMemcpyPtoP4, P2P_FIELDS)
-CONVERTER(conv_memset, tr_raw_memset, CUpti_ActivityMemset4, MEMSET_FIELDS)
-
-typedef struct {
-    CUpti_ActivityKind kind;
-    unsigned raw_kind;
-    uint16_t start, end;         /* CUPTI offsets of the interval */
-    uint16_t raw_flags;          /* raw offset of the u8 flags byte */
-    uint16_t name, raw_name;     /* CUPTI offset of a const char * name (0: none), raw sid */
-    void (*convert)(void *raw, const void *cupti);
-} gpu_kind;
-
-#define GK(K, RAWK, RAW, CUPTI, NAME, RNAME, CONV) \
-    {K, RAWK, offsetof(CUPTI, start), offsetof(CUPTI, end), offsetof(RAW, flags), NAME, RNAME, CONV}
-
-static const gpu_kind gpu_kinds[] = {
-    GK(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, TR_RAW_REC_KERNEL, tr_raw_kernel, CUpti_ActivityKernel10,
-       offsetof(CUpti_ActivityKernel10, name), offsetof(tr_raw_kernel, name_sid), conv_kernel),
-    GK(CUPTI_ACTIVITY_KIND_KERNEL, TR_RAW_REC_KERNEL, tr_raw_kernel, CUpti_ActivityKernel10,
-       offsetof(CUpti_ActivityKernel10, name), offsetof(tr_raw_kernel, name_sid), conv_kernel),
-    GK(CUPTI_ACTIVITY_KIND_MEMCPY, TR_RAW_REC_MEMCPY, tr_raw_memcpy, CUpti_ActivityMemcpy6, 0, 0,
-       conv_memcpy),
-    GK(CUPTI_ACTIVITY_KIND_MEMCPY2, TR_RAW_REC_MEMCPY, tr_raw_memcpy, CUpti_ActivityMemcpyPtoP4, 0,
-       0, conv_p2p),
-    GK(CUPTI_ACTIVITY_KIND_MEMSET, TR_RAW_REC_MEMSET, tr_raw_memset, CUpti_ActivityMemset4, 0, 0,
-       conv_memset),
-};
-
-static const gpu_kind *gpu_kind_of(CUpti_ActivityKind k)
-{
-    for (size_t i = 0; i < sizeof gpu_kinds / sizeof gpu_kinds[0]; i++)
-        if (gpu_kinds[i].kind == k)
-            return &gpu_kinds[i];
-    return NULL;
-}
-
-static void enc_gpu(rec_encoder *e, const gpu_kind *g, const CUpti_Activity *a)
-{
-    const unsigned char *src = (const unsigned char *)a;
-    uint64_t start, end;
-    memcpy(&start, src + g->start, 8);
-    memcpy(&end, src + g->end, 8);
-    int when = gpu_interval(e, start, end);
-    if (when == GPU_DROP)
-        return;
-    _Alignas(8) unsigned char r[128];
-    memset(r, 0, tr_raw_rec_size(g->raw_kind));
-    g->convert(r, a);
-    if (when == GPU_RUNNING)
-        r[g->raw_flags] |= TR_RAW_KF_INCOMPLETE;
-    if (g->name) {
-        const char *name;
-        memcpy(&name, src + g->name, sizeof name);
-        uint32_t sid = rec_enc_string(e, name);
-        memcpy(r + g->raw_name, &sid, 4);
-    }
-    rec_enc_add(e, g->raw_kind, r);
-}
-
 /* ------------------------------------------------------------ queries and syncs */
 
 int rec_is_query(int driver, uint32_t cbid)
@@ -534,23 +426,6 @@ static void resolve_syncs(rec_encoder *e, int final)
     }
 }
 
-static void hold_sync(rec_encoder *e, const CUpti_ActivitySynchronization2 *s)
-{
-    if (grow((void **)&e->psync, &e->cap_psync, e->n_psync + 1, sizeof *e->psync) < 0)
-        return;
-    tr_raw_sync r;
-    memset(&r, 0, sizeof r);
-    r.start = s->start;
-    r.end = s->end;
-    r.corr = s->correlationId;
-    r.type = (uint32_t)s->type & TR_RAW_SYNC_TYPE_MASK;
-    r.context = s->contextId;
-    r.stream = s->streamId;
-    r.event_id = s->cudaEventId;
-    r.ret = s->returnValue;
-    e->psync[e->n_psync++] = (rec_pending_sync){r, 0};
-}
-
 void rec_enc_finish(rec_encoder *e)
 {
     resolve_syncs(e, 1);
@@ -559,134 +434,282 @@ void rec_enc_finish(rec_encoder *e)
 
 /* ------------------------------------------------------------ one record */
 
-static void enc_api(rec_encoder *e, const CUpti_Activity *a)
+/* Every CUPTI kind the recorder writes is one row of act_kinds: its CUPTI and
+ * raw record types, the list of fields copied from one to the other, how the
+ * capture window applies, the strings it interns, and, for what a field list
+ * cannot say, a hook.  rec_enc_activity does the rest for every kind.
+ *
+ * A field list is (raw field, CUPTI field) pairs; the converter made from it
+ * copies them with plain typed assignments (a loop over field offsets cost the
+ * writer a fifth more per kernel). */
+#define KERNEL_FIELDS(F)                                                                       \
+    F(start, start) F(end, end) F(graph_node, graphNodeId) F(corr, correlationId)            \
+    F(device, deviceId) F(context, contextId) F(stream, streamId) F(grid[0], gridX)           \
+    F(grid[1], gridY) F(grid[2], gridZ) F(block[0], blockX) F(block[1], blockY)               \
+    F(block[2], blockZ) F(smem_static, staticSharedMemory)                                    \
+    F(smem_dynamic, dynamicSharedMemory) F(local_per_thread, localMemoryPerThread)            \
+    F(registers, registersPerThread) F(launch_type, launchType) F(graph_id, graphId)
+
+/* correlationId is the driver call's id, runtimeCorrelationId the runtime
+ * call's: both are kept, the reader picks the one to join on. */
+#define MEMCPY_FIELDS(F)                                                                       \
+    F(start, start) F(end, end) F(bytes, bytes) F(corr, correlationId)                         \
+    F(runtime_corr, runtimeCorrelationId) F(device, deviceId) F(context, contextId)            \
+    F(stream, streamId) F(copy_kind, copyKind) F(src_kind, srcKind) F(dst_kind, dstKind)      \
+    F(graph_id, graphId) F(copy_count, copyCount)
+
+#define P2P_FIELDS(F)                                                                          \
+    F(start, start) F(end, end) F(bytes, bytes) F(corr, correlationId) F(device, deviceId)    \
+    F(context, contextId) F(stream, streamId) F(copy_kind, copyKind) F(src_kind, srcKind)     \
+    F(dst_kind, dstKind) F(graph_id, graphId)
+
+#define MEMSET_FIELDS(F)                                                                       \
+    F(start, start) F(end, end) F(bytes, bytes) F(corr, correlationId) F(device, deviceId)    \
+    F(context, contextId) F(stream, streamId) F(value, value) F(memory_kind, memoryKind)
+
+#define API_FIELDS(F)                                                                          \
+    F(start, start) F(end, end) F(corr, correlationId) F(cbid, cbid) F(tid, threadId)          \
+    F(ret, returnValue)
+
+#define SYNC_FIELDS(F)                                                                         \
+    F(start, start) F(end, end) F(corr, correlationId) F(type, type) F(context, contextId)    \
+    F(stream, streamId) F(event_id, cudaEventId) F(ret, returnValue)
+
+#define MARKER_FIELDS(F) F(ts, timestamp) F(id, id)
+
+#define DEVICE_FIELDS(F)                                                                       \
+    F(global_memory, globalMemorySize) F(id, id) F(cc_major, computeCapabilityMajor)          \
+    F(cc_minor, computeCapabilityMinor) F(sm_count, numMultiprocessors)
+
+#define CONTEXT_FIELDS(F) F(context, contextId) F(device, deviceId) F(null_stream, nullStreamId)
+
+#define STREAM_FIELDS(F)                                                                       \
+    F(context, contextId) F(stream, streamId) F(priority, priority) F(flag, flag)             \
+    F(corr, correlationId)
+
+#define OVERHEAD_FIELDS(F)                                                                     \
+    F(start, start) F(end, end) F(overhead_kind, overheadKind) F(object_kind, objectKind)     \
+    F(corr, correlationId)
+
+#define RAW_MAX 128   /* bytes of the largest raw record (the kernel's 88) */
+#define COPY_FIELD(R, C) r->R = (__typeof__(r->R))c->C;
+#define CONVERTER(NAME, RAW, CUPTI, FIELDS)                         \
+    _Static_assert(sizeof(RAW) <= RAW_MAX, #RAW " is staged in RAW_MAX bytes"); \
+    static void NAME(void *raw, const void *cupti)                  \
+    {                                                               \
+        RAW *r = raw;                                               \
+        const CUPTI *c = cupti;                                     \
+        memset(r, 0, sizeof *r);                                    \
+        FIELDS(COPY_FIELD)                                          \
+    }
+CONVERTER(conv_kernel, tr_raw_kernel, CUpti_ActivityKernel10, KERNEL_FIELDS)
+CONVERTER(conv_memcpy, tr_raw_memcpy, CUpti_ActivityMemcpy6, MEMCPY_FIELDS)
+CONVERTER(conv_p2p, tr_raw_memcpy, CUpti_ActivityMemcpyPtoP4, P2P_FIELDS)
+CONVERTER(conv_memset, tr_raw_memset, CUpti_ActivityMemset4, MEMSET_FIELDS)
+CONVERTER(conv_api, tr_raw_api, CUpti_ActivityAPI, API_FIELDS)
+CONVERTER(conv_sync, tr_raw_sync, CUpti_ActivitySynchronization2, SYNC_FIELDS)
+CONVERTER(conv_marker, tr_raw_marker, CUpti_ActivityMarker2, MARKER_FIELDS)
+CONVERTER(conv_device, tr_raw_device, CUpti_ActivityDevice5, DEVICE_FIELDS)
+CONVERTER(conv_context, tr_raw_context, CUpti_ActivityContext3, CONTEXT_FIELDS)
+CONVERTER(conv_stream, tr_raw_stream, CUpti_ActivityStream, STREAM_FIELDS)
+CONVERTER(conv_overhead, tr_raw_overhead, CUpti_ActivityOverhead3, OVERHEAD_FIELDS)
+
+/* API records of queries are noted (a sync record of the same id is then a
+ * query's) and folded unless --kinds query keeps them; 0 drops the record. */
+static int api_pre(rec_encoder *e, const CUpti_Activity *a)
 {
     const CUpti_ActivityAPI *p = (const void *)a;
-    int driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-    if (a->kind != CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API && rec_is_query(driver, p->cbid)) {
-        query_note(e, p->correlationId);
-        if (!e->keep_queries) {
-            e->stats[TR_RAW_STAT_QUERIES]++;
-            return;
-        }
-    }
-    if (!keep(e, p->start))
-        return;
-    tr_raw_api r;
-    memset(&r, 0, sizeof r);
-    r.start = p->start;
-    r.end = p->end;
-    r.corr = p->correlationId;
-    r.cbid = p->cbid;
-    r.tid = p->threadId;
-    r.ret = p->returnValue;
-    r.domain = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? TR_RAW_API_RUNTIME
-               : driver                                ? TR_RAW_API_DRIVER
-                                                       : TR_RAW_API_INTERNAL;
-    if (r.domain == TR_RAW_API_INTERNAL)
-        e->stats[TR_RAW_STAT_INTERNAL_LAUNCH]++;
-    rec_enc_add(e, TR_RAW_REC_API, &r);
+    if (a->kind == CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API
+        || !rec_is_query(a->kind == CUPTI_ACTIVITY_KIND_DRIVER, p->cbid))
+        return 1;
+    query_note(e, p->correlationId);
+    if (e->keep_queries)
+        return 1;
+    e->stats[TR_RAW_STAT_QUERIES]++;
+    return 0;
 }
 
-static void enc_marker(rec_encoder *e, const CUpti_ActivityMarker2 *m)
+static int api_post(rec_encoder *e, const CUpti_Activity *a, void *raw)
 {
-    tr_raw_marker r;
-    memset(&r, 0, sizeof r);
-    r.ts = m->timestamp;
-    r.id = m->id;
+    tr_raw_api *r = raw;
+    r->domain = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME  ? TR_RAW_API_RUNTIME
+                : a->kind == CUPTI_ACTIVITY_KIND_DRIVER ? TR_RAW_API_DRIVER
+                                                        : TR_RAW_API_INTERNAL;
+    if (r->domain == TR_RAW_API_INTERNAL)
+        e->stats[TR_RAW_STAT_INTERNAL_LAUNCH]++;
+    return 1;
+}
+
+/* A sync is held to the end of its buffer: whether it is a query's shows in
+ * the query's API record, which may come after it (resolve_syncs). */
+static int sync_post(rec_encoder *e, const CUpti_Activity *a, void *raw)
+{
+    (void)a;
+    tr_raw_sync *r = raw;
+    r->type &= TR_RAW_SYNC_TYPE_MASK;
+    if (grow((void **)&e->psync, &e->cap_psync, e->n_psync + 1, sizeof *e->psync) == 0)
+        e->psync[e->n_psync++] = (rec_pending_sync){*r, 0};
+    return 0;
+}
+
+/* Ranges, not sync acquire/release markers.  Under a capture window an end is
+ * kept exactly when its start was. */
+static int marker_post(rec_encoder *e, const CUpti_Activity *a, void *raw)
+{
+    const CUpti_ActivityMarker2 *m = (const void *)a;
+    tr_raw_marker *r = raw;
     if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS)
-        r.flags = TR_RAW_MK_MARK;
+        r->flags = TR_RAW_MK_MARK;
     else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START)
-        r.flags = TR_RAW_MK_START;
+        r->flags = TR_RAW_MK_START;
     else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END)
-        r.flags = TR_RAW_MK_END;
+        r->flags = TR_RAW_MK_END;
     else
-        return;   /* sync acquire/release markers: no range */
+        return 0;
     if (e->keep) {
-        if (r.flags == TR_RAW_MK_END) {
-            if (!kept_take(e, r.id)) {
+        if (r->flags == TR_RAW_MK_END) {
+            if (!kept_take(e, r->id)) {
                 e->stats[TR_RAW_STAT_FILTERED]++;
-                return;
+                return 0;
             }
-        } else if (!keep(e, r.ts)) {
-            return;
-        } else if (r.flags == TR_RAW_MK_START) {
-            kept_put(e, r.id);
+        } else if (!keep(e, r->ts)) {
+            return 0;
+        } else if (r->flags == TR_RAW_MK_START) {
+            kept_put(e, r->id);
         }
     }
     if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS)
-        r.tid = m->objectId.pt.threadId;
-    r.name_sid = rec_enc_string(e, m->name);
-    r.domain_sid = rec_enc_string(e, m->domain);
-    rec_enc_add(e, TR_RAW_REC_MARKER, &r);
+        r->tid = m->objectId.pt.threadId;
+    return 1;
+}
+
+static int overhead_post(rec_encoder *e, const CUpti_Activity *a, void *raw)
+{
+    (void)e;
+    const CUpti_ActivityOverhead3 *o = (const void *)a;
+    tr_raw_overhead *r = raw;
+    r->object_id = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId
+                                                                 : o->objectId.pt.processId;
+    return 1;
+}
+
+/* CUPTI's thread names: the program's own (NVTX) names win over them. */
+static int name_post(rec_encoder *e, const CUpti_Activity *a, void *raw)
+{
+    (void)raw;
+    const CUpti_ActivityName *n = (const void *)a;
+    if (n->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD)
+        rec_enc_thread_name(e, n->objectId.pt.threadId, n->name, 1);
+    return 0;
+}
+
+/* How a record meets the capture window: not at all, by its start, or as a
+ * GPU interval, which a flush can catch still running (both timestamps 0): it
+ * is then kept, flagged and counted, whatever the window. */
+enum { WIN_NONE, WIN_START, WIN_GPU };
+
+typedef struct {
+    CUpti_ActivityKind kind;
+    uint8_t raw_kind;              /* 0: nothing written but by the hooks */
+    uint8_t window;                /* WIN_* */
+    uint16_t start, end;           /* CUPTI offsets of the interval the window sees */
+    uint16_t raw_flags;            /* WIN_GPU: raw offset of the u8 flags byte */
+    struct {
+        uint16_t cupti, raw;       /* a const char * (0: none) interned into a u32 sid */
+    } str[2];
+    void (*convert)(void *raw, const void *cupti);
+    int (*pre)(rec_encoder *e, const CUpti_Activity *a);   /* before the window; 0 drops */
+    int (*post)(rec_encoder *e, const CUpti_Activity *a, void *raw);   /* after it; 0 drops */
+} act_kind;
+
+#define OFF(T, F) (uint16_t)offsetof(T, F)
+#define ANYTIME 0, 0, 0
+#define GPU_INTERVAL(T, RAW) OFF(T, start), OFF(T, end), OFF(RAW, flags)
+#define AT_START(T) OFF(T, start), 0, 0
+#define STR(T, F, RAW, RF) {OFF(T, F), OFF(RAW, RF)}
+#define NO_STR {0, 0}
+
+static const act_kind act_kinds[] = {
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, TR_RAW_REC_KERNEL, WIN_GPU,
+     GPU_INTERVAL(CUpti_ActivityKernel10, tr_raw_kernel),
+     {STR(CUpti_ActivityKernel10, name, tr_raw_kernel, name_sid), NO_STR}, conv_kernel, NULL, NULL},
+    {CUPTI_ACTIVITY_KIND_KERNEL, TR_RAW_REC_KERNEL, WIN_GPU,
+     GPU_INTERVAL(CUpti_ActivityKernel10, tr_raw_kernel),
+     {STR(CUpti_ActivityKernel10, name, tr_raw_kernel, name_sid), NO_STR}, conv_kernel, NULL, NULL},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, TR_RAW_REC_MEMCPY, WIN_GPU,
+     GPU_INTERVAL(CUpti_ActivityMemcpy6, tr_raw_memcpy), {NO_STR, NO_STR}, conv_memcpy, NULL, NULL},
+    {CUPTI_ACTIVITY_KIND_MEMCPY2, TR_RAW_REC_MEMCPY, WIN_GPU,
+     GPU_INTERVAL(CUpti_ActivityMemcpyPtoP4, tr_raw_memcpy), {NO_STR, NO_STR}, conv_p2p, NULL, NULL},
+    {CUPTI_ACTIVITY_KIND_MEMSET, TR_RAW_REC_MEMSET, WIN_GPU,
+     GPU_INTERVAL(CUpti_ActivityMemset4, tr_raw_memset), {NO_STR, NO_STR}, conv_memset, NULL, NULL},
+    {CUPTI_ACTIVITY_KIND_RUNTIME, TR_RAW_REC_API, WIN_START, AT_START(CUpti_ActivityAPI),
+     {NO_STR, NO_STR}, conv_api, api_pre, api_post},
+    {CUPTI_ACTIVITY_KIND_DRIVER, TR_RAW_REC_API, WIN_START, AT_START(CUpti_ActivityAPI),
+     {NO_STR, NO_STR}, conv_api, api_pre, api_post},
+    {CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API, TR_RAW_REC_API, WIN_START, AT_START(CUpti_ActivityAPI),
+     {NO_STR, NO_STR}, conv_api, api_pre, api_post},
+    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, TR_RAW_REC_SYNC, WIN_NONE, ANYTIME, {NO_STR, NO_STR},
+     conv_sync, NULL, sync_post},
+    {CUPTI_ACTIVITY_KIND_MARKER, TR_RAW_REC_MARKER, WIN_NONE, ANYTIME,
+     {STR(CUpti_ActivityMarker2, name, tr_raw_marker, name_sid),
+      STR(CUpti_ActivityMarker2, domain, tr_raw_marker, domain_sid)},
+     conv_marker, NULL, marker_post},
+    {CUPTI_ACTIVITY_KIND_DEVICE, TR_RAW_REC_DEVICE, WIN_NONE, ANYTIME,
+     {STR(CUpti_ActivityDevice5, name, tr_raw_device, name_sid), NO_STR}, conv_device, NULL, NULL},
+    {CUPTI_ACTIVITY_KIND_CONTEXT, TR_RAW_REC_CONTEXT, WIN_NONE, ANYTIME, {NO_STR, NO_STR},
+     conv_context, NULL, NULL},
+    {CUPTI_ACTIVITY_KIND_STREAM, TR_RAW_REC_STREAM, WIN_NONE, ANYTIME, {NO_STR, NO_STR},
+     conv_stream, NULL, NULL},
+    {CUPTI_ACTIVITY_KIND_OVERHEAD, TR_RAW_REC_OVERHEAD, WIN_START, AT_START(CUpti_ActivityOverhead3),
+     {NO_STR, NO_STR}, conv_overhead, NULL, overhead_post},
+    {CUPTI_ACTIVITY_KIND_NAME, 0, WIN_NONE, ANYTIME, {NO_STR, NO_STR}, NULL, NULL, name_post},
+};
+_Static_assert(sizeof act_kinds / sizeof act_kinds[0] < 255, "act_row holds a row index + 1");
+
+static void act_rows_init(rec_encoder *e)
+{
+    for (size_t i = 0; i < sizeof act_kinds / sizeof act_kinds[0]; i++)
+        e->act_row[act_kinds[i].kind] = (uint8_t)(i + 1);
 }
 
 void rec_enc_activity(rec_encoder *e, const CUpti_Activity *a)
 {
-    const gpu_kind *g = gpu_kind_of(a->kind);
-    if (g) {
-        enc_gpu(e, g, a);
-        return;
-    }
-    switch (a->kind) {
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER:
-    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API:
-        enc_api(e, a);
-        return;
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
-        hold_sync(e, (const void *)a);
-        return;
-    case CUPTI_ACTIVITY_KIND_MARKER:
-        enc_marker(e, (const void *)a);
-        return;
-    case CUPTI_ACTIVITY_KIND_DEVICE: {
-        const CUpti_ActivityDevice5 *d = (const void *)a;
-        tr_raw_device r;
-        memset(&r, 0, sizeof r);
-        r.global_memory = d->globalMemorySize;
-        r.id = d->id;
-        r.name_sid = rec_enc_string(e, d->name);
-        r.cc_major = d->computeCapabilityMajor;
-        r.cc_minor = d->computeCapabilityMinor;
-        r.sm_count = d->numMultiprocessors;
-        rec_enc_add(e, TR_RAW_REC_DEVICE, &r);
-        return;
-    }
-    case CUPTI_ACTIVITY_KIND_CONTEXT: {
-        const CUpti_ActivityContext3 *c = (const void *)a;
-        tr_raw_context r = {c->contextId, c->deviceId, c->nullStreamId, 0};
-        rec_enc_add(e, TR_RAW_REC_CONTEXT, &r);
-        return;
-    }
-    case CUPTI_ACTIVITY_KIND_STREAM: {
-        const CUpti_ActivityStream *s = (const void *)a;
-        tr_raw_stream r = {s->contextId, s->streamId, s->priority, (uint32_t)s->flag,
-                           s->correlationId, 0};
-        rec_enc_add(e, TR_RAW_REC_STREAM, &r);
-        return;
-    }
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
-        const CUpti_ActivityOverhead3 *o = (const void *)a;
-        if (!keep(e, o->start))
-            return;
-        tr_raw_overhead r = {o->start, o->end, (uint32_t)o->overheadKind, (uint32_t)o->objectKind,
-                             o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId
-                                                                          : o->objectId.pt.processId,
-                             o->correlationId};
-        rec_enc_add(e, TR_RAW_REC_OVERHEAD, &r);
-        return;
-    }
-    case CUPTI_ACTIVITY_KIND_NAME: {
-        const CUpti_ActivityName *n = (const void *)a;
-        if (n->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD)
-            rec_enc_thread_name(e, n->objectId.pt.threadId, n->name, 1);
-        return;
-    }
-    default:
+    unsigned row = (unsigned)a->kind < CUPTI_ACTIVITY_KIND_COUNT ? e->act_row[a->kind] : 0;
+    if (!row) {
         e->stats[TR_RAW_STAT_UNKNOWN]++;
         return;
     }
+    const act_kind *k = &act_kinds[row - 1];
+    const unsigned char *src = (const unsigned char *)a;
+    if (k->pre && !k->pre(e, a))
+        return;
+    int running = 0;
+    if (k->window != WIN_NONE) {
+        uint64_t start, end = 0;
+        memcpy(&start, src + k->start, 8);
+        if (k->window == WIN_GPU)
+            memcpy(&end, src + k->end, 8);
+        if (k->window == WIN_GPU && !start && !end) {
+            e->stats[TR_RAW_STAT_INCOMPLETE]++;
+            running = 1;
+        } else if (!keep(e, start)) {
+            return;
+        }
+    }
+    _Alignas(8) unsigned char r[RAW_MAX];
+    if (k->convert)   /* zeroes the record first: its size is known there */
+        k->convert(r, a);
+    if (running)
+        r[k->raw_flags] |= TR_RAW_KF_INCOMPLETE;
+    if (k->post && !k->post(e, a, r))
+        return;
+    for (int i = 0; i < 2 && k->str[i].cupti; i++) {
+        const char *s;
+        memcpy(&s, src + k->str[i].cupti, sizeof s);
+        uint32_t sid = s ? rec_enc_string(e, s) : 0;   /* an end marker has none: no call */
+        memcpy(r + k->str[i].raw, &sid, 4);
+    }
+    rec_enc_add(e, k->raw_kind, r);
 }
 
 void rec_enc_buffer(rec_encoder *e, uint8_t *buf, size_t valid)
