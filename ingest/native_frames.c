@@ -516,7 +516,12 @@ static tr_status resolve(tr_native_frames *nf, tr_trace *t, const map_entry *me,
         f = symbol_frame(t, &m->debug, m->dnames, sym);
     else if ((sym = tr_elf_lookup(&m->elf, vaddr)))
         f = symbol_frame(t, &m->elf, m->names, sym);
-    const char *dname = sym ? NULL : tr_debuginfo_function(m->lines, vaddr);
+    /* a debug file only libdwfl finds (by its .gnu_debuglink) names what a
+     * stripped file's .dynsym does not cover; libdwfl's own rules for the
+     * addresses no symbol covers differ from ours, so it is asked nothing
+     * where a .symtab is read here */
+    const char *dname = sym || m->elf.has_symtab || m->debug.nsyms
+                        ? NULL : tr_debuginfo_function(m->lines, vaddr);
     if (!sym && !dname)
         return TR_OK;
     if (dname)

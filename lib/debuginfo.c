@@ -87,7 +87,7 @@ static int unsafe_candidates(const tr_debuginfo *d, Dwfl_Module *mod, const char
     GElf_Addr at;
     int n = dwfl_module_build_id(mod, &bits, &at);
     if (n >= 2 && n <= 64) {
-        char hex[2 * 64 + 8];
+        char hex[16 + 2 * 64];   /* "/.build-id/xx/" and the rest in hex */
         int k = snprintf(hex, sizeof hex, "/.build-id/%02x/", bits[0]);
         for (int i = 1; i < n; i++)
             k += snprintf(hex + k, sizeof hex - (size_t)k, "%02x", bits[i]);
@@ -231,7 +231,11 @@ int tr_debuginfo_has_functions(tr_debuginfo *d)
 
 const char *tr_debuginfo_function(tr_debuginfo *d, uint64_t vaddr)
 {
-    if (!ready(d))
+    const char *debugfile = NULL;
+    if (!ready(d) || dwfl_module_getsymtab(d->mod) <= 0)
+        return NULL;
+    dwfl_module_info(d->mod, NULL, NULL, NULL, NULL, NULL, NULL, &debugfile);
+    if (!debugfile)
         return NULL;
     GElf_Off off;
     GElf_Sym sym;

@@ -60,8 +60,8 @@ size_t tr_debuginfo_lookup(tr_debuginfo *d, uint64_t vaddr, tr_srcloc *loc, size
 int tr_debuginfo_has_functions(tr_debuginfo *d);
 
 /* The name of the function symbol (STT_FUNC, STT_GNU_IFUNC) covering vaddr
- * in the tables above, as written there (mangled, maybe versioned); NULL
- * when none does. */
+ * in libdwfl's table, as written there (mangled, maybe versioned), when that
+ * table is a separate debug file's; NULL otherwise or when none covers it. */
 const char *tr_debuginfo_function(tr_debuginfo *d, uint64_t vaddr);
 
 /* 1 when a statfs f_type is a filesystem whose files are kernel interfaces
