@@ -351,7 +351,7 @@ static tr_status step_table(tr_report_ctx *c, rk_state *s, tr_rresult *r, int64_
         tr_cell_pct(&row[6], (double)(mx - mn), (double)mx);
         tr_cell_int(&row[7], s->rs.v[fast].rank);
         tr_cell_int(&row[8], s->rs.v[slow].rank);
-        if (m > 1)
+        if (mx > mn)   /* equal windows name no one */
             slowest_in[slow]++;
         if (mx - mn > worst_spread)
             worst_spread = mx - mn, worst_step = nums[a];
