@@ -134,6 +134,8 @@ static struct {
      * a forced flush does not give back went to another client's callbacks */
     size_t outstanding;
     uint64_t last_buffer_mono;
+    uint64_t returned;            /* buffers CUPTI gave back, whoever's */
+    uint64_t silent_flush_mono;   /* first periodic flush that gave none of ours back */
     int taken_over;
     /* records CUPTI dropped, per (context id, stream) it reported them for; the
      * last slot also takes what does not fit (under mu) */
@@ -1003,6 +1005,26 @@ static void write_drops(void)
     }
 }
 
+/* The periodic flush.  CUPTI gives back every buffer whose records are all
+ * complete, so one that held buffers of ours and gave none back is the first
+ * sign that another client registered its buffer callbacks: ours then go to
+ * it.  A record still incomplete (a kernel running through the flush) looks
+ * the same until its buffer comes back, which clears the sign; check_takeover
+ * confirms it at the end with a forced flush. */
+static void flush_watched(void)
+{
+    pthread_mutex_lock(&g.mu);
+    size_t held = g.outstanding;
+    uint64_t back = g.returned;
+    pthread_mutex_unlock(&g.mu);
+    run_check(cuptiActivityFlushAll(0), RC_FLUSH);
+    uint64_t now = mono_ns();
+    pthread_mutex_lock(&g.mu);
+    if (held && g.returned == back && g.silent_flush_mono <= g.last_buffer_mono)
+        g.silent_flush_mono = now;
+    pthread_mutex_unlock(&g.mu);
+}
+
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
                                       size_t valid)
 {
@@ -1023,6 +1045,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         note_drops_locked(ctx ? ctx_id : 0, ctx ? stream : 0, dropped);
     if (g.outstanding)
         g.outstanding--;
+    g.returned++;
     g.last_buffer_mono = mono_ns();
     if (b->owner != self_pid() || !g.active) {
         g.inherited += b->owner != self_pid();
@@ -1257,7 +1280,7 @@ static void *writer_main(void *arg)
             break;
         if (mono_ns() >= next_flush) {
             if (g.buffers_ok && g.kinds_active)   /* completes buffers into our queue; no lock held */
-                run_check(cuptiActivityFlushAll(0), RC_FLUSH);
+                flush_watched();
             drain_queue();
             write_status();
             if (++ticks % 5 == 0) {
@@ -1399,21 +1422,32 @@ static void finish_file(void)
 /* After a forced flush every buffer CUPTI held has come back, unless another
  * client (torch.profiler's Kineto, another injection) registered its own
  * callbacks since: CUPTI then gives ours to it, and records after the last
- * buffer we saw went there. */
+ * buffer we saw went there.  CUPTI tells no client of another's callbacks, so
+ * the time is bracketed: the takeover came after CUPTI last called ours, and
+ * by the first periodic flush that gave none of our buffers back (else by
+ * this flush).  That flush is the time given; the last call goes with it. */
 static void check_takeover(void)
 {
+    uint64_t now = mono_ns();
     pthread_mutex_lock(&g.mu);
     int lost = g.outstanding > 0 && !g.taken_over;
-    uint64_t at = g.last_buffer_mono;
+    uint64_t last = g.last_buffer_mono;
+    int by_periodic = g.silent_flush_mono > last;
+    uint64_t at = by_periodic ? g.silent_flush_mono : now;
     g.taken_over |= lost;
     pthread_mutex_unlock(&g.mu);
     if (!lost)
         return;
-    status_add_at(at, TR_RAW_ST_TAKEN, 0, "buffers",
-                  "another CUPTI client registered its buffer callbacks: later records went to it");
+    char detail[256];
+    snprintf(detail, sizeof detail,
+             "%s gave back none of the recorder's buffers; CUPTI last called its buffer "
+             "callbacks %.3f s before: records since went to the other client",
+             by_periodic ? "the first periodic flush that" : "the flush at the end",
+             (double)(at - last) / 1e9);
+    status_add_at(at, TR_RAW_ST_TAKEN, 0, "buffers", detail);
     fprintf(stderr, "trace-record: another CUPTI client (torch.profiler?) took over CUPTI's buffers "
-            "%.3f s after the start: later records are lost\n",
-            (double)(int64_t)(at - g.t0_mono) / 1e9);
+            "%.3f s after the start (%s): later records are lost\n",
+            (double)(int64_t)(at - g.t0_mono) / 1e9, detail);
 }
 
 static void shutdown_recorder(void)
@@ -1534,6 +1568,8 @@ static void atfork_child(void)
     g.queue_head = g.queue_tail = NULL;
     g.dropped = g.buffers = g.pool_empty = g.inherited = 0;
     g.outstanding = 0;
+    g.returned = 0;
+    g.silent_flush_mono = 0;
     g.taken_over = 0;
     g.n_drops = 0;
     /* CUPTI's state, the subscriber included, is copied into the child: a new

@@ -23,6 +23,9 @@
  *   --overhead K adds K CUPTI overhead records (buffer flushes) on the main thread.
  *   --takeover: after the run another CUPTI client takes the buffers, 10 iterations
  *   run, and it stops (disabling the kinds).
+ *   --takeover-at MS: after the run, iterations at a steady pace (one a millisecond);
+ *   after MS milliseconds of them another CUPTI client takes the buffers (the time is
+ *   printed, "takeover-at-ns=" CLOCK_REALTIME), 300 ms more run, and it stops.
  *   --unique-ranges R opens and closes R NVTX ranges of unique ~175-byte names and
  *   prints "rss-growth-kb=N": the growth of the process from R/10 ranges to R.
  *   --domain-cross: a range of another domain opens inside the --capture range and
@@ -34,7 +37,7 @@
  *                 [--incomplete K] [--sleep MS] [--profiler] [--capture NAME]
  *                 [--start-end NAME] [--catch SIG] [--fault] [--late MS] [--spawn]
  *                 [--form F] [--inner-wide] [--poll Q] [--internal K] [--takeover]
- *                 [--unique-ranges R] [--order O] [--print-env]
+ *                 [--takeover-at MS] [--unique-ranges R] [--order O] [--print-env]
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -44,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fakecupti/fake_cupti.h"
@@ -143,6 +147,18 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* A program at a steady pace for about ms milliseconds: one iteration (a range
+ * around a launch) a millisecond, so that CUPTI always holds a buffer. */
+static void paced(int ms)
+{
+    for (int i = 0; i < ms; i++) {
+        fake_cupti_push("paced");
+        fake_cupti_kernel(fake_cupti_api(0, 505), "paced_kernel", 7, 1);
+        fake_cupti_pop();
+        usleep(1000);
+    }
+}
+
 static long rss_kb(void)
 {
     FILE *f = fopen("/proc/self/status", "r");
@@ -201,6 +217,7 @@ int main(int argc, char **argv)
 {
     int threads = 1, do_fork = 0, code = 0, sig = 0, profiler = 0, sleep_ms = 0, fault = 0;
     int late_ms = 0, spawn = 0, poll = -1, internal = 0, takeover = 0, domain_cross = 0, overhead = 0;
+    int takeover_ms = 0;
     long uniq = 0;
     const char *order = "nvtx-first";
     fake_nvtx_form form = FAKE_NVTX_A;
@@ -232,6 +249,8 @@ int main(int argc, char **argv)
             domain_cross = 1;
         else if (!strcmp(argv[i], "--takeover"))
             takeover = 1;
+        else if (!strcmp(argv[i], "--takeover-at") && i + 1 < argc)
+            takeover_ms = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--unique-ranges") && i + 1 < argc)
             uniq = atol(argv[++i]);
         else if (!strcmp(argv[i], "--order") && i + 1 < argc)
@@ -327,6 +346,16 @@ int main(int argc, char **argv)
     if (takeover) {
         fake_cupti_second_client(1);
         run(1, 10);
+        fake_cupti_second_client(0);
+    }
+    if (takeover_ms > 0) {
+        paced(takeover_ms);
+        struct timespec at;
+        clock_gettime(CLOCK_REALTIME, &at);
+        fake_cupti_second_client(1);
+        printf("takeover-at-ns=%lld\n", (long long)at.tv_sec * 1000000000ll + at.tv_nsec);
+        fflush(stdout);
+        paced(300);
         fake_cupti_second_client(0);
     }
     if (do_fork) {

@@ -287,6 +287,16 @@ expect_status 0 timeout 60 "$REC" -o to.db "$APP" -n 50 --takeover
 expect_grep "took over" "$TMP/err"
 expect_grep "trace truncated at [0-9.]* s: another CUPTI client took over" "$TMP/err"
 
+# ... mid-run, at a known time, while the program keeps launching: the time given is
+# the first periodic flush (every 200 ms) after the takeover, so at it or just after
+expect_status 0 timeout 60 "$REC" -o tm.db "$APP" -n 50 --takeover-at 500
+swap=$(sed -n 's/^takeover-at-ns=//p' "$TMP/out")
+t0=$(od -An -tu8 -j40 -N8 "$(ls tm.db.raw/*.ctr | head -1)" | tr -d ' ')
+at=$(sed -n 's/.*trace truncated at \([0-9.]*\) s: another CUPTI client took over.*/\1/p' "$TMP/err" | head -1)
+expect_grep "took over (the first periodic flush that gave back none of the recorder's buffers; CUPTI last called its buffer callbacks [0-9.]* s before" "$TMP/err"
+awk -v s="$swap" -v t0="$t0" -v at="${at:-x}" 'BEGIN { d = at - (s - t0) / 1e9; exit !(at != "x" && d >= -0.001 && d <= 1.0) }' ||
+    fail "takeover at $(awk -v s="$swap" -v t0="$t0" 'BEGIN { printf "%.3f", (s - t0) / 1e9 }') s reported at ${at:-?} s"
+
 # agent memory stays bounded: 1M ranges of unique names grow the process by at most
 # 16 MB.  The buffer pool is held to 4 MB, so that a writer slowed by a loaded machine
 # cannot make the pool's growth (a budget of its own) look like the agent's
