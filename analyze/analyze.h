@@ -24,6 +24,7 @@
 #include "lib/error.h"
 #include "lib/format.h"
 #include "lib/i64map.h"
+#include "lib/ranks.h"
 
 typedef struct {
     int64_t name_id, shape_id, stack_key;
@@ -82,6 +83,9 @@ typedef struct tr_selection {
     int has_stream; int64_t stream; /* stream id: only GPU activities on it */
     int has_time; int64_t time_start, time_end;  /* ns from the trace's first event; start in [s, e) */
     int top_level;                  /* host events without a parent, and device activities */
+    tr_rank_set ranks;              /* --rank; n == 0: every rank (lib/ranks.h) */
+    int64_t rank_base;              /* many run.dbs: the sources before this one (lib/ranks.h) */
+    tr_rank_map *rank_map;          /* ranks resolved against the open run.db: tr_selection_bind */
 } tr_selection;
 
 /* Parse helpers; each fills err with a usage message on failure. */
@@ -89,6 +93,16 @@ tr_status tr_selection_add_regex(tr_selection *s, int exclude, const char *patte
 tr_status tr_selection_parse_kinds(tr_selection *s, const char *list, tr_error *err);
 tr_status tr_parse_time_range(const char *text, int64_t *start, int64_t *end, tr_error *err);
 void tr_selection_free(tr_selection *s);
+/* Resolves --rank against the open run.db (a no-op without it); every scan
+ * then asks tr_selection_rank_ok.  A shallow copy of a selection may be bound
+ * to another run.db and unbound again: the copy owns only its map. */
+tr_status tr_selection_bind(tr_selection *s, sqlite3 *db, tr_error *err);
+void tr_selection_unbind(tr_selection *s);
+/* Is an event of threads.id thread_row (or, < 0, of streams.id stream_row) of a selected rank? */
+static inline int tr_selection_rank_ok(const tr_selection *s, int64_t thread_row, int64_t stream_row)
+{
+    return !s || !s->rank_map || tr_rank_map_ok(s->rank_map, thread_row, stream_row);
+}
 /* Does the name with string id name_id pass --include/--exclude?  name_stmt is a
  * prepared "SELECT value FROM strings WHERE id = ?"; cache keeps each id's answer,
  * so a name is matched once however many events carry it. */

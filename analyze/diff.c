@@ -382,13 +382,32 @@ static tr_status run_span(sqlite3 *db, run_info *r, tr_error *err)
     return rc == SQLITE_DONE ? TR_OK : span_error(db, err);
 }
 
+/* tr_summarize with --rank resolved against this run.db, whose sources
+ * without a stored rank are counted from base (lib/ranks.h). */
+static tr_status summarize_ranked(sqlite3 *db, const tr_analyze_opts *o, int64_t base, tr_summary *s,
+                                  tr_error *err)
+{
+    if (!o->select || !o->select->ranks.n)
+        return tr_summarize(db, o, s, err);
+    tr_selection sel = *o->select;
+    tr_analyze_opts oo = *o;
+    sel.rank_base = base;
+    oo.select = &sel;
+    tr_status st = tr_selection_bind(&sel, db, err);
+    if (st == TR_OK)
+        st = tr_summarize(db, &oo, s, err);
+    tr_selection_unbind(&sel);
+    return st;
+}
+
 static tr_status load_run(run_info *r, const char *path, const tr_analyze_opts *o, FILE *warn, tr_error *err)
 {
     sqlite3 *db = NULL;
     r->path = path;
     tr_status st = tr_rundb_open(path, &db, err);
+    /* each side of a diff is a run of its own: its ranks count from 0 */
     if (st == TR_OK)
-        st = tr_summarize(db, o, &r->s, err);
+        st = summarize_ranked(db, o, 0, &r->s, err);
     if (st == TR_OK)
         st = run_span(db, r, err);
     if (db)
@@ -963,7 +982,7 @@ tr_status tr_analyze_merged(char *const *paths, size_t n, const tr_analyze_opts 
             sqlite3_close(db);
         }
     }
-    int64_t id_base = 0;
+    int64_t id_base = 0, rank_base = 0;
     for (size_t i = 0; i < n && st == TR_OK; i++) {
         /* the same file twice counts twice: say so, as a repeated rank would be a mistake */
         struct stat a, b;
@@ -980,7 +999,7 @@ tr_status tr_analyze_merged(char *const *paths, size_t n, const tr_analyze_opts 
         sqlite3 *db = NULL;
         st = tr_rundb_open(paths[i], &db, err);
         if (st == TR_OK)
-            st = tr_summarize(db, &oo, i ? &one : &all, err);
+            st = summarize_ranked(db, &oo, rank_base, i ? &one : &all, err);
         /* event ids continue from file to file, as trace-ingest numbers the
          * files it is given together, so first-appearance ties break the same way */
         sqlite3_stmt *q = NULL;
@@ -991,6 +1010,12 @@ tr_status tr_analyze_merged(char *const *paths, size_t n, const tr_analyze_opts 
             if (sqlite3_prepare_v2(db, "SELECT coalesce(max(id), 0) FROM events", -1, &q, NULL) == SQLITE_OK
                 && sqlite3_step(q) == SQLITE_ROW)
                 id_base = tr_sat_add(id_base, sqlite3_column_int64(q, 0));
+            sqlite3_finalize(q);
+            /* the next file's sources without a rank come after this one's (lib/ranks.h) */
+            q = NULL;
+            if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sources", -1, &q, NULL) == SQLITE_OK
+                && sqlite3_step(q) == SQLITE_ROW)
+                rank_base = tr_sat_add(rank_base, sqlite3_column_int64(q, 0));
             sqlite3_finalize(q);
         }
         if (db)

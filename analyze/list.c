@@ -95,9 +95,11 @@ static const tr_list lists[] = {
       {"end (ns)", "end_ns", COL_INT}, {"wall (ms)", "wall_ns", COL_NS}},
      "no ProfilerStep#N ranges"},
     {"ranks", "sources and their distributed ranks: host, format, events",
-     "SELECT s.rank, coalesce(s.host, ''), s.format, s.event_count, s.path FROM sources s "
-     "ORDER BY s.rank, s.id",
-     "SELECT NULL, '', s.format, s.event_count, s.path FROM sources s ORDER BY s.id",
+     /* a source without a stored rank has its order's (lib/ranks.h) */
+     "SELECT coalesce(s.rank, (SELECT count(*) FROM sources x WHERE x.id < s.id)) AS r, coalesce(s.host, ''), "
+     "s.format, s.event_count, s.path FROM sources s ORDER BY r, s.id",
+     "SELECT (SELECT count(*) FROM sources x WHERE x.id < s.id), '', s.format, s.event_count, s.path "
+     "FROM sources s ORDER BY s.id",
      {{"rank", "rank", COL_INT}, {"host", "host", COL_NAME}, {"format", "format", COL_NAME},
       {"events", "events", COL_INT}, {"source", "source", COL_NAME}},
      "no sources"},

@@ -43,6 +43,8 @@ static void usage(FILE *f)
             "      --thread TID            host events of OS thread TID, and GPU work launched from it\n"
             "      --device N              GPU activities on device N\n"
             "      --stream S              GPU activities on stream S\n"
+            "      --rank R[,R...]         events of those distributed ranks (ranges A-B too);\n"
+            "                              --list ranks shows them (docs/diff.md)\n"
             "      --time-range START:END  events starting in [START, END) after the first event;\n"
             "                              units ns (default), us, ms, s; either end may be empty\n"
             "Output:\n"
@@ -123,6 +125,14 @@ static void list_choices(FILE *f, const char *what, const char *got)
     fprintf(f, "trace-analyze: unknown %s '%s'%s (valid:%s)\n", what, got, hint, valid);
 }
 
+/* The rank checks' warnings (lib/ranks.h): one line each. */
+static void warn_line(void *ctx, const char *msg)
+{
+    (void)ctx;
+    fputs("trace-analyze: warning: ", stderr);
+    tr_put_line(stderr, msg);
+}
+
 /* --diff, and more than one run.db: the same selection and formats, one output. */
 static int run_many(char **args, int n, int diff, int diff_norm, int no_cache, const tr_analyze_opts *o,
                     const tr_sort_key *sort, tr_report_opts *reports, tr_selection *sel)
@@ -135,7 +145,8 @@ static int run_many(char **args, int n, int diff, int diff_norm, int no_cache, c
     tr_ingest_opts io = {.warn = tr_input_warn_stderr, .warn_ctx = &w};
     tr_input_db *in = calloc((size_t)n, sizeof *in);
     char **paths = calloc((size_t)n, sizeof *paths);
-    if (!in || !paths)
+    int64_t *bases = calloc((size_t)n, sizeof *bases);
+    if (!in || !paths || !bases)
         st = tr_fail(&err, TR_ERR_RUNTIME, "out of memory");
     for (int i = 0; i < n && st == TR_OK; i++)
         if ((st = tr_input_open(args[i], no_cache, &io, &in[i], &err)) == TR_OK)
@@ -151,6 +162,9 @@ static int run_many(char **args, int n, int diff, int diff_norm, int no_cache, c
     else if ((st = tr_list_check_selection_any((const char *const *)paths, (const char *const *)args, n, sel,
                                                &err)) != TR_OK) {
         /* err names what the first file has */
+    } else if ((st = tr_ranks_prepare((const char *const *)paths, (const char *const *)args, (size_t)n, diff,
+                                      &sel->ranks, bases, warn_line, NULL, &err)) != TR_OK) {
+        /* err names the ranks the inputs have */
     } else if (diff) {
         tr_diff_opts d = {paths[0], paths[1], diff_norm, sort};
         st = tr_diff_run(&d, o, stdout, stderr, &err);
@@ -163,6 +177,7 @@ static int run_many(char **args, int n, int diff, int diff_norm, int no_cache, c
         tr_input_release(&in[i]);
     free(in);
     free(paths);
+    free(bases);
     if (st == TR_OK && fflush(stdout) != 0)
         st = tr_fail(&err, TR_ERR_RUNTIME, "write error on standard output");
     if (st != TR_OK && err.msg[0]) {
@@ -196,7 +211,7 @@ static void report_hint(tr_error *err, const char *spec)
 }
 
 enum { O_SHAPE = 256, O_STACK, O_STACK_SRC, O_TOP, O_INCLUDE, O_EXCLUDE, O_KIND, O_THREAD, O_DEVICE,
-       O_STREAM, O_TIME, O_FORMAT, O_UNITS, O_STATS, O_VERSION };
+       O_STREAM, O_TIME, O_FORMAT, O_UNITS, O_STATS, O_VERSION, O_RANK };
 enum { O_REPORT = 512, O_COMPAT };
 enum { O_STEP = 600 };
 enum { O_DIFF = 800, O_DIFF_NORM };
@@ -212,6 +227,7 @@ int main(int argc, char **argv)
         {"include", required_argument, NULL, O_INCLUDE},  {"exclude", required_argument, NULL, O_EXCLUDE},
         {"kind", required_argument, NULL, O_KIND},        {"thread", required_argument, NULL, O_THREAD},
         {"device", required_argument, NULL, O_DEVICE},    {"stream", required_argument, NULL, O_STREAM},
+        {"rank", required_argument, NULL, O_RANK},
         {"time-range", required_argument, NULL, O_TIME},  {"format", required_argument, NULL, O_FORMAT},
         {"units", required_argument, NULL, O_UNITS},      {"stats", no_argument, NULL, O_STATS},
         {"help", no_argument, NULL, 'h'},                 {"version", no_argument, NULL, O_VERSION},
@@ -285,6 +301,7 @@ int main(int argc, char **argv)
                 st = tr_fail(&err, TR_ERR_USAGE, "invalid --stream '%s' (a stream id)", optarg);
             sel.has_stream = 1;
             break;
+        case O_RANK: st = tr_rank_set_parse(&sel.ranks, optarg, &err); break;
         case O_TIME:
             st = tr_parse_time_range(optarg, &sel.time_start, &sel.time_end, &err);
             sel.has_time = 1;
@@ -374,6 +391,12 @@ int main(int argc, char **argv)
         st = tr_rundb_open(in.path, &db, &err);
     if (st == TR_OK)
         st = tr_list_check_selection(db, argv[optind], &sel, &err);
+    int64_t base = 0;
+    if (st == TR_OK)
+        st = tr_ranks_prepare((const char *const *)&in.path, (const char *const *)&argv[optind], 1, 0, &sel.ranks,
+                              &base, warn_line, NULL, &err);
+    if (st == TR_OK)
+        st = tr_selection_bind(&sel, db, &err);
     if (st == TR_OK && list) {
         st = tr_list_print(db, argv[optind], list, o.format->name, stdout, &err);
     } else if (st == TR_OK && reports.n)
@@ -390,7 +413,8 @@ int main(int argc, char **argv)
         if (s.n == 0 && !s.skipped)   /* the warning above already says why */
             fprintf(stderr, "trace-analyze: %s: no events%s\n", argv[optind],
                     s.events == 0 && (sel.kind_mask || sel.include || sel.exclude || sel.has_thread
-                                      || sel.has_device || sel.has_stream || sel.has_time || sel.top_level)
+                                      || sel.has_device || sel.has_stream || sel.has_time || sel.top_level
+                                      || sel.ranks.n)
                         ? " selected" : "");
         int alike = 0;
         o.names_alike = &alike;

@@ -714,6 +714,8 @@ static int selected(tr_report_ctx *c, const tr_rev *ev, int flags)
         return 1;
     if (sel->kind_mask && (ev->kind < 0 || ev->kind >= 32 || !(sel->kind_mask & (1u << ev->kind))))
         return 0;
+    if (!tr_selection_rank_ok(sel, ev->thread, ev->stream))   /* --rank (lib/ranks.h) */
+        return 0;
     if (sel->has_thread) {
         int64_t row = ev->on_gpu ? (ev->has_launch ? ev->launch_thread : 0) : ev->thread, tid;
         if (!row || !tr_i64map_get(&c->thread_tid, row, &tid) || tid != sel->thread)

@@ -168,8 +168,11 @@ static tr_status run_table(tr_report_ctx *c, tr_rresult *r, sm_state *s)
     t->whole = 1;
     char b[1024], tb[64];
     sqlite3_stmt *st;
+    /* the rank a source has, stored or, among several, its order's (lib/ranks.h) */
     if (sqlite3_prepare_v2(c->db, "SELECT id, path, format, coalesce(format_version, ''), coalesce(host, ''), "
-                           "rank, event_count FROM sources ORDER BY id", -1, &st, NULL) == SQLITE_OK) {
+                           "coalesce(rank, CASE WHEN (SELECT count(*) FROM sources) > 1 THEN "
+                           "(SELECT count(*) FROM sources x WHERE x.id < s.id) END), event_count "
+                           "FROM sources s ORDER BY id", -1, &st, NULL) == SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW) {
             char item[32], rank[48] = "";
             snprintf(item, sizeof item, "source %lld", (long long)sqlite3_column_int64(st, 0));

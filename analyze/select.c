@@ -144,6 +144,35 @@ void tr_selection_free(tr_selection *s)
         }
     }
     s->include = s->exclude = NULL;
+    tr_selection_unbind(s);
+    tr_rank_set_free(&s->ranks);
+}
+
+tr_status tr_selection_bind(tr_selection *s, sqlite3 *db, tr_error *err)
+{
+    s->rank_map = NULL;
+    if (!s->ranks.n)
+        return TR_OK;
+    tr_rank_map *m = calloc(1, sizeof *m);
+    if (!m)
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    tr_status st = tr_rank_map_load(m, db, s->rank_base, &s->ranks, err);
+    if (st != TR_OK) {
+        tr_rank_map_free(m);
+        free(m);
+        return st;
+    }
+    s->rank_map = m;
+    return TR_OK;
+}
+
+void tr_selection_unbind(tr_selection *s)
+{
+    if (s->rank_map) {
+        tr_rank_map_free(s->rank_map);
+        free(s->rank_map);
+        s->rank_map = NULL;
+    }
 }
 
 /* "1500", "1.5us", "2ms", "0.1s", "" (open end) -> ns; -1 on error, -2 for empty. */

@@ -178,13 +178,14 @@ static int64_t *group_find(group_map *m, int64_t name, int gpu, int64_t shape, i
 /* ---- the scan ---- */
 enum { C_ID, C_KIND, C_GPU, C_NAME, C_SHAPE, C_STACK, C_PARENT, C_FLAGS, C_TID, C_DEVICE, C_STREAM,
        C_START, C_END, C_CPU_TOTAL, C_CPU_SELF, C_GPU_TOTAL, C_GPU_SELF, C_CMEM, C_CMEM_SELF,
-       C_GMEM, C_GMEM_SELF, C_FLOPS, C_CORR, C_SOURCE };
+       C_GMEM, C_GMEM_SELF, C_FLOPS, C_CORR, C_SOURCE, C_THREAD_ROW, C_STREAM_ROW };
 
 static const char scan_sql[] =
     "SELECT e.id, e.kind, k.on_gpu, e.name_id, e.shape_id, e.stack_id, e.parent_id, e.flags, "
     "coalesce(t.tid, pt.tid), d.device, s.stream, e.start_ns, e.end_ns, e.cpu_total_ns, "
     "e.cpu_self_ns, e.gpu_total_ns, e.gpu_self_ns, e.cpu_mem_total, e.cpu_mem_self, "
-    "e.gpu_mem_total, e.gpu_mem_self, e.flops, e.correlation, d.source_id "
+    "e.gpu_mem_total, e.gpu_mem_self, e.flops, e.correlation, d.source_id, "
+    "coalesce(e.thread_id, -1), coalesce(e.stream_id, -1) "
     "FROM events e JOIN kinds k ON k.id = e.kind "
     "LEFT JOIN threads t ON t.id = e.thread_id "
     "LEFT JOIN events pe ON pe.id = e.parent_id AND e.thread_id IS NULL "
@@ -306,6 +307,8 @@ static int selected(scan_ctx *c, sqlite3_stmt *st)
         return 0;
     if (sel->has_stream && (!gpu || sqlite3_column_type(st, C_STREAM) == SQLITE_NULL
                             || sqlite3_column_int64(st, C_STREAM) != sel->stream))
+        return 0;
+    if (!tr_selection_rank_ok(sel, sqlite3_column_int64(st, C_THREAD_ROW), sqlite3_column_int64(st, C_STREAM_ROW)))
         return 0;
     if (sel->has_time) {
         int64_t rel = sqlite3_column_int64(st, C_START) - c->t0;
@@ -651,7 +654,8 @@ static tr_status scan_tree(scan_ctx *c)
 static int selection_active(const tr_selection *sel)
 {
     return sel && (sel->include || sel->exclude || sel->kind_mask || sel->has_thread
-                   || sel->has_device || sel->has_stream || sel->has_time || sel->top_level);
+                   || sel->has_device || sel->has_stream || sel->has_time || sel->top_level
+                   || sel->ranks.n);
 }
 
 /* The host time covered by the selected host events: the union of their spans,

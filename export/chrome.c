@@ -255,6 +255,10 @@ typedef struct {
     int64_t side_id[4];
     int side_done[4];
     tr_i64map stream_ctx;     /* streams.id -> context */
+    /* two ranks or more: each rank's processes and GPUs are Perfetto processes of
+     * their own, so equal pids and device ordinals of two ranks never share a track */
+    int multi_rank;
+    tr_i64map thread_pid, stream_pid;   /* threads.id / streams.id -> pid of its track */
 } chrome_ctx;
 
 static tr_status nomem(tr_error *err) { return tr_fail(err, TR_ERR_RUNTIME, "out of memory"); }
@@ -516,6 +520,247 @@ static void meta_int(cbuf *b, const char *what, int64_t pid, int64_t tid, const 
     cb_lit(b, "}}");
 }
 
+/* ---- ranks as processes ---- */
+
+typedef struct {
+    int64_t rank_at;          /* the rank's place among the run's ranks: the sort's first key */
+    int gpu;                  /* host processes before GPUs */
+    int64_t pid;              /* the track's pid */
+    int kind;                 /* 0 process, 1 thread, 2 device, 3 stream */
+    int64_t tid;              /* thread id or stream number */
+    int64_t rank, orig;       /* the rank; the real pid or device ordinal */
+    int64_t name_id;          /* strings.id, 0 = none */
+    int selected;             /* of a rank --rank selects */
+} rmeta;
+
+static int cmp_rmeta(const void *a, const void *b)
+{
+    const rmeta *x = a, *y = b;
+    int64_t kx[5] = {x->rank_at, x->gpu, x->pid, x->kind, x->tid};
+    int64_t ky[5] = {y->rank_at, y->gpu, y->pid, y->kind, y->tid};
+    for (int i = 0; i < 5; i++)
+        if (kx[i] != ky[i])
+            return kx[i] < ky[i] ? -1 : 1;
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int64_t rank_at(const int64_t *ranks, size_t n, int64_t r)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ranks[mid] < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (int64_t)lo;
+}
+
+/* A run.db of two ranks or more (lib/ranks.h): host pids stay when one rank
+ * alone has them, else move to (maxpid + 1) * (rank's place + 1) + pid; each
+ * rank's GPUs come after all of those, one block of device ordinals per rank.
+ * Processes are named "rank R: NAME (pid P)" and "rank R: GPU D: NAME" and
+ * sorted by rank, host processes before GPUs.  Writes the metadata of the
+ * selected ranks and the maps render() reads the pids from. */
+static tr_status ranked_meta(chrome_ctx *c, tr_error *err)
+{
+    sqlite3 *db = c->sc.db;
+    tr_rank_map m;
+    tr_status st = tr_rank_map_load(&m, db, 0, NULL, err);
+    if (st != TR_OK || m.nranks < 2) {
+        tr_rank_map_free(&m);
+        return st;
+    }
+    c->multi_rank = 1;
+    int64_t *ranks = malloc(m.nsrc * sizeof *ranks);
+    rmeta *v = NULL;
+    size_t n = 0, cap = 0, nr = 0;
+    if (!ranks) {
+        tr_rank_map_free(&m);
+        return nomem(err);
+    }
+    for (size_t i = 0; i < m.nsrc; i++)
+        ranks[i] = m.src[i].rank;
+    qsort(ranks, m.nsrc, sizeof *ranks, cmp_i64);
+    for (size_t i = 0; i < m.nsrc; i++)
+        if (!nr || ranks[nr - 1] != ranks[i])
+            ranks[nr++] = ranks[i];
+    /* rows: 0 processes, 1 threads (by their process), 2 devices, 3 streams (by their device) */
+    static const char sql[] =
+        "SELECT 0, p.id, p.pid, p.source_id, p.name_id, p.id FROM processes p "
+        "UNION ALL SELECT 1, t.id, t.tid, p.source_id, t.name_id, p.id FROM threads t "
+        "JOIN processes p ON p.id = t.process_id "
+        "UNION ALL SELECT 2, d.id, d.device, d.source_id, d.name_id, d.id FROM devices d "
+        "UNION ALL SELECT 3, s.id, s.stream, d.source_id, NULL, d.id FROM streams s "
+        "JOIN devices d ON d.id = s.device_id ORDER BY 1, 2";
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
+        st = tr_fail(err, TR_ERR_INPUT, "%s: cannot read threads: %s", tr_rundb_name(db), sqlite3_errmsg(db));
+        goto out;
+    }
+    struct row { int kind; int64_t id, num, rank, name, owner; } *rows = NULL;
+    size_t nrows = 0, rcap = 0;
+    int64_t maxpid = 0, maxdev = 0;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        if (nrows == rcap) {
+            rcap = rcap ? 2 * rcap : 64;
+            struct row *nrw = realloc(rows, rcap * sizeof *nrw);
+            if (!nrw) {
+                st = nomem(err);
+                break;
+            }
+            rows = nrw;
+        }
+        struct row *r = &rows[nrows++];
+        r->kind = sqlite3_column_int(q, 0);
+        r->id = sqlite3_column_int64(q, 1);
+        r->num = sqlite3_column_int64(q, 2);
+        r->rank = tr_rank_map_source(&m, sqlite3_column_int64(q, 3));
+        r->name = sqlite3_column_int64(q, 4);
+        r->owner = sqlite3_column_int64(q, 5);
+        if (r->kind == 0 && r->num > maxpid)
+            maxpid = r->num;
+        if (r->kind == 2 && r->num > maxdev)
+            maxdev = r->num;
+    }
+    sqlite3_finalize(q);
+    /* pids and ordinals no trace has would overflow the blocks: kept as they are */
+    if (maxpid >= INT32_MAX || maxdev >= 1 << 20)
+        maxpid = maxdev = 0;
+    tr_i64map pid_rank, proc_pid, dev_pid;
+    tr_i64map_init(&pid_rank);
+    tr_i64map_init(&proc_pid);
+    tr_i64map_init(&dev_pid);
+    /* a pid two ranks have: -1 */
+    for (size_t i = 0; st == TR_OK && i < nrows; i++) {
+        int64_t had;
+        if (rows[i].kind != 0)
+            continue;
+        if (!tr_i64map_get(&pid_rank, rows[i].num, &had))
+            had = rows[i].rank;
+        else if (had != rows[i].rank)
+            had = -1;
+        if (tr_i64map_put(&pid_rank, rows[i].num, had) < 0)
+            st = nomem(err);
+    }
+    int64_t gpu_base = (maxpid + 1) * ((int64_t)nr + 1);
+    for (size_t i = 0; st == TR_OK && i < nrows; i++) {
+        struct row *r = &rows[i];
+        int64_t at = rank_at(ranks, nr, r->rank), pid = 0, owner_pid = 0, sole = 0;
+        switch (r->kind) {
+        case 0:
+            tr_i64map_get(&pid_rank, r->num, &sole);
+            pid = sole >= 0 ? r->num : (maxpid + 1) * (at + 1) + r->num;
+            if (tr_i64map_put(&proc_pid, r->id, pid) < 0)
+                st = nomem(err);
+            break;
+        case 1:
+            tr_i64map_get(&proc_pid, r->owner, &owner_pid);
+            pid = owner_pid;
+            if (tr_i64map_put(&c->thread_pid, r->id, pid) < 0)
+                st = nomem(err);
+            break;
+        case 2:
+            pid = gpu_base + at * (maxdev + 1) + r->num;
+            if (tr_i64map_put(&dev_pid, r->id, pid) < 0)
+                st = nomem(err);
+            break;
+        default:
+            tr_i64map_get(&dev_pid, r->owner, &owner_pid);
+            pid = owner_pid;
+            if (tr_i64map_put(&c->stream_pid, r->id, pid) < 0)
+                st = nomem(err);
+        }
+        if (st != TR_OK)
+            break;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            rmeta *nv = realloc(v, cap * sizeof *nv);
+            if (!nv) {
+                st = nomem(err);
+                break;
+            }
+            v = nv;
+        }
+        int64_t orig = r->num;
+        if (r->kind == 1 || r->kind == 3)
+            for (size_t k = 0; k < nrows; k++)   /* rows are few: threads and streams of a run */
+                if (rows[k].kind == r->kind - 1 && rows[k].id == r->owner) {
+                    orig = rows[k].num;
+                    break;
+                }
+        v[n++] = (rmeta){at, r->kind >= 2, pid, r->kind, r->kind == 1 || r->kind == 3 ? r->num : 0,
+                         r->rank, r->kind == 1 || r->kind == 3 ? orig : r->num, r->name,
+                         !c->sc.has_ranks || tr_rank_set_has(&c->o->ranks, r->rank)};
+    }
+    tr_i64map_free(&pid_rank);
+    tr_i64map_free(&proc_pid);
+    tr_i64map_free(&dev_pid);
+    free(rows);
+    if (st != TR_OK)
+        goto out;
+    qsort(v, n, sizeof *v, cmp_rmeta);
+    cbuf *h = &c->head;
+    char buf[512];
+    int64_t order = 0;
+    for (size_t i = 0; i < n; i++) {
+        rmeta *e = &v[i];
+        if (!e->selected || (i && e->kind == v[i - 1].kind && e->pid == v[i - 1].pid && e->tid == v[i - 1].tid))
+            continue;   /* one track per (pid, tid) even when several rows map to it */
+        size_t len = 0;
+        const char *name = e->name_id ? tr_scan_string(&c->sc, e->name_id, &len) : "";
+        int has = len > 0;
+        switch (e->kind) {
+        case 0:
+            if (has)
+                snprintf(buf, sizeof buf, "rank %lld: %.*s (pid %lld)", (long long)e->rank, (int)len, name,
+                         (long long)e->orig);
+            else
+                snprintf(buf, sizeof buf, "rank %lld: process %lld", (long long)e->rank, (long long)e->orig);
+            meta_name(c, "process_name", e->pid, 0, buf);
+            snprintf(buf, sizeof buf, "rank %lld", (long long)e->rank);
+            meta(h, "process_labels", e->pid, 0, "labels");
+            put_escaped(c, h, buf, strlen(buf));
+            cb_lit(h, "}}");
+            meta_int(h, "process_sort_index", e->pid, 0, "sort_index", order++);
+            break;
+        case 1:
+            if (has) {
+                snprintf(buf, sizeof buf, "%.*s", (int)len, name);
+                meta_name(c, "thread_name", e->pid, e->tid, buf);
+            }
+            meta_int(h, "thread_sort_index", e->pid, e->tid, "sort_index", e->tid);
+            break;
+        case 2:
+            snprintf(buf, sizeof buf, "rank %lld: GPU %lld%s%.*s", (long long)e->rank, (long long)e->orig,
+                     has ? ": " : "", (int)len, name);
+            meta_name(c, "process_name", e->pid, 0, buf);
+            snprintf(buf, sizeof buf, "rank %lld,GPU %lld", (long long)e->rank, (long long)e->orig);
+            meta(h, "process_labels", e->pid, 0, "labels");
+            put_escaped(c, h, buf, strlen(buf));
+            cb_lit(h, "}}");
+            meta_int(h, "process_sort_index", e->pid, 0, "sort_index", order++);
+            break;
+        default:
+            snprintf(buf, sizeof buf, "stream %lld", (long long)e->tid);
+            meta_name(c, "thread_name", e->pid, e->tid, buf);
+            meta_int(h, "thread_sort_index", e->pid, e->tid, "sort_index", e->tid);
+        }
+    }
+out:
+    free(v);
+    free(ranks);
+    tr_rank_map_free(&m);
+    return st;
+}
+
 /* The top-level keys and the metadata events, written again at the top of every part. */
 static tr_status build_head(chrome_ctx *c, tr_error *err)
 {
@@ -568,6 +813,11 @@ static tr_status build_head(chrome_ctx *c, tr_error *err)
     cb_lit(h, ",\"otherData\":{\"generator\":\"trace-export\",\"time_origin\":\"ts is in "
               "microseconds after baseTimeNanoseconds\"},\n\"traceEvents\":[");
     c->head_at = h->n;
+    tr_status rs = ranked_meta(c, err);
+    if (rs != TR_OK)
+        return rs;
+    if (c->multi_rank)
+        goto counted;
 
     static const char sql[] =
         "SELECT 0, p.pid, 0, s.value FROM processes p LEFT JOIN strings s ON s.id = p.name_id "
@@ -622,6 +872,7 @@ static tr_status build_head(chrome_ctx *c, tr_error *err)
         }
     }
     sqlite3_finalize(st);
+counted:
     for (size_t i = c->head_at; i + 1 < h->n; i++)
         c->head_events += h->v[i] == '\n' && h->v[i + 1] == '{';
     if (h->n > c->head_at)
@@ -788,6 +1039,8 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
     /* a host wait that names its stream stays on its thread's track */
     int on_stream = has_stream && (gpu || thread_id < 0);
     const tr_export_opts *o = c->o;
+    if (c->sc.has_ranks && !tr_rank_map_ok(&c->sc.ranks, thread_id, stream_id))
+        return 0;   /* --rank */
     if (gpu) {
         if (end - start < o->min_dur)
             return 0;
@@ -818,8 +1071,12 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
     if (on_stream) {
         pid = dev + c->dev_shift;
         tid = stream;
+        if (c->multi_rank)
+            tr_i64map_get(&c->stream_pid, stream_id, &pid);
     } else {
         tr_scan_thread(&c->sc, thread_id, &pid, &tid);
+        if (c->multi_rank)
+            tr_i64map_get(&c->thread_pid, thread_id, &pid);
     }
     const kind_style *ks = &kind_styles[kind > 0 && kind < TR_KIND_COUNT_ ? kind : 0];
     int64_t flags = sqlite3_column_int64(st, C_FLAGS);
@@ -982,6 +1239,8 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
          * launch (a graph) starts many */
         int64_t lpid = 0, ltid = 0;
         tr_scan_thread(&c->sc, l_thread, &lpid, &ltid);
+        if (c->multi_rank)
+            tr_i64map_get(&c->thread_pid, l_thread, &lpid);
         for (int f = 0; f < 2; f++) {
             cb_str(b, f ? ",\n{\"ph\":\"f\",\"bp\":\"e\"" : ",\n{\"ph\":\"s\"");
             cb_lit(b, ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
@@ -1228,6 +1487,8 @@ static tr_status chrome(sqlite3 *db, const tr_export_opts *o, FILE *out, const c
     tr_i64map_init(&c->frame_row);
     tr_i64map_init(&c->selected);
     tr_i64map_init(&c->stream_ctx);
+    tr_i64map_init(&c->thread_pid);
+    tr_i64map_init(&c->stream_pid);
     c->scratch = open_memstream(&c->scratch_buf, &c->scratch_len);
     tr_status st = c->scratch ? tr_scan_init(&c->sc, db, o, err) : nomem(err);
     if (st == TR_OK)
@@ -1249,6 +1510,8 @@ static tr_status chrome(sqlite3 *db, const tr_export_opts *o, FILE *out, const c
     tr_i64map_free(&c->frame_row);
     tr_i64map_free(&c->selected);
     tr_i64map_free(&c->stream_ctx);
+    tr_i64map_free(&c->thread_pid);
+    tr_i64map_free(&c->stream_pid);
     for (int k = 0; k < D_N; k++)
         sqlite3_finalize(c->side[k]);
     free(c);

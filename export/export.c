@@ -69,6 +69,7 @@ void tr_export_opts_free(tr_export_opts *o)
     pcre2_code_free(o->include_re);
     pcre2_code_free(o->exclude_re);
     o->include_re = o->exclude_re = NULL;
+    tr_rank_set_free(&o->ranks);
 }
 
 tr_status tr_export_set_regex(tr_export_opts *o, int which, const char *pattern, tr_error *err)

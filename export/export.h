@@ -23,6 +23,7 @@
 
 #include "lib/error.h"
 #include "lib/escape.h"
+#include "lib/ranks.h"
 
 /* Per-event metric values, in the order of tr_export_metrics[]. */
 enum {
@@ -57,6 +58,7 @@ typedef struct {
     int has_thread, has_device;
     int64_t thread_tid, device;
     void *include_re, *exclude_re;    /* pcre2_code *, NULL = none */
+    tr_rank_set ranks;                /* --rank; n == 0: every rank (each scan resolves it, lib/ranks.h) */
     /* flamegraph */
     const char *title;
     int width;

@@ -333,7 +333,7 @@ tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, 
             width / 2, metric->label, tot,
             auto_gpu ? " (the trace has no CPU time)" : "",
             sc.use_frames ? "recorded frames" : "range ancestry");
-    if (o->include_re || o->exclude_re || o->has_time_range || o->has_thread || o->has_device)
+    if (o->include_re || o->exclude_re || o->has_time_range || o->has_thread || o->has_device || o->ranks.n)
         fputs("; filtered", out);
     fputs("</text>\n", out);
     fprintf(out, "<text id=\"unzoom\" class=\"ui\" x=\"%d\" y=\"22\" opacity=\"0\">Reset Zoom</text>\n"

@@ -403,13 +403,26 @@ static const struct { const char *spec, *title; size_t rows; } key_tables[] = {
     {"advice", "Findings", TABLE_ROWS},
 };
 
-tr_status tr_html_report(sqlite3 *db, const char *title, FILE *out, tr_error *err)
+tr_status tr_html_report(sqlite3 *db, const char *title, const struct tr_rank_set *ranks, FILE *out,
+                         tr_error *err)
 {
     tr_analyze_opts ao;
     memset(&ao, 0, sizeof ao);
     ao.limit = -1;
+    /* --rank: the tables count the events of those ranks (a shallow copy of the set) */
+    tr_selection sel;
+    memset(&sel, 0, sizeof sel);
+    tr_status st = TR_OK;
+    if (ranks && ranks->n) {
+        sel.ranks = *ranks;
+        ao.select = &sel;
+        st = tr_selection_bind(&sel, db, err);
+    }
     tr_rresult sum, gt, steps;
-    tr_status st = tr_report_compute(db, "summary", &ao, &sum, err);
+    if (st == TR_OK)
+        st = tr_report_compute(db, "summary", &ao, &sum, err);
+    else
+        memset(&sum, 0, sizeof sum);
     if (st == TR_OK)
         st = tr_report_compute(db, "gpu-time", &ao, &gt, err);
     else
@@ -482,6 +495,7 @@ tr_status tr_html_report(sqlite3 *db, const char *title, FILE *out, tr_error *er
     tr_rresult_free(&sum);
     tr_rresult_free(&gt);
     tr_rresult_free(&steps);
+    tr_selection_unbind(&sel);
     if (st == TR_OK && ferror(out))
         st = tr_fail(err, TR_ERR_RUNTIME, "write error on output");
     return st;

@@ -15,8 +15,11 @@
 
 #include "lib/error.h"
 
-/* title: NULL for the default. */
-tr_status tr_html_report(sqlite3 *db, const char *title, FILE *out, tr_error *err);
+/* title: NULL for the default; ranks: the ranks whose events the tables count
+ * (NULL or empty: all; lib/ranks.h). */
+struct tr_rank_set;
+tr_status tr_html_report(sqlite3 *db, const char *title, const struct tr_rank_set *ranks, FILE *out,
+                         tr_error *err);
 
 struct tr_export_format;
 extern const struct tr_export_format tr_export_html_format;

@@ -41,6 +41,8 @@ static void usage(FILE *f)
             "                        ('@A:B': absolute ns; either side may be empty)\n"
             "  --thread TID          events of one CPU thread (and the GPU work it launched)\n"
             "  --device N            GPU activities of device N only\n"
+            "  --rank R[,R...]       events of those distributed ranks (ranges A-B too);\n"
+            "                        --chrome shows each rank apart (docs/diff.md)\n"
             "  --include REGEX       stacks with a frame matching REGEX (PCRE2)\n"
             "  --exclude REGEX       drop stacks with a frame matching REGEX\n"
             "  --title T, --width PX, --minwidth PX, --inverted   flamegraph layout\n"
@@ -92,6 +94,15 @@ enum { O_DIFF = 512, O_DIFF_NORM };
 enum { O_HTML = 700 };
 enum { O_MIN_DUR = 800, O_MAX_SIZE, O_STEP };
 enum { O_EVENTS = 600, O_EVENTS_FORMAT };
+enum { O_RANK = 1000 };
+
+/* The rank checks' warnings (lib/ranks.h): one line each. */
+static void warn_line(void *ctx, const char *msg)
+{
+    (void)ctx;
+    fputs("trace-export: warning: ", stderr);
+    tr_put_line(stderr, msg);
+}
 enum { O_NO_CACHE = 900, O_FOLDED };
 
 /* --folded: what goes with it. */
@@ -165,6 +176,7 @@ int main(int argc, char **argv)
         {"max-size", required_argument, NULL, O_MAX_SIZE},
         {"step", required_argument, NULL, O_STEP},
         {"no-cache", no_argument, NULL, O_NO_CACHE},
+        {"rank", required_argument, NULL, O_RANK},
         {"folded", no_argument, NULL, O_FOLDED},
         {"version", no_argument, NULL, O_VERSION},   {NULL, 0, NULL, 0}};
     static const char *const format_of[] = {[O_STACKS - O_STACKS] = "stacks",
@@ -231,6 +243,11 @@ int main(int argc, char **argv)
             if (!parse_long(optarg, 0, INT64_MAX, &v))
                 rc = usage_error("invalid --device '%s' (a device number)", optarg);
             o.has_device = 1, o.device = v, selection = 1;
+            break;
+        case O_RANK:
+            if (tr_rank_set_parse(&o.ranks, optarg, &err) != TR_OK)
+                rc = usage_error("%s", err.msg);
+            selection = 1;
             break;
         case O_INCLUDE: case O_EXCLUDE:
             if (tr_export_set_regex(&o, c == O_EXCLUDE, optarg, &err) != TR_OK)
@@ -336,6 +353,12 @@ int main(int argc, char **argv)
         st = tr_list_check_filter(db, argv[optind], "thread", o.thread_tid, &err);
     if (st == TR_OK && o.has_device)
         st = tr_list_check_filter(db, argv[optind], "device", o.device, &err);
+    /* --diff: each run's ranks count from 0 (as trace-analyze --diff) */
+    int64_t bases[2];
+    const char *ipaths[2] = {in[0].path, in[1].path};
+    if (st == TR_OK)
+        st = tr_ranks_prepare(ipaths, (const char *const *)argv + optind, (size_t)(1 + diff), diff, &o.ranks, bases,
+                              warn_line, NULL, &err);
     if (st == TR_OK && step)
         st = tr_export_step_window(db, step, &o, &err);
     /* on a terminal, a progress line: the run.db read so far, and its rate */

@@ -426,6 +426,11 @@ tr_status tr_scan_init(tr_scan *sc, sqlite3 *db, const tr_export_opts *o, tr_err
     sc->streams = calloc(nstreams + 1, sizeof *sc->streams);
     if (!sc->threads || !sc->streams)
         return nomem(err);
+    if (o->ranks.n) {
+        sc->has_ranks = 1;   /* freed by tr_scan_free, even half loaded */
+        if ((st = tr_rank_map_load(&sc->ranks, db, 0, &o->ranks, err)) != TR_OK)
+            return st;
+    }
     if ((st = load_ids(sc, "SELECT t.id, p.pid, t.tid FROM threads t "
                            "LEFT JOIN processes p ON p.id = t.process_id ORDER BY t.id",
                        &sc->thread_map, sc->threads, nthreads, &sc->nthreads, err)) != TR_OK
@@ -460,6 +465,8 @@ void tr_scan_free(tr_scan *sc)
     free(sc->streams);
     tr_i64map_free(&sc->thread_map);
     tr_i64map_free(&sc->stream_map);
+    if (sc->has_ranks)
+        tr_rank_map_free(&sc->ranks);
     sqlite3_finalize(sc->q_str);
     sqlite3_finalize(sc->q_event);
     memset(sc, 0, sizeof *sc);
@@ -569,6 +576,8 @@ static int row_selected(tr_scan *sc, const tr_xrow *r, int64_t oth, int has_oth)
         if (!has_oth || !tr_scan_thread(sc, oth, &pid, &tid) || tid != o->thread_tid)
             return 0;
     }
+    if (sc->has_ranks && !tr_rank_map_ok(&sc->ranks, r->thread_id, r->stream_id))
+        return 0;
     if (o->has_device && r->on_gpu) {
         int64_t dev, stream;
         if (!tr_scan_stream(sc, r->stream_id, &dev, &stream) || dev != o->device)

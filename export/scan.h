@@ -72,6 +72,9 @@ typedef struct {
     tr_i64map *frame_memo_map;    /* stack_nodes id -> row index */
     /* threads.id -> (pid, tid), streams.id -> (device, stream) */
     tr_i64map thread_map, stream_map;
+    /* --rank: each event's rank (loaded only with --rank) */
+    tr_rank_map ranks;
+    int has_ranks;
     int64_t (*threads)[2], (*streams)[2];
     size_t nthreads, nstreams;
     /* open events of the current thread */

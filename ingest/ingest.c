@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/checked.h"
 #include "lib/output.h"
+#include "lib/ranks.h"
 #include "lib/rundb.h"
 #include "lib/tree.h"
 
@@ -308,6 +310,31 @@ static tr_status read_one(tr_trace *t, const char *path, size_t i, size_t n,
     return st;
 }
 
+static void warn_rank(void *ctx, const char *msg)
+{
+    tr_ingest_warn(ctx, "%s", msg);
+}
+
+/* Two inputs claiming one rank, or a world size the inputs do not fill: warned
+ * about, never refused (lib/ranks.h).  Sources without a rank count by their order. */
+static void check_ranks(const tr_trace *t, const tr_ingest_opts *o)
+{
+    size_t n = t->sources.n ? t->sources.n - 1 : 0;
+    if (!o || !o->warn || n < 2)
+        return;
+    tr_source_rank *v = calloc(n, sizeof *v);
+    const char **label = calloc(n, sizeof *label);
+    for (size_t i = 0; v && label && i < n; i++) {
+        const tr_source *s = &t->sources.v[i + 1];
+        v[i] = (tr_source_rank){(int64_t)i + 1, s->rank >= 0 ? s->rank : (int64_t)i, s->world_size, s->rank >= 0};
+        label[i] = tr_str_of(t, s->path);
+    }
+    if (v && label)
+        tr_ranks_check(v, label, n, warn_rank, (void *)o);
+    free(v);
+    free(label);
+}
+
 /* The meta rows of an ingest: the generator, and `time_base_ns.N` for each
  * Kineto source: the ns its times were shifted by (baseTimeNanoseconds, 0
  * when the file has none), from which gpu-time recomputes the file's own
@@ -315,8 +342,8 @@ static tr_status read_one(tr_trace *t, const char *path, size_t i, size_t n,
 static tr_status write_db(const tr_trace *t, const char *out, tr_error *err)
 {
     size_t nsrc = t->sources.n ? t->sources.n - 1 : 0;
-    tr_meta_kv *meta = calloc(1 + nsrc, sizeof *meta);
-    char (*kv)[2][48] = calloc(nsrc ? nsrc : 1, sizeof *kv);
+    tr_meta_kv *meta = calloc(1 + 2 * nsrc, sizeof *meta);
+    char (*kv)[2][48] = calloc(nsrc ? 2 * nsrc : 1, sizeof *kv);
     if (!meta || !kv) {
         free(meta);
         free(kv);
@@ -330,6 +357,16 @@ static tr_status write_db(const tr_trace *t, const char *out, tr_error *err)
         snprintf(kv[i - 1][0], sizeof kv[i - 1][0], "time_base_ns.%zu", i);
         snprintf(kv[i - 1][1], sizeof kv[i - 1][1], "%lld", (long long)t->sources.v[i].time_base_ns);
         meta[n++] = (tr_meta_kv){kv[i - 1][0], kv[i - 1][1]};
+    }
+    /* `world_size.N`: the world size source N gives (distributedInfo), for the
+     * rank-count checks (lib/ranks.h); a meta row, so older run.dbs read as they are */
+    for (size_t i = 1; i < t->sources.n; i++) {
+        if (t->sources.v[i].world_size <= 0)
+            continue;
+        char (*w)[48] = kv[nsrc + i - 1];
+        snprintf(w[0], sizeof w[0], "world_size.%zu", i);
+        snprintf(w[1], sizeof w[1], "%lld", (long long)t->sources.v[i].world_size);
+        meta[n++] = (tr_meta_kv){w[0], w[1]};
     }
     tr_status st = tr_rundb_write(t, out, meta, n, err);
     free(meta);
@@ -357,8 +394,16 @@ tr_status tr_ingest_files(const char *const *paths, size_t npaths, const char *o
     if (st != TR_OK)
         return st;
     tr_progress *pg = o ? o->progress : NULL;
-    for (size_t i = 0; i < npaths && st == TR_OK; i++)
+    for (size_t i = 0; i < npaths && st == TR_OK; i++) {
+        size_t first = t.sources.n ? t.sources.n : 1;
         st = read_one(&t, paths[i], i, npaths, o, err);
+        /* --rank N: N for the first input, N + i for the i-th, where the file gives none */
+        for (size_t k = first; st == TR_OK && o && o->has_rank && k < t.sources.n; k++)
+            if (t.sources.v[k].rank < 0)
+                t.sources.v[k].rank = tr_sat_add(o->rank, (int64_t)i);
+    }
+    if (st == TR_OK)
+        check_ranks(&t, o);
     if (st == TR_OK) {
         tr_progress_phase(pg, "building the call tree", 0);
         st = tr_tree_build(&t, err);

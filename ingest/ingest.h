@@ -26,6 +26,10 @@ typedef struct {
      * the caller's look at what was read (trace-ingest's summary). */
     void (*done)(void *ctx, const tr_trace *t);
     void *done_ctx;
+    /* --rank N: the rank of the i-th input's sources (N + i) where the file
+     * gives none; without it they are told apart by their order (lib/ranks.h) */
+    int has_rank;
+    int64_t rank;
 } tr_ingest_opts;
 
 /* The input path that means standard input, and how messages and run.db name it. */

@@ -1,5 +1,6 @@
 /* trace-ingest: reads traces (nvprof databases, ...) into a run database. */
 #include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,9 @@ static void usage(FILE *f)
             "  -o, --output FILE   run database to write (default run.db); written atomically;\n"
             "                      '-' writes it to standard output\n"
             "      --format NAME   skip detection and read every FILE as NAME\n"
+            "      --rank N        rank of the first FILE (N+1 of the next, ...) where the\n"
+            "                      file gives none (Kineto's distributedInfo); without it,\n"
+            "                      the order of the inputs (docs/diff.md)\n"
             "  -q, --quiet         no progress, no summary and no warnings on stderr\n"
             "  -h, --help          this help\n"
             "      --version       print the version\n"
@@ -318,7 +322,8 @@ int main(int argc, char **argv)
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'F'},
         {"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
+        {"version", no_argument, NULL, 'V'},      {"rank", required_argument, NULL, 'R'},
+        {NULL, 0, NULL, 0}};
     const char *out = "run.db";
     int quiet = 0, c;
     warn_log warnings = {0};
@@ -347,6 +352,18 @@ int main(int argc, char **argv)
             opts.force_format = optarg;
             break;
         case 'q': quiet = 1; opts.warn = NULL; break;
+        case 'R': {
+            char *end;
+            errno = 0;
+            long long r = strtoll(optarg, &end, 10);
+            if (!*optarg || *end || errno || r < 0 || r > INT32_MAX) {
+                fprintf(stderr, "trace-ingest: invalid --rank '%s' (a rank >= 0)\n", optarg);
+                return TR_ERR_USAGE;
+            }
+            opts.has_rank = 1;
+            opts.rank = r;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         case 'V': printf("trace-ingest %s\n", TR_VERSION); return 0;
         default:

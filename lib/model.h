@@ -99,6 +99,7 @@ typedef struct {
     int64_t rank;         /* distributed rank, -1 = unknown */
     int64_t events;
     int64_t time_base_ns; /* added to the file's own times (Kineto's baseTimeNanoseconds), 0 = none */
+    int64_t world_size;   /* distributed world size the source gives, 0 = unknown */
 } tr_source;
 typedef struct { uint32_t parent; uint32_t frame; } tr_stack_node;
 

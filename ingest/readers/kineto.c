@@ -1056,6 +1056,7 @@ static tr_status top_value(kin_reader *r, const char *key, cJSON *v)
         }
     } else if (strcmp(key, "distributedInfo") == 0 && cJSON_IsObject(v)) {
         r->t->sources.v[r->source].rank = jint(v, "rank", -1);
+        r->t->sources.v[r->source].world_size = jint(v, "world_size", 0);
     } else if (strcmp(key, "schemaVersion") == 0 && cJSON_IsNumber(v)) {
         char buf[32];
         snprintf(buf, sizeof buf, "schema %d", v->valueint);

@@ -78,8 +78,9 @@ if [ -n "$TRACES" ]; then
     "$BIN/trace-ingest" -q -o rall.db "$TRACES/kineto/$1" "$TRACES/kineto/$2" "$TRACES/kineto/$3" \
         || fail "cannot ingest the three real traces together"
     for opts in "" "--stats" "--group-by-shape" "--group-by-stack 3" "--format json"; do
-        "$A" -n -1 $opts rall.db >one.out 2>&1
-        "$A" -n -1 $opts r1.db r2.db r3.db >many.out 2>&1
+        # (two of the traces claim rank 0: the many-run.db table warns, docs/diff.md, Ranks)
+        "$A" -n -1 $opts rall.db >one.out 2>one.err
+        "$A" -n -1 $opts r1.db r2.db r3.db >many.out 2>many.err
         cmp -s one.out many.out || { fail "real traces: merged table differs with '$opts'"; diff one.out many.out | head -6 >&2; }
     done
 fi

@@ -1,0 +1,429 @@
+#include "lib/ranks.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/rundb.h"
+
+static tr_status nomem(tr_error *err) { return tr_fail(err, TR_ERR_RUNTIME, "out of memory"); }
+
+/* ---- --rank R[,R...] ---- */
+
+static int parse_rank(const char *s, size_t n, int64_t *out)
+{
+    char buf[32];
+    if (n == 0 || n >= sizeof buf)
+        return 0;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    long long v = strtoll(buf, &end, 10);
+    if (*end || errno || v < 0 || buf[0] == '+' || buf[0] == ' ')
+        return 0;
+    *out = v;
+    return 1;
+}
+
+tr_status tr_rank_set_parse(tr_rank_set *s, const char *text, tr_error *err)
+{
+    const char *p = text;
+    if (!*p)
+        return tr_fail(err, TR_ERR_USAGE, "invalid --rank '' (ranks, e.g. 0 or 0,2 or 0-3)");
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        const char *dash = memchr(p, '-', n);
+        int64_t lo, hi;
+        int ok = dash ? parse_rank(p, (size_t)(dash - p), &lo) && parse_rank(dash + 1, n - (size_t)(dash - p) - 1, &hi)
+                      : parse_rank(p, n, &lo);
+        if (!dash)
+            hi = lo;
+        if (!ok || hi < lo)
+            return tr_fail(err, TR_ERR_USAGE, "invalid --rank '%s' (ranks >= 0, e.g. 0 or 0,2 or 0-3)", text);
+        struct tr_rank_range *v = realloc(s->v, (s->n + 1) * sizeof *v);
+        if (!v)
+            return nomem(err);
+        s->v = v;
+        s->v[s->n++] = (struct tr_rank_range){lo, hi};
+        p += n;
+        if (*p == ',' && !p[1])
+            return tr_fail(err, TR_ERR_USAGE, "invalid --rank '%s' (ranks >= 0, e.g. 0 or 0,2 or 0-3)", text);
+        p += *p == ',';
+    }
+    return TR_OK;
+}
+
+int tr_rank_set_has(const tr_rank_set *s, int64_t rank)
+{
+    if (!s || !s->n)
+        return 1;
+    for (size_t i = 0; i < s->n; i++)
+        if (rank >= s->v[i].lo && rank <= s->v[i].hi)
+            return 1;
+    return 0;
+}
+
+void tr_rank_set_free(tr_rank_set *s)
+{
+    free(s->v);
+    s->v = NULL;
+    s->n = 0;
+}
+
+/* ---- the sources' ranks ---- */
+
+static tr_status db_error(sqlite3 *db, const char *what, tr_error *err)
+{
+    return tr_fail(err, TR_ERR_INPUT, "%s: cannot read %s: %s", tr_rundb_name(db), what, sqlite3_errmsg(db));
+}
+
+tr_status tr_source_ranks_load(sqlite3 *db, int64_t base, tr_source_rank **out, size_t *n, tr_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    /* sources.rank came after the first v1 files: those have positions only */
+    if (sqlite3_prepare_v2(db, "SELECT id, rank FROM sources ORDER BY id", -1, &st, NULL) != SQLITE_OK
+        && sqlite3_prepare_v2(db, "SELECT id, NULL FROM sources ORDER BY id", -1, &st, NULL) != SQLITE_OK)
+        return db_error(db, "table sources", err);
+    tr_source_rank *v = NULL;
+    size_t cap = 0, k = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (k == cap) {
+            cap = cap ? 2 * cap : 8;
+            tr_source_rank *nv = realloc(v, cap * sizeof *nv);
+            if (!nv) {
+                free(v);
+                sqlite3_finalize(st);
+                return nomem(err);
+            }
+            v = nv;
+        }
+        int stored = sqlite3_column_type(st, 1) != SQLITE_NULL;
+        v[k] = (tr_source_rank){sqlite3_column_int64(st, 0),
+                                stored ? sqlite3_column_int64(st, 1) : base + (int64_t)k, 0, stored};
+        k++;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        free(v);
+        return db_error(db, "table sources", err);
+    }
+    /* world sizes are meta rows world_size.<source id>, so older run.dbs read as they are */
+    if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta WHERE key GLOB 'world_size.[0-9]*'", -1, &st, NULL)
+        == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            const char *key = (const char *)sqlite3_column_text(st, 0);
+            int64_t id = key ? strtoll(key + 11, NULL, 10) : -1, w = sqlite3_column_int64(st, 1);
+            for (size_t i = 0; i < k; i++)
+                if (v[i].id == id && w > 0)
+                    v[i].world_size = w;
+        }
+        sqlite3_finalize(st);
+    }
+    *out = v;
+    *n = k;
+    return TR_OK;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The sources' distinct ranks, sorted; *n of them. */
+static int64_t *distinct_ranks(const tr_source_rank *v, size_t nv, size_t *n)
+{
+    int64_t *r = malloc((nv ? nv : 1) * sizeof *r);
+    *n = 0;
+    if (!r)
+        return NULL;
+    for (size_t i = 0; i < nv; i++)
+        r[i] = v[i].rank;
+    qsort(r, nv, sizeof *r, cmp_i64);
+    for (size_t i = 0; i < nv; i++)
+        if (!*n || r[*n - 1] != r[i])
+            r[(*n)++] = r[i];
+    return r;
+}
+
+static tr_status load_rows(tr_rank_map *m, sqlite3 *db, const char *sql, tr_i64map *to, tr_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_error(db, "the threads and streams", err);
+    int rc;
+    tr_status s = TR_OK;
+    while (s == TR_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        if (tr_i64map_put(to, sqlite3_column_int64(st, 0),
+                          tr_rank_map_source(m, sqlite3_column_int64(st, 1))) < 0)
+            s = nomem(err);
+    if (s == TR_OK && rc != SQLITE_DONE)
+        s = db_error(db, "the threads and streams", err);
+    sqlite3_finalize(st);
+    return s;
+}
+
+tr_status tr_rank_map_load(tr_rank_map *m, sqlite3 *db, int64_t base, const tr_rank_set *want, tr_error *err)
+{
+    memset(m, 0, sizeof *m);
+    tr_i64map_init(&m->thread_rank);
+    tr_i64map_init(&m->stream_rank);
+    m->want = want;
+    tr_status st = tr_source_ranks_load(db, base, &m->src, &m->nsrc, err);
+    if (st != TR_OK)
+        return st;
+    m->fallback = m->nsrc ? m->src[0].rank : base;
+    int64_t *d = distinct_ranks(m->src, m->nsrc, &m->nranks);
+    if (!d)
+        return nomem(err);
+    free(d);
+    if ((st = load_rows(m, db, "SELECT t.id, p.source_id FROM threads t JOIN processes p ON p.id = t.process_id",
+                        &m->thread_rank, err)) != TR_OK)
+        return st;
+    return load_rows(m, db, "SELECT s.id, d.source_id FROM streams s JOIN devices d ON d.id = s.device_id",
+                     &m->stream_rank, err);
+}
+
+void tr_rank_map_free(tr_rank_map *m)
+{
+    free(m->src);
+    tr_i64map_free(&m->thread_rank);
+    tr_i64map_free(&m->stream_rank);
+    memset(m, 0, sizeof *m);
+}
+
+int64_t tr_rank_map_source(const tr_rank_map *m, int64_t source_id)
+{
+    /* sources are few and sorted by id */
+    size_t lo = 0, hi = m->nsrc;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->src[mid].id < source_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->nsrc && m->src[lo].id == source_id ? m->src[lo].rank : m->fallback;
+}
+
+int64_t tr_rank_map_event(const tr_rank_map *m, int64_t thread_row, int64_t stream_row)
+{
+    int64_t r;
+    if (thread_row >= 0 && tr_i64map_get(&m->thread_rank, thread_row, &r))
+        return r;
+    if (stream_row >= 0 && tr_i64map_get(&m->stream_rank, stream_row, &r))
+        return r;
+    return m->fallback;
+}
+
+int tr_rank_map_ok(const tr_rank_map *m, int64_t thread_row, int64_t stream_row)
+{
+    if (!m || !m->want || !m->want->n)
+        return 1;
+    return tr_rank_set_has(m->want, tr_rank_map_event(m, thread_row, stream_row));
+}
+
+int tr_rank_map_any(const tr_rank_map *m)
+{
+    for (size_t i = 0; i < m->nsrc; i++)
+        if (tr_rank_set_has(m->want, m->src[i].rank))
+            return 1;
+    return 0;
+}
+
+/* "0-3, 5" into buf; "" for none. */
+static void describe(const int64_t *r, size_t n, char *buf, size_t size)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && k < size; i++) {
+        size_t j = i;
+        while (j + 1 < n && r[j + 1] == r[j] + 1)
+            j++;
+        if (j > i)
+            k += (size_t)snprintf(buf + k, size - k, "%s%" PRId64 "-%" PRId64, k ? ", " : "", r[i], r[j]);
+        else
+            k += (size_t)snprintf(buf + k, size - k, "%s%" PRId64, k ? ", " : "", r[i]);
+        i = j;
+    }
+}
+
+void tr_rank_map_describe(const tr_rank_map *m, char *buf, size_t size)
+{
+    size_t n;
+    int64_t *d = distinct_ranks(m->src, m->nsrc, &n);
+    if (!d) {
+        snprintf(buf, size, "?");
+        return;
+    }
+    describe(d, n, buf, size);
+    free(d);
+}
+
+/* ---- warnings ---- */
+
+typedef struct { int64_t rank; size_t at; } rank_at;
+
+static int cmp_rank_at(const void *a, const void *b)
+{
+    const rank_at *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+#define SHOWN_DUPLICATES 4
+
+void tr_ranks_check(const tr_source_rank *v, const char *const *label, size_t n, tr_rank_warn_fn warn, void *ctx)
+{
+    if (!warn || n < 2)
+        return;
+    rank_at *r = malloc(n * sizeof *r);
+    if (!r)
+        return;
+    for (size_t i = 0; i < n; i++)
+        r[i] = (rank_at){v[i].rank, i};
+    qsort(r, n, sizeof *r, cmp_rank_at);
+    char msg[1024];
+    size_t dups = 0, distinct = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j + 1 < n && r[j + 1].rank == r[i].rank)
+            j++;
+        distinct++;
+        /* sources of one input with one rank are one rank's processes: only
+         * different inputs claiming a rank are a mistake */
+        int other = 0, derived = !v[r[i].at].stored;
+        for (size_t k = i + 1; k <= j; k++) {
+            other |= strcmp(label[r[k].at], label[r[i].at]) != 0;
+            derived |= !v[r[k].at].stored;
+        }
+        if (other && ++dups <= SHOWN_DUPLICATES) {
+            size_t k2 = (size_t)snprintf(msg, sizeof msg, "rank %" PRId64 " is claimed by %s", r[i].rank,
+                                         label[r[i].at]);
+            for (size_t k = i + 1; k <= j && k2 < sizeof msg; k++)
+                if (strcmp(label[r[k].at], label[r[k - 1].at]) != 0)
+                    k2 += (size_t)snprintf(msg + k2, sizeof msg - k2, " and %s", label[r[k].at]);
+            if (k2 < sizeof msg)
+                snprintf(msg + k2, sizeof msg - k2, "%s",
+                         !derived ? "" : " (a rank from the order of the inputs: "
+                                                                                 "trace-ingest --rank sets it)");
+            warn(ctx, msg);
+        }
+        i = j + 1;
+    }
+    if (dups > SHOWN_DUPLICATES) {
+        snprintf(msg, sizeof msg, "%zu more ranks are claimed twice", dups - SHOWN_DUPLICATES);
+        warn(ctx, msg);
+    }
+    /* the world size: checked once the inputs are more than one rank, so a
+     * run.db of one rank of a big job (the scale-out recipe) says nothing */
+    int64_t world = 0;
+    int differ = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].world_size > 0) {
+            differ |= world && world != v[i].world_size;
+            world = v[i].world_size > world ? v[i].world_size : world;
+        }
+    if (world > 0 && distinct > 1) {
+        int64_t *d = malloc(distinct * sizeof *d);
+        size_t nd = 0, inside = 0;
+        for (size_t i = 0; d && i < n; i++)
+            if (!nd || d[nd - 1] != r[i].rank)
+                d[nd++] = r[i].rank;
+        for (size_t i = 0; i < nd; i++)
+            inside += d[i] >= 0 && d[i] < world;
+        if (d && (differ || (int64_t)nd != world || inside != nd)) {
+            char have[256], missing[256] = "";
+            describe(d, nd, have, sizeof have);
+            /* the ranks of 0..W-1 nobody holds, as ranges */
+            int64_t *m = malloc((size_t)(world < 4096 ? world : 4096) * sizeof *m);
+            size_t nm = 0, j = 0;
+            for (int64_t x = 0; m && x < world && nm < 4096; x++) {
+                while (j < nd && d[j] < x)
+                    j++;
+                if (j == nd || d[j] != x)
+                    m[nm++] = x;
+            }
+            if (m && nm)
+                describe(m, nm, missing, sizeof missing);
+            free(m);
+            snprintf(msg, sizeof msg, "the traces give world size %" PRId64 "%s but the inputs hold %zu "
+                     "rank(s): %s%s%s", world, differ ? " (and smaller ones)" : "", nd, have,
+                     nm ? "; missing " : "", missing);
+            warn(ctx, msg);
+        }
+        free(d);
+    }
+    free(r);
+}
+
+tr_status tr_ranks_prepare(const char *const *paths, const char *const *names, size_t n, int separate,
+                           const tr_rank_set *want, int64_t *bases, tr_rank_warn_fn warn, void *ctx,
+                           tr_error *err)
+{
+    tr_source_rank *all = NULL;
+    const char **label = NULL;
+    size_t nall = 0, cap = 0;
+    int64_t base = 0;
+    int found = !want || !want->n;
+    tr_status st = TR_OK;
+    char have[256] = "";
+    for (size_t i = 0; i < n && st == TR_OK; i++) {
+        sqlite3 *db = NULL;
+        tr_source_rank *v = NULL;
+        size_t nv = 0;
+        bases[i] = separate ? 0 : base;
+        if ((st = tr_rundb_open(paths[i], &db, err)) == TR_OK)
+            st = tr_source_ranks_load(db, bases[i], &v, &nv, err);
+        if (db)
+            sqlite3_close(db);
+        if (st != TR_OK)
+            break;
+        base += (int64_t)nv;
+        for (size_t k = 0; k < nv; k++)
+            found |= tr_rank_set_has(want, v[k].rank);
+        if (nall + nv > cap) {
+            cap = 2 * (nall + nv);
+            tr_source_rank *na = realloc(all, cap * sizeof *na);
+            const char **nl = na ? realloc(label, cap * sizeof *nl) : NULL;
+            if (na)
+                all = na;
+            if (nl)
+                label = nl;
+            if (!na || !nl)
+                st = nomem(err);
+        }
+        for (size_t k = 0; st == TR_OK && k < nv; k++) {
+            all[nall] = v[k];
+            label[nall++] = names[i];
+        }
+        free(v);
+    }
+    if (st == TR_OK && !separate)
+        tr_ranks_check(all, label, nall, warn, ctx);
+    if (st == TR_OK && !found) {
+        size_t nd;
+        int64_t *d = distinct_ranks(all, nall, &nd);
+        if (d)
+            describe(d, nd, have, sizeof have);
+        free(d);
+        const char *who = n == 1 ? names[0] : "the inputs";
+        const char *pre = nall ? "ranks: " : "no sources";
+        if (want->n == 1 && want->v[0].lo == want->v[0].hi)
+            st = tr_fail(err, TR_ERR_INPUT, "%s: no rank %" PRId64 " (%s%s; trace-analyze --list ranks shows them)",
+                         who, want->v[0].lo, pre, have);
+        else
+            st = tr_fail(err, TR_ERR_INPUT, "%s: none of the selected ranks (%s%s; trace-analyze --list ranks "
+                         "shows them)", who, pre, have);
+    }
+    free(all);
+    free(label);
+    return st;
+}
