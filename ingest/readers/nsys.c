@@ -9,6 +9,10 @@
  * columns are tolerated.  Timestamps are nsys's integer nanoseconds (relative
  * to the session start) and are kept as such.
  *
+ * The CUPTI tables are nvprof's under nsys's column names: rows of ns_tables
+ * below, read by the loops of cupti_tables.c; NVTX_EVENTS and the names are
+ * read here.
+ *
  * globalTid / globalPid pack the ids: pid = (g >> 24) & 0xFFFFFF,
  * tid = g & 0xFFFFFF.
  */
@@ -16,40 +20,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingest/ingest.h"
-#include "ingest/sql_input.h"
-#include "lib/cuda_enums.h"
-#include "lib/i64map.h"
-#include "lib/names.h"
+#include "ingest/readers/cupti_tables.h"
 
 #define WHAT "nsys export"
 
 /* ENUM_NSYS_EVENT_TYPE */
 enum { NSYS_NVTX_MARK = 34, NSYS_NVTX_PUSHPOP = 59, NSYS_NVTX_STARTEND = 60 };
 
-typedef struct {
-    tr_trace *t;
-    tr_sql_input in;
-    const tr_ingest_opts *o;
-    uint32_t source;
-    tr_i64map strings;   /* StringIds.id -> our string id */
-    tr_i64map kernel_names;   /* StringIds.id -> demangled display name id */
-    int64_t max_ts;
-    size_t first_event;
-    tr_nvtx_parser *nvtx;
-} ns_reader;
-
-static tr_status oom(tr_error *err)
-{
-    return tr_fail(err, TR_ERR_RUNTIME, "out of memory while reading an nsys export");
-}
-
 int tr_nsys_probe(const char *path, const unsigned char *head, size_t headlen)
 {
-    if (headlen < 16 || memcmp(head, "SQLite format 3", 16) != 0)
-        return 0;
     tr_sql_input in;
-    if (tr_sql_open(&in, path, WHAT, NULL) != TR_OK)
+    if (!ct_probe_open(&in, path, head, headlen, WHAT))
         return 0;
     int yes = tr_sql_has_table(&in, "StringIds")
               && (tr_sql_has_table(&in, "NVTX_EVENTS")
@@ -62,92 +43,11 @@ int tr_nsys_probe(const char *path, const unsigned char *head, size_t headlen)
 static int64_t g_pid(int64_t g) { return (g >> 24) & 0xFFFFFF; }
 static int64_t g_tid(int64_t g) { return g & 0xFFFFFF; }
 
-static void note_ts(ns_reader *r, int64_t ts)
-{
-    if (ts > r->max_ts)
-        r->max_ts = ts;
-}
-
-static tr_status load_strings(ns_reader *r, tr_error *err)
-{
-    static const tr_col cols[] = {{"id", 1}, {"value", 1}};
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, "StringIds", cols, 2, NULL, &st, err);
-    if (s != TR_OK)
-        return s;
-    if (!st)
-        return tr_fail(err, TR_ERR_INPUT, "Cannot read " WHAT ": path=\"%s\": no StringIds table",
-                       r->in.path);
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, "StringIds", err)) == 1) {
-        const char *v = (const char *)sqlite3_column_text(st, 1);
-        int len = sqlite3_column_bytes(st, 1);
-        uint32_t id = tr_intern_add(&r->t->strings, v ? v : "", v ? (size_t)len : 0);
-        if (!id || tr_i64map_put(&r->strings, sqlite3_column_int64(st, 0), id) < 0) {
-            sqlite3_finalize(st);
-            return oom(err);
-        }
-    }
-    sqlite3_finalize(st);
-    return rc < 0 ? err->status : TR_OK;
-}
-
-/* Our string id for a StringIds id; 0 when NULL or unknown. */
-static uint32_t str_of(ns_reader *r, sqlite3_stmt *st, int col)
-{
-    if (sqlite3_column_type(st, col) == SQLITE_NULL)
-        return 0;
-    int64_t v;
-    return tr_i64map_get(&r->strings, sqlite3_column_int64(st, col), &v) ? (uint32_t)v : 0;
-}
-
-static uint32_t thread_of(ns_reader *r, int64_t gtid)
-{
-    uint32_t p = tr_process_get(r->t, r->source, g_pid(gtid));
-    return p ? tr_thread_get(r->t, p, g_tid(gtid)) : 0;
-}
-
-static uint32_t stream_of(ns_reader *r, int64_t device, int64_t context, int64_t stream)
-{
-    uint32_t d = tr_device_get(r->t, r->source, device);
-    return d ? tr_stream_get(r->t, d, context, stream) : 0;
-}
-
-static tr_status read_gpus(ns_reader *r, tr_error *err)
-{
-    static const tr_col cols[] = {{"id", 1}, {"cuDevice", 0}, {"name", 0}, {"totalMemory", 0},
-                                  {"smCount", 0}, {"computeMajor", 0}, {"computeMinor", 0}};
-    const char *tab = "TARGET_INFO_GPU";
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 7, NULL, &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        int64_t dev = tr_col_i64(st, 1, sqlite3_column_int64(st, 0));
-        uint32_t d = tr_device_get(r->t, r->source, dev);
-        if (!d) {
-            sqlite3_finalize(st);
-            return oom(err);
-        }
-        tr_device *x = &r->t->devices.v[d];
-        const char *n = (const char *)sqlite3_column_text(st, 2);
-        if (n)
-            x->name = tr_str(r->t, n);
-        x->memory_bytes = tr_col_i64(st, 3, -1);
-        x->sm_count = (int32_t)tr_col_i64(st, 4, -1);
-        x->cc_major = (int32_t)tr_col_i64(st, 5, -1);
-        x->cc_minor = (int32_t)tr_col_i64(st, 6, -1);
-    }
-    sqlite3_finalize(st);
-    return rc < 0 ? err->status : TR_OK;
-}
-
 /* Names go only to processes and threads that carry events. */
-static tr_status read_names(ns_reader *r, tr_error *err)
+static tr_status read_names(ct_reader *r, const ct_table *table, tr_error *err)
 {
     static const tr_col cols[] = {{"nameId", 1}, {"globalTid", 1}};
-    const char *tab = "ThreadNames";
+    const char *tab = table->name;
     sqlite3_stmt *st;
     tr_status s = tr_sql_select(&r->in, tab, cols, 2, NULL, &st, err);
     if (s != TR_OK)
@@ -162,14 +62,14 @@ static tr_status read_names(ns_reader *r, tr_error *err)
             && tr_i64map_put(&th, (p->pid << 24) | (t->threads.v[i].tid & 0xFFFFFF), (int64_t)i) < 0) {
             sqlite3_finalize(st);
             tr_i64map_free(&th);
-            return oom(err);
+            return ct_oom(r, err);
         }
     }
     if (st) {
         while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
             int64_t g = sqlite3_column_int64(st, 1), idx;
             if (tr_i64map_get(&th, (g_pid(g) << 24) | g_tid(g), &idx))
-                t->threads.v[idx].name = str_of(r, st, 0);
+                t->threads.v[idx].name = ct_string(r, st, 0);
         }
         sqlite3_finalize(st);
         if (rc < 0) {
@@ -198,219 +98,11 @@ static tr_status read_names(ns_reader *r, tr_error *err)
     return rc < 0 ? err->status : TR_OK;
 }
 
-/* "cudaLaunchKernel_v7000" -> "cudaLaunchKernel" (raw kept). */
-static void api_name(ns_reader *r, uint32_t raw, tr_event *e)
-{
-    const char *s = tr_str_of(r->t, raw);
-    const char *v = strrchr(s, '_');
-    if (v && v > s && v[1] == 'v' && v[2] && strspn(v + 2, "0123456789") == strlen(v + 2)) {
-        e->name = tr_intern_add(&r->t->strings, s, (size_t)(v - s));
-        e->raw_name = raw;
-    } else {
-        e->name = raw && *s ? raw : tr_str(r->t, "[unknown API]");
-    }
-}
-
-static tr_status read_api(ns_reader *r, int driver, tr_error *err)
-{
-    static const tr_col cols[] = {{"start", 1}, {"end", 1}, {"globalTid", 1},
-                                  {"correlationId", 1}, {"nameId", 1}, {"returnValue", 0}};
-    const char *tab = driver ? "CUPTI_ACTIVITY_KIND_DRIVER" : "CUPTI_ACTIVITY_KIND_RUNTIME";
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 6, " ORDER BY start", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        tr_event *e = tr_add_event(r->t, driver ? TR_KIND_DRIVER : TR_KIND_RUNTIME);
-        if (!e) {
-            sqlite3_finalize(st);
-            return oom(err);
-        }
-        e->start = sqlite3_column_int64(st, 0);
-        e->end = sqlite3_column_int64(st, 1);
-        e->thread = thread_of(r, sqlite3_column_int64(st, 2));
-        e->correlation = tr_col_i64(st, 3, -1);
-        api_name(r, str_of(r, st, 4), e);
-        note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    return rc < 0 ? err->status : TR_OK;
-}
-
-static tr_status read_kernels(ns_reader *r, tr_error *err)
-{
-    static const tr_col cols[] = {
-        {"start", 1}, {"end", 1}, {"deviceId", 1}, {"contextId", 0}, {"streamId", 1},
-        {"correlationId", 0}, {"demangledName", 0}, {"shortName", 0}, {"mangledName", 0},
-        {"gridX", 0}, {"gridY", 0}, {"gridZ", 0}, {"blockX", 0}, {"blockY", 0}, {"blockZ", 0},
-        {"registersPerThread", 0}, {"staticSharedMemory", 0}, {"dynamicSharedMemory", 0}};
-    const char *tab = "CUPTI_ACTIVITY_KIND_KERNEL";
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, sizeof cols / sizeof cols[0], " ORDER BY start",
-                                &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        tr_event *e = tr_add_event(r->t, TR_KIND_KERNEL);
-        if (!e) {
-            sqlite3_finalize(st);
-            return oom(err);
-        }
-        e->start = sqlite3_column_int64(st, 0);
-        e->end = sqlite3_column_int64(st, 1);
-        e->stream = stream_of(r, sqlite3_column_int64(st, 2), tr_col_i64(st, 3, -1),
-                              sqlite3_column_int64(st, 4));
-        e->correlation = tr_col_i64(st, 5, -1);
-        uint32_t dem = str_of(r, st, 6), shrt = str_of(r, st, 7), mang = str_of(r, st, 8);
-        uint32_t name = dem ? dem : shrt;
-        if (!name && mang) {
-            /* only the mangled name: demangle it ourselves */
-            int64_t cached;
-            if (tr_i64map_get(&r->kernel_names, mang, &cached)) {
-                name = (uint32_t)cached;
-            } else {
-                char *d = tr_demangle(tr_str_of(r->t, mang));
-                name = d ? tr_str(r->t, d) : mang;
-                free(d);
-                if (!name || tr_i64map_put(&r->kernel_names, mang, name) < 0) {
-                    sqlite3_finalize(st);
-                    return oom(err);
-                }
-            }
-        }
-        e->name = name ? name : tr_str(r->t, "[unknown kernel]");
-        if (mang && mang != e->name) {
-            e->raw_name = mang;
-            e->flags |= TR_FLAG_DEMANGLED;
-        }
-        tr_kernel_detail d;
-        for (int j = 0; j < 3; j++) {
-            d.grid[j] = (int32_t)tr_col_i64(st, 9 + j, -1);   /* -1: not recorded, NULL in run.db */
-            d.block[j] = (int32_t)tr_col_i64(st, 12 + j, -1);
-        }
-        d.registers = (int32_t)tr_col_i64(st, 15, -1);
-        d.static_smem = (int32_t)tr_col_i64(st, 16, -1);
-        d.dynamic_smem = (int32_t)tr_col_i64(st, 17, -1);
-        e->detail = tr_add_kernel_detail(r->t, &d);
-        note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    return rc < 0 ? err->status : TR_OK;
-}
-
-/* ENUM_CUDA_MEM_KIND: nsys numbers memory kinds from Pageable = 0, unlike CUPTI. */
-static const char *const nsys_memory_kind_names[] = {"Pageable", "Pinned", "Device", "Array", "Managed",
-                                                     "DeviceStatic", "ManagedStatic", "Unknown"};
-static const tr_enum_names nsys_memory_kinds = {nsys_memory_kind_names, 8};
-
-static tr_status read_memcpy(ns_reader *r, tr_error *err)
-{
-    static const tr_col cols[] = {{"copyKind", 1}, {"srcKind", 0}, {"dstKind", 0}, {"bytes", 1},
-                                  {"start", 1}, {"end", 1}, {"deviceId", 1}, {"contextId", 0},
-                                  {"streamId", 1}, {"correlationId", 0}};
-    const char *tab = "CUPTI_ACTIVITY_KIND_MEMCPY";
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 10, " ORDER BY start", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        tr_event *e = tr_add_event(r->t, TR_KIND_MEMCPY);
-        if (!e) {
-            sqlite3_finalize(st);
-            return oom(err);
-        }
-        tr_copy_detail d = {tr_enum_str(r->t, &tr_copy_kinds, sqlite3_column_int64(st, 0)),
-                            sqlite3_column_type(st, 1) == SQLITE_NULL ? 0
-                                : tr_enum_str(r->t, &nsys_memory_kinds, sqlite3_column_int64(st, 1)),
-                            sqlite3_column_type(st, 2) == SQLITE_NULL ? 0
-                                : tr_enum_str(r->t, &nsys_memory_kinds, sqlite3_column_int64(st, 2))};
-        e->name = tr_memcpy_name(r->t, d.copy_kind);
-        e->bytes = sqlite3_column_int64(st, 3);
-        e->start = sqlite3_column_int64(st, 4);
-        e->end = sqlite3_column_int64(st, 5);
-        e->stream = stream_of(r, sqlite3_column_int64(st, 6), tr_col_i64(st, 7, -1),
-                              sqlite3_column_int64(st, 8));
-        e->correlation = tr_col_i64(st, 9, -1);
-        e->detail = tr_add_copy_detail(r->t, &d);
-        note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    return rc < 0 ? err->status : TR_OK;
-}
-
-static tr_status read_memset(ns_reader *r, tr_error *err)
-{
-    static const tr_col cols[] = {{"value", 0}, {"bytes", 1}, {"start", 1}, {"end", 1},
-                                  {"deviceId", 1}, {"contextId", 0}, {"streamId", 1},
-                                  {"correlationId", 0}};
-    const char *tab = "CUPTI_ACTIVITY_KIND_MEMSET";
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 8, " ORDER BY start", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    int rc;
-    uint32_t name = tr_str(r->t, "[CUDA memset]");
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        tr_event *e = tr_add_event(r->t, TR_KIND_MEMSET);
-        if (!e) {
-            sqlite3_finalize(st);
-            return oom(err);
-        }
-        e->name = name;
-        e->detail = tr_add_memset_value(r->t, tr_col_i64(st, 0, 0));
-        e->bytes = sqlite3_column_int64(st, 1);
-        e->start = sqlite3_column_int64(st, 2);
-        e->end = sqlite3_column_int64(st, 3);
-        e->stream = stream_of(r, sqlite3_column_int64(st, 4), tr_col_i64(st, 5, -1),
-                              sqlite3_column_int64(st, 6));
-        e->correlation = tr_col_i64(st, 7, -1);
-        note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    return rc < 0 ? err->status : TR_OK;
-}
-
-
-
-static tr_status read_sync(ns_reader *r, tr_error *err)
-{
-    static const tr_col cols[] = {{"syncType", 0}, {"start", 1}, {"end", 1},
-                                  {"correlationId", 0}, {"deviceId", 0}, {"contextId", 0},
-                                  {"streamId", 0}};
-    const char *tab = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 7, " ORDER BY start", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        tr_event *e = tr_add_event(r->t, TR_KIND_SYNC);
-        if (!e) {
-            sqlite3_finalize(st);
-            return oom(err);
-        }
-        int64_t type = tr_col_i64(st, 0, 0);
-        e->name = tr_enum_str(r->t, &tr_sync_names, type >= 0 && type < 5 ? type : 0);
-        e->start = sqlite3_column_int64(st, 1);
-        e->end = sqlite3_column_int64(st, 2);
-        e->correlation = tr_col_i64(st, 3, -1);
-        /* the calling thread is found through the correlation id at tree build */
-        e->stream = stream_of(r, tr_col_i64(st, 4, 0), tr_col_i64(st, 5, -1),
-                              tr_col_i64(st, 6, -1));
-        note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    return rc < 0 ? err->status : TR_OK;
-}
-
-static tr_status read_nvtx(ns_reader *r, tr_error *err)
+static tr_status read_nvtx(ct_reader *r, const ct_table *table, tr_error *err)
 {
     static const tr_col cols[] = {{"start", 1}, {"end", 0}, {"eventType", 1}, {"text", 0},
                                   {"textId", 0}, {"globalTid", 0}, {"endGlobalTid", 0}};
-    const char *tab = "NVTX_EVENTS";
+    const char *tab = table->name;
     sqlite3_stmt *st;
     tr_status s = tr_sql_select(&r->in, tab, cols, 7, " ORDER BY start", &st, err);
     if (s != TR_OK || !st)
@@ -424,7 +116,7 @@ static tr_status read_nvtx(ns_reader *r, tr_error *err)
         tr_event *e = tr_add_event(r->t, type == NSYS_NVTX_MARK ? TR_KIND_MARK : TR_KIND_RANGE);
         if (!e) {
             sqlite3_finalize(st);
-            return oom(err);
+            return ct_oom(r, err);
         }
         e->start = sqlite3_column_int64(st, 0);
         if (type == NSYS_NVTX_MARK) {
@@ -436,7 +128,7 @@ static tr_status read_nvtx(ns_reader *r, tr_error *err)
             e->end = sqlite3_column_int64(st, 1);
         }
         int64_t gtid = tr_col_i64(st, 5, 0);
-        e->thread = thread_of(r, gtid);
+        e->thread = ct_thread(r, g_pid(gtid), g_tid(gtid));
         if (sqlite3_column_type(st, 6) != SQLITE_NULL && sqlite3_column_int64(st, 6) != gtid)
             e->flags |= TR_FLAG_ASYNC;
         uint32_t raw;
@@ -445,25 +137,12 @@ static tr_status read_nvtx(ns_reader *r, tr_error *err)
             raw = tr_intern_add(&r->t->strings, txt ? txt : "",
                                 txt ? (size_t)sqlite3_column_bytes(st, 3) : 0);
         } else {
-            raw = str_of(r, st, 4);
+            raw = ct_string(r, st, 4);
         }
         if (!raw)
             raw = tr_str(r->t, "");
-        const char *msg = tr_str_of(r->t, raw);
-        tr_nvtx_annotation a;
-        tr_nvtx_parse(r->nvtx, msg, strlen(msg), &a);
-        if (a.annotated && type != NSYS_NVTX_MARK) {
-            e->kind = TR_KIND_OP;
-            e->name = tr_intern_add(&r->t->strings, a.name, a.name_len);
-            e->raw_name = raw;
-            e->seq = a.seq;
-            e->op_id = a.op_id;
-            if (a.sizes)
-                e->shape = tr_intern_add(&r->t->strings, a.sizes, a.sizes_len);
-        } else {
-            e->name = raw;
-        }
-        note_ts(r, e->end > e->start ? e->end : e->start);
+        ct_nvtx_name(r, e, raw, type != NSYS_NVTX_MARK);
+        ct_note_ts(r, e->end > e->start ? e->end : e->start);
     }
     sqlite3_finalize(st);
     if (rc < 0)
@@ -483,58 +162,274 @@ static tr_status read_nvtx(ns_reader *r, tr_error *err)
     return TR_OK;
 }
 
-tr_status tr_nsys_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err)
+
+/* ENUM_CUDA_MEM_KIND: nsys numbers memory kinds from Pageable = 0, unlike CUPTI. */
+static const char *const nsys_memory_kind_names[] = {"Pageable", "Pinned", "Device", "Array", "Managed",
+                                                     "DeviceStatic", "ManagedStatic", "Unknown"};
+static const tr_enum_names nsys_memory_kinds = {nsys_memory_kind_names, 8};
+
+/* "cudaLaunchKernel_v7000" -> "cudaLaunchKernel" (raw kept). */
+static void api_name(ct_reader *r, uint32_t raw, tr_event *e)
 {
-    ns_reader r;
-    memset(&r, 0, sizeof r);
-    r.t = t;
-    r.o = o;
-    tr_i64map_init(&r.strings);
-    tr_i64map_init(&r.kernel_names);
-    tr_status s = tr_sql_open(&r.in, path, WHAT, err);
-    if (s != TR_OK)
-        return s;
-    if (!tr_sql_has_table(&r.in, "StringIds")) {
-        s = tr_fail(err, TR_ERR_INPUT, "Cannot read " WHAT ": path=\"%s\": no StringIds table "
-                    "(not an Nsight Systems SQLite export)", path);
-        goto out;
+    const char *s = tr_str_of(r->t, raw);
+    const char *v = strrchr(s, '_');
+    if (v && v > s && v[1] == 'v' && v[2] && strspn(v + 2, "0123456789") == strlen(v + 2)) {
+        e->name = tr_intern_add(&r->t->strings, s, (size_t)(v - s));
+        e->raw_name = raw;
+    } else {
+        e->name = raw && *s ? raw : tr_str(r->t, "[unknown API]");
     }
-    const char *meta = tr_sql_has_table(&r.in, "META_DATA_EXPORT") ? "META_DATA_EXPORT"
-                       : tr_sql_has_table(&r.in, "EXPORT_META_DATA") ? "EXPORT_META_DATA"
+}
+
+static tr_status read_api(ct_reader *r, const ct_table *table, tr_error *err)
+{
+    int driver = table->kind == TR_KIND_DRIVER;
+    static const tr_col cols[] = {{"start", 1}, {"end", 1}, {"globalTid", 1},
+                                  {"correlationId", 1}, {"nameId", 1}, {"returnValue", 0}};
+    const char *tab = table->name;
+    sqlite3_stmt *st;
+    tr_status s = tr_sql_select(&r->in, tab, cols, 6, " ORDER BY start", &st, err);
+    if (s != TR_OK || !st)
+        return s;
+    int rc;
+    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        tr_event *e = tr_add_event(r->t, driver ? TR_KIND_DRIVER : TR_KIND_RUNTIME);
+        if (!e) {
+            sqlite3_finalize(st);
+            return ct_oom(r, err);
+        }
+        e->start = sqlite3_column_int64(st, 0);
+        e->end = sqlite3_column_int64(st, 1);
+        e->thread = ct_thread(r, g_pid(sqlite3_column_int64(st, 2)), g_tid(sqlite3_column_int64(st, 2)));
+        e->correlation = tr_col_i64(st, 3, -1);
+        api_name(r, ct_string(r, st, 4), e);
+        ct_note_ts(r, e->end);
+    }
+    sqlite3_finalize(st);
+    return rc < 0 ? err->status : TR_OK;
+}
+
+static tr_status read_kernels(ct_reader *r, const ct_table *table, tr_error *err)
+{
+    static const tr_col cols[] = {
+        {"start", 1}, {"end", 1}, {"deviceId", 1}, {"contextId", 0}, {"streamId", 1},
+        {"correlationId", 0}, {"demangledName", 0}, {"shortName", 0}, {"mangledName", 0},
+        {"gridX", 0}, {"gridY", 0}, {"gridZ", 0}, {"blockX", 0}, {"blockY", 0}, {"blockZ", 0},
+        {"registersPerThread", 0}, {"staticSharedMemory", 0}, {"dynamicSharedMemory", 0}};
+    const char *tab = table->name;
+    sqlite3_stmt *st;
+    tr_status s = tr_sql_select(&r->in, tab, cols, sizeof cols / sizeof cols[0], " ORDER BY start",
+                                &st, err);
+    if (s != TR_OK || !st)
+        return s;
+    int rc;
+    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        tr_event *e = tr_add_event(r->t, TR_KIND_KERNEL);
+        if (!e) {
+            sqlite3_finalize(st);
+            return ct_oom(r, err);
+        }
+        e->start = sqlite3_column_int64(st, 0);
+        e->end = sqlite3_column_int64(st, 1);
+        e->stream = ct_stream(r, sqlite3_column_int64(st, 2), tr_col_i64(st, 3, -1),
+                              sqlite3_column_int64(st, 4));
+        e->correlation = tr_col_i64(st, 5, -1);
+        uint32_t dem = ct_string(r, st, 6), shrt = ct_string(r, st, 7), mang = ct_string(r, st, 8);
+        uint32_t name = dem ? dem : shrt;
+        if (!name && mang) {
+            /* only the mangled name: demangle it ourselves */
+            int64_t cached;
+            if (tr_i64map_get(&r->kernel_names, mang, &cached)) {
+                name = (uint32_t)cached;
+            } else {
+                char *d = tr_demangle(tr_str_of(r->t, mang));
+                name = d ? tr_str(r->t, d) : mang;
+                free(d);
+                if (!name || tr_i64map_put(&r->kernel_names, mang, name) < 0) {
+                    sqlite3_finalize(st);
+                    return ct_oom(r, err);
+                }
+            }
+        }
+        e->name = name ? name : tr_str(r->t, "[unknown kernel]");
+        if (mang && mang != e->name) {
+            e->raw_name = mang;
+            e->flags |= TR_FLAG_DEMANGLED;
+        }
+        tr_kernel_detail d;
+        for (int j = 0; j < 3; j++) {
+            d.grid[j] = (int32_t)tr_col_i64(st, 9 + j, -1);   /* -1: not recorded, NULL in run.db */
+            d.block[j] = (int32_t)tr_col_i64(st, 12 + j, -1);
+        }
+        d.registers = (int32_t)tr_col_i64(st, 15, -1);
+        d.static_smem = (int32_t)tr_col_i64(st, 16, -1);
+        d.dynamic_smem = (int32_t)tr_col_i64(st, 17, -1);
+        e->detail = tr_add_kernel_detail(r->t, &d);
+        ct_note_ts(r, e->end);
+    }
+    sqlite3_finalize(st);
+    return rc < 0 ? err->status : TR_OK;
+}
+
+static tr_status read_memcpy(ct_reader *r, const ct_table *table, tr_error *err)
+{
+    static const tr_col cols[] = {{"copyKind", 1}, {"srcKind", 0}, {"dstKind", 0}, {"bytes", 1},
+                                  {"start", 1}, {"end", 1}, {"deviceId", 1}, {"contextId", 0},
+                                  {"streamId", 1}, {"correlationId", 0}};
+    const char *tab = table->name;
+    sqlite3_stmt *st;
+    tr_status s = tr_sql_select(&r->in, tab, cols, 10, " ORDER BY start", &st, err);
+    if (s != TR_OK || !st)
+        return s;
+    int rc;
+    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        tr_event *e = tr_add_event(r->t, TR_KIND_MEMCPY);
+        if (!e) {
+            sqlite3_finalize(st);
+            return ct_oom(r, err);
+        }
+        tr_copy_detail d = {tr_enum_str(r->t, &tr_copy_kinds, sqlite3_column_int64(st, 0)),
+                            sqlite3_column_type(st, 1) == SQLITE_NULL ? 0
+                                : tr_enum_str(r->t, &nsys_memory_kinds, sqlite3_column_int64(st, 1)),
+                            sqlite3_column_type(st, 2) == SQLITE_NULL ? 0
+                                : tr_enum_str(r->t, &nsys_memory_kinds, sqlite3_column_int64(st, 2))};
+        e->name = tr_memcpy_name(r->t, d.copy_kind);
+        e->bytes = sqlite3_column_int64(st, 3);
+        e->start = sqlite3_column_int64(st, 4);
+        e->end = sqlite3_column_int64(st, 5);
+        e->stream = ct_stream(r, sqlite3_column_int64(st, 6), tr_col_i64(st, 7, -1),
+                              sqlite3_column_int64(st, 8));
+        e->correlation = tr_col_i64(st, 9, -1);
+        e->detail = tr_add_copy_detail(r->t, &d);
+        ct_note_ts(r, e->end);
+    }
+    sqlite3_finalize(st);
+    return rc < 0 ? err->status : TR_OK;
+}
+
+static tr_status read_memset(ct_reader *r, const ct_table *table, tr_error *err)
+{
+    static const tr_col cols[] = {{"value", 0}, {"bytes", 1}, {"start", 1}, {"end", 1},
+                                  {"deviceId", 1}, {"contextId", 0}, {"streamId", 1},
+                                  {"correlationId", 0}};
+    const char *tab = table->name;
+    sqlite3_stmt *st;
+    tr_status s = tr_sql_select(&r->in, tab, cols, 8, " ORDER BY start", &st, err);
+    if (s != TR_OK || !st)
+        return s;
+    int rc;
+    uint32_t name = tr_str(r->t, "[CUDA memset]");
+    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        tr_event *e = tr_add_event(r->t, TR_KIND_MEMSET);
+        if (!e) {
+            sqlite3_finalize(st);
+            return ct_oom(r, err);
+        }
+        e->name = name;
+        e->detail = tr_add_memset_value(r->t, tr_col_i64(st, 0, 0));
+        e->bytes = sqlite3_column_int64(st, 1);
+        e->start = sqlite3_column_int64(st, 2);
+        e->end = sqlite3_column_int64(st, 3);
+        e->stream = ct_stream(r, sqlite3_column_int64(st, 4), tr_col_i64(st, 5, -1),
+                              sqlite3_column_int64(st, 6));
+        e->correlation = tr_col_i64(st, 7, -1);
+        ct_note_ts(r, e->end);
+    }
+    sqlite3_finalize(st);
+    return rc < 0 ? err->status : TR_OK;
+}
+
+
+
+static tr_status read_sync(ct_reader *r, const ct_table *table, tr_error *err)
+{
+    static const tr_col cols[] = {{"syncType", 0}, {"start", 1}, {"end", 1},
+                                  {"correlationId", 0}, {"deviceId", 0}, {"contextId", 0},
+                                  {"streamId", 0}};
+    const char *tab = table->name;
+    sqlite3_stmt *st;
+    tr_status s = tr_sql_select(&r->in, tab, cols, 7, " ORDER BY start", &st, err);
+    if (s != TR_OK || !st)
+        return s;
+    int rc;
+    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        tr_event *e = tr_add_event(r->t, TR_KIND_SYNC);
+        if (!e) {
+            sqlite3_finalize(st);
+            return ct_oom(r, err);
+        }
+        int64_t type = tr_col_i64(st, 0, 0);
+        e->name = tr_enum_str(r->t, &tr_sync_names, type >= 0 && type < 5 ? type : 0);
+        e->start = sqlite3_column_int64(st, 1);
+        e->end = sqlite3_column_int64(st, 2);
+        e->correlation = tr_col_i64(st, 3, -1);
+        /* the calling thread is found through the correlation id at tree build */
+        e->stream = ct_stream(r, tr_col_i64(st, 4, 0), tr_col_i64(st, 5, -1),
+                              tr_col_i64(st, 6, -1));
+        ct_note_ts(r, e->end);
+    }
+    sqlite3_finalize(st);
+    return rc < 0 ? err->status : TR_OK;
+}
+
+static const ct_col string_cols[] = {{CT_ID, "id", 1}, {CT_TEXT, "value", 1}};
+/* id is nsys's own; cuDevice, where present, is the CUDA ordinal the activities name */
+static const ct_col gpu_cols[] = {
+    {CT_ID, "id", 1}, {CT_DEVICE, "cuDevice", 0}, {CT_TEXT, "name", 0}, {CT_MEMORY, "totalMemory", 0},
+    {CT_SM_COUNT, "smCount", 0}, {CT_CC_MAJOR, "computeMajor", 0}, {CT_CC_MINOR, "computeMinor", 0}};
+
+/* The tables read, in order.  Names come last: they go only to processes and
+ * threads that carry events. */
+#define BY_START " ORDER BY start"
+static const ct_table ns_tables[] = {
+    {"StringIds", ct_read_strings, 0, CT_COLS(string_cols), NULL},
+    {"TARGET_INFO_GPU", ct_read_devices, 0, CT_COLS(gpu_cols), NULL},
+    {"CUPTI_ACTIVITY_KIND_RUNTIME", read_api, TR_KIND_RUNTIME, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_DRIVER", read_api, TR_KIND_DRIVER, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_KERNEL", read_kernels, TR_KIND_KERNEL, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_MEMCPY", read_memcpy, TR_KIND_MEMCPY, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_MEMSET", read_memset, TR_KIND_MEMSET, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", read_sync, TR_KIND_SYNC, NULL, 0, NULL},
+    {"NVTX_EVENTS", read_nvtx, 0, NULL, 0, NULL},
+    {"ThreadNames", read_names, 0, NULL, 0, NULL},
+};
+
+/* "major.minor.micro" of the export schema, from whichever metadata table the export has. */
+static void ns_version(ct_reader *r, char *buf, size_t size)
+{
+    const char *meta = tr_sql_has_table(&r->in, "META_DATA_EXPORT") ? "META_DATA_EXPORT"
+                       : tr_sql_has_table(&r->in, "EXPORT_META_DATA") ? "EXPORT_META_DATA"
                                                                      : NULL;
-    char version[64] = "";
     if (meta) {
         char sql[160];
         sqlite3_stmt *st = NULL;
         snprintf(sql, sizeof sql, "SELECT value FROM %s WHERE name='EXPORT_SCHEMA_VERSION_MAJOR' "
                  "OR name='EXPORT_SCHEMA_VERSION_MINOR' OR name='EXPORT_SCHEMA_VERSION_MICRO'", meta);
-        if (sqlite3_prepare_v2(r.in.db, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_prepare_v2(r->in.db, sql, -1, &st, NULL) == SQLITE_OK) {
             while (sqlite3_step(st) == SQLITE_ROW) {
                 const char *v = (const char *)sqlite3_column_text(st, 0);
-                size_t n = strlen(version);
-                snprintf(version + n, sizeof version - n, "%s%s", n ? "." : "", v ? v : "");
+                size_t n = strlen(buf);
+                snprintf(buf + n, size - n, "%s%s", n ? "." : "", v ? v : "");
             }
         }
         sqlite3_finalize(st);
     }
-    size_t first_event = t->events.n;
-    r.source = tr_add_source(t, path, "nsys", version);
-    if (!r.source || (s = tr_nvtx_parser_new(&r.nvtx, err)) != TR_OK) {
-        s = r.source ? s : oom(err);
-        goto out;
-    }
-    r.first_event = first_event;
-    if ((s = load_strings(&r, err)) != TR_OK || (s = read_gpus(&r, err)) != TR_OK
-        || (s = read_api(&r, 0, err)) != TR_OK || (s = read_api(&r, 1, err)) != TR_OK
-        || (s = read_kernels(&r, err)) != TR_OK || (s = read_memcpy(&r, err)) != TR_OK
-        || (s = read_memset(&r, err)) != TR_OK || (s = read_sync(&r, err)) != TR_OK
-        || (s = read_nvtx(&r, err)) != TR_OK || (s = read_names(&r, err)) != TR_OK)
-        goto out;
-    t->sources.v[r.source].events = (int64_t)(t->events.n - first_event);
-out:
-    tr_nvtx_parser_free(r.nvtx);
-    tr_sql_close(&r.in);
-    tr_i64map_free(&r.strings);
-    tr_i64map_free(&r.kernel_names);
-    return s;
+}
+
+static const ct_format nsys_format = {
+    .what = WHAT,
+    .format = "nsys",
+    .strings = "StringIds",
+    .not_this = "an Nsight Systems SQLite export",
+    .memory_kinds = &nsys_memory_kinds,
+    .flags = 0,
+    .tables = ns_tables,
+    .ntables = sizeof ns_tables / sizeof ns_tables[0],
+    .version = ns_version,
+    .finish = NULL,
+};
+
+tr_status tr_nsys_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err)
+{
+    return ct_read_file(t, path, o, &nsys_format, err);
 }

@@ -10,86 +10,22 @@
  * absolute nanoseconds and are kept as such; a row without a usable start and
  * end is skipped and counted, never read as time 0.  docs/formats.md has the
  * whole mapping.
+ *
+ * The tables nvprof shares with nsys are rows of nv_tables below, read by the
+ * loops of cupti_tables.c; the tables only nvprof has are read here.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ingest/ingest.h"
-#include "ingest/sql_input.h"
-#include "lib/checked.h"
-#include "lib/cuda_enums.h"
-#include "lib/i64map.h"
-#include "lib/names.h"
+#include "ingest/readers/cupti_tables.h"
 
 #define WHAT "nvprof database"
 
-typedef struct {
-    tr_trace *t;
-    tr_sql_input in;
-    const tr_ingest_opts *o;
-    uint32_t source;
-    /* StringTable: nvprof id -> our string id, sorted by nvprof id */
-    int64_t *str_ids;
-    uint32_t *str_raw;
-    uint32_t *str_kernel;   /* demangled display name, lazily */
-    size_t nstr;
-    tr_i64map ctx_device;   /* contextId -> deviceId */
-    uint32_t api_names[2][1024];
-    int64_t max_ts;
-    size_t first_event;     /* this file's first event in t->events */
-    tr_nvtx_parser *nvtx;
-} nv_reader;
-
-/* Rows of one table whose times cannot be used: skipped, counted, reported once. */
-typedef struct {
-    const char *table;
-    size_t no_time;     /* start or end NULL, or not an integer */
-    size_t bad_span;    /* end before start, or a time no trace can hold */
-} nv_bad;
-
-static int time_ok(int64_t v)
-{
-    return v >= -TR_NS_SPAN_MAX && v <= TR_NS_SPAN_MAX;
-}
-
-/* 1 and the times when columns cs and ce hold a usable interval; else counts why and 0. */
-static int read_interval(nv_bad *b, sqlite3_stmt *st, int cs, int ce, int64_t *start, int64_t *end)
-{
-    if (sqlite3_column_type(st, cs) != SQLITE_INTEGER || sqlite3_column_type(st, ce) != SQLITE_INTEGER) {
-        b->no_time++;
-        return 0;
-    }
-    *start = sqlite3_column_int64(st, cs);
-    *end = sqlite3_column_int64(st, ce);
-    if (!time_ok(*start) || !time_ok(*end) || !tr_span_ok(*start, *end)) {
-        b->bad_span++;
-        return 0;
-    }
-    return 1;
-}
-
-static void report_bad(const nv_reader *r, const nv_bad *b)
-{
-    if (b->no_time)
-        tr_ingest_warn(r->o, "%s: table=%s: %zu row(s) without a start or end time skipped",
-                       r->in.path, b->table, b->no_time);
-    if (b->bad_span)
-        tr_ingest_warn(r->o, "%s: table=%s: %zu row(s) ending before they start (or with "
-                       "impossible times) skipped", r->in.path, b->table, b->bad_span);
-}
-
-static tr_status oom(tr_error *err)
-{
-    return tr_fail(err, TR_ERR_RUNTIME, "out of memory while reading an nvprof database");
-}
-
 int tr_nvprof_probe(const char *path, const unsigned char *head, size_t headlen)
 {
-    if (headlen < 16 || memcmp(head, "SQLite format 3", 16) != 0)
-        return 0;
     tr_sql_input in;
-    if (tr_sql_open(&in, path, WHAT, NULL) != TR_OK)
+    if (!ct_probe_open(&in, path, head, headlen, WHAT))
         return 0;
     int yes = tr_sql_has_table(&in, "StringTable")
               && tr_sql_int(&in, "SELECT count(*) FROM sqlite_master WHERE type='table' "
@@ -98,105 +34,11 @@ int tr_nvprof_probe(const char *path, const unsigned char *head, size_t headlen)
     return yes;
 }
 
-static ssize_t str_index(const nv_reader *r, int64_t nv_id)
+/* The string for an nvprof string id in column col; "" for 0 (nvprof's null) or unknown. */
+static uint32_t raw_string(ct_reader *r, sqlite3_stmt *st, int col)
 {
-    size_t lo = 0, hi = r->nstr;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r->str_ids[mid] < nv_id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < r->nstr && r->str_ids[lo] == nv_id ? (ssize_t)lo : -1;
-}
-
-static tr_status read_strings(nv_reader *r, const char *tab, int arg, tr_error *err)
-{
-    (void)arg;
-    static const tr_col cols[] = {{"_id_", 1}, {"value", 1}};
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 2, " ORDER BY _id_", &st, err);
-    if (s != TR_OK)
-        return s;
-    size_t cap = 0;
-    int rc = 0;
-    while (st && (rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        if (r->nstr == cap) {
-            cap = cap ? cap * 2 : 256;
-            int64_t *ni = realloc(r->str_ids, cap * sizeof *ni);
-            if (ni)
-                r->str_ids = ni;
-            uint32_t *nr = realloc(r->str_raw, cap * sizeof *nr);
-            if (nr)
-                r->str_raw = nr;
-            if (!ni || !nr) {
-                sqlite3_finalize(st);
-                return oom(err);
-            }
-        }
-        const char *v = (const char *)sqlite3_column_text(st, 1);
-        int len = sqlite3_column_bytes(st, 1);
-        r->str_ids[r->nstr] = sqlite3_column_int64(st, 0);
-        r->str_raw[r->nstr] = tr_intern_add(&r->t->strings, v ? v : "", v ? (size_t)len : 0);
-        if (!r->str_raw[r->nstr]) {
-            sqlite3_finalize(st);
-            return oom(err);
-        }
-        r->nstr++;
-    }
-    sqlite3_finalize(st);
-    if (rc < 0)
-        return err->status;
-    r->str_kernel = calloc(r->nstr ? r->nstr : 1, sizeof *r->str_kernel);
-    return r->str_kernel ? TR_OK : oom(err);
-}
-
-/* Raw string for an nvprof string id; "" for 0 / unknown. */
-static uint32_t raw_string(nv_reader *r, int64_t nv_id)
-{
-    ssize_t i = nv_id > 0 ? str_index(r, nv_id) : -1;
-    return i >= 0 ? r->str_raw[i] : tr_str(r->t, "");
-}
-
-/* Kernel names: demangled for display, the mangled one kept as raw_name. */
-static void kernel_name(nv_reader *r, int64_t nv_id, tr_event *e)
-{
-    ssize_t i = nv_id > 0 ? str_index(r, nv_id) : -1;
-    if (i < 0) {
-        char buf[48];
-        snprintf(buf, sizeof buf, "[unknown kernel %lld]", (long long)nv_id);
-        e->name = tr_str(r->t, buf);
-        return;
-    }
-    if (!r->str_kernel[i]) {
-        char *d = tr_demangle(tr_str_of(r->t, r->str_raw[i]));
-        r->str_kernel[i] = d ? tr_str(r->t, d) : r->str_raw[i];
-        free(d);
-    }
-    e->name = r->str_kernel[i];
-    if (e->name != r->str_raw[i]) {
-        e->raw_name = r->str_raw[i];
-        e->flags |= TR_FLAG_DEMANGLED;
-    }
-}
-
-static void note_ts(nv_reader *r, int64_t ts)
-{
-    if (ts > r->max_ts)
-        r->max_ts = ts;
-}
-
-static uint32_t thread_of(nv_reader *r, int64_t pid, int64_t tid)
-{
-    uint32_t p = tr_process_get(r->t, r->source, (uint32_t)pid);
-    return p ? tr_thread_get(r->t, p, (uint32_t)tid) : 0;
-}
-
-static uint32_t stream_of(nv_reader *r, int64_t device, int64_t context, int64_t stream)
-{
-    uint32_t d = tr_device_get(r->t, r->source, device);
-    return d ? tr_stream_get(r->t, d, context, stream) : 0;
+    uint32_t s = ct_string(r, st, col);
+    return s ? s : tr_str(r->t, "");
 }
 
 /* CUpti_ActivityObjectKindId: {u32 processId; u32 threadId} for processes and threads. */
@@ -214,37 +56,9 @@ static void object_pid_tid(sqlite3_stmt *st, int kind_col, int blob_col, int64_t
     *tid = v[1];
 }
 
-static tr_status read_devices(nv_reader *r, const char *tab, int arg, tr_error *err)
+static tr_status read_contexts(ct_reader *r, const ct_table *table, tr_error *err)
 {
-    (void)arg;
-    static const tr_col cols[] = {
-        {"id", 1}, {"name", 0}, {"computeCapabilityMajor", 0}, {"computeCapabilityMinor", 0},
-        {"globalMemorySize", 0}, {"numMultiprocessors", 0}};
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 6, " ORDER BY id", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        uint32_t d = tr_device_get(r->t, r->source, sqlite3_column_int64(st, 0));
-        if (!d) {
-            sqlite3_finalize(st);
-            return oom(err);
-        }
-        tr_device *dev = &r->t->devices.v[d];
-        dev->name = sqlite3_column_type(st, 1) == SQLITE_NULL ? 0 : raw_string(r, sqlite3_column_int64(st, 1));
-        dev->cc_major = (int32_t)tr_col_i64(st, 2, -1);
-        dev->cc_minor = (int32_t)tr_col_i64(st, 3, -1);
-        dev->memory_bytes = tr_col_i64(st, 4, -1);
-        dev->sm_count = (int32_t)tr_col_i64(st, 5, -1);
-    }
-    sqlite3_finalize(st);
-    return rc < 0 ? err->status : TR_OK;
-}
-
-static tr_status read_contexts(nv_reader *r, const char *tab, int arg, tr_error *err)
-{
-    (void)arg;
+    const char *tab = table->name;
     static const tr_col cols[] = {{"contextId", 1}, {"deviceId", 1}};
     sqlite3_stmt *st;
     tr_status s = tr_sql_select(&r->in, tab, cols, 2, NULL, &st, err);
@@ -254,15 +68,15 @@ static tr_status read_contexts(nv_reader *r, const char *tab, int arg, tr_error 
     while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1)
         if (tr_i64map_put(&r->ctx_device, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)) < 0) {
             sqlite3_finalize(st);
-            return oom(err);
+            return ct_oom(r, err);
         }
     sqlite3_finalize(st);
     return rc < 0 ? err->status : TR_OK;
 }
 
-static tr_status read_names(nv_reader *r, const char *tab, int arg, tr_error *err)
+static tr_status read_names(ct_reader *r, const ct_table *table, tr_error *err)
 {
-    (void)arg;
+    const char *tab = table->name;
     static const tr_col cols[] = {{"objectKind", 1}, {"objectId", 1}, {"name", 1}};
     sqlite3_stmt *st;
     tr_status s = tr_sql_select(&r->in, tab, cols, 3, NULL, &st, err);
@@ -273,13 +87,13 @@ static tr_status read_names(nv_reader *r, const char *tab, int arg, tr_error *er
         int kind = sqlite3_column_int(st, 0);
         int64_t pid, tid;
         object_pid_tid(st, 0, 1, &pid, &tid);
-        uint32_t name = raw_string(r, sqlite3_column_int64(st, 2));
+        uint32_t name = raw_string(r, st, 2);
         if (kind == 1) {
             uint32_t p = tr_process_get(r->t, r->source, pid);
             if (p)
                 r->t->processes.v[p].name = name;
         } else if (kind == 2) {
-            uint32_t th = thread_of(r, pid, tid);
+            uint32_t th = ct_thread(r, pid, tid);
             if (th)
                 r->t->threads.v[th].name = name;
         }
@@ -288,230 +102,14 @@ static tr_status read_names(nv_reader *r, const char *tab, int arg, tr_error *er
     return rc < 0 ? err->status : TR_OK;
 }
 
-static uint32_t api_name(nv_reader *r, int driver, int cbid)
-{
-    if (cbid > 0 && cbid < 1024 && r->api_names[driver][cbid])
-        return r->api_names[driver][cbid];
-    const char *known = driver ? tr_driver_cbid_name(cbid) : tr_runtime_cbid_name(cbid);
-    char buf[64];
-    if (!known) {
-        snprintf(buf, sizeof buf, "%s API cbid %d", driver ? "driver" : "runtime", cbid);
-        known = buf;
-    }
-    uint32_t id = tr_str(r->t, known);
-    if (cbid > 0 && cbid < 1024)
-        r->api_names[driver][cbid] = id;
-    return id;
-}
-
-/* arg: 1 for the driver API table. */
-static tr_status read_api(nv_reader *r, const char *tab, int driver, tr_error *err)
-{
-    static const tr_col cols[] = {{"cbid", 1}, {"start", 1}, {"end", 1}, {"processId", 0},
-                                  {"threadId", 0}, {"correlationId", 0}, {"returnValue", 0}};
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 7, " ORDER BY _id_", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    nv_bad bad = {tab, 0, 0};
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        int64_t start, end;
-        if (!read_interval(&bad, st, 1, 2, &start, &end))
-            continue;
-        tr_event *e = tr_add_event(r->t, driver ? TR_KIND_DRIVER : TR_KIND_RUNTIME);
-        if (!e) {
-            sqlite3_finalize(st);
-            return oom(err);
-        }
-        int cbid = sqlite3_column_int(st, 0);
-        e->name = api_name(r, driver, cbid);
-        e->start = start;
-        e->end = end;
-        e->thread = thread_of(r, tr_col_i64(st, 3, 0), tr_col_i64(st, 4, 0));
-        e->correlation = tr_col_i64(st, 5, -1);
-        tr_api_detail d = {cbid, tr_col_i64(st, 6, 0)};
-        e->detail = tr_add_api_detail(r->t, &d);
-        note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    report_bad(r, &bad);
-    return rc < 0 ? err->status : TR_OK;
-}
-
-/* A launch field the table lacks, or holds as NULL, is unknown (-1: NULL in run.db), not 0. */
-static int32_t launch_field(sqlite3_stmt *st, int col)
-{
-    return (int32_t)tr_col_i64(st, col, -1);
-}
-
-static tr_status read_kernels(nv_reader *r, const char *tab, int arg, tr_error *err)
-{
-    (void)arg;
-    static const tr_col cols[] = {
-        {"start", 1}, {"end", 1}, {"deviceId", 0}, {"contextId", 0}, {"streamId", 0},
-        {"correlationId", 0}, {"name", 1}, {"gridX", 0}, {"gridY", 0}, {"gridZ", 0},
-        {"blockX", 0}, {"blockY", 0}, {"blockZ", 0}, {"registersPerThread", 0},
-        {"staticSharedMemory", 0}, {"dynamicSharedMemory", 0}};
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, sizeof cols / sizeof cols[0],
-                                " ORDER BY _id_", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    nv_bad bad = {tab, 0, 0};
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        int64_t start, end;
-        if (!read_interval(&bad, st, 0, 1, &start, &end))
-            continue;
-        tr_event *e = tr_add_event(r->t, TR_KIND_KERNEL);
-        if (!e) {
-            sqlite3_finalize(st);
-            return oom(err);
-        }
-        e->start = start;
-        e->end = end;
-        e->stream = stream_of(r, tr_col_i64(st, 2, 0), tr_col_i64(st, 3, -1), tr_col_i64(st, 4, 0));
-        e->correlation = tr_col_i64(st, 5, -1);
-        kernel_name(r, sqlite3_column_int64(st, 6), e);
-        tr_kernel_detail d;
-        for (int j = 0; j < 3; j++) {
-            d.grid[j] = launch_field(st, 7 + j);
-            d.block[j] = launch_field(st, 10 + j);
-        }
-        d.registers = launch_field(st, 13);
-        d.static_smem = launch_field(st, 14);
-        d.dynamic_smem = launch_field(st, 15);
-        e->detail = tr_add_kernel_detail(r->t, &d);
-        note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    report_bad(r, &bad);
-    return rc < 0 ? err->status : TR_OK;
-}
-
-static tr_status read_memcpy(nv_reader *r, const char *tab, int arg, tr_error *err)
-{
-    (void)arg;
-    static const tr_col cols[] = {{"copyKind", 1}, {"srcKind", 0}, {"dstKind", 0}, {"bytes", 1},
-                                  {"start", 1}, {"end", 1}, {"deviceId", 0}, {"contextId", 0},
-                                  {"streamId", 0}, {"correlationId", 0}};
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 10, " ORDER BY _id_", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    nv_bad bad = {tab, 0, 0};
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        int64_t start, end;
-        if (!read_interval(&bad, st, 4, 5, &start, &end))
-            continue;
-        tr_event *e = tr_add_event(r->t, TR_KIND_MEMCPY);
-        if (!e) {
-            sqlite3_finalize(st);
-            return oom(err);
-        }
-        int64_t kind = sqlite3_column_int64(st, 0);
-        tr_copy_detail d = {tr_enum_str(r->t, &tr_copy_kinds, kind),
-                            sqlite3_column_type(st, 1) == SQLITE_NULL ? 0
-                                : tr_enum_str(r->t, &tr_memory_kinds, sqlite3_column_int64(st, 1)),
-                            sqlite3_column_type(st, 2) == SQLITE_NULL ? 0
-                                : tr_enum_str(r->t, &tr_memory_kinds, sqlite3_column_int64(st, 2))};
-        e->name = tr_memcpy_name(r->t, d.copy_kind);
-        e->bytes = sqlite3_column_int64(st, 3);
-        e->start = start;
-        e->end = end;
-        e->stream = stream_of(r, tr_col_i64(st, 6, 0), tr_col_i64(st, 7, -1), tr_col_i64(st, 8, 0));
-        e->correlation = tr_col_i64(st, 9, -1);
-        e->detail = tr_add_copy_detail(r->t, &d);
-        note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    report_bad(r, &bad);
-    return rc < 0 ? err->status : TR_OK;
-}
-
-static tr_status read_memset(nv_reader *r, const char *tab, int arg, tr_error *err)
-{
-    (void)arg;
-    static const tr_col cols[] = {{"value", 0}, {"bytes", 1}, {"start", 1}, {"end", 1},
-                                  {"deviceId", 0}, {"contextId", 0}, {"streamId", 0},
-                                  {"correlationId", 0}};
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 8, " ORDER BY _id_", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    nv_bad bad = {tab, 0, 0};
-    int rc;
-    uint32_t name = tr_str(r->t, "[CUDA memset]");
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        int64_t start, end;
-        if (!read_interval(&bad, st, 2, 3, &start, &end))
-            continue;
-        tr_event *e = tr_add_event(r->t, TR_KIND_MEMSET);
-        if (!e) {
-            sqlite3_finalize(st);
-            return oom(err);
-        }
-        e->name = name;
-        e->detail = tr_add_memset_value(r->t, tr_col_i64(st, 0, 0));
-        e->bytes = sqlite3_column_int64(st, 1);
-        e->start = start;
-        e->end = end;
-        e->stream = stream_of(r, tr_col_i64(st, 4, 0), tr_col_i64(st, 5, -1), tr_col_i64(st, 6, 0));
-        e->correlation = tr_col_i64(st, 7, -1);
-        note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    report_bad(r, &bad);
-    return rc < 0 ? err->status : TR_OK;
-}
-
-static tr_status read_sync(nv_reader *r, const char *tab, int arg, tr_error *err)
-{
-    (void)arg;
-    static const tr_col cols[] = {{"type", 0}, {"start", 1}, {"end", 1}, {"correlationId", 0},
-                                  {"contextId", 0}, {"streamId", 0}};
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 6, " ORDER BY _id_", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    nv_bad bad = {tab, 0, 0};
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        int64_t start, end;
-        if (!read_interval(&bad, st, 1, 2, &start, &end))
-            continue;
-        tr_event *e = tr_add_event(r->t, TR_KIND_SYNC);
-        if (!e) {
-            sqlite3_finalize(st);
-            return oom(err);
-        }
-        int64_t type = tr_col_i64(st, 0, 0);
-        e->name = tr_enum_str(r->t, &tr_sync_names, type >= 0 && type < 5 ? type : 0);
-        e->start = start;
-        e->end = end;
-        e->correlation = tr_col_i64(st, 3, -1);
-        /* The wait happens on the calling thread (found through the correlation
-         * id at tree build); the stream says what was waited for. */
-        int64_t ctx = tr_col_i64(st, 4, -1), device = 0;
-        tr_i64map_get(&r->ctx_device, ctx, &device);
-        e->stream = stream_of(r, device, ctx, tr_col_i64(st, 5, -1));
-        note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    report_bad(r, &bad);
-    return rc < 0 ? err->status : TR_OK;
-}
-
 /* nvprof stores no time for a CUDA event (CUpti_ActivityCudaEvent has none): it is
  * placed, zero length, at the start of the API call with its correlation id, the
  * cudaEventRecord that recorded it (the runtime call when both exist, as the tree
  * prefers).  A first pass collects the correlation ids, so the lookup costs memory
  * in proportion to the CUDA events, not to the API calls. */
-static tr_status read_cuda_events(nv_reader *r, const char *tab, int arg, tr_error *err)
+static tr_status read_cuda_events(ct_reader *r, const ct_table *table, tr_error *err)
 {
-    (void)arg;
+    const char *tab = table->name;
     static const tr_col cols[] = {{"correlationId", 1}, {"contextId", 0}, {"streamId", 0},
                                   {"deviceId", 0}};
     sqlite3_stmt *st;
@@ -554,7 +152,7 @@ static tr_status read_cuda_events(nv_reader *r, const char *tab, int arg, tr_err
         int64_t ctx = tr_col_i64(st, 1, -1), device = tr_col_i64(st, 3, -1);
         if (device < 0 && !tr_i64map_get(&r->ctx_device, ctx, &device))
             device = 0;
-        e->stream = stream_of(r, device, ctx, tr_col_i64(st, 2, 0));
+        e->stream = ct_stream(r, device, ctx, tr_col_i64(st, 2, 0));
     }
 out:
     sqlite3_finalize(st);
@@ -566,7 +164,7 @@ out:
 nomem:
     sqlite3_finalize(st);
     tr_i64map_free(&when);
-    return oom(err);
+    return ct_oom(r, err);
 }
 
 /* CUpti_OpenAccEventKind and CUpti_OpenAccConstructKind, named as nvprof names the
@@ -593,7 +191,7 @@ static const struct {
 /* "acc_enqueue_launch@jacobi.c:59 (main_59_gpu) [parallel]": nvprof's own name for
  * the event (event kind, source file and line, launched kernel or data variable),
  * then the construct it belongs to. */
-static uint32_t acc_name(nv_reader *r, sqlite3_stmt *st)
+static uint32_t acc_name(ct_reader *r, sqlite3_stmt *st)
 {
     char ev[32];
     int64_t kind = tr_col_i64(st, 0, 0), construct = tr_col_i64(st, 1, 0);
@@ -604,8 +202,8 @@ static uint32_t acc_name(nv_reader *r, sqlite3_stmt *st)
         snprintf(ev, sizeof ev, "acc_event_%lld", (long long)kind);
         event = ev;
     }
-    const char *file = tr_str_of(r->t, raw_string(r, tr_col_i64(st, 7, 0)));
-    const char *detail = tr_str_of(r->t, raw_string(r, tr_col_i64(st, 9, 0)));
+    const char *file = tr_str_of(r->t, raw_string(r, st, 7));
+    const char *detail = tr_str_of(r->t, raw_string(r, st, 9));
     const char *cons = construct > 0
                            && (uint64_t)construct < sizeof acc_construct_names / sizeof acc_construct_names[0]
                            ? acc_construct_names[construct] : NULL;
@@ -626,8 +224,12 @@ static uint32_t acc_name(nv_reader *r, sqlite3_stmt *st)
 }
 
 /* OpenACC events run on a host thread and enclose the CUDA calls they make. */
-static tr_status read_openacc(nv_reader *r, const char *tab, int which, tr_error *err)
+static tr_status read_openacc(ct_reader *r, const ct_table *table, tr_error *err)
 {
+    const char *tab = table->name;
+    int which = 0;
+    while (acc_tables[which].kind != table->kind)
+        which++;
     const tr_col cols[] = {{"eventKind", 1}, {"parentConstruct", 0}, {"start", 1}, {"end", 1},
                            {"cuProcessId", 0}, {"cuThreadId", 0}, {"threadId", 0},
                            {"srcFile", 0}, {"lineNo", 0},
@@ -639,32 +241,32 @@ static tr_status read_openacc(nv_reader *r, const char *tab, int which, tr_error
                                 &st, err);
     if (s != TR_OK || !st)
         return s;
-    nv_bad bad = {tab, 0, 0};
+    ct_bad bad = {tab, 0, 0};
     int rc;
     while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
         int64_t start, end;
-        if (!read_interval(&bad, st, 2, 3, &start, &end))
+        if (!ct_interval(&bad, st, 2, 3, &start, &end))
             continue;
         tr_event *e = tr_add_event(r->t, acc_tables[which].kind);
         if (!e || !(e->name = acc_name(r, st))) {
             sqlite3_finalize(st);
-            return oom(err);
+            return ct_oom(r, err);
         }
         e->start = start;
         e->end = end;
         /* cuThreadId is the thread's id as the CUDA API tables give it; OpenACC's own
          * threadId only stands in when it is missing */
         int64_t tid = tr_col_i64(st, 5, 0);
-        e->thread = thread_of(r, tr_col_i64(st, 4, 0), tid ? tid : tr_col_i64(st, 6, 0));
+        e->thread = ct_thread(r, tr_col_i64(st, 4, 0), tid ? tid : tr_col_i64(st, 6, 0));
         e->bytes = acc_tables[which].kind == TR_KIND_OPENACC_DATA ? tr_col_i64(st, 10, 0) : 0;
-        note_ts(r, e->end);
+        ct_note_ts(r, e->end);
     }
     sqlite3_finalize(st);
-    report_bad(r, &bad);
+    ct_report_bad(r, &bad);
     return rc < 0 ? err->status : TR_OK;
 }
 
-static uint32_t overhead_name(nv_reader *r, int64_t kind)
+static uint32_t overhead_name(ct_reader *r, int64_t kind)
 {
     char buf[64];
     tr_overhead_name(buf, sizeof buf, (int64_t)kind);
@@ -685,7 +287,7 @@ static int cmp_call(const void *pa, const void *pb)
     return a->end > b->end ? -1 : a->end < b->end;
 }
 
-static nv_call *collect_calls(const nv_reader *r, size_t *n)
+static nv_call *collect_calls(const ct_reader *r, size_t *n)
 {
     size_t cap = 1;
     for (size_t i = r->first_event; i < r->t->events.n; i++)
@@ -706,7 +308,7 @@ static nv_call *collect_calls(const nv_reader *r, size_t *n)
 /* The one thread of `process` whose API call encloses [start, end], or 0 when none
  * or several do.  Calls on a thread nest (driver calls inside runtime calls), so the
  * enclosing call is among the last few that started before `start`. */
-static uint32_t enclosing_thread(const nv_reader *r, const nv_call *c, size_t n, uint32_t process,
+static uint32_t enclosing_thread(const ct_reader *r, const nv_call *c, size_t n, uint32_t process,
                                  int64_t start, int64_t end)
 {
     size_t lo = 0, hi = n;
@@ -734,9 +336,9 @@ static uint32_t enclosing_thread(const nv_reader *r, const nv_call *c, size_t n,
  * from the profiler's.  Failing that it stays off every thread and, flagged
  * async, out of the tree: it overlaps some thread's time that it cannot be
  * subtracted from, so it has no self time. */
-static tr_status read_overhead(nv_reader *r, const char *tab, int arg, tr_error *err)
+static tr_status read_overhead(ct_reader *r, const ct_table *table, tr_error *err)
 {
-    (void)arg;
+    const char *tab = table->name;
     nv_call *calls = NULL;
     size_t ncalls = 0;
     static const tr_col cols[] = {{"overheadKind", 0}, {"objectKind", 1}, {"objectId", 1},
@@ -745,11 +347,11 @@ static tr_status read_overhead(nv_reader *r, const char *tab, int arg, tr_error 
     tr_status s = tr_sql_select(&r->in, tab, cols, 5, " ORDER BY _id_", &st, err);
     if (s != TR_OK || !st)
         return s;
-    nv_bad bad = {tab, 0, 0};
+    ct_bad bad = {tab, 0, 0};
     int rc;
     while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
         int64_t start, end;
-        if (!read_interval(&bad, st, 3, 4, &start, &end))
+        if (!ct_interval(&bad, st, 3, 4, &start, &end))
             continue;
         if (start == 0 && end == 0) {   /* CUPTI's "no timestamp could be collected" */
             bad.no_time++;
@@ -759,7 +361,7 @@ static tr_status read_overhead(nv_reader *r, const char *tab, int arg, tr_error 
         if (!e) {
             sqlite3_finalize(st);
             free(calls);
-            return oom(err);
+            return ct_oom(r, err);
         }
         e->name = overhead_name(r, tr_col_i64(st, 0, 0));
         e->start = start;
@@ -768,29 +370,29 @@ static tr_status read_overhead(nv_reader *r, const char *tab, int arg, tr_error 
         object_pid_tid(st, 1, 2, &pid, &tid);
         int object = sqlite3_column_int(st, 1);
         if (object == 2) {
-            e->thread = thread_of(r, pid, tid);
+            e->thread = ct_thread(r, pid, tid);
         } else if (object == 1) {
             if (!calls && !(calls = collect_calls(r, &ncalls))) {
                 sqlite3_finalize(st);
-                return oom(err);
+                return ct_oom(r, err);
             }
             e->thread = enclosing_thread(r, calls, ncalls, tr_process_get(r->t, r->source, pid),
                                          start, end);
         }
         if (!e->thread)
             e->flags |= TR_FLAG_ASYNC;
-        note_ts(r, e->end);
+        ct_note_ts(r, e->end);
     }
     sqlite3_finalize(st);
     free(calls);
-    report_bad(r, &bad);
+    ct_report_bad(r, &bad);
     return rc < 0 ? err->status : TR_OK;
 }
 
 /* NVTX: flags 1 = instantaneous mark, 2 = range start, 4 = range end (name 0). */
-static tr_status read_markers(nv_reader *r, const char *tab, int arg, tr_error *err)
+static tr_status read_markers(ct_reader *r, const ct_table *table, tr_error *err)
 {
-    (void)arg;
+    const char *tab = table->name;
     static const tr_col cols[] = {{"flags", 1}, {"timestamp", 1}, {"id", 1},
                                   {"objectKind", 1}, {"objectId", 1}, {"name", 1}};
     sqlite3_stmt *st;
@@ -800,7 +402,7 @@ static tr_status read_markers(nv_reader *r, const char *tab, int arg, tr_error *
     tr_i64map open;
     tr_i64map_init(&open);
     size_t orphan_ends = 0, restarted = 0;
-    nv_bad bad = {tab, 0, 0};
+    ct_bad bad = {tab, 0, 0};
     int rc;
     while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
         int64_t flags = sqlite3_column_int64(st, 0);
@@ -809,15 +411,15 @@ static tr_status read_markers(nv_reader *r, const char *tab, int arg, tr_error *
             bad.no_time++;
             continue;
         }
-        if (!time_ok(ts)) {
+        if (!ct_time_ok(ts)) {
             bad.bad_span++;
             continue;
         }
         int64_t id = sqlite3_column_int64(st, 2);
         int64_t pid, tid;
         object_pid_tid(st, 3, 4, &pid, &tid);
-        uint32_t thread = thread_of(r, pid, tid);
-        note_ts(r, ts);
+        uint32_t thread = ct_thread(r, pid, tid);
+        ct_note_ts(r, ts);
         if (flags & 4) {
             int64_t idx;
             if (!tr_i64map_get(&open, id, &idx)) {
@@ -842,21 +444,8 @@ static tr_status read_markers(nv_reader *r, const char *tab, int arg, tr_error *
             goto nomem;
         e->start = e->end = ts;
         e->thread = thread;
-        uint32_t raw = raw_string(r, sqlite3_column_int64(st, 5));
-        const char *msg = tr_str_of(r->t, raw);
-        tr_nvtx_annotation a;
-        tr_nvtx_parse(r->nvtx, msg, strlen(msg), &a);
-        if (a.annotated) {
-            e->kind = TR_KIND_OP;
-            e->name = tr_intern_add(&r->t->strings, a.name, a.name_len);
-            e->raw_name = raw;
-            e->seq = a.seq;
-            e->op_id = a.op_id;
-            if (a.sizes)
-                e->shape = tr_intern_add(&r->t->strings, a.sizes, a.sizes_len);
-        } else {
-            e->name = raw;
-        }
+        uint32_t raw = raw_string(r, st, 5);
+        ct_nvtx_name(r, e, raw, 1);
         if (flags & 2) {
             int64_t prev;
             if (tr_i64map_get(&open, id, &prev))
@@ -880,7 +469,7 @@ static tr_status read_markers(nv_reader *r, const char *tab, int arg, tr_error *
         e->flags |= TR_FLAG_UNTERMINATED;
     }
     tr_i64map_free(&open);
-    report_bad(r, &bad);
+    ct_report_bad(r, &bad);
     if (unterminated)
         tr_ingest_warn(r->o, "%s: %zu NVTX range(s) never ended; closed at the last timestamp",
                        r->in.path, unterminated);
@@ -893,49 +482,295 @@ static tr_status read_markers(nv_reader *r, const char *tab, int arg, tr_error *
 nomem:
     sqlite3_finalize(st);
     tr_i64map_free(&open);
-    return oom(err);
+    return ct_oom(r, err);
 }
 
-/* The tables read, in order, each by its function (arg: the function's variant).
- * Markers come last: unterminated ranges close at the last timestamp of anything. */
-typedef tr_status (*nv_table_fn)(nv_reader *r, const char *table, int arg, tr_error *err);
-static const struct {
-    const char *table;
-    nv_table_fn read;   /* NULL: read when the file is opened */
-    int arg;
-} nv_tables[] = {
-    {"Version", NULL, 0},
-    {"StringTable", read_strings, 0},
-    {"CUPTI_ACTIVITY_KIND_DEVICE", read_devices, 0},
-    {"CUPTI_ACTIVITY_KIND_CONTEXT", read_contexts, 0},
-    {"CUPTI_ACTIVITY_KIND_NAME", read_names, 0},
-    {"CUPTI_ACTIVITY_KIND_RUNTIME", read_api, 0},
-    {"CUPTI_ACTIVITY_KIND_DRIVER", read_api, 1},
-    {"CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", read_kernels, 0},
-    {"CUPTI_ACTIVITY_KIND_KERNEL", read_kernels, 0},
-    {"CUPTI_ACTIVITY_KIND_MEMCPY", read_memcpy, 0},
-    {"CUPTI_ACTIVITY_KIND_MEMCPY2", read_memcpy, 0},
-    {"CUPTI_ACTIVITY_KIND_MEMSET", read_memset, 0},
-    {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", read_sync, 0},
-    {"CUPTI_ACTIVITY_KIND_CUDA_EVENT", read_cuda_events, 0},   /* after the API calls */
-    {"CUPTI_ACTIVITY_KIND_OPENACC_DATA", read_openacc, 0},
-    {"CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH", read_openacc, 1},
-    {"CUPTI_ACTIVITY_KIND_OPENACC_OTHER", read_openacc, 2},
-    {"CUPTI_ACTIVITY_KIND_OVERHEAD", read_overhead, 0},
-    {"CUPTI_ACTIVITY_KIND_MARKER", read_markers, 0},
+
+
+static uint32_t api_name(ct_reader *r, int driver, int cbid)
+{
+    if (cbid > 0 && cbid < 1024 && r->api_names[driver][cbid])
+        return r->api_names[driver][cbid];
+    const char *known = driver ? tr_driver_cbid_name(cbid) : tr_runtime_cbid_name(cbid);
+    char buf[64];
+    if (!known) {
+        snprintf(buf, sizeof buf, "%s API cbid %d", driver ? "driver" : "runtime", cbid);
+        known = buf;
+    }
+    uint32_t id = tr_str(r->t, known);
+    if (cbid > 0 && cbid < 1024)
+        r->api_names[driver][cbid] = id;
+    return id;
+}
+
+static tr_status read_api(ct_reader *r, const ct_table *table, tr_error *err)
+{
+    const char *tab = table->name;
+    int driver = table->kind == TR_KIND_DRIVER;
+    static const tr_col cols[] = {{"cbid", 1}, {"start", 1}, {"end", 1}, {"processId", 0},
+                                  {"threadId", 0}, {"correlationId", 0}, {"returnValue", 0}};
+    sqlite3_stmt *st;
+    tr_status s = tr_sql_select(&r->in, tab, cols, 7, " ORDER BY _id_", &st, err);
+    if (s != TR_OK || !st)
+        return s;
+    ct_bad bad = {tab, 0, 0};
+    int rc;
+    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        int64_t start, end;
+        if (!ct_interval(&bad, st, 1, 2, &start, &end))
+            continue;
+        tr_event *e = tr_add_event(r->t, driver ? TR_KIND_DRIVER : TR_KIND_RUNTIME);
+        if (!e) {
+            sqlite3_finalize(st);
+            return ct_oom(r, err);
+        }
+        int cbid = sqlite3_column_int(st, 0);
+        e->name = api_name(r, driver, cbid);
+        e->start = start;
+        e->end = end;
+        e->thread = ct_thread(r, tr_col_i64(st, 3, 0), tr_col_i64(st, 4, 0));
+        e->correlation = tr_col_i64(st, 5, -1);
+        tr_api_detail d = {cbid, tr_col_i64(st, 6, 0)};
+        e->detail = tr_add_api_detail(r->t, &d);
+        ct_note_ts(r, e->end);
+    }
+    sqlite3_finalize(st);
+    ct_report_bad(r, &bad);
+    return rc < 0 ? err->status : TR_OK;
+}
+
+/* Kernel names: demangled for display, the mangled one kept as raw_name. */
+static void kernel_name(ct_reader *r, sqlite3_stmt *st, int col, tr_event *e)
+{
+    uint32_t raw = ct_string(r, st, col);
+    if (!raw) {
+        char buf[48];
+        snprintf(buf, sizeof buf, "[unknown kernel %lld]", (long long)sqlite3_column_int64(st, col));
+        e->name = tr_str(r->t, buf);
+        return;
+    }
+    int64_t cached;
+    if (!tr_i64map_get(&r->kernel_names, raw, &cached)) {
+        char *d = tr_demangle(tr_str_of(r->t, raw));
+        cached = d ? tr_str(r->t, d) : raw;
+        free(d);
+        tr_i64map_put(&r->kernel_names, raw, cached);
+    }
+    e->name = (uint32_t)cached;
+    if (e->name != raw) {
+        e->raw_name = raw;
+        e->flags |= TR_FLAG_DEMANGLED;
+    }
+}
+
+/* A launch field the table lacks, or holds as NULL, is unknown (-1: NULL in run.db), not 0. */
+static int32_t launch_field(sqlite3_stmt *st, int col)
+{
+    return (int32_t)tr_col_i64(st, col, -1);
+}
+
+static tr_status read_kernels(ct_reader *r, const ct_table *table, tr_error *err)
+{
+    const char *tab = table->name;
+    static const tr_col cols[] = {
+        {"start", 1}, {"end", 1}, {"deviceId", 0}, {"contextId", 0}, {"streamId", 0},
+        {"correlationId", 0}, {"name", 1}, {"gridX", 0}, {"gridY", 0}, {"gridZ", 0},
+        {"blockX", 0}, {"blockY", 0}, {"blockZ", 0}, {"registersPerThread", 0},
+        {"staticSharedMemory", 0}, {"dynamicSharedMemory", 0}};
+    sqlite3_stmt *st;
+    tr_status s = tr_sql_select(&r->in, tab, cols, sizeof cols / sizeof cols[0],
+                                " ORDER BY _id_", &st, err);
+    if (s != TR_OK || !st)
+        return s;
+    ct_bad bad = {tab, 0, 0};
+    int rc;
+    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        int64_t start, end;
+        if (!ct_interval(&bad, st, 0, 1, &start, &end))
+            continue;
+        tr_event *e = tr_add_event(r->t, TR_KIND_KERNEL);
+        if (!e) {
+            sqlite3_finalize(st);
+            return ct_oom(r, err);
+        }
+        e->start = start;
+        e->end = end;
+        e->stream = ct_stream(r, tr_col_i64(st, 2, 0), tr_col_i64(st, 3, -1), tr_col_i64(st, 4, 0));
+        e->correlation = tr_col_i64(st, 5, -1);
+        kernel_name(r, st, 6, e);
+        tr_kernel_detail d;
+        for (int j = 0; j < 3; j++) {
+            d.grid[j] = launch_field(st, 7 + j);
+            d.block[j] = launch_field(st, 10 + j);
+        }
+        d.registers = launch_field(st, 13);
+        d.static_smem = launch_field(st, 14);
+        d.dynamic_smem = launch_field(st, 15);
+        e->detail = tr_add_kernel_detail(r->t, &d);
+        ct_note_ts(r, e->end);
+    }
+    sqlite3_finalize(st);
+    ct_report_bad(r, &bad);
+    return rc < 0 ? err->status : TR_OK;
+}
+
+static tr_status read_memcpy(ct_reader *r, const ct_table *table, tr_error *err)
+{
+    const char *tab = table->name;
+    static const tr_col cols[] = {{"copyKind", 1}, {"srcKind", 0}, {"dstKind", 0}, {"bytes", 1},
+                                  {"start", 1}, {"end", 1}, {"deviceId", 0}, {"contextId", 0},
+                                  {"streamId", 0}, {"correlationId", 0}};
+    sqlite3_stmt *st;
+    tr_status s = tr_sql_select(&r->in, tab, cols, 10, " ORDER BY _id_", &st, err);
+    if (s != TR_OK || !st)
+        return s;
+    ct_bad bad = {tab, 0, 0};
+    int rc;
+    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        int64_t start, end;
+        if (!ct_interval(&bad, st, 4, 5, &start, &end))
+            continue;
+        tr_event *e = tr_add_event(r->t, TR_KIND_MEMCPY);
+        if (!e) {
+            sqlite3_finalize(st);
+            return ct_oom(r, err);
+        }
+        int64_t kind = sqlite3_column_int64(st, 0);
+        tr_copy_detail d = {tr_enum_str(r->t, &tr_copy_kinds, kind),
+                            sqlite3_column_type(st, 1) == SQLITE_NULL ? 0
+                                : tr_enum_str(r->t, &tr_memory_kinds, sqlite3_column_int64(st, 1)),
+                            sqlite3_column_type(st, 2) == SQLITE_NULL ? 0
+                                : tr_enum_str(r->t, &tr_memory_kinds, sqlite3_column_int64(st, 2))};
+        e->name = tr_memcpy_name(r->t, d.copy_kind);
+        e->bytes = sqlite3_column_int64(st, 3);
+        e->start = start;
+        e->end = end;
+        e->stream = ct_stream(r, tr_col_i64(st, 6, 0), tr_col_i64(st, 7, -1), tr_col_i64(st, 8, 0));
+        e->correlation = tr_col_i64(st, 9, -1);
+        e->detail = tr_add_copy_detail(r->t, &d);
+        ct_note_ts(r, e->end);
+    }
+    sqlite3_finalize(st);
+    ct_report_bad(r, &bad);
+    return rc < 0 ? err->status : TR_OK;
+}
+
+static tr_status read_memset(ct_reader *r, const ct_table *table, tr_error *err)
+{
+    const char *tab = table->name;
+    static const tr_col cols[] = {{"value", 0}, {"bytes", 1}, {"start", 1}, {"end", 1},
+                                  {"deviceId", 0}, {"contextId", 0}, {"streamId", 0},
+                                  {"correlationId", 0}};
+    sqlite3_stmt *st;
+    tr_status s = tr_sql_select(&r->in, tab, cols, 8, " ORDER BY _id_", &st, err);
+    if (s != TR_OK || !st)
+        return s;
+    ct_bad bad = {tab, 0, 0};
+    int rc;
+    uint32_t name = tr_str(r->t, "[CUDA memset]");
+    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        int64_t start, end;
+        if (!ct_interval(&bad, st, 2, 3, &start, &end))
+            continue;
+        tr_event *e = tr_add_event(r->t, TR_KIND_MEMSET);
+        if (!e) {
+            sqlite3_finalize(st);
+            return ct_oom(r, err);
+        }
+        e->name = name;
+        e->detail = tr_add_memset_value(r->t, tr_col_i64(st, 0, 0));
+        e->bytes = sqlite3_column_int64(st, 1);
+        e->start = start;
+        e->end = end;
+        e->stream = ct_stream(r, tr_col_i64(st, 4, 0), tr_col_i64(st, 5, -1), tr_col_i64(st, 6, 0));
+        e->correlation = tr_col_i64(st, 7, -1);
+        ct_note_ts(r, e->end);
+    }
+    sqlite3_finalize(st);
+    ct_report_bad(r, &bad);
+    return rc < 0 ? err->status : TR_OK;
+}
+
+static tr_status read_sync(ct_reader *r, const ct_table *table, tr_error *err)
+{
+    const char *tab = table->name;
+    static const tr_col cols[] = {{"type", 0}, {"start", 1}, {"end", 1}, {"correlationId", 0},
+                                  {"contextId", 0}, {"streamId", 0}};
+    sqlite3_stmt *st;
+    tr_status s = tr_sql_select(&r->in, tab, cols, 6, " ORDER BY _id_", &st, err);
+    if (s != TR_OK || !st)
+        return s;
+    ct_bad bad = {tab, 0, 0};
+    int rc;
+    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
+        int64_t start, end;
+        if (!ct_interval(&bad, st, 1, 2, &start, &end))
+            continue;
+        tr_event *e = tr_add_event(r->t, TR_KIND_SYNC);
+        if (!e) {
+            sqlite3_finalize(st);
+            return ct_oom(r, err);
+        }
+        int64_t type = tr_col_i64(st, 0, 0);
+        e->name = tr_enum_str(r->t, &tr_sync_names, type >= 0 && type < 5 ? type : 0);
+        e->start = start;
+        e->end = end;
+        e->correlation = tr_col_i64(st, 3, -1);
+        /* The wait happens on the calling thread (found through the correlation
+         * id at tree build); the stream says what was waited for. */
+        int64_t ctx = tr_col_i64(st, 4, -1), device = 0;
+        tr_i64map_get(&r->ctx_device, ctx, &device);
+        e->stream = ct_stream(r, device, ctx, tr_col_i64(st, 5, -1));
+        ct_note_ts(r, e->end);
+    }
+    sqlite3_finalize(st);
+    ct_report_bad(r, &bad);
+    return rc < 0 ? err->status : TR_OK;
+}
+
+/* The tables read, in order: the shared families by their columns, nvprof's own by
+ * its loops.  Markers come last: unterminated ranges close
+ * at the last timestamp of anything. */
+static const ct_col string_cols[] = {{CT_ID, "_id_", 1}, {CT_TEXT, "value", 1}};
+static const ct_col device_cols[] = {
+    {CT_DEVICE, "id", 1}, {CT_NAME, "name", 0}, {CT_CC_MAJOR, "computeCapabilityMajor", 0},
+    {CT_CC_MINOR, "computeCapabilityMinor", 0}, {CT_MEMORY, "globalMemorySize", 0},
+    {CT_SM_COUNT, "numMultiprocessors", 0}};
+
+#define BY_ID " ORDER BY _id_"
+static const ct_table nv_tables[] = {
+    {"Version", NULL, 0, NULL, 0, NULL},
+    {"StringTable", ct_read_strings, 0, CT_COLS(string_cols), BY_ID},
+    {"CUPTI_ACTIVITY_KIND_DEVICE", ct_read_devices, 0, CT_COLS(device_cols), " ORDER BY id"},
+    {"CUPTI_ACTIVITY_KIND_CONTEXT", read_contexts, 0, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_NAME", read_names, 0, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_RUNTIME", read_api, TR_KIND_RUNTIME, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_DRIVER", read_api, TR_KIND_DRIVER, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", read_kernels, TR_KIND_KERNEL, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_KERNEL", read_kernels, TR_KIND_KERNEL, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_MEMCPY", read_memcpy, TR_KIND_MEMCPY, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_MEMCPY2", read_memcpy, TR_KIND_MEMCPY, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_MEMSET", read_memset, TR_KIND_MEMSET, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", read_sync, TR_KIND_SYNC, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_CUDA_EVENT", read_cuda_events, 0, NULL, 0, NULL},   /* after the API calls */
+    {"CUPTI_ACTIVITY_KIND_OPENACC_DATA", read_openacc, TR_KIND_OPENACC_DATA, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH", read_openacc, TR_KIND_OPENACC_LAUNCH, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_OPENACC_OTHER", read_openacc, TR_KIND_OPENACC_OTHER, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_OVERHEAD", read_overhead, 0, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_MARKER", read_markers, 0, NULL, 0, NULL},
 };
 
 static int table_is_read(const char *name)
 {
     for (size_t i = 0; i < sizeof nv_tables / sizeof nv_tables[0]; i++)
-        if (strcmp(nv_tables[i].table, name) == 0)
+        if (strcmp(nv_tables[i].name, name) == 0)
             return 1;
     return strncmp(name, "sqlite_", 7) == 0;   /* SQLite's own */
 }
 
 /* Nothing is dropped without a word: one warning names every other table that has
  * rows (CUPTI_ACTIVITY_KIND_ left off the names) with its row count. */
-static tr_status report_unread(nv_reader *r, tr_error *err)
+static tr_status report_unread(ct_reader *r, tr_error *err)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(r->in.db, "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name",
@@ -953,7 +788,7 @@ static tr_status report_unread(nv_reader *r, tr_error *err)
         char *sql = sqlite3_mprintf("SELECT count(*) FROM \"%w\"", name);
         if (!sql) {
             sqlite3_finalize(st);
-            return oom(err);
+            return ct_oom(r, err);
         }
         int64_t rows = tr_sql_int(&r->in, sql, -1);
         sqlite3_free(sql);
@@ -984,43 +819,26 @@ static tr_status report_unread(nv_reader *r, tr_error *err)
     return TR_OK;
 }
 
+
+static void nv_version(ct_reader *r, char *buf, size_t size)
+{
+    snprintf(buf, size, "%lld", (long long)tr_sql_int(&r->in, "SELECT max(version) FROM Version", -1));
+}
+
+static const ct_format nvprof_format = {
+    .what = WHAT,
+    .format = "nvprof",
+    .strings = "StringTable",
+    .not_this = "an nvprof export",
+    .memory_kinds = &tr_memory_kinds,
+    .flags = CT_CHECK_TIMES | CT_ZERO_ID_NULL | CT_KERNEL_ID,
+    .tables = nv_tables,
+    .ntables = sizeof nv_tables / sizeof nv_tables[0],
+    .version = nv_version,
+    .finish = report_unread,
+};
+
 tr_status tr_nvprof_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr_error *err)
 {
-    nv_reader r;
-    memset(&r, 0, sizeof r);
-    r.t = t;
-    r.o = o;
-    tr_i64map_init(&r.ctx_device);
-    tr_status s = tr_sql_open(&r.in, path, WHAT, err);
-    if (s != TR_OK)
-        return s;
-    if (!tr_sql_has_table(&r.in, "StringTable")) {
-        s = tr_fail(err, TR_ERR_INPUT, "Cannot read " WHAT ": path=\"%s\": no StringTable table "
-                    "(not an nvprof export)", path);
-        goto out;
-    }
-    char version[32];
-    snprintf(version, sizeof version, "%lld",
-             (long long)tr_sql_int(&r.in, "SELECT max(version) FROM Version", -1));
-    r.first_event = t->events.n;
-    r.source = tr_add_source(t, path, "nvprof", version);
-    if (!r.source || (s = tr_nvtx_parser_new(&r.nvtx, err)) != TR_OK) {
-        s = r.source ? s : oom(err);
-        goto out;
-    }
-    for (size_t i = 0; i < sizeof nv_tables / sizeof nv_tables[0] && s == TR_OK; i++)
-        if (nv_tables[i].read)
-            s = nv_tables[i].read(&r, nv_tables[i].table, nv_tables[i].arg, err);
-    if (s == TR_OK)
-        s = report_unread(&r, err);
-    if (s == TR_OK)
-        t->sources.v[r.source].events = (int64_t)(t->events.n - r.first_event);
-out:
-    tr_nvtx_parser_free(r.nvtx);
-    tr_sql_close(&r.in);
-    tr_i64map_free(&r.ctx_device);
-    free(r.str_ids);
-    free(r.str_raw);
-    free(r.str_kernel);
-    return s;
+    return ct_read_file(t, path, o, &nvprof_format, err);
 }

@@ -1,0 +1,223 @@
+/*
+ * cupti_tables.c - the loops over CUPTI activity tables that the nvprof and
+ * nsys readers share; each reads one family of tables for any format, from
+ * the format's ct_table row (cupti_tables.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ingest/readers/cupti_tables.h"
+#include "lib/checked.h"
+
+tr_status ct_oom(const ct_reader *r, tr_error *err)
+{
+    return tr_fail(err, TR_ERR_RUNTIME, "out of memory while reading an %s", r->fmt->what);
+}
+
+int ct_time_ok(int64_t v)
+{
+    return v >= -TR_NS_SPAN_MAX && v <= TR_NS_SPAN_MAX;
+}
+
+int ct_interval(ct_bad *b, sqlite3_stmt *st, int cs, int ce, int64_t *start, int64_t *end)
+{
+    if (sqlite3_column_type(st, cs) != SQLITE_INTEGER || sqlite3_column_type(st, ce) != SQLITE_INTEGER) {
+        b->no_time++;
+        return 0;
+    }
+    *start = sqlite3_column_int64(st, cs);
+    *end = sqlite3_column_int64(st, ce);
+    if (!ct_time_ok(*start) || !ct_time_ok(*end) || !tr_span_ok(*start, *end)) {
+        b->bad_span++;
+        return 0;
+    }
+    return 1;
+}
+
+void ct_report_bad(const ct_reader *r, const ct_bad *b)
+{
+    if (b->no_time)
+        tr_ingest_warn(r->o, "%s: table=%s: %zu row(s) without a start or end time skipped",
+                       r->in.path, b->table, b->no_time);
+    if (b->bad_span)
+        tr_ingest_warn(r->o, "%s: table=%s: %zu row(s) ending before they start (or with "
+                       "impossible times) skipped", r->in.path, b->table, b->bad_span);
+}
+
+void ct_note_ts(ct_reader *r, int64_t ts)
+{
+    if (ts > r->max_ts)
+        r->max_ts = ts;
+}
+
+uint32_t ct_thread(ct_reader *r, int64_t pid, int64_t tid)
+{
+    uint32_t p = tr_process_get(r->t, r->source, (uint32_t)pid);
+    return p ? tr_thread_get(r->t, p, (uint32_t)tid) : 0;
+}
+
+uint32_t ct_stream(ct_reader *r, int64_t device, int64_t context, int64_t stream)
+{
+    uint32_t d = tr_device_get(r->t, r->source, device);
+    return d ? tr_stream_get(r->t, d, context, stream) : 0;
+}
+
+uint32_t ct_string(const ct_reader *r, sqlite3_stmt *st, int col)
+{
+    if (col < 0 || sqlite3_column_type(st, col) == SQLITE_NULL)
+        return 0;
+    int64_t id = sqlite3_column_int64(st, col), v;
+    if (id <= 0 && (r->fmt->flags & CT_ZERO_ID_NULL))
+        return 0;
+    return tr_i64map_get(&r->strings, id, &v) ? (uint32_t)v : 0;
+}
+
+void ct_nvtx_name(ct_reader *r, tr_event *e, uint32_t raw, int op_ok)
+{
+    const char *msg = tr_str_of(r->t, raw);
+    tr_nvtx_annotation a;
+    tr_nvtx_parse(r->nvtx, msg, strlen(msg), &a);
+    if (a.annotated && op_ok) {
+        e->kind = TR_KIND_OP;
+        e->name = tr_intern_add(&r->t->strings, a.name, a.name_len);
+        e->raw_name = raw;
+        e->seq = a.seq;
+        e->op_id = a.op_id;
+        if (a.sizes)
+            e->shape = tr_intern_add(&r->t->strings, a.sizes, a.sizes_len);
+    } else {
+        e->name = raw;
+    }
+}
+
+int ct_probe_open(tr_sql_input *in, const char *path, const unsigned char *head, size_t headlen,
+                  const char *what)
+{
+    return headlen >= 16 && memcmp(head, "SQLite format 3", 16) == 0
+           && tr_sql_open(in, path, what, NULL) == TR_OK;
+}
+
+/* ---- one table's rows, by field ---- */
+
+/* Selects the table's columns in the row's order; w->st is NULL when the file lacks the table. */
+static tr_status select_row(ct_reader *r, const ct_table *tab, ct_row *w, tr_error *err)
+{
+    tr_col cols[CT_NFIELDS];
+    for (int f = 0; f < CT_NFIELDS; f++)
+        w->col[f] = -1;
+    for (size_t i = 0; i < tab->ncols; i++) {
+        cols[i] = (tr_col){tab->cols[i].name, tab->cols[i].required};
+        w->col[tab->cols[i].field] = (int)i;
+    }
+    return tr_sql_select(&r->in, tab->name, cols, tab->ncols, tab->tail, &w->st, err);
+}
+
+int64_t ct_i64(const ct_row *w, ct_field f, int64_t def)
+{
+    return w->col[f] < 0 ? def : tr_col_i64(w->st, w->col[f], def);
+}
+
+static tr_status finish(ct_reader *r, ct_row *w, int rc, tr_error *err)
+{
+    sqlite3_finalize(w->st);
+    (void)r;
+    return rc < 0 ? err->status : TR_OK;
+}
+
+static tr_status fail_oom(ct_reader *r, ct_row *w, tr_error *err)
+{
+    sqlite3_finalize(w->st);
+    return ct_oom(r, err);
+}
+
+tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err)
+{
+    ct_row w;
+    tr_status s = select_row(r, tab, &w, err);
+    if (s != TR_OK || !w.st)
+        return s;
+    int rc, vc = w.col[CT_TEXT];
+    while ((rc = tr_sql_next(&r->in, w.st, tab->name, err)) == 1) {
+        const char *v = (const char *)sqlite3_column_text(w.st, vc);
+        int len = sqlite3_column_bytes(w.st, vc);
+        uint32_t id = tr_intern_add(&r->t->strings, v ? v : "", v ? (size_t)len : 0);
+        if (!id || tr_i64map_put(&r->strings, sqlite3_column_int64(w.st, w.col[CT_ID]), id) < 0)
+            return fail_oom(r, &w, err);
+    }
+    return finish(r, &w, rc, err);
+}
+
+/* A device's number is its CUDA ordinal where the format gives one apart from the row id. */
+tr_status ct_read_devices(ct_reader *r, const ct_table *tab, tr_error *err)
+{
+    ct_row w;
+    tr_status s = select_row(r, tab, &w, err);
+    if (s != TR_OK || !w.st)
+        return s;
+    int rc;
+    while ((rc = tr_sql_next(&r->in, w.st, tab->name, err)) == 1) {
+        uint32_t d = tr_device_get(r->t, r->source, ct_i64(&w, CT_DEVICE, ct_i64(&w, CT_ID, 0)));
+        if (!d)
+            return fail_oom(r, &w, err);
+        tr_device *dev = &r->t->devices.v[d];
+        if (w.col[CT_NAME] >= 0) {
+            uint32_t n = ct_string(r, w.st, w.col[CT_NAME]);
+            dev->name = sqlite3_column_type(w.st, w.col[CT_NAME]) == SQLITE_NULL ? 0
+                        : n ? n : tr_str(r->t, "");
+        } else if (w.col[CT_TEXT] >= 0) {
+            const char *n = (const char *)sqlite3_column_text(w.st, w.col[CT_TEXT]);
+            if (n)
+                dev->name = tr_str(r->t, n);
+        }
+        dev->cc_major = (int32_t)ct_i64(&w, CT_CC_MAJOR, -1);
+        dev->cc_minor = (int32_t)ct_i64(&w, CT_CC_MINOR, -1);
+        dev->memory_bytes = ct_i64(&w, CT_MEMORY, -1);
+        dev->sm_count = (int32_t)ct_i64(&w, CT_SM_COUNT, -1);
+    }
+    return finish(r, &w, rc, err);
+}
+
+
+tr_status ct_read_file(tr_trace *t, const char *path, const tr_ingest_opts *o, const ct_format *fmt,
+                       tr_error *err)
+{
+    ct_reader r;
+    memset(&r, 0, sizeof r);
+    r.t = t;
+    r.o = o;
+    r.fmt = fmt;
+    tr_i64map_init(&r.strings);
+    tr_i64map_init(&r.kernel_names);
+    tr_i64map_init(&r.ctx_device);
+    tr_status s = tr_sql_open(&r.in, path, fmt->what, err);
+    if (s != TR_OK)
+        return s;
+    if (!tr_sql_has_table(&r.in, fmt->strings)) {
+        s = tr_fail(err, TR_ERR_INPUT, "Cannot read %s: path=\"%s\": no %s table (not %s)", fmt->what,
+                    path, fmt->strings, fmt->not_this);
+        goto out;
+    }
+    char version[64] = "";
+    fmt->version(&r, version, sizeof version);
+    r.first_event = t->events.n;
+    r.source = tr_add_source(t, path, fmt->format, version);
+    if (!r.source || (s = tr_nvtx_parser_new(&r.nvtx, err)) != TR_OK) {
+        s = r.source ? s : ct_oom(&r, err);
+        goto out;
+    }
+    for (size_t i = 0; i < fmt->ntables && s == TR_OK; i++)
+        if (fmt->tables[i].read)
+            s = fmt->tables[i].read(&r, &fmt->tables[i], err);
+    if (s == TR_OK && fmt->finish)
+        s = fmt->finish(&r, err);
+    if (s == TR_OK)
+        t->sources.v[r.source].events = (int64_t)(t->events.n - r.first_event);
+out:
+    tr_nvtx_parser_free(r.nvtx);
+    tr_sql_close(&r.in);
+    tr_i64map_free(&r.strings);
+    tr_i64map_free(&r.kernel_names);
+    tr_i64map_free(&r.ctx_device);
+    return s;
+}

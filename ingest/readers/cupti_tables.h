@@ -1,0 +1,149 @@
+/*
+ * cupti_tables.h - the one table-driven reader behind the nvprof and nsys
+ * readers.
+ *
+ * Both formats are SQLite files of CUPTI activity records: nsys exports carry
+ * nvprof's tables under new names and column names, names kernels and API
+ * calls through its own string table, and packs thread ids.  A format is
+ * therefore data: a ct_format names its string table and its quirks, and
+ * lists its tables in reading order, each a ct_table row that says which
+ * loop reads it, which event kind it fills and which column holds each field
+ * (ct_field).  The loops here read the activity families both formats share
+ * (strings, devices, API calls, kernels, memcpy, memset, synchronisation);
+ * a format's own tables (nvprof's OpenACC or markers, nsys's NVTX_EVENTS)
+ * are read by its own function, called from the same list.
+ *
+ * Times are integer nanoseconds in both formats (nvprof absolute, nsys since
+ * the session start) and are kept as they are.
+ *
+ * Ownership: ct_read_file() owns the reader for the length of one file.
+ */
+#ifndef TR_INGEST_READERS_CUPTI_TABLES_H
+#define TR_INGEST_READERS_CUPTI_TABLES_H
+
+#include <stdint.h>
+
+#include "ingest/ingest.h"
+#include "ingest/sql_input.h"
+#include "lib/cuda_enums.h"
+#include "lib/i64map.h"
+#include "lib/names.h"
+
+/* What a column holds; a format's table names the column for each field it has. */
+typedef enum {
+    CT_START, CT_END,
+    CT_DEVICE, CT_CONTEXT, CT_STREAM, CT_CORRELATION,
+    CT_PID, CT_TID,
+    CT_GTID,            /* nsys globalTid: pid and tid packed (pid << 24 | tid) */
+    CT_CBID,            /* API callback id: names the call, with CT_RETURN its detail */
+    CT_RETURN,
+    CT_NAME,            /* a string id: API name (version suffix dropped) or device name */
+    CT_DEMANGLED, CT_SHORT, CT_MANGLED,   /* kernel names, string ids */
+    CT_GRID_X, CT_GRID_Y, CT_GRID_Z, CT_BLOCK_X, CT_BLOCK_Y, CT_BLOCK_Z,
+    CT_REGISTERS, CT_STATIC_SMEM, CT_DYNAMIC_SMEM,
+    CT_COPY_KIND, CT_SRC_KIND, CT_DST_KIND, CT_BYTES,
+    CT_VALUE,           /* memset value */
+    CT_SYNC_TYPE,
+    CT_ID,              /* a row's own id: string id, device id */
+    CT_TEXT,            /* inline text: string value, device name */
+    CT_CC_MAJOR, CT_CC_MINOR, CT_MEMORY, CT_SM_COUNT,
+    CT_NFIELDS
+} ct_field;
+
+typedef struct {
+    ct_field field;
+    const char *name;
+    int required;       /* 0: a file without it reads the field as NULL */
+} ct_col;
+
+typedef struct ct_reader ct_reader;
+typedef struct ct_table ct_table;
+typedef tr_status (*ct_read_fn)(ct_reader *r, const ct_table *tab, tr_error *err);
+
+struct ct_table {
+    const char *name;
+    ct_read_fn read;    /* NULL: read when the file is opened (named, so not reported unread) */
+    tr_kind kind;       /* the kind of event it fills, where the loop makes one kind */
+    const ct_col *cols; /* in select order: a missing required column is named first come */
+    size_t ncols;
+    const char *tail;   /* " ORDER BY _id_", appended to the select */
+};
+
+#define CT_COLS(a) (a), sizeof(a) / sizeof((a)[0])
+
+enum {
+    CT_CHECK_TIMES = 1,     /* rows without a usable start and end are skipped and counted */
+    CT_ZERO_ID_NULL = 2,    /* string id 0 (and below) is the format's null, not a string */
+    CT_KERNEL_ID = 4,       /* a kernel without a known name is shown with its string id */
+};
+
+typedef struct {
+    const char *what;           /* "nvprof database": in messages */
+    const char *format;         /* the source's format in run.db */
+    const char *strings;        /* the string table, required: without it the file is not this format */
+    const char *not_this;       /* what the missing string table says the file is not */
+    const tr_enum_names *memory_kinds;
+    unsigned flags;
+    const ct_table *tables;     /* read in this order */
+    size_t ntables;
+    void (*version)(ct_reader *r, char *buf, size_t size);
+    tr_status (*finish)(ct_reader *r, tr_error *err);   /* after the tables; may be NULL */
+} ct_format;
+
+struct ct_reader {
+    tr_trace *t;
+    tr_sql_input in;
+    const tr_ingest_opts *o;
+    const ct_format *fmt;
+    uint32_t source;
+    int64_t max_ts;
+    size_t first_event;         /* this file's first event in t->events */
+    tr_nvtx_parser *nvtx;
+    tr_i64map strings;          /* the file's string id -> ours */
+    tr_i64map kernel_names;     /* our raw (mangled) kernel name -> the name shown */
+    tr_i64map ctx_device;       /* contextId -> deviceId, where the format has a context table */
+    uint32_t api_names[2][1024];   /* by callback id, runtime [0] and driver [1] */
+};
+
+/* A selected table: the statement and where each field is in it (-1: absent). */
+typedef struct {
+    sqlite3_stmt *st;
+    int col[CT_NFIELDS];
+} ct_row;
+
+/* Rows of one table whose times cannot be used: skipped, counted, reported once. */
+typedef struct {
+    const char *table;
+    size_t no_time;     /* start or end NULL, or not an integer */
+    size_t bad_span;    /* end before start, or a time no trace can hold */
+} ct_bad;
+
+tr_status ct_read_file(tr_trace *t, const char *path, const tr_ingest_opts *o, const ct_format *fmt,
+                       tr_error *err);
+
+/* 1 when the file at path is SQLite and opens, with in open (the caller closes it). */
+int ct_probe_open(tr_sql_input *in, const char *path, const unsigned char *head, size_t headlen,
+                  const char *what);
+
+/* The field as an integer; def where the format has no such column or the row holds NULL. */
+int64_t ct_i64(const ct_row *w, ct_field f, int64_t def);
+
+/* The shared loops, for a format's table list. */
+tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err);
+tr_status ct_read_devices(ct_reader *r, const ct_table *tab, tr_error *err);
+
+/* For a format's own loops. */
+tr_status ct_oom(const ct_reader *r, tr_error *err);
+int ct_time_ok(int64_t v);
+/* 1 and the times when columns cs and ce hold a usable interval; else counts why and 0. */
+int ct_interval(ct_bad *b, sqlite3_stmt *st, int cs, int ce, int64_t *start, int64_t *end);
+void ct_report_bad(const ct_reader *r, const ct_bad *b);
+void ct_note_ts(ct_reader *r, int64_t ts);
+uint32_t ct_thread(ct_reader *r, int64_t pid, int64_t tid);
+uint32_t ct_stream(ct_reader *r, int64_t device, int64_t context, int64_t stream);
+/* Our string id for the file's string id in column col; 0 when NULL, null or unknown. */
+uint32_t ct_string(const ct_reader *r, sqlite3_stmt *st, int col);
+/* Names e from an NVTX message: an annotated op (name, seq, shapes) when op_ok, else the text. */
+void ct_nvtx_name(ct_reader *r, tr_event *e, uint32_t raw, int op_ok);
+
+#endif
