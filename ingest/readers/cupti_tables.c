@@ -118,10 +118,31 @@ int64_t ct_i64(const ct_row *w, ct_field f, int64_t def)
     return w->col[f] < 0 ? def : tr_col_i64(w->st, w->col[f], def);
 }
 
-static tr_status finish(ct_reader *r, ct_row *w, int rc, tr_error *err)
+/* The row's start and end; 0 (counted in bad) when the format checks them and they are unusable. */
+static int row_times(const ct_reader *r, const ct_row *w, ct_bad *bad, int64_t *start, int64_t *end)
+{
+    if (r->fmt->flags & CT_CHECK_TIMES)
+        return ct_interval(bad, w->st, w->col[CT_START], w->col[CT_END], start, end);
+    *start = sqlite3_column_int64(w->st, w->col[CT_START]);
+    *end = sqlite3_column_int64(w->st, w->col[CT_END]);
+    return 1;
+}
+
+/* The host thread: a packed globalTid where the format has one, else pid and tid. */
+static uint32_t row_thread(ct_reader *r, const ct_row *w)
+{
+    if (w->col[CT_GTID] >= 0) {
+        int64_t g = ct_i64(w, CT_GTID, 0);
+        return ct_thread(r, (g >> 24) & 0xFFFFFF, g & 0xFFFFFF);
+    }
+    return ct_thread(r, ct_i64(w, CT_PID, 0), ct_i64(w, CT_TID, 0));
+}
+
+static tr_status finish(ct_reader *r, ct_row *w, const ct_bad *bad, int rc, tr_error *err)
 {
     sqlite3_finalize(w->st);
-    (void)r;
+    if (bad)
+        ct_report_bad(r, bad);
     return rc < 0 ? err->status : TR_OK;
 }
 
@@ -145,7 +166,7 @@ tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err)
         if (!id || tr_i64map_put(&r->strings, sqlite3_column_int64(w.st, w.col[CT_ID]), id) < 0)
             return fail_oom(r, &w, err);
     }
-    return finish(r, &w, rc, err);
+    return finish(r, &w, NULL, rc, err);
 }
 
 /* A device's number is its CUDA ordinal where the format gives one apart from the row id. */
@@ -175,9 +196,93 @@ tr_status ct_read_devices(ct_reader *r, const ct_table *tab, tr_error *err)
         dev->memory_bytes = ct_i64(&w, CT_MEMORY, -1);
         dev->sm_count = (int32_t)ct_i64(&w, CT_SM_COUNT, -1);
     }
-    return finish(r, &w, rc, err);
+    return finish(r, &w, NULL, rc, err);
 }
 
+tr_status ct_read_events(ct_reader *r, const ct_table *tab, const char *name, ct_fill_fn fill,
+                         tr_error *err)
+{
+    ct_row w;
+    tr_status s = select_row(r, tab, &w, err);
+    if (s != TR_OK || !w.st)
+        return s;
+    ct_bad bad = {tab->name, 0, 0};
+    uint32_t name_id = name ? tr_str(r->t, name) : 0;
+    int rc;
+    while ((rc = tr_sql_next(&r->in, w.st, tab->name, err)) == 1) {
+        int64_t start, end;
+        if (!row_times(r, &w, &bad, &start, &end))
+            continue;
+        tr_event *e = tr_add_event(r->t, tab->kind);
+        if (!e)
+            return fail_oom(r, &w, err);
+        e->name = name_id;
+        e->start = start;
+        e->end = end;
+        if ((s = fill(r, tab, &w, e, err)) != TR_OK) {
+            sqlite3_finalize(w.st);
+            return s;
+        }
+        ct_note_ts(r, e->end);
+    }
+    return finish(r, &w, &bad, rc, err);
+}
+
+/* By callback id, as CUPTI names it ("cudaLaunchKernel"), cached per id. */
+static uint32_t cbid_name(ct_reader *r, int driver, int cbid)
+{
+    if (cbid > 0 && cbid < 1024 && r->api_names[driver][cbid])
+        return r->api_names[driver][cbid];
+    const char *known = driver ? tr_driver_cbid_name(cbid) : tr_runtime_cbid_name(cbid);
+    char buf[64];
+    if (!known) {
+        snprintf(buf, sizeof buf, "%s API cbid %d", driver ? "driver" : "runtime", cbid);
+        known = buf;
+    }
+    uint32_t id = tr_str(r->t, known);
+    if (cbid > 0 && cbid < 1024)
+        r->api_names[driver][cbid] = id;
+    return id;
+}
+
+/* By name string: "cudaLaunchKernel_v7000" -> "cudaLaunchKernel" (raw kept). */
+static void versioned_name(ct_reader *r, uint32_t raw, tr_event *e)
+{
+    const char *s = tr_str_of(r->t, raw);
+    const char *v = strrchr(s, '_');
+    if (v && v > s && v[1] == 'v' && v[2] && strspn(v + 2, "0123456789") == strlen(v + 2)) {
+        e->name = tr_intern_add(&r->t->strings, s, (size_t)(v - s));
+        e->raw_name = raw;
+    } else {
+        e->name = raw && *s ? raw : tr_str(r->t, "[unknown API]");
+    }
+}
+
+/* API calls are named by callback id where the format has one (and then carry it and
+ * the return value as detail), else by their name string. */
+static tr_status fill_api(ct_reader *r, const ct_table *tab, const ct_row *w, tr_event *e,
+                          tr_error *err)
+{
+    (void)err;
+    int cbc = w->col[CT_CBID];
+    int cbid = cbc >= 0 ? sqlite3_column_int(w->st, cbc) : 0;
+    if (cbc >= 0)
+        e->name = cbid_name(r, tab->kind == TR_KIND_DRIVER, cbid);
+    else
+        versioned_name(r, ct_string(r, w->st, w->col[CT_NAME]), e);
+    e->thread = row_thread(r, w);
+    e->correlation = ct_i64(w, CT_CORRELATION, -1);
+    if (cbc >= 0) {
+        tr_api_detail d = {cbid, ct_i64(w, CT_RETURN, 0)};
+        e->detail = tr_add_api_detail(r->t, &d);
+    }
+    return TR_OK;
+}
+
+tr_status ct_read_api(ct_reader *r, const ct_table *tab, tr_error *err)
+{
+    return ct_read_events(r, tab, NULL, fill_api, err);
+}
 
 tr_status ct_read_file(tr_trace *t, const char *path, const tr_ingest_opts *o, const ct_format *fmt,
                        tr_error *err)

@@ -125,12 +125,21 @@ tr_status ct_read_file(tr_trace *t, const char *path, const tr_ingest_opts *o, c
 int ct_probe_open(tr_sql_input *in, const char *path, const unsigned char *head, size_t headlen,
                   const char *what);
 
+/* Fills an event from its row: start, end and the loop's constant name are already set. */
+typedef tr_status (*ct_fill_fn)(ct_reader *r, const ct_table *tab, const ct_row *w, tr_event *e,
+                                tr_error *err);
+/* The one loop over an activity table: each row with usable times (where the format
+ * checks them) is one event of the table's kind, filled by fill; `name`, when not
+ * NULL, names every event. */
+tr_status ct_read_events(ct_reader *r, const ct_table *tab, const char *name, ct_fill_fn fill,
+                         tr_error *err);
 /* The field as an integer; def where the format has no such column or the row holds NULL. */
 int64_t ct_i64(const ct_row *w, ct_field f, int64_t def);
 
 /* The shared loops, for a format's table list. */
 tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err);
 tr_status ct_read_devices(ct_reader *r, const ct_table *tab, tr_error *err);
+tr_status ct_read_api(ct_reader *r, const ct_table *tab, tr_error *err);
 
 /* For a format's own loops. */
 tr_status ct_oom(const ct_reader *r, tr_error *err);

@@ -168,47 +168,6 @@ static const char *const nsys_memory_kind_names[] = {"Pageable", "Pinned", "Devi
                                                      "DeviceStatic", "ManagedStatic", "Unknown"};
 static const tr_enum_names nsys_memory_kinds = {nsys_memory_kind_names, 8};
 
-/* "cudaLaunchKernel_v7000" -> "cudaLaunchKernel" (raw kept). */
-static void api_name(ct_reader *r, uint32_t raw, tr_event *e)
-{
-    const char *s = tr_str_of(r->t, raw);
-    const char *v = strrchr(s, '_');
-    if (v && v > s && v[1] == 'v' && v[2] && strspn(v + 2, "0123456789") == strlen(v + 2)) {
-        e->name = tr_intern_add(&r->t->strings, s, (size_t)(v - s));
-        e->raw_name = raw;
-    } else {
-        e->name = raw && *s ? raw : tr_str(r->t, "[unknown API]");
-    }
-}
-
-static tr_status read_api(ct_reader *r, const ct_table *table, tr_error *err)
-{
-    int driver = table->kind == TR_KIND_DRIVER;
-    static const tr_col cols[] = {{"start", 1}, {"end", 1}, {"globalTid", 1},
-                                  {"correlationId", 1}, {"nameId", 1}, {"returnValue", 0}};
-    const char *tab = table->name;
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 6, " ORDER BY start", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        tr_event *e = tr_add_event(r->t, driver ? TR_KIND_DRIVER : TR_KIND_RUNTIME);
-        if (!e) {
-            sqlite3_finalize(st);
-            return ct_oom(r, err);
-        }
-        e->start = sqlite3_column_int64(st, 0);
-        e->end = sqlite3_column_int64(st, 1);
-        e->thread = ct_thread(r, g_pid(sqlite3_column_int64(st, 2)), g_tid(sqlite3_column_int64(st, 2)));
-        e->correlation = tr_col_i64(st, 3, -1);
-        api_name(r, ct_string(r, st, 4), e);
-        ct_note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    return rc < 0 ? err->status : TR_OK;
-}
-
 static tr_status read_kernels(ct_reader *r, const ct_table *table, tr_error *err)
 {
     static const tr_col cols[] = {
@@ -377,6 +336,10 @@ static const ct_col string_cols[] = {{CT_ID, "id", 1}, {CT_TEXT, "value", 1}};
 static const ct_col gpu_cols[] = {
     {CT_ID, "id", 1}, {CT_DEVICE, "cuDevice", 0}, {CT_TEXT, "name", 0}, {CT_MEMORY, "totalMemory", 0},
     {CT_SM_COUNT, "smCount", 0}, {CT_CC_MAJOR, "computeMajor", 0}, {CT_CC_MINOR, "computeMinor", 0}};
+/* no callback id: named by nameId, without API detail */
+static const ct_col api_cols[] = {
+    {CT_START, "start", 1}, {CT_END, "end", 1}, {CT_GTID, "globalTid", 1},
+    {CT_CORRELATION, "correlationId", 1}, {CT_NAME, "nameId", 1}};
 
 /* The tables read, in order.  Names come last: they go only to processes and
  * threads that carry events. */
@@ -384,8 +347,8 @@ static const ct_col gpu_cols[] = {
 static const ct_table ns_tables[] = {
     {"StringIds", ct_read_strings, 0, CT_COLS(string_cols), NULL},
     {"TARGET_INFO_GPU", ct_read_devices, 0, CT_COLS(gpu_cols), NULL},
-    {"CUPTI_ACTIVITY_KIND_RUNTIME", read_api, TR_KIND_RUNTIME, NULL, 0, NULL},
-    {"CUPTI_ACTIVITY_KIND_DRIVER", read_api, TR_KIND_DRIVER, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_RUNTIME", ct_read_api, TR_KIND_RUNTIME, CT_COLS(api_cols), BY_START},
+    {"CUPTI_ACTIVITY_KIND_DRIVER", ct_read_api, TR_KIND_DRIVER, CT_COLS(api_cols), BY_START},
     {"CUPTI_ACTIVITY_KIND_KERNEL", read_kernels, TR_KIND_KERNEL, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_MEMCPY", read_memcpy, TR_KIND_MEMCPY, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_MEMSET", read_memset, TR_KIND_MEMSET, NULL, 0, NULL},

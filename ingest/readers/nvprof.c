@@ -487,58 +487,6 @@ nomem:
 
 
 
-static uint32_t api_name(ct_reader *r, int driver, int cbid)
-{
-    if (cbid > 0 && cbid < 1024 && r->api_names[driver][cbid])
-        return r->api_names[driver][cbid];
-    const char *known = driver ? tr_driver_cbid_name(cbid) : tr_runtime_cbid_name(cbid);
-    char buf[64];
-    if (!known) {
-        snprintf(buf, sizeof buf, "%s API cbid %d", driver ? "driver" : "runtime", cbid);
-        known = buf;
-    }
-    uint32_t id = tr_str(r->t, known);
-    if (cbid > 0 && cbid < 1024)
-        r->api_names[driver][cbid] = id;
-    return id;
-}
-
-static tr_status read_api(ct_reader *r, const ct_table *table, tr_error *err)
-{
-    const char *tab = table->name;
-    int driver = table->kind == TR_KIND_DRIVER;
-    static const tr_col cols[] = {{"cbid", 1}, {"start", 1}, {"end", 1}, {"processId", 0},
-                                  {"threadId", 0}, {"correlationId", 0}, {"returnValue", 0}};
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 7, " ORDER BY _id_", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    ct_bad bad = {tab, 0, 0};
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        int64_t start, end;
-        if (!ct_interval(&bad, st, 1, 2, &start, &end))
-            continue;
-        tr_event *e = tr_add_event(r->t, driver ? TR_KIND_DRIVER : TR_KIND_RUNTIME);
-        if (!e) {
-            sqlite3_finalize(st);
-            return ct_oom(r, err);
-        }
-        int cbid = sqlite3_column_int(st, 0);
-        e->name = api_name(r, driver, cbid);
-        e->start = start;
-        e->end = end;
-        e->thread = ct_thread(r, tr_col_i64(st, 3, 0), tr_col_i64(st, 4, 0));
-        e->correlation = tr_col_i64(st, 5, -1);
-        tr_api_detail d = {cbid, tr_col_i64(st, 6, 0)};
-        e->detail = tr_add_api_detail(r->t, &d);
-        ct_note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    ct_report_bad(r, &bad);
-    return rc < 0 ? err->status : TR_OK;
-}
-
 /* Kernel names: demangled for display, the mangled one kept as raw_name. */
 static void kernel_name(ct_reader *r, sqlite3_stmt *st, int col, tr_event *e)
 {
@@ -736,6 +684,9 @@ static const ct_col device_cols[] = {
     {CT_DEVICE, "id", 1}, {CT_NAME, "name", 0}, {CT_CC_MAJOR, "computeCapabilityMajor", 0},
     {CT_CC_MINOR, "computeCapabilityMinor", 0}, {CT_MEMORY, "globalMemorySize", 0},
     {CT_SM_COUNT, "numMultiprocessors", 0}};
+static const ct_col api_cols[] = {
+    {CT_CBID, "cbid", 1}, {CT_START, "start", 1}, {CT_END, "end", 1}, {CT_PID, "processId", 0},
+    {CT_TID, "threadId", 0}, {CT_CORRELATION, "correlationId", 0}, {CT_RETURN, "returnValue", 0}};
 
 #define BY_ID " ORDER BY _id_"
 static const ct_table nv_tables[] = {
@@ -744,8 +695,8 @@ static const ct_table nv_tables[] = {
     {"CUPTI_ACTIVITY_KIND_DEVICE", ct_read_devices, 0, CT_COLS(device_cols), " ORDER BY id"},
     {"CUPTI_ACTIVITY_KIND_CONTEXT", read_contexts, 0, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_NAME", read_names, 0, NULL, 0, NULL},
-    {"CUPTI_ACTIVITY_KIND_RUNTIME", read_api, TR_KIND_RUNTIME, NULL, 0, NULL},
-    {"CUPTI_ACTIVITY_KIND_DRIVER", read_api, TR_KIND_DRIVER, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_RUNTIME", ct_read_api, TR_KIND_RUNTIME, CT_COLS(api_cols), BY_ID},
+    {"CUPTI_ACTIVITY_KIND_DRIVER", ct_read_api, TR_KIND_DRIVER, CT_COLS(api_cols), BY_ID},
     {"CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", read_kernels, TR_KIND_KERNEL, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_KERNEL", read_kernels, TR_KIND_KERNEL, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_MEMCPY", read_memcpy, TR_KIND_MEMCPY, NULL, 0, NULL},
