@@ -138,6 +138,12 @@ static uint32_t row_thread(ct_reader *r, const ct_row *w)
     return ct_thread(r, ct_i64(w, CT_PID, 0), ct_i64(w, CT_TID, 0));
 }
 
+/* The stream of a GPU activity; 0 for a missing device or stream id. */
+static uint32_t row_stream(ct_reader *r, const ct_row *w)
+{
+    return ct_stream(r, ct_i64(w, CT_DEVICE, 0), ct_i64(w, CT_CONTEXT, -1), ct_i64(w, CT_STREAM, 0));
+}
+
 static tr_status finish(ct_reader *r, ct_row *w, const ct_bad *bad, int rc, tr_error *err)
 {
     sqlite3_finalize(w->st);
@@ -279,9 +285,70 @@ static tr_status fill_api(ct_reader *r, const ct_table *tab, const ct_row *w, tr
     return TR_OK;
 }
 
+/* The display name: the format's demangled or short name, else the mangled one
+ * demangled here (once per name); the mangled name is kept as raw_name. */
+static tr_status kernel_name(ct_reader *r, const ct_row *w, tr_event *e, tr_error *err)
+{
+    uint32_t mang = ct_string(r, w->st, w->col[CT_MANGLED]);
+    uint32_t name = ct_string(r, w->st, w->col[CT_DEMANGLED]);
+    if (!name)
+        name = ct_string(r, w->st, w->col[CT_SHORT]);
+    if (!name && mang) {
+        int64_t cached;
+        if (tr_i64map_get(&r->kernel_names, mang, &cached)) {
+            name = (uint32_t)cached;
+        } else {
+            char *d = tr_demangle(tr_str_of(r->t, mang));
+            name = d ? tr_str(r->t, d) : mang;
+            free(d);
+            if (!name || tr_i64map_put(&r->kernel_names, mang, name) < 0)
+                return ct_oom(r, err);
+        }
+    }
+    if (!name) {
+        char buf[48] = "[unknown kernel]";
+        if (r->fmt->flags & CT_KERNEL_ID)
+            snprintf(buf, sizeof buf, "[unknown kernel %lld]",
+                     (long long)sqlite3_column_int64(w->st, w->col[CT_MANGLED]));
+        name = tr_str(r->t, buf);
+    }
+    e->name = name;
+    if (mang && mang != name) {
+        e->raw_name = mang;
+        e->flags |= TR_FLAG_DEMANGLED;
+    }
+    return TR_OK;
+}
+
+static tr_status fill_kernel(ct_reader *r, const ct_table *tab, const ct_row *w, tr_event *e,
+                             tr_error *err)
+{
+    (void)tab;
+    e->stream = row_stream(r, w);
+    e->correlation = ct_i64(w, CT_CORRELATION, -1);
+    if (kernel_name(r, w, e, err) != TR_OK)
+        return err->status;
+    /* a launch field the table lacks, or holds as NULL, is unknown (-1: NULL in run.db), not 0 */
+    tr_kernel_detail d;
+    for (int j = 0; j < 3; j++) {
+        d.grid[j] = (int32_t)ct_i64(w, (ct_field)(CT_GRID_X + j), -1);
+        d.block[j] = (int32_t)ct_i64(w, (ct_field)(CT_BLOCK_X + j), -1);
+    }
+    d.registers = (int32_t)ct_i64(w, CT_REGISTERS, -1);
+    d.static_smem = (int32_t)ct_i64(w, CT_STATIC_SMEM, -1);
+    d.dynamic_smem = (int32_t)ct_i64(w, CT_DYNAMIC_SMEM, -1);
+    e->detail = tr_add_kernel_detail(r->t, &d);
+    return TR_OK;
+}
+
 tr_status ct_read_api(ct_reader *r, const ct_table *tab, tr_error *err)
 {
     return ct_read_events(r, tab, NULL, fill_api, err);
+}
+
+tr_status ct_read_kernels(ct_reader *r, const ct_table *tab, tr_error *err)
+{
+    return ct_read_events(r, tab, NULL, fill_kernel, err);
 }
 
 tr_status ct_read_file(tr_trace *t, const char *path, const tr_ingest_opts *o, const ct_format *fmt,

@@ -140,6 +140,7 @@ int64_t ct_i64(const ct_row *w, ct_field f, int64_t def);
 tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err);
 tr_status ct_read_devices(ct_reader *r, const ct_table *tab, tr_error *err);
 tr_status ct_read_api(ct_reader *r, const ct_table *tab, tr_error *err);
+tr_status ct_read_kernels(ct_reader *r, const ct_table *tab, tr_error *err);
 
 /* For a format's own loops. */
 tr_status ct_oom(const ct_reader *r, tr_error *err);

@@ -168,68 +168,6 @@ static const char *const nsys_memory_kind_names[] = {"Pageable", "Pinned", "Devi
                                                      "DeviceStatic", "ManagedStatic", "Unknown"};
 static const tr_enum_names nsys_memory_kinds = {nsys_memory_kind_names, 8};
 
-static tr_status read_kernels(ct_reader *r, const ct_table *table, tr_error *err)
-{
-    static const tr_col cols[] = {
-        {"start", 1}, {"end", 1}, {"deviceId", 1}, {"contextId", 0}, {"streamId", 1},
-        {"correlationId", 0}, {"demangledName", 0}, {"shortName", 0}, {"mangledName", 0},
-        {"gridX", 0}, {"gridY", 0}, {"gridZ", 0}, {"blockX", 0}, {"blockY", 0}, {"blockZ", 0},
-        {"registersPerThread", 0}, {"staticSharedMemory", 0}, {"dynamicSharedMemory", 0}};
-    const char *tab = table->name;
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, sizeof cols / sizeof cols[0], " ORDER BY start",
-                                &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        tr_event *e = tr_add_event(r->t, TR_KIND_KERNEL);
-        if (!e) {
-            sqlite3_finalize(st);
-            return ct_oom(r, err);
-        }
-        e->start = sqlite3_column_int64(st, 0);
-        e->end = sqlite3_column_int64(st, 1);
-        e->stream = ct_stream(r, sqlite3_column_int64(st, 2), tr_col_i64(st, 3, -1),
-                              sqlite3_column_int64(st, 4));
-        e->correlation = tr_col_i64(st, 5, -1);
-        uint32_t dem = ct_string(r, st, 6), shrt = ct_string(r, st, 7), mang = ct_string(r, st, 8);
-        uint32_t name = dem ? dem : shrt;
-        if (!name && mang) {
-            /* only the mangled name: demangle it ourselves */
-            int64_t cached;
-            if (tr_i64map_get(&r->kernel_names, mang, &cached)) {
-                name = (uint32_t)cached;
-            } else {
-                char *d = tr_demangle(tr_str_of(r->t, mang));
-                name = d ? tr_str(r->t, d) : mang;
-                free(d);
-                if (!name || tr_i64map_put(&r->kernel_names, mang, name) < 0) {
-                    sqlite3_finalize(st);
-                    return ct_oom(r, err);
-                }
-            }
-        }
-        e->name = name ? name : tr_str(r->t, "[unknown kernel]");
-        if (mang && mang != e->name) {
-            e->raw_name = mang;
-            e->flags |= TR_FLAG_DEMANGLED;
-        }
-        tr_kernel_detail d;
-        for (int j = 0; j < 3; j++) {
-            d.grid[j] = (int32_t)tr_col_i64(st, 9 + j, -1);   /* -1: not recorded, NULL in run.db */
-            d.block[j] = (int32_t)tr_col_i64(st, 12 + j, -1);
-        }
-        d.registers = (int32_t)tr_col_i64(st, 15, -1);
-        d.static_smem = (int32_t)tr_col_i64(st, 16, -1);
-        d.dynamic_smem = (int32_t)tr_col_i64(st, 17, -1);
-        e->detail = tr_add_kernel_detail(r->t, &d);
-        ct_note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    return rc < 0 ? err->status : TR_OK;
-}
-
 static tr_status read_memcpy(ct_reader *r, const ct_table *table, tr_error *err)
 {
     static const tr_col cols[] = {{"copyKind", 1}, {"srcKind", 0}, {"dstKind", 0}, {"bytes", 1},
@@ -340,6 +278,14 @@ static const ct_col gpu_cols[] = {
 static const ct_col api_cols[] = {
     {CT_START, "start", 1}, {CT_END, "end", 1}, {CT_GTID, "globalTid", 1},
     {CT_CORRELATION, "correlationId", 1}, {CT_NAME, "nameId", 1}};
+static const ct_col kernel_cols[] = {
+    {CT_START, "start", 1}, {CT_END, "end", 1}, {CT_DEVICE, "deviceId", 1},
+    {CT_CONTEXT, "contextId", 0}, {CT_STREAM, "streamId", 1}, {CT_CORRELATION, "correlationId", 0},
+    {CT_DEMANGLED, "demangledName", 0}, {CT_SHORT, "shortName", 0}, {CT_MANGLED, "mangledName", 0},
+    {CT_GRID_X, "gridX", 0}, {CT_GRID_Y, "gridY", 0}, {CT_GRID_Z, "gridZ", 0},
+    {CT_BLOCK_X, "blockX", 0}, {CT_BLOCK_Y, "blockY", 0}, {CT_BLOCK_Z, "blockZ", 0},
+    {CT_REGISTERS, "registersPerThread", 0}, {CT_STATIC_SMEM, "staticSharedMemory", 0},
+    {CT_DYNAMIC_SMEM, "dynamicSharedMemory", 0}};
 
 /* The tables read, in order.  Names come last: they go only to processes and
  * threads that carry events. */
@@ -349,7 +295,7 @@ static const ct_table ns_tables[] = {
     {"TARGET_INFO_GPU", ct_read_devices, 0, CT_COLS(gpu_cols), NULL},
     {"CUPTI_ACTIVITY_KIND_RUNTIME", ct_read_api, TR_KIND_RUNTIME, CT_COLS(api_cols), BY_START},
     {"CUPTI_ACTIVITY_KIND_DRIVER", ct_read_api, TR_KIND_DRIVER, CT_COLS(api_cols), BY_START},
-    {"CUPTI_ACTIVITY_KIND_KERNEL", read_kernels, TR_KIND_KERNEL, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_KERNEL", ct_read_kernels, TR_KIND_KERNEL, CT_COLS(kernel_cols), BY_START},
     {"CUPTI_ACTIVITY_KIND_MEMCPY", read_memcpy, TR_KIND_MEMCPY, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_MEMSET", read_memset, TR_KIND_MEMSET, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", read_sync, TR_KIND_SYNC, NULL, 0, NULL},

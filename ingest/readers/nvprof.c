@@ -487,81 +487,6 @@ nomem:
 
 
 
-/* Kernel names: demangled for display, the mangled one kept as raw_name. */
-static void kernel_name(ct_reader *r, sqlite3_stmt *st, int col, tr_event *e)
-{
-    uint32_t raw = ct_string(r, st, col);
-    if (!raw) {
-        char buf[48];
-        snprintf(buf, sizeof buf, "[unknown kernel %lld]", (long long)sqlite3_column_int64(st, col));
-        e->name = tr_str(r->t, buf);
-        return;
-    }
-    int64_t cached;
-    if (!tr_i64map_get(&r->kernel_names, raw, &cached)) {
-        char *d = tr_demangle(tr_str_of(r->t, raw));
-        cached = d ? tr_str(r->t, d) : raw;
-        free(d);
-        tr_i64map_put(&r->kernel_names, raw, cached);
-    }
-    e->name = (uint32_t)cached;
-    if (e->name != raw) {
-        e->raw_name = raw;
-        e->flags |= TR_FLAG_DEMANGLED;
-    }
-}
-
-/* A launch field the table lacks, or holds as NULL, is unknown (-1: NULL in run.db), not 0. */
-static int32_t launch_field(sqlite3_stmt *st, int col)
-{
-    return (int32_t)tr_col_i64(st, col, -1);
-}
-
-static tr_status read_kernels(ct_reader *r, const ct_table *table, tr_error *err)
-{
-    const char *tab = table->name;
-    static const tr_col cols[] = {
-        {"start", 1}, {"end", 1}, {"deviceId", 0}, {"contextId", 0}, {"streamId", 0},
-        {"correlationId", 0}, {"name", 1}, {"gridX", 0}, {"gridY", 0}, {"gridZ", 0},
-        {"blockX", 0}, {"blockY", 0}, {"blockZ", 0}, {"registersPerThread", 0},
-        {"staticSharedMemory", 0}, {"dynamicSharedMemory", 0}};
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, sizeof cols / sizeof cols[0],
-                                " ORDER BY _id_", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    ct_bad bad = {tab, 0, 0};
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        int64_t start, end;
-        if (!ct_interval(&bad, st, 0, 1, &start, &end))
-            continue;
-        tr_event *e = tr_add_event(r->t, TR_KIND_KERNEL);
-        if (!e) {
-            sqlite3_finalize(st);
-            return ct_oom(r, err);
-        }
-        e->start = start;
-        e->end = end;
-        e->stream = ct_stream(r, tr_col_i64(st, 2, 0), tr_col_i64(st, 3, -1), tr_col_i64(st, 4, 0));
-        e->correlation = tr_col_i64(st, 5, -1);
-        kernel_name(r, st, 6, e);
-        tr_kernel_detail d;
-        for (int j = 0; j < 3; j++) {
-            d.grid[j] = launch_field(st, 7 + j);
-            d.block[j] = launch_field(st, 10 + j);
-        }
-        d.registers = launch_field(st, 13);
-        d.static_smem = launch_field(st, 14);
-        d.dynamic_smem = launch_field(st, 15);
-        e->detail = tr_add_kernel_detail(r->t, &d);
-        ct_note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    ct_report_bad(r, &bad);
-    return rc < 0 ? err->status : TR_OK;
-}
-
 static tr_status read_memcpy(ct_reader *r, const ct_table *table, tr_error *err)
 {
     const char *tab = table->name;
@@ -687,6 +612,13 @@ static const ct_col device_cols[] = {
 static const ct_col api_cols[] = {
     {CT_CBID, "cbid", 1}, {CT_START, "start", 1}, {CT_END, "end", 1}, {CT_PID, "processId", 0},
     {CT_TID, "threadId", 0}, {CT_CORRELATION, "correlationId", 0}, {CT_RETURN, "returnValue", 0}};
+static const ct_col kernel_cols[] = {
+    {CT_START, "start", 1}, {CT_END, "end", 1}, {CT_DEVICE, "deviceId", 0},
+    {CT_CONTEXT, "contextId", 0}, {CT_STREAM, "streamId", 0}, {CT_CORRELATION, "correlationId", 0},
+    {CT_MANGLED, "name", 1}, {CT_GRID_X, "gridX", 0}, {CT_GRID_Y, "gridY", 0},
+    {CT_GRID_Z, "gridZ", 0}, {CT_BLOCK_X, "blockX", 0}, {CT_BLOCK_Y, "blockY", 0},
+    {CT_BLOCK_Z, "blockZ", 0}, {CT_REGISTERS, "registersPerThread", 0},
+    {CT_STATIC_SMEM, "staticSharedMemory", 0}, {CT_DYNAMIC_SMEM, "dynamicSharedMemory", 0}};
 
 #define BY_ID " ORDER BY _id_"
 static const ct_table nv_tables[] = {
@@ -697,8 +629,9 @@ static const ct_table nv_tables[] = {
     {"CUPTI_ACTIVITY_KIND_NAME", read_names, 0, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_RUNTIME", ct_read_api, TR_KIND_RUNTIME, CT_COLS(api_cols), BY_ID},
     {"CUPTI_ACTIVITY_KIND_DRIVER", ct_read_api, TR_KIND_DRIVER, CT_COLS(api_cols), BY_ID},
-    {"CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", read_kernels, TR_KIND_KERNEL, NULL, 0, NULL},
-    {"CUPTI_ACTIVITY_KIND_KERNEL", read_kernels, TR_KIND_KERNEL, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", ct_read_kernels, TR_KIND_KERNEL, CT_COLS(kernel_cols),
+     BY_ID},
+    {"CUPTI_ACTIVITY_KIND_KERNEL", ct_read_kernels, TR_KIND_KERNEL, CT_COLS(kernel_cols), BY_ID},
     {"CUPTI_ACTIVITY_KIND_MEMCPY", read_memcpy, TR_KIND_MEMCPY, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_MEMCPY2", read_memcpy, TR_KIND_MEMCPY, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_MEMSET", read_memset, TR_KIND_MEMSET, NULL, 0, NULL},
