@@ -341,6 +341,28 @@ static tr_status fill_kernel(ct_reader *r, const ct_table *tab, const ct_row *w,
     return TR_OK;
 }
 
+/* A memory kind; 0 (unknown) for NULL, by the format's own numbering. */
+static uint32_t memory_kind(ct_reader *r, const ct_row *w, ct_field f)
+{
+    int c = w->col[f];
+    return c < 0 || sqlite3_column_type(w->st, c) == SQLITE_NULL
+               ? 0 : tr_enum_str(r->t, r->fmt->memory_kinds, sqlite3_column_int64(w->st, c));
+}
+
+static tr_status fill_memcpy(ct_reader *r, const ct_table *tab, const ct_row *w, tr_event *e,
+                             tr_error *err)
+{
+    (void)tab, (void)err;
+    tr_copy_detail d = {tr_enum_str(r->t, &tr_copy_kinds, ct_i64(w, CT_COPY_KIND, 0)),
+                        memory_kind(r, w, CT_SRC_KIND), memory_kind(r, w, CT_DST_KIND)};
+    e->name = tr_memcpy_name(r->t, d.copy_kind);
+    e->bytes = ct_i64(w, CT_BYTES, 0);
+    e->stream = row_stream(r, w);
+    e->correlation = ct_i64(w, CT_CORRELATION, -1);
+    e->detail = tr_add_copy_detail(r->t, &d);
+    return TR_OK;
+}
+
 tr_status ct_read_api(ct_reader *r, const ct_table *tab, tr_error *err)
 {
     return ct_read_events(r, tab, NULL, fill_api, err);
@@ -349,6 +371,11 @@ tr_status ct_read_api(ct_reader *r, const ct_table *tab, tr_error *err)
 tr_status ct_read_kernels(ct_reader *r, const ct_table *tab, tr_error *err)
 {
     return ct_read_events(r, tab, NULL, fill_kernel, err);
+}
+
+tr_status ct_read_memcpy(ct_reader *r, const ct_table *tab, tr_error *err)
+{
+    return ct_read_events(r, tab, NULL, fill_memcpy, err);
 }
 
 tr_status ct_read_file(tr_trace *t, const char *path, const tr_ingest_opts *o, const ct_format *fmt,

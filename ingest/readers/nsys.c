@@ -168,42 +168,6 @@ static const char *const nsys_memory_kind_names[] = {"Pageable", "Pinned", "Devi
                                                      "DeviceStatic", "ManagedStatic", "Unknown"};
 static const tr_enum_names nsys_memory_kinds = {nsys_memory_kind_names, 8};
 
-static tr_status read_memcpy(ct_reader *r, const ct_table *table, tr_error *err)
-{
-    static const tr_col cols[] = {{"copyKind", 1}, {"srcKind", 0}, {"dstKind", 0}, {"bytes", 1},
-                                  {"start", 1}, {"end", 1}, {"deviceId", 1}, {"contextId", 0},
-                                  {"streamId", 1}, {"correlationId", 0}};
-    const char *tab = table->name;
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 10, " ORDER BY start", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        tr_event *e = tr_add_event(r->t, TR_KIND_MEMCPY);
-        if (!e) {
-            sqlite3_finalize(st);
-            return ct_oom(r, err);
-        }
-        tr_copy_detail d = {tr_enum_str(r->t, &tr_copy_kinds, sqlite3_column_int64(st, 0)),
-                            sqlite3_column_type(st, 1) == SQLITE_NULL ? 0
-                                : tr_enum_str(r->t, &nsys_memory_kinds, sqlite3_column_int64(st, 1)),
-                            sqlite3_column_type(st, 2) == SQLITE_NULL ? 0
-                                : tr_enum_str(r->t, &nsys_memory_kinds, sqlite3_column_int64(st, 2))};
-        e->name = tr_memcpy_name(r->t, d.copy_kind);
-        e->bytes = sqlite3_column_int64(st, 3);
-        e->start = sqlite3_column_int64(st, 4);
-        e->end = sqlite3_column_int64(st, 5);
-        e->stream = ct_stream(r, sqlite3_column_int64(st, 6), tr_col_i64(st, 7, -1),
-                              sqlite3_column_int64(st, 8));
-        e->correlation = tr_col_i64(st, 9, -1);
-        e->detail = tr_add_copy_detail(r->t, &d);
-        ct_note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    return rc < 0 ? err->status : TR_OK;
-}
-
 static tr_status read_memset(ct_reader *r, const ct_table *table, tr_error *err)
 {
     static const tr_col cols[] = {{"value", 0}, {"bytes", 1}, {"start", 1}, {"end", 1},
@@ -286,6 +250,11 @@ static const ct_col kernel_cols[] = {
     {CT_BLOCK_X, "blockX", 0}, {CT_BLOCK_Y, "blockY", 0}, {CT_BLOCK_Z, "blockZ", 0},
     {CT_REGISTERS, "registersPerThread", 0}, {CT_STATIC_SMEM, "staticSharedMemory", 0},
     {CT_DYNAMIC_SMEM, "dynamicSharedMemory", 0}};
+static const ct_col memcpy_cols[] = {
+    {CT_COPY_KIND, "copyKind", 1}, {CT_SRC_KIND, "srcKind", 0}, {CT_DST_KIND, "dstKind", 0},
+    {CT_BYTES, "bytes", 1}, {CT_START, "start", 1}, {CT_END, "end", 1},
+    {CT_DEVICE, "deviceId", 1}, {CT_CONTEXT, "contextId", 0}, {CT_STREAM, "streamId", 1},
+    {CT_CORRELATION, "correlationId", 0}};
 
 /* The tables read, in order.  Names come last: they go only to processes and
  * threads that carry events. */
@@ -296,7 +265,7 @@ static const ct_table ns_tables[] = {
     {"CUPTI_ACTIVITY_KIND_RUNTIME", ct_read_api, TR_KIND_RUNTIME, CT_COLS(api_cols), BY_START},
     {"CUPTI_ACTIVITY_KIND_DRIVER", ct_read_api, TR_KIND_DRIVER, CT_COLS(api_cols), BY_START},
     {"CUPTI_ACTIVITY_KIND_KERNEL", ct_read_kernels, TR_KIND_KERNEL, CT_COLS(kernel_cols), BY_START},
-    {"CUPTI_ACTIVITY_KIND_MEMCPY", read_memcpy, TR_KIND_MEMCPY, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_MEMCPY", ct_read_memcpy, TR_KIND_MEMCPY, CT_COLS(memcpy_cols), BY_START},
     {"CUPTI_ACTIVITY_KIND_MEMSET", read_memset, TR_KIND_MEMSET, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", read_sync, TR_KIND_SYNC, NULL, 0, NULL},
     {"NVTX_EVENTS", read_nvtx, 0, NULL, 0, NULL},

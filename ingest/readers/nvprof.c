@@ -487,47 +487,6 @@ nomem:
 
 
 
-static tr_status read_memcpy(ct_reader *r, const ct_table *table, tr_error *err)
-{
-    const char *tab = table->name;
-    static const tr_col cols[] = {{"copyKind", 1}, {"srcKind", 0}, {"dstKind", 0}, {"bytes", 1},
-                                  {"start", 1}, {"end", 1}, {"deviceId", 0}, {"contextId", 0},
-                                  {"streamId", 0}, {"correlationId", 0}};
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 10, " ORDER BY _id_", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    ct_bad bad = {tab, 0, 0};
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        int64_t start, end;
-        if (!ct_interval(&bad, st, 4, 5, &start, &end))
-            continue;
-        tr_event *e = tr_add_event(r->t, TR_KIND_MEMCPY);
-        if (!e) {
-            sqlite3_finalize(st);
-            return ct_oom(r, err);
-        }
-        int64_t kind = sqlite3_column_int64(st, 0);
-        tr_copy_detail d = {tr_enum_str(r->t, &tr_copy_kinds, kind),
-                            sqlite3_column_type(st, 1) == SQLITE_NULL ? 0
-                                : tr_enum_str(r->t, &tr_memory_kinds, sqlite3_column_int64(st, 1)),
-                            sqlite3_column_type(st, 2) == SQLITE_NULL ? 0
-                                : tr_enum_str(r->t, &tr_memory_kinds, sqlite3_column_int64(st, 2))};
-        e->name = tr_memcpy_name(r->t, d.copy_kind);
-        e->bytes = sqlite3_column_int64(st, 3);
-        e->start = start;
-        e->end = end;
-        e->stream = ct_stream(r, tr_col_i64(st, 6, 0), tr_col_i64(st, 7, -1), tr_col_i64(st, 8, 0));
-        e->correlation = tr_col_i64(st, 9, -1);
-        e->detail = tr_add_copy_detail(r->t, &d);
-        ct_note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    ct_report_bad(r, &bad);
-    return rc < 0 ? err->status : TR_OK;
-}
-
 static tr_status read_memset(ct_reader *r, const ct_table *table, tr_error *err)
 {
     const char *tab = table->name;
@@ -619,6 +578,11 @@ static const ct_col kernel_cols[] = {
     {CT_GRID_Z, "gridZ", 0}, {CT_BLOCK_X, "blockX", 0}, {CT_BLOCK_Y, "blockY", 0},
     {CT_BLOCK_Z, "blockZ", 0}, {CT_REGISTERS, "registersPerThread", 0},
     {CT_STATIC_SMEM, "staticSharedMemory", 0}, {CT_DYNAMIC_SMEM, "dynamicSharedMemory", 0}};
+static const ct_col memcpy_cols[] = {
+    {CT_COPY_KIND, "copyKind", 1}, {CT_SRC_KIND, "srcKind", 0}, {CT_DST_KIND, "dstKind", 0},
+    {CT_BYTES, "bytes", 1}, {CT_START, "start", 1}, {CT_END, "end", 1},
+    {CT_DEVICE, "deviceId", 0}, {CT_CONTEXT, "contextId", 0}, {CT_STREAM, "streamId", 0},
+    {CT_CORRELATION, "correlationId", 0}};
 
 #define BY_ID " ORDER BY _id_"
 static const ct_table nv_tables[] = {
@@ -632,8 +596,8 @@ static const ct_table nv_tables[] = {
     {"CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", ct_read_kernels, TR_KIND_KERNEL, CT_COLS(kernel_cols),
      BY_ID},
     {"CUPTI_ACTIVITY_KIND_KERNEL", ct_read_kernels, TR_KIND_KERNEL, CT_COLS(kernel_cols), BY_ID},
-    {"CUPTI_ACTIVITY_KIND_MEMCPY", read_memcpy, TR_KIND_MEMCPY, NULL, 0, NULL},
-    {"CUPTI_ACTIVITY_KIND_MEMCPY2", read_memcpy, TR_KIND_MEMCPY, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_MEMCPY", ct_read_memcpy, TR_KIND_MEMCPY, CT_COLS(memcpy_cols), BY_ID},
+    {"CUPTI_ACTIVITY_KIND_MEMCPY2", ct_read_memcpy, TR_KIND_MEMCPY, CT_COLS(memcpy_cols), BY_ID},
     {"CUPTI_ACTIVITY_KIND_MEMSET", read_memset, TR_KIND_MEMSET, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", read_sync, TR_KIND_SYNC, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_CUDA_EVENT", read_cuda_events, 0, NULL, 0, NULL},   /* after the API calls */
