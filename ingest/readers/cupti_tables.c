@@ -363,6 +363,17 @@ static tr_status fill_memcpy(ct_reader *r, const ct_table *tab, const ct_row *w,
     return TR_OK;
 }
 
+static tr_status fill_memset(ct_reader *r, const ct_table *tab, const ct_row *w, tr_event *e,
+                             tr_error *err)
+{
+    (void)tab, (void)err;
+    e->detail = tr_add_memset_value(r->t, ct_i64(w, CT_VALUE, 0));
+    e->bytes = ct_i64(w, CT_BYTES, 0);
+    e->stream = row_stream(r, w);
+    e->correlation = ct_i64(w, CT_CORRELATION, -1);
+    return TR_OK;
+}
+
 tr_status ct_read_api(ct_reader *r, const ct_table *tab, tr_error *err)
 {
     return ct_read_events(r, tab, NULL, fill_api, err);
@@ -376,6 +387,11 @@ tr_status ct_read_kernels(ct_reader *r, const ct_table *tab, tr_error *err)
 tr_status ct_read_memcpy(ct_reader *r, const ct_table *tab, tr_error *err)
 {
     return ct_read_events(r, tab, NULL, fill_memcpy, err);
+}
+
+tr_status ct_read_memset(ct_reader *r, const ct_table *tab, tr_error *err)
+{
+    return ct_read_events(r, tab, "[CUDA memset]", fill_memset, err);
 }
 
 tr_status ct_read_file(tr_trace *t, const char *path, const tr_ingest_opts *o, const ct_format *fmt,

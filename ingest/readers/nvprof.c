@@ -487,42 +487,6 @@ nomem:
 
 
 
-static tr_status read_memset(ct_reader *r, const ct_table *table, tr_error *err)
-{
-    const char *tab = table->name;
-    static const tr_col cols[] = {{"value", 0}, {"bytes", 1}, {"start", 1}, {"end", 1},
-                                  {"deviceId", 0}, {"contextId", 0}, {"streamId", 0},
-                                  {"correlationId", 0}};
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 8, " ORDER BY _id_", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    ct_bad bad = {tab, 0, 0};
-    int rc;
-    uint32_t name = tr_str(r->t, "[CUDA memset]");
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        int64_t start, end;
-        if (!ct_interval(&bad, st, 2, 3, &start, &end))
-            continue;
-        tr_event *e = tr_add_event(r->t, TR_KIND_MEMSET);
-        if (!e) {
-            sqlite3_finalize(st);
-            return ct_oom(r, err);
-        }
-        e->name = name;
-        e->detail = tr_add_memset_value(r->t, tr_col_i64(st, 0, 0));
-        e->bytes = sqlite3_column_int64(st, 1);
-        e->start = start;
-        e->end = end;
-        e->stream = ct_stream(r, tr_col_i64(st, 4, 0), tr_col_i64(st, 5, -1), tr_col_i64(st, 6, 0));
-        e->correlation = tr_col_i64(st, 7, -1);
-        ct_note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    ct_report_bad(r, &bad);
-    return rc < 0 ? err->status : TR_OK;
-}
-
 static tr_status read_sync(ct_reader *r, const ct_table *table, tr_error *err)
 {
     const char *tab = table->name;
@@ -583,6 +547,10 @@ static const ct_col memcpy_cols[] = {
     {CT_BYTES, "bytes", 1}, {CT_START, "start", 1}, {CT_END, "end", 1},
     {CT_DEVICE, "deviceId", 0}, {CT_CONTEXT, "contextId", 0}, {CT_STREAM, "streamId", 0},
     {CT_CORRELATION, "correlationId", 0}};
+static const ct_col memset_cols[] = {
+    {CT_VALUE, "value", 0}, {CT_BYTES, "bytes", 1}, {CT_START, "start", 1}, {CT_END, "end", 1},
+    {CT_DEVICE, "deviceId", 0}, {CT_CONTEXT, "contextId", 0}, {CT_STREAM, "streamId", 0},
+    {CT_CORRELATION, "correlationId", 0}};
 
 #define BY_ID " ORDER BY _id_"
 static const ct_table nv_tables[] = {
@@ -598,7 +566,7 @@ static const ct_table nv_tables[] = {
     {"CUPTI_ACTIVITY_KIND_KERNEL", ct_read_kernels, TR_KIND_KERNEL, CT_COLS(kernel_cols), BY_ID},
     {"CUPTI_ACTIVITY_KIND_MEMCPY", ct_read_memcpy, TR_KIND_MEMCPY, CT_COLS(memcpy_cols), BY_ID},
     {"CUPTI_ACTIVITY_KIND_MEMCPY2", ct_read_memcpy, TR_KIND_MEMCPY, CT_COLS(memcpy_cols), BY_ID},
-    {"CUPTI_ACTIVITY_KIND_MEMSET", read_memset, TR_KIND_MEMSET, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_MEMSET", ct_read_memset, TR_KIND_MEMSET, CT_COLS(memset_cols), BY_ID},
     {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", read_sync, TR_KIND_SYNC, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_CUDA_EVENT", read_cuda_events, 0, NULL, 0, NULL},   /* after the API calls */
     {"CUPTI_ACTIVITY_KIND_OPENACC_DATA", read_openacc, TR_KIND_OPENACC_DATA, NULL, 0, NULL},
