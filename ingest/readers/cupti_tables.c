@@ -374,6 +374,25 @@ static tr_status fill_memset(ct_reader *r, const ct_table *tab, const ct_row *w,
     return TR_OK;
 }
 
+/* The wait happens on the calling thread (found through the correlation id at tree
+ * build); the stream says what was waited for.  Without a device column the device
+ * is the context's, from the format's context table. */
+static tr_status fill_sync(ct_reader *r, const ct_table *tab, const ct_row *w, tr_event *e,
+                           tr_error *err)
+{
+    (void)tab, (void)err;
+    int64_t type = ct_i64(w, CT_SYNC_TYPE, 0);
+    e->name = tr_enum_str(r->t, &tr_sync_names, type >= 0 && type < 5 ? type : 0);
+    e->correlation = ct_i64(w, CT_CORRELATION, -1);
+    int64_t ctx = ct_i64(w, CT_CONTEXT, -1), device = 0;
+    if (w->col[CT_DEVICE] >= 0)
+        device = ct_i64(w, CT_DEVICE, 0);
+    else
+        tr_i64map_get(&r->ctx_device, ctx, &device);
+    e->stream = ct_stream(r, device, ctx, ct_i64(w, CT_STREAM, -1));
+    return TR_OK;
+}
+
 tr_status ct_read_api(ct_reader *r, const ct_table *tab, tr_error *err)
 {
     return ct_read_events(r, tab, NULL, fill_api, err);
@@ -392,6 +411,11 @@ tr_status ct_read_memcpy(ct_reader *r, const ct_table *tab, tr_error *err)
 tr_status ct_read_memset(ct_reader *r, const ct_table *tab, tr_error *err)
 {
     return ct_read_events(r, tab, "[CUDA memset]", fill_memset, err);
+}
+
+tr_status ct_read_sync(ct_reader *r, const ct_table *tab, tr_error *err)
+{
+    return ct_read_events(r, tab, NULL, fill_sync, err);
 }
 
 tr_status ct_read_file(tr_trace *t, const char *path, const tr_ingest_opts *o, const ct_format *fmt,

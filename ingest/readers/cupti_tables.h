@@ -143,6 +143,7 @@ tr_status ct_read_api(ct_reader *r, const ct_table *tab, tr_error *err);
 tr_status ct_read_kernels(ct_reader *r, const ct_table *tab, tr_error *err);
 tr_status ct_read_memcpy(ct_reader *r, const ct_table *tab, tr_error *err);
 tr_status ct_read_memset(ct_reader *r, const ct_table *tab, tr_error *err);
+tr_status ct_read_sync(ct_reader *r, const ct_table *tab, tr_error *err);
 
 /* For a format's own loops. */
 tr_status ct_oom(const ct_reader *r, tr_error *err);

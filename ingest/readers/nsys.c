@@ -168,37 +168,6 @@ static const char *const nsys_memory_kind_names[] = {"Pageable", "Pinned", "Devi
                                                      "DeviceStatic", "ManagedStatic", "Unknown"};
 static const tr_enum_names nsys_memory_kinds = {nsys_memory_kind_names, 8};
 
-static tr_status read_sync(ct_reader *r, const ct_table *table, tr_error *err)
-{
-    static const tr_col cols[] = {{"syncType", 0}, {"start", 1}, {"end", 1},
-                                  {"correlationId", 0}, {"deviceId", 0}, {"contextId", 0},
-                                  {"streamId", 0}};
-    const char *tab = table->name;
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 7, " ORDER BY start", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        tr_event *e = tr_add_event(r->t, TR_KIND_SYNC);
-        if (!e) {
-            sqlite3_finalize(st);
-            return ct_oom(r, err);
-        }
-        int64_t type = tr_col_i64(st, 0, 0);
-        e->name = tr_enum_str(r->t, &tr_sync_names, type >= 0 && type < 5 ? type : 0);
-        e->start = sqlite3_column_int64(st, 1);
-        e->end = sqlite3_column_int64(st, 2);
-        e->correlation = tr_col_i64(st, 3, -1);
-        /* the calling thread is found through the correlation id at tree build */
-        e->stream = ct_stream(r, tr_col_i64(st, 4, 0), tr_col_i64(st, 5, -1),
-                              tr_col_i64(st, 6, -1));
-        ct_note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    return rc < 0 ? err->status : TR_OK;
-}
-
 static const ct_col string_cols[] = {{CT_ID, "id", 1}, {CT_TEXT, "value", 1}};
 /* id is nsys's own; cuDevice, where present, is the CUDA ordinal the activities name */
 static const ct_col gpu_cols[] = {
@@ -225,6 +194,10 @@ static const ct_col memset_cols[] = {
     {CT_VALUE, "value", 0}, {CT_BYTES, "bytes", 1}, {CT_START, "start", 1}, {CT_END, "end", 1},
     {CT_DEVICE, "deviceId", 1}, {CT_CONTEXT, "contextId", 0}, {CT_STREAM, "streamId", 1},
     {CT_CORRELATION, "correlationId", 0}};
+static const ct_col sync_cols[] = {
+    {CT_SYNC_TYPE, "syncType", 0}, {CT_START, "start", 1}, {CT_END, "end", 1},
+    {CT_CORRELATION, "correlationId", 0}, {CT_DEVICE, "deviceId", 0}, {CT_CONTEXT, "contextId", 0},
+    {CT_STREAM, "streamId", 0}};
 
 /* The tables read, in order.  Names come last: they go only to processes and
  * threads that carry events. */
@@ -237,7 +210,7 @@ static const ct_table ns_tables[] = {
     {"CUPTI_ACTIVITY_KIND_KERNEL", ct_read_kernels, TR_KIND_KERNEL, CT_COLS(kernel_cols), BY_START},
     {"CUPTI_ACTIVITY_KIND_MEMCPY", ct_read_memcpy, TR_KIND_MEMCPY, CT_COLS(memcpy_cols), BY_START},
     {"CUPTI_ACTIVITY_KIND_MEMSET", ct_read_memset, TR_KIND_MEMSET, CT_COLS(memset_cols), BY_START},
-    {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", read_sync, TR_KIND_SYNC, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", ct_read_sync, TR_KIND_SYNC, CT_COLS(sync_cols), BY_START},
     {"NVTX_EVENTS", read_nvtx, 0, NULL, 0, NULL},
     {"ThreadNames", read_names, 0, NULL, 0, NULL},
 };

@@ -487,43 +487,6 @@ nomem:
 
 
 
-static tr_status read_sync(ct_reader *r, const ct_table *table, tr_error *err)
-{
-    const char *tab = table->name;
-    static const tr_col cols[] = {{"type", 0}, {"start", 1}, {"end", 1}, {"correlationId", 0},
-                                  {"contextId", 0}, {"streamId", 0}};
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 6, " ORDER BY _id_", &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    ct_bad bad = {tab, 0, 0};
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        int64_t start, end;
-        if (!ct_interval(&bad, st, 1, 2, &start, &end))
-            continue;
-        tr_event *e = tr_add_event(r->t, TR_KIND_SYNC);
-        if (!e) {
-            sqlite3_finalize(st);
-            return ct_oom(r, err);
-        }
-        int64_t type = tr_col_i64(st, 0, 0);
-        e->name = tr_enum_str(r->t, &tr_sync_names, type >= 0 && type < 5 ? type : 0);
-        e->start = start;
-        e->end = end;
-        e->correlation = tr_col_i64(st, 3, -1);
-        /* The wait happens on the calling thread (found through the correlation
-         * id at tree build); the stream says what was waited for. */
-        int64_t ctx = tr_col_i64(st, 4, -1), device = 0;
-        tr_i64map_get(&r->ctx_device, ctx, &device);
-        e->stream = ct_stream(r, device, ctx, tr_col_i64(st, 5, -1));
-        ct_note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    ct_report_bad(r, &bad);
-    return rc < 0 ? err->status : TR_OK;
-}
-
 /* The tables read, in order: the shared families by their columns, nvprof's own by
  * its loops.  Markers come last: unterminated ranges close
  * at the last timestamp of anything. */
@@ -551,6 +514,10 @@ static const ct_col memset_cols[] = {
     {CT_VALUE, "value", 0}, {CT_BYTES, "bytes", 1}, {CT_START, "start", 1}, {CT_END, "end", 1},
     {CT_DEVICE, "deviceId", 0}, {CT_CONTEXT, "contextId", 0}, {CT_STREAM, "streamId", 0},
     {CT_CORRELATION, "correlationId", 0}};
+/* no deviceId: the device is the context's (CONTEXT table) */
+static const ct_col sync_cols[] = {
+    {CT_SYNC_TYPE, "type", 0}, {CT_START, "start", 1}, {CT_END, "end", 1},
+    {CT_CORRELATION, "correlationId", 0}, {CT_CONTEXT, "contextId", 0}, {CT_STREAM, "streamId", 0}};
 
 #define BY_ID " ORDER BY _id_"
 static const ct_table nv_tables[] = {
@@ -567,7 +534,7 @@ static const ct_table nv_tables[] = {
     {"CUPTI_ACTIVITY_KIND_MEMCPY", ct_read_memcpy, TR_KIND_MEMCPY, CT_COLS(memcpy_cols), BY_ID},
     {"CUPTI_ACTIVITY_KIND_MEMCPY2", ct_read_memcpy, TR_KIND_MEMCPY, CT_COLS(memcpy_cols), BY_ID},
     {"CUPTI_ACTIVITY_KIND_MEMSET", ct_read_memset, TR_KIND_MEMSET, CT_COLS(memset_cols), BY_ID},
-    {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", read_sync, TR_KIND_SYNC, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", ct_read_sync, TR_KIND_SYNC, CT_COLS(sync_cols), BY_ID},
     {"CUPTI_ACTIVITY_KIND_CUDA_EVENT", read_cuda_events, 0, NULL, 0, NULL},   /* after the API calls */
     {"CUPTI_ACTIVITY_KIND_OPENACC_DATA", read_openacc, TR_KIND_OPENACC_DATA, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH", read_openacc, TR_KIND_OPENACC_LAUNCH, NULL, 0, NULL},
