@@ -47,6 +47,9 @@ typedef enum {
     CT_ID,              /* a row's own id: string id, device id */
     CT_TEXT,            /* inline text: string value, device name */
     CT_CC_MAJOR, CT_CC_MINOR, CT_MEMORY, CT_SM_COUNT,
+    /* OpenACC (nvprof): event and construct kinds, OpenACC's own thread id, source
+     * file (string id) and line, and the string that tells the events apart */
+    CT_EVENT_KIND, CT_CONSTRUCT, CT_HOST_TID, CT_SRC_FILE, CT_LINE, CT_DETAIL,
     CT_NFIELDS
 } ct_field;
 

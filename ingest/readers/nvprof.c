@@ -178,32 +178,22 @@ static const char *const acc_construct_names[] = {
     NULL, "parallel", "kernels", "loop", "data", "enter data", "exit data", "host_data",
     "atomic", "declare", "init", "shutdown", "set", "update", "routine", "wait", "runtime api"};
 
-/* The three OpenACC tables differ in the one string that tells their events apart. */
-static const struct {
-    tr_kind kind;
-    const char *detail;   /* string column shown in parentheses */
-} acc_tables[] = {
-    {TR_KIND_OPENACC_DATA, "varName"},
-    {TR_KIND_OPENACC_LAUNCH, "kernelName"},
-    {TR_KIND_OPENACC_OTHER, NULL},
-};
-
 /* "acc_enqueue_launch@jacobi.c:59 (main_59_gpu) [parallel]": nvprof's own name for
  * the event (event kind, source file and line, launched kernel or data variable),
  * then the construct it belongs to. */
-static uint32_t acc_name(ct_reader *r, sqlite3_stmt *st)
+static uint32_t acc_name(ct_reader *r, const ct_row *w)
 {
     char ev[32];
-    int64_t kind = tr_col_i64(st, 0, 0), construct = tr_col_i64(st, 1, 0);
-    int64_t line = tr_col_i64(st, 8, 0);
+    int64_t kind = ct_i64(w, CT_EVENT_KIND, 0), construct = ct_i64(w, CT_CONSTRUCT, 0);
+    int64_t line = ct_i64(w, CT_LINE, 0);
     const char *event = kind > 0 && (uint64_t)kind < sizeof acc_event_names / sizeof acc_event_names[0]
                             ? acc_event_names[kind] : NULL;
     if (!event) {
         snprintf(ev, sizeof ev, "acc_event_%lld", (long long)kind);
         event = ev;
     }
-    const char *file = tr_str_of(r->t, raw_string(r, st, 7));
-    const char *detail = tr_str_of(r->t, raw_string(r, st, 9));
+    const char *file = tr_str_of(r->t, raw_string(r, w->st, w->col[CT_SRC_FILE]));
+    const char *detail = tr_str_of(r->t, raw_string(r, w->st, w->col[CT_DETAIL]));
     const char *cons = construct > 0
                            && (uint64_t)construct < sizeof acc_construct_names / sizeof acc_construct_names[0]
                            ? acc_construct_names[construct] : NULL;
@@ -224,46 +214,23 @@ static uint32_t acc_name(ct_reader *r, sqlite3_stmt *st)
 }
 
 /* OpenACC events run on a host thread and enclose the CUDA calls they make. */
-static tr_status read_openacc(ct_reader *r, const ct_table *table, tr_error *err)
+static tr_status fill_openacc(ct_reader *r, const ct_table *tab, const ct_row *w, tr_event *e,
+                              tr_error *err)
 {
-    const char *tab = table->name;
-    int which = 0;
-    while (acc_tables[which].kind != table->kind)
-        which++;
-    const tr_col cols[] = {{"eventKind", 1}, {"parentConstruct", 0}, {"start", 1}, {"end", 1},
-                           {"cuProcessId", 0}, {"cuThreadId", 0}, {"threadId", 0},
-                           {"srcFile", 0}, {"lineNo", 0},
-                           /* OTHER has no such column: reads as NULL */
-                           {acc_tables[which].detail ? acc_tables[which].detail : "varName", 0},
-                           {"bytes", 0}};
-    sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, sizeof cols / sizeof cols[0], " ORDER BY _id_",
-                                &st, err);
-    if (s != TR_OK || !st)
-        return s;
-    ct_bad bad = {tab, 0, 0};
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        int64_t start, end;
-        if (!ct_interval(&bad, st, 2, 3, &start, &end))
-            continue;
-        tr_event *e = tr_add_event(r->t, acc_tables[which].kind);
-        if (!e || !(e->name = acc_name(r, st))) {
-            sqlite3_finalize(st);
-            return ct_oom(r, err);
-        }
-        e->start = start;
-        e->end = end;
-        /* cuThreadId is the thread's id as the CUDA API tables give it; OpenACC's own
-         * threadId only stands in when it is missing */
-        int64_t tid = tr_col_i64(st, 5, 0);
-        e->thread = ct_thread(r, tr_col_i64(st, 4, 0), tid ? tid : tr_col_i64(st, 6, 0));
-        e->bytes = acc_tables[which].kind == TR_KIND_OPENACC_DATA ? tr_col_i64(st, 10, 0) : 0;
-        ct_note_ts(r, e->end);
-    }
-    sqlite3_finalize(st);
-    ct_report_bad(r, &bad);
-    return rc < 0 ? err->status : TR_OK;
+    (void)tab;
+    if (!(e->name = acc_name(r, w)))
+        return ct_oom(r, err);
+    /* cuThreadId is the thread's id as the CUDA API tables give it; OpenACC's own
+     * threadId only stands in when it is missing */
+    int64_t tid = ct_i64(w, CT_TID, 0);
+    e->thread = ct_thread(r, ct_i64(w, CT_PID, 0), tid ? tid : ct_i64(w, CT_HOST_TID, 0));
+    e->bytes = ct_i64(w, CT_BYTES, 0);
+    return TR_OK;
+}
+
+static tr_status read_openacc(ct_reader *r, const ct_table *tab, tr_error *err)
+{
+    return ct_read_events(r, tab, NULL, fill_openacc, err);
 }
 
 static uint32_t overhead_name(ct_reader *r, int64_t kind)
@@ -519,6 +486,16 @@ static const ct_col sync_cols[] = {
     {CT_SYNC_TYPE, "type", 0}, {CT_START, "start", 1}, {CT_END, "end", 1},
     {CT_CORRELATION, "correlationId", 0}, {CT_CONTEXT, "contextId", 0}, {CT_STREAM, "streamId", 0}};
 
+/* The OpenACC tables differ in the one string that tells their events apart (OTHER has
+ * none) and in bytes, which only data events move. */
+#define ACC_COLS {CT_EVENT_KIND, "eventKind", 1}, {CT_CONSTRUCT, "parentConstruct", 0}, \
+    {CT_START, "start", 1}, {CT_END, "end", 1}, {CT_PID, "cuProcessId", 0}, \
+    {CT_TID, "cuThreadId", 0}, {CT_HOST_TID, "threadId", 0}, {CT_SRC_FILE, "srcFile", 0}, \
+    {CT_LINE, "lineNo", 0}
+static const ct_col acc_data_cols[] = {ACC_COLS, {CT_DETAIL, "varName", 0}, {CT_BYTES, "bytes", 0}};
+static const ct_col acc_launch_cols[] = {ACC_COLS, {CT_DETAIL, "kernelName", 0}};
+static const ct_col acc_other_cols[] = {ACC_COLS};
+
 #define BY_ID " ORDER BY _id_"
 static const ct_table nv_tables[] = {
     {"Version", NULL, 0, NULL, 0, NULL},
@@ -536,9 +513,12 @@ static const ct_table nv_tables[] = {
     {"CUPTI_ACTIVITY_KIND_MEMSET", ct_read_memset, TR_KIND_MEMSET, CT_COLS(memset_cols), BY_ID},
     {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", ct_read_sync, TR_KIND_SYNC, CT_COLS(sync_cols), BY_ID},
     {"CUPTI_ACTIVITY_KIND_CUDA_EVENT", read_cuda_events, 0, NULL, 0, NULL},   /* after the API calls */
-    {"CUPTI_ACTIVITY_KIND_OPENACC_DATA", read_openacc, TR_KIND_OPENACC_DATA, NULL, 0, NULL},
-    {"CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH", read_openacc, TR_KIND_OPENACC_LAUNCH, NULL, 0, NULL},
-    {"CUPTI_ACTIVITY_KIND_OPENACC_OTHER", read_openacc, TR_KIND_OPENACC_OTHER, NULL, 0, NULL},
+    {"CUPTI_ACTIVITY_KIND_OPENACC_DATA", read_openacc, TR_KIND_OPENACC_DATA, CT_COLS(acc_data_cols),
+     BY_ID},
+    {"CUPTI_ACTIVITY_KIND_OPENACC_LAUNCH", read_openacc, TR_KIND_OPENACC_LAUNCH,
+     CT_COLS(acc_launch_cols), BY_ID},
+    {"CUPTI_ACTIVITY_KIND_OPENACC_OTHER", read_openacc, TR_KIND_OPENACC_OTHER,
+     CT_COLS(acc_other_cols), BY_ID},
     {"CUPTI_ACTIVITY_KIND_OVERHEAD", read_overhead, 0, NULL, 0, NULL},
     {"CUPTI_ACTIVITY_KIND_MARKER", read_markers, 0, NULL, 0, NULL},
 };
