@@ -157,14 +157,18 @@ static int run_many(char **args, int n, int diff, int diff_norm, int no_cache, c
         st = tr_fail(&err, TR_ERR_USAGE, "--diff-normalize goes with --diff");
     else if (diff && n != 2)
         st = tr_fail(&err, TR_ERR_USAGE, "--diff takes two run databases: BASE.db NEW.db");
-    else if (reports->n)
-        st = tr_fail(&err, TR_ERR_USAGE, "--report reads one run database");
+    else if (reports->n && (diff || !tr_report_opts_many(reports)))
+        st = tr_fail(&err, TR_ERR_USAGE, "--report reads one run database (the rank-aware reports "
+                     "collectives, ranks and critical-path read several)");
     else if ((st = tr_list_check_selection_any((const char *const *)paths, (const char *const *)args, n, sel,
                                                &err)) != TR_OK) {
         /* err names what the first file has */
     } else if ((st = tr_ranks_prepare((const char *const *)paths, (const char *const *)args, (size_t)n, diff,
                                       &sel->ranks, bases, warn_line, NULL, &err)) != TR_OK) {
         /* err names the ranks the inputs have */
+    } else if (reports->n) {
+        st = tr_report_run_paths((const char *const *)paths, (const char *const *)args, (size_t)n, reports, o,
+                                 stdout, stderr, &err);
     } else if (diff) {
         tr_diff_opts d = {paths[0], paths[1], diff_norm, sort};
         st = tr_diff_run(&d, o, stdout, stderr, &err);

@@ -12,6 +12,7 @@
 #include "lib/checked.h"
 #include "lib/format.h"
 #include "lib/model.h"
+#include "lib/rundb.h"
 
 const tr_report tr_reports[] = {
     {"summary", "the run on one screen: sources, span, threads, devices, events per kind, GPU busy, top kernels and ops",
@@ -1181,6 +1182,25 @@ tr_status tr_report_run_many(sqlite3 *const *dbs, const char *const *names, size
     if (!ndbs)
         return tr_fail(err, TR_ERR_USAGE, "no run database");
     return run_reports(dbs, names, ndbs, ro, o, out, diag, err);
+}
+
+tr_status tr_report_run_paths(const char *const *paths, const char *const *names, size_t n,
+                              const tr_report_opts *ro, const tr_analyze_opts *o, FILE *out, FILE *diag,
+                              tr_error *err)
+{
+    sqlite3 **dbs = calloc(n ? n : 1, sizeof *dbs);
+    if (!dbs)
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    tr_status st = TR_OK;
+    for (size_t i = 0; i < n && st == TR_OK; i++)
+        st = tr_rundb_open(paths[i], &dbs[i], err);
+    if (st == TR_OK)
+        st = tr_report_run_many(dbs, names, n, ro, o, out, diag, err);
+    for (size_t i = 0; i < n; i++)
+        if (dbs[i])
+            sqlite3_close(dbs[i]);
+    free(dbs);
+    return st;
 }
 
 static tr_status run_reports(sqlite3 *const *dbs, const char *const *names, size_t ndbs,

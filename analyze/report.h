@@ -62,6 +62,10 @@ tr_status tr_report_run(sqlite3 *db, const tr_report_opts *ro, const tr_analyze_
 tr_status tr_report_run_many(sqlite3 *const *dbs, const char *const *names, size_t ndbs,
                              const tr_report_opts *ro, const tr_analyze_opts *o, FILE *out, FILE *diag,
                              tr_error *err);
+/* The same over run.db files (opened with tr_rundb_open(), closed after). */
+tr_status tr_report_run_paths(const char *const *paths, const char *const *names, size_t n,
+                              const tr_report_opts *ro, const tr_analyze_opts *o, FILE *out, FILE *diag,
+                              tr_error *err);
 /* Are all the requested reports rank-aware (and there is at least one)? */
 int tr_report_opts_many(const tr_report_opts *ro);
 

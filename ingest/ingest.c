@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "lib/checked.h"
+#include "lib/collectives.h"
 #include "lib/output.h"
 #include "lib/ranks.h"
 #include "lib/rundb.h"
@@ -407,6 +408,8 @@ tr_status tr_ingest_files(const char *const *paths, size_t npaths, const char *o
     if (st == TR_OK) {
         tr_progress_phase(pg, "building the call tree", 0);
         st = tr_tree_build(&t, err);
+        if (st == TR_OK)
+            st = tr_coll_ingest(&t, err);   /* collectives onto their kernels; clock offsets */
     }
     if (st == TR_OK) {
         char label[600];

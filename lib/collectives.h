@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "lib/error.h"
+#include "lib/model.h"
 
 /* Residual skew (ns) above which the alignment is reported as unreliable. */
 #define TR_COLL_SKEW_WARN_NS 50000
@@ -76,7 +77,7 @@ typedef struct {
     size_t present;          /* ranks that have it (== nranks: paired) */
     int64_t arrival_skew;    /* last aligned start - first aligned start (>= 0); over present ranks */
     size_t first_in, last_in;        /* rank indices of the earliest and latest start */
-    size_t slowest;          /* rank index of the latest end */
+    size_t slowest;          /* rank index of the longest part (the rank that waited most) */
     int order_violation;     /* after alignment some rank ends before another starts */
 } tr_coll_call;
 
@@ -107,6 +108,16 @@ typedef struct {
 tr_status tr_coll_load(sqlite3 *const *dbs, size_t ndbs, const tr_coll_opts *opts,
                        tr_coll_set *out, tr_error *err);
 void tr_coll_set_free(tr_coll_set *s);
+
+/* Ingest, after tr_tree_build(): rewrites t->comms (what the readers found on
+ * any event) as one entry per collective kernel, each with the parameters of
+ * the nearest event at or above it that carried some (the kernel itself, or
+ * the record_param_comms op around its launch), and, when the trace holds
+ * several sources with collectives, fills t->clock_offsets. */
+tr_status tr_coll_ingest(tr_trace *t, tr_error *err);
+/* Writes t->comms and t->clock_offsets into the collectives and clock_offsets
+ * tables (lib/rundb.c calls it inside its transaction). */
+tr_status tr_coll_write(sqlite3 *db, const tr_trace *t, tr_error *err);
 
 /* The rank index in s->ranks of (db index, sources.id), or -1. */
 long tr_coll_rank_index(const tr_coll_set *s, size_t db, int64_t source);

@@ -142,6 +142,8 @@ void tr_trace_free(tr_trace *t)
     free(t->events.v);
     free(t->mem);
     free(t->backward.v);
+    free(t->comms.v);
+    free(t->clock_offsets.v);
     free(t->sources.v);
     free(t->processes.v);
     free(t->threads.v);

@@ -118,6 +118,20 @@ typedef struct { int32_t cbid; int64_t return_value; } tr_api_detail;
  * event's own process, of the thread that ran the forward op with the same seq. */
 typedef struct { size_t event; int64_t fwd_tid; } tr_backward_link;
 
+/* A collective's parameters as the trace gives them (Kineto's record_param_comms
+ * op or the NCCL kernel's own args), on the event that carried them; string ids
+ * 0 and numbers -1 = not given.  lib/collectives.h resolves them onto kernels. */
+typedef struct {
+    size_t event;
+    uint32_t op, pg, pg_desc, pg_ranks, dtype;
+    int64_t seq, in_nelems, out_nelems, group_size;
+} tr_comm_info;
+/* A source's clock offset to the reference rank, found at ingest (lib/collectives.h). */
+typedef struct {
+    uint32_t source;
+    int64_t offset_ns, anchor_ns, residual_ns, calls;
+    const char *method;   /* static */
+} tr_clock_offset;
 /* Why a GPU activity has no launching call (tr_trace.gpu_unlaunched, counted by
  * tr_tree_build(); docs/semantics.md). */
 enum { TR_UNLAUNCHED_NO_CORRELATION, TR_UNLAUNCHED_BEFORE_CAPTURE, TR_UNLAUNCHED_NOT_FOUND };
@@ -138,6 +152,8 @@ typedef struct {
     TR_VEC(tr_api_detail) apis;
     TR_VEC(int64_t) memset_values;
     TR_VEC(tr_backward_link) backward;   /* filled by readers; event indices */
+    TR_VEC(tr_comm_info) comms;          /* filled by readers; collectives.c rewrites them onto kernels */
+    TR_VEC(tr_clock_offset) clock_offsets;   /* collectives.c, at ingest */
     size_t merged_redispatch;        /* ops flagged TR_FLAG_MERGED by tr_tree_build() */
     size_t gpu_unlaunched[3];        /* GPU activities without a launching call, by reason (below) */
     int tree_built;

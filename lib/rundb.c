@@ -1,5 +1,6 @@
 #include "lib/rundb.h"
 #include "lib/aggregates.h"
+#include "lib/collectives.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -75,6 +76,14 @@ const tr_rundb_table tr_rundb_tables[] = {
                    "gpu_mem_self INTEGER NOT NULL, flops INTEGER, first_start_ns INTEGER NOT NULL, "
                    "first_end_ns INTEGER NOT NULL, first_id INTEGER NOT NULL, "
                    "first_async INTEGER NOT NULL)", 1},
+    /* NCCL/RCCL collective kernels and their parameters (lib/collectives.h) */
+    {"collectives", "CREATE TABLE collectives(event_id INTEGER PRIMARY KEY REFERENCES events(id), "
+                    "op TEXT NOT NULL, pg TEXT, pg_desc TEXT, pg_ranks TEXT, seq INTEGER, in_nelems INTEGER, "
+                    "out_nelems INTEGER, dtype TEXT, group_size INTEGER, bytes INTEGER)", 1},
+    /* each source's clock offset to the lowest rank's, when one ingest holds several ranks */
+    {"clock_offsets", "CREATE TABLE clock_offsets(source_id INTEGER PRIMARY KEY REFERENCES sources(id), "
+                      "offset_ns INTEGER NOT NULL, anchor_ns INTEGER NOT NULL, method TEXT NOT NULL, "
+                      "residual_ns INTEGER, calls INTEGER NOT NULL)", 1},
 };
 const size_t tr_rundb_ntables = sizeof tr_rundb_tables / sizeof tr_rundb_tables[0];
 
@@ -478,7 +487,7 @@ static tr_status write_all(sqlite3 *db, const tr_trace *t, const tr_meta_kv *met
                                  bulk_tables[i].fill, t, err)) != TR_OK)
             goto out;
 
-    if ((st = tr_aggregates_write(db, t, err)) != TR_OK)
+    if ((st = tr_aggregates_write(db, t, err)) != TR_OK || (st = tr_coll_write(db, t, err)) != TR_OK)
         goto out;
     for (size_t i = 0; i < sizeof rundb_indexes / sizeof rundb_indexes[0]; i++)
         if ((st = sql_exec(db, rundb_indexes[i], err)) != TR_OK)

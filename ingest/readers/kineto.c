@@ -948,6 +948,44 @@ static tr_status event_times(kin_reader *r, int complete, uint64_t off, int64_t 
     return TR_OK;
 }
 
+/* ---- collectives ----------------------------------------------------------- */
+
+/* A string or numeric argument as a string id (0 when absent). */
+static uint32_t comm_str(kin_reader *r, const cJSON *args, const char *key)
+{
+    const cJSON *j = jget(args, key);
+    if (cJSON_IsString(j))
+        return tr_str(r->t, j->valuestring);
+    if (cJSON_IsNumber(j)) {
+        char b[32];
+        snprintf(b, sizeof b, "%lld", (long long)jint(args, key, 0));
+        return tr_str(r->t, b);
+    }
+    return 0;
+}
+
+/* The parameters PyTorch's ParamCommsDebugInfo writes on record_param_comms
+ * (and, since 2.1, on the NCCL kernel itself): kept for the collectives table.
+ * Older traces (before 2.0) have none; lib/collectives.c then goes by the
+ * kernel's name. */
+static tr_status comm_args(kin_reader *r, size_t idx, const cJSON *args)
+{
+    const cJSON *coll = jget(args, "Collective name");
+    if (!coll && !jget(args, "Process Group Name") && !jget(args, "In msg nelems"))
+        return TR_OK;
+    if (tr_vec_reserve(r->t->comms, r->t->comms.n + 1) < 0)
+        return oom(r);
+    tr_comm_info ci = {idx, comm_str(r, args, "Collective name"), comm_str(r, args, "Process Group Name"),
+                       comm_str(r, args, "Process Group Description"), comm_str(r, args, "Process Group Ranks"),
+                       comm_str(r, args, "dtype"), -1, -1, -1, -1};
+    ci.seq = jint(args, "Seq", jint(args, "seq", -1));
+    ci.in_nelems = jint(args, "In msg nelems", -1);
+    ci.out_nelems = jint(args, "Out msg nelems", -1);
+    ci.group_size = jint(args, "Group size", -1);
+    r->t->comms.v[r->t->comms.n++] = ci;
+    return TR_OK;
+}
+
 static tr_status handle_event(kin_reader *r, const cJSON *ev, uint64_t off)
 {
     r->nevents_seen++;
@@ -991,7 +1029,8 @@ static tr_status handle_event(kin_reader *r, const cJSON *ev, uint64_t off)
         r->t->events.v[idx].thread = thread;
     }
     r->t->events.v[idx].correlation = jint(args, "correlation", -1);
-    return c->args ? c->args(r, idx, name, args) : TR_OK;
+    tr_status as = c->args ? c->args(r, idx, name, args) : TR_OK;
+    return as == TR_OK && args ? comm_args(r, idx, args) : as;
 }
 
 /* ---- the document -------------------------------------------------------- */

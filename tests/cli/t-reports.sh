@@ -613,12 +613,13 @@ for row in csv.reader(open(sys.argv[1])):
         continue
     for key, v in zip(header, row):
         if key in ("name", "next", "host", "evidence", "device", "operation", "kind", "type", "item", "value",
-                   "finding", "class", "slowest", "stream", "pid", "tid"):
+                   "finding", "class", "slowest", "stream", "pid", "tid", "pg", "op", "method"):
             continue
         if v == "":
             continue
         x = float(v)
-        if not math.isfinite(x) or x < 0 or (key.endswith("pct") or key == "percent") and x > 100:
+        # a clock offset is signed: it moves a rank's clock either way
+        if not math.isfinite(x) or (x < 0 and key != "offset_ns") or (key.endswith("pct") or key == "percent") and x > 100:
             print(sys.argv[2], key, v, row[:3], file=sys.stderr)
             bad = 1
 sys.exit(bad)

@@ -130,6 +130,104 @@ static void test_bad(void)
     tr_trace_free(&t);
 }
 
+/* nsys exports carry nvprof's CUPTI tables under other names and numbers: the same
+ * activity, written once in each format, reads as the same events.  nvprof names the
+ * sync's device through its context and numbers memory kinds from Unknown = 0; nsys
+ * gives the device and numbers them from Pageable = 0. */
+static void test_same_as_nvprof(void)
+{
+    char nv[512], ns[512];
+    tmp_path(nv, sizeof nv, "cupti-same.nvvp");
+    tmp_path(ns, sizeof ns, "cupti-same.sqlite");
+    CU_ASSERT_EQUAL_FATAL(make_db(nv,
+        "create table StringTable(_id_ integer primary key, value text);"
+        "insert into StringTable values (0, '-- null --'), (1, '_Z1kIiEvi');"
+        "create table CUPTI_ACTIVITY_KIND_CONTEXT(contextId integer, deviceId integer);"
+        "insert into CUPTI_ACTIVITY_KIND_CONTEXT values (7, 2);"
+        "create table CUPTI_ACTIVITY_KIND_RUNTIME(_id_ integer primary key, cbid integer, start integer,"
+        " end integer, processId integer, threadId integer, correlationId integer, returnValue integer);"
+        "insert into CUPTI_ACTIVITY_KIND_RUNTIME values (1, 211, 100, 180, 40, 41, 9, 0);"
+        "create table CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL(_id_ integer primary key, start integer,"
+        " end integer, deviceId integer, contextId integer, streamId integer, correlationId integer,"
+        " name integer, gridX integer, blockX integer);"
+        "insert into CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL values (1, 200, 260, 2, 7, 13, 9, 1, 64, 256);"
+        "create table CUPTI_ACTIVITY_KIND_MEMCPY(_id_ integer primary key, copyKind integer,"
+        " srcKind integer, dstKind integer, bytes integer, start integer, end integer,"
+        " deviceId integer, contextId integer, streamId integer, correlationId integer);"
+        "insert into CUPTI_ACTIVITY_KIND_MEMCPY values (1, 1, 1, 3, 4096, 300, 320, 2, 7, 13, 10);"
+        "create table CUPTI_ACTIVITY_KIND_MEMSET(_id_ integer primary key, value integer, bytes integer,"
+        " start integer, end integer, deviceId integer, contextId integer, streamId integer,"
+        " correlationId integer);"
+        "insert into CUPTI_ACTIVITY_KIND_MEMSET values (1, 255, 512, 330, 335, 2, 7, 13, 11);"
+        "create table CUPTI_ACTIVITY_KIND_SYNCHRONIZATION(_id_ integer primary key, type integer,"
+        " start integer, end integer, correlationId integer, contextId integer, streamId integer);"
+        "insert into CUPTI_ACTIVITY_KIND_SYNCHRONIZATION values (1, 3, 340, 400, 12, 7, 13);"), 0);
+    CU_ASSERT_EQUAL_FATAL(make_db(ns,
+        "create table StringIds(id integer primary key, value text);"
+        "insert into StringIds values (1, '_Z1kIiEvi'), (2, 'cudaLaunchKernel_v7000');"
+        "create table CUPTI_ACTIVITY_KIND_RUNTIME(start integer, end integer, globalTid integer,"
+        " correlationId integer, nameId integer);"
+        "insert into CUPTI_ACTIVITY_KIND_RUNTIME values (100, 180, " G(40, 41) ", 9, 2);"
+        "create table CUPTI_ACTIVITY_KIND_KERNEL(start integer, end integer, deviceId integer,"
+        " contextId integer, streamId integer, correlationId integer, mangledName integer,"
+        " gridX integer, blockX integer);"
+        "insert into CUPTI_ACTIVITY_KIND_KERNEL values (200, 260, 2, 7, 13, 9, 1, 64, 256);"
+        "create table CUPTI_ACTIVITY_KIND_MEMCPY(start integer, end integer, deviceId integer,"
+        " contextId integer, streamId integer, correlationId integer, bytes integer,"
+        " copyKind integer, srcKind integer, dstKind integer);"
+        "insert into CUPTI_ACTIVITY_KIND_MEMCPY values (300, 320, 2, 7, 13, 10, 4096, 1, 0, 2);"
+        "create table CUPTI_ACTIVITY_KIND_MEMSET(start integer, end integer, deviceId integer,"
+        " contextId integer, streamId integer, correlationId integer, value integer, bytes integer);"
+        "insert into CUPTI_ACTIVITY_KIND_MEMSET values (330, 335, 2, 7, 13, 11, 255, 512);"
+        "create table CUPTI_ACTIVITY_KIND_SYNCHRONIZATION(start integer, end integer, deviceId integer,"
+        " contextId integer, streamId integer, correlationId integer, syncType integer);"
+        "insert into CUPTI_ACTIVITY_KIND_SYNCHRONIZATION values (340, 400, 2, 7, 13, 12, 3);"), 0);
+    tr_trace a, b;
+    tr_error err;
+    CU_ASSERT_EQUAL_FATAL(tr_trace_init(&a, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(tr_trace_init(&b, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(tr_nvprof_read(&a, nv, NULL, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(tr_nsys_read(&b, ns, NULL, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(a.events.n, 5);
+    CU_ASSERT_EQUAL_FATAL(b.events.n, a.events.n);
+    for (size_t i = 0; i < a.events.n; i++) {
+        const tr_event *x = &a.events.v[i], *y = &b.events.v[i];
+        CU_ASSERT_EQUAL(x->kind, y->kind);
+        CU_ASSERT_STRING_EQUAL(tr_str_of(&a, x->name), tr_str_of(&b, y->name));
+        CU_ASSERT_EQUAL(x->start, y->start);
+        CU_ASSERT_EQUAL(x->end, y->end);
+        CU_ASSERT_EQUAL(x->bytes, y->bytes);
+        CU_ASSERT_EQUAL(x->correlation, y->correlation);
+        CU_ASSERT_EQUAL(!x->thread, !y->thread);
+        CU_ASSERT_EQUAL(!x->stream, !y->stream);
+        if (x->stream && y->stream) {
+            const tr_stream *sx = &a.streams.v[x->stream], *sy = &b.streams.v[y->stream];
+            CU_ASSERT_EQUAL(a.devices.v[sx->device].device, 2);
+            CU_ASSERT_EQUAL(b.devices.v[sy->device].device, 2);
+            CU_ASSERT_EQUAL(sx->stream, sy->stream);
+            CU_ASSERT_EQUAL(sx->context, sy->context);
+        }
+        if (x->kind == TR_KIND_KERNEL) {
+            CU_ASSERT_STRING_EQUAL(tr_str_of(&a, x->name), "void k<int>(int)");
+            CU_ASSERT_STRING_EQUAL(tr_str_of(&b, y->raw_name), "_Z1kIiEvi");
+            CU_ASSERT_EQUAL(a.kernels.v[x->detail].grid[0], b.kernels.v[y->detail].grid[0]);
+            CU_ASSERT_EQUAL(b.kernels.v[y->detail].block[0], 256);
+            CU_ASSERT_EQUAL(b.kernels.v[y->detail].grid[1], -1);
+        } else if (x->kind == TR_KIND_MEMCPY) {
+            const tr_copy_detail *cx = &a.copies.v[x->detail], *cy = &b.copies.v[y->detail];
+            CU_ASSERT_STRING_EQUAL(tr_str_of(&a, cx->src_kind), "Pageable");
+            CU_ASSERT_STRING_EQUAL(tr_str_of(&b, cy->src_kind), "Pageable");
+            CU_ASSERT_STRING_EQUAL(tr_str_of(&a, cx->dst_kind), "Device");
+            CU_ASSERT_STRING_EQUAL(tr_str_of(&b, cy->dst_kind), "Device");
+        } else if (x->kind == TR_KIND_MEMSET) {
+            CU_ASSERT_EQUAL(a.memset_values.v[x->detail], b.memset_values.v[y->detail]);
+        }
+    }
+    tr_trace_free(&a);
+    tr_trace_free(&b);
+}
+
 TR_SUITE(nsys,
          {"read a hand-made export", test_read},
-         {"bad exports", test_bad})
+         {"bad exports", test_bad},
+         {"the same CUPTI rows read alike as nvprof and nsys", test_same_as_nvprof})
