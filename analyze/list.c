@@ -31,7 +31,17 @@ struct tr_list {
     const char *fallback_sql;
     list_col cols[MAX_COLS];
     const char *none;    /* what an empty list says */
+    /* --rank: put for the SQL's RANKS comment, each @ the selected sources' ids */
+    const char *rank_cond;
 };
+
+/* The --rank condition on events (their thread's or stream's source), and the comment
+ * of each list's SQL where its --rank condition goes. */
+#define EVENT_RANK_COND                                                                       \
+    " AND (thread_id IN (SELECT t.id FROM threads t JOIN processes p ON p.id = t.process_id " \
+    "WHERE p.source_id IN (@)) OR stream_id IN (SELECT s.id FROM streams s JOIN devices d "   \
+    "ON d.id = s.device_id WHERE d.source_id IN (@)))"
+#define RANKS "/*ranks*/"
 
 /* GPU activities, by the kinds table rather than fixed ids */
 #define ON_GPU "e.kind IN (SELECT id FROM kinds WHERE on_gpu)"
@@ -45,12 +55,12 @@ static const tr_list lists[] = {
      "GROUP BY thread_id) c ON c.thread_id = t.id "
      "LEFT JOIN (SELECT pe.thread_id, count(*) AS n FROM events e JOIN events pe ON pe.id = e.parent_id "
      "WHERE e.thread_id IS NULL AND " ON_GPU " GROUP BY pe.thread_id) g ON g.thread_id = t.id "
-     "ORDER BY p.source_id, p.pid, t.tid",
+     "WHERE 1" RANKS " ORDER BY p.source_id, p.pid, t.tid",
      NULL,
      {{"thread", "tid", COL_INT}, {"pid", "pid", COL_INT}, {"name", "name", COL_NAME},
       {"events", "events", COL_INT}, {"gpu launches", "gpu_launches", COL_INT},
       {"process", "process", COL_NAME}},
-     "no threads"},
+     "no threads", " AND p.source_id IN (@)"},
     {"devices", "GPUs (--device N): name, compute capability, memory, activities and their time",
      "SELECT d.device, coalesce(n.value, ''), "
      "CASE WHEN d.compute_major IS NULL THEN '' ELSE d.compute_major || '.' || coalesce(d.compute_minor, 0) END, "
@@ -59,50 +69,50 @@ static const tr_list lists[] = {
      "FROM devices d LEFT JOIN strings n ON n.id = d.name_id "
      "LEFT JOIN (SELECT s.device_id, count(*) AS n, sum(e.end_ns - e.start_ns) AS ns FROM events e "
      "JOIN streams s ON s.id = e.stream_id WHERE " ON_GPU " GROUP BY s.device_id) c ON c.device_id = d.id "
-     "ORDER BY d.source_id, d.device",
+     "WHERE 1" RANKS " ORDER BY d.source_id, d.device",
      NULL,
      {{"device", "device", COL_INT}, {"name", "name", COL_NAME}, {"compute", "compute", COL_NAME},
       {"memory", "memory", COL_NAME}, {"SMs", "sm_count", COL_INT}, {"activities", "activities", COL_INT},
       {"gpu time (ms)", "gpu_time_ns", COL_NS}},
-     "no devices"},
+     "no devices", " AND d.source_id IN (@)"},
     {"streams", "GPU streams (--stream S): device, context, activities and their time",
      "SELECT s.stream, d.device, s.context, coalesce(c.n, 0), coalesce(c.ns, 0) "
      "FROM streams s JOIN devices d ON d.id = s.device_id "
      "LEFT JOIN (SELECT e.stream_id, count(*) AS n, sum(e.end_ns - e.start_ns) AS ns FROM events e "
      "WHERE " ON_GPU " GROUP BY e.stream_id) c ON c.stream_id = s.id "
-     "ORDER BY d.source_id, d.device, s.stream",
+     "WHERE 1" RANKS " ORDER BY d.source_id, d.device, s.stream",
      NULL,
      {{"stream", "stream", COL_INT}, {"device", "device", COL_INT}, {"context", "context", COL_INT},
       {"activities", "activities", COL_INT}, {"gpu time (ms)", "gpu_time_ns", COL_NS}},
-     "no streams"},
+     "no streams", " AND d.source_id IN (@)"},
     {"kinds", "event kinds present (--kind K): where they run, events and their time",
      "SELECT k.name, CASE WHEN k.on_gpu THEN 'gpu' ELSE 'cpu' END, c.n, c.ns "
      "FROM kinds k JOIN (SELECT kind, count(*) AS n, sum(end_ns - start_ns) AS ns FROM events "
-     "GROUP BY kind) c ON c.kind = k.id ORDER BY k.id",
+     "WHERE 1" RANKS " GROUP BY kind) c ON c.kind = k.id ORDER BY k.id",
      NULL,
      {{"kind", "kind", COL_NAME}, {"on", "on", COL_NAME}, {"events", "events", COL_INT},
       {"time (ms)", "time_ns", COL_NS}},
-     "no events"},
+     "no events", EVENT_RANK_COND},
     {"steps", "ProfilerStep#N ranges (--step N): start and end after the first event, as --time-range takes them",
      "SELECT CAST(substr(s.value, 14) AS INTEGER) AS step, count(*), "
      "min(e.start_ns) - (SELECT min(start_ns) FROM events), max(e.end_ns) - (SELECT min(start_ns) FROM events), "
      "max(e.end_ns) - min(e.start_ns) "
      "FROM events e JOIN strings s ON s.id = e.name_id "
      "WHERE e.kind IN (1, 2) AND s.value GLOB 'ProfilerStep#[0-9]*' AND substr(s.value, 14) NOT GLOB '*[^0-9]*' "
-     "GROUP BY e.name_id ORDER BY step",
+     RANKS "GROUP BY e.name_id ORDER BY step",
      NULL,
      {{"step", "step", COL_INT}, {"ranges", "ranges", COL_INT}, {"start (ns)", "start_ns", COL_INT},
       {"end (ns)", "end_ns", COL_INT}, {"wall (ms)", "wall_ns", COL_NS}},
-     "no ProfilerStep#N ranges"},
+     "no ProfilerStep#N ranges", EVENT_RANK_COND},
     {"ranks", "sources and their distributed ranks: host, format, events",
      /* a source without a stored rank has its order's (lib/ranks.h) */
      "SELECT coalesce(s.rank, (SELECT count(*) FROM sources x WHERE x.id < s.id)) AS r, coalesce(s.host, ''), "
-     "s.format, s.event_count, s.path FROM sources s ORDER BY r, s.id",
+     "s.format, s.event_count, s.path FROM sources s WHERE 1" RANKS " ORDER BY r, s.id",
      "SELECT (SELECT count(*) FROM sources x WHERE x.id < s.id), '', s.format, s.event_count, s.path "
-     "FROM sources s ORDER BY s.id",
+     "FROM sources s WHERE 1" RANKS " ORDER BY s.id",
      {{"rank", "rank", COL_INT}, {"host", "host", COL_NAME}, {"format", "format", COL_NAME},
       {"events", "events", COL_INT}, {"source", "source", COL_NAME}},
-     "no sources"},
+     "no sources", " AND s.id IN (@)"},
 };
 #define NLISTS (sizeof lists / sizeof lists[0])
 
@@ -157,11 +167,44 @@ static void grid_free(grid *g)
     free(g->cells);
 }
 
-static tr_status grid_fill(sqlite3 *db, const char *path, grid *g, tr_error *err)
+/* sql with its RANKS comment replaced by the list's --rank condition on ids
+ * (the selected sources, "1,3"); NULL when out of memory. */
+static char *with_ranks(const char *sql, const char *cond, const char *ids)
+{
+    const char *at = strstr(sql, RANKS);
+    if (!at || !ids || !cond)
+        return strdup(sql);
+    size_t n = strlen(sql) + strlen(cond) * (strlen(ids) + 1) + 1, k = 0;
+    char *out = malloc(n);
+    if (!out)
+        return NULL;
+    memcpy(out, sql, (size_t)(at - sql));
+    k = (size_t)(at - sql);
+    for (const char *c = cond; *c; c++)
+        if (*c == '@') {
+            memcpy(out + k, ids, strlen(ids));
+            k += strlen(ids);
+        } else {
+            out[k++] = *c;
+        }
+    strcpy(out + k, at + strlen(RANKS));
+    return out;
+}
+
+static tr_status grid_fill(sqlite3 *db, const char *path, grid *g, const char *ids, tr_error *err)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, g->l->sql, -1, &st, NULL) != SQLITE_OK
-        && (!g->l->fallback_sql || sqlite3_prepare_v2(db, g->l->fallback_sql, -1, &st, NULL) != SQLITE_OK))
+    char *sql = with_ranks(g->l->sql, g->l->rank_cond, ids);
+    char *fallback = g->l->fallback_sql ? with_ranks(g->l->fallback_sql, g->l->rank_cond, ids) : NULL;
+    int ok = sql && (!g->l->fallback_sql || fallback);
+    if (ok && sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK
+        && (!fallback || sqlite3_prepare_v2(db, fallback, -1, &st, NULL) != SQLITE_OK))
+        ok = -1;
+    free(sql);
+    free(fallback);
+    if (!ok)
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    if (ok < 0)
         return tr_fail(err, TR_ERR_INPUT, "%s: cannot list %s: %s", path, g->l->name, sqlite3_errmsg(db));
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -348,8 +391,28 @@ static const struct {
     {"text", put_text}, {"csv", put_csv}, {"json", put_json}, {"markdown", put_markdown},
 };
 
-tr_status tr_list_print(sqlite3 *db, const char *path, const tr_list *l, const char *format, FILE *out,
-                        tr_error *err)
+/* "1,3": the ids of the sources of the ranks --rank selects; NULL without --rank. */
+static tr_status selected_sources(const tr_selection *sel, char **out, tr_error *err)
+{
+    *out = NULL;
+    if (!sel || !sel->rank_map)
+        return TR_OK;
+    const tr_rank_map *m = sel->rank_map;
+    char *s = malloc(m->nsrc * 24 + 8);
+    if (!s)
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < m->nsrc; i++)
+        if (tr_rank_set_has(m->want, m->src[i].rank))
+            k += (size_t)sprintf(s + k, "%s%" PRId64, k ? "," : "", m->src[i].id);
+    if (!k)
+        strcpy(s, "NULL");   /* matches nothing */
+    *out = s;
+    return TR_OK;
+}
+
+tr_status tr_list_print(sqlite3 *db, const char *path, const tr_list *l, const struct tr_selection *sel,
+                        const char *format, FILE *out, tr_error *err)
 {
     void (*put)(FILE *, const grid *) = put_text;
     for (size_t i = 0; format && i < sizeof writers / sizeof writers[0]; i++)
@@ -358,7 +421,11 @@ tr_status tr_list_print(sqlite3 *db, const char *path, const tr_list *l, const c
     grid g = {l, 0, NULL, 0, 0};
     while (g.ncols < MAX_COLS && l->cols[g.ncols].head)
         g.ncols++;
-    tr_status st = grid_fill(db, path, &g, err);
+    char *ids = NULL;
+    tr_status st = selected_sources(sel, &ids, err);
+    if (st == TR_OK)
+        st = grid_fill(db, path, &g, ids, err);
+    free(ids);
     if (st == TR_OK && g.rows == 0 && put == put_text)
         fprintf(stderr, "trace-analyze: %s: %s\n", path, l->none);   /* a header alone says nothing */
     else if (st == TR_OK)

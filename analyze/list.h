@@ -24,9 +24,10 @@ const tr_list *tr_list_lookup(const char *name);
 /* The list names, space-separated, for help, errors and completion. */
 const char *tr_list_names(void);
 /* Prints the list as a text table, or csv/json/markdown (raw numbers) when
- * format names one; path names the file in messages. */
-tr_status tr_list_print(sqlite3 *db, const char *path, const tr_list *l, const char *format, FILE *out,
-                        tr_error *err);
+ * format names one; path names the file in messages.  With sel bound to db
+ * and --rank, only what the selected ranks hold (NULL: everything). */
+tr_status tr_list_print(sqlite3 *db, const char *path, const tr_list *l, const struct tr_selection *sel,
+                        const char *format, FILE *out, tr_error *err);
 /* Writes "name  description" lines, for --list help. */
 void tr_list_print_choices(FILE *out);
 

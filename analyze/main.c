@@ -402,7 +402,7 @@ int main(int argc, char **argv)
     if (st == TR_OK)
         st = tr_selection_bind(&sel, db, &err);
     if (st == TR_OK && list) {
-        st = tr_list_print(db, argv[optind], list, o.format->name, stdout, &err);
+        st = tr_list_print(db, argv[optind], list, &sel, o.format->name, stdout, &err);
     } else if (st == TR_OK && reports.n)
         st = tr_report_run(db, &reports, &o, stdout, stderr, &err);
     else if (st == TR_OK)

@@ -98,6 +98,14 @@ PY
 expect_status 0 "$X" --html --rank 1 -o r1.html two.db
 expect_grep '96\.000' r1.html
 expect_no_grep '159\.000' r1.html
+# --list: what the selected ranks hold
+expect_status 0 "$A" --list kinds --rank 1 --format csv two.db
+expect_grep '^kernel,gpu,6,111000$' "$TMP/out"
+expect_status 0 "$A" --list kinds --format csv two.db
+expect_grep '^kernel,gpu,12,189000$' "$TMP/out"
+expect_eq "$("$A" --list threads --rank 0 --format csv two.db | tail -n +2 | cut -d, -f4)" "13" "--list threads --rank 0"
+expect_eq "$("$A" --list ranks --rank 1 --format csv two.db | tail -n +2 | cut -d, -f1,5)" "1,r1.json" \
+    "--list ranks --rank 1"
 # an absent rank: a clear message, as for an absent --device
 expect_status 3 "$A" --rank 5 two.db
 expect_one_line_error
