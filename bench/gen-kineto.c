@@ -193,10 +193,13 @@ static int job(int nranks, long long per_rank, unsigned long long seed, int stra
         goto done;
     printf("straggler %d\n", straggler);
     /* in ns from here on: the files get µs with 3 decimals */
-    long long seq[NCOLLS] = {0};
+    /* PyTorch numbers the collectives of each process group in one sequence */
+    long long seq[NCOLLS] = {0}, pg_seq[2] = {0};
     static long long arrive[NCOLLS][1024], ends[NCOLLS][1024];
     for (int step = 0; rs[0].events < per_rank; step++) {
         long long last = 0;
+        for (size_t k = 0; k < NCOLLS; k++)
+            seq[k] = pg_seq[colls[k].pg[0] - '0']++;
         for (int r = 0; r < nranks; r++) {
             rank_in(&rs[r]);
             long long t0 = t_cpu[0] > t_cpu[1] ? t_cpu[0] : t_cpu[1];
@@ -280,8 +283,6 @@ static int job(int nranks, long long per_rank, unsigned long long seed, int stra
             rs[r].t_comm = prev_end / 1000 + 1;
             rank_out(&rs[r]);
         }
-        for (size_t k = 0; k < NCOLLS; k++)
-            seq[k]++;
         /* the step ends with a stream synchronize that waits for the collectives */
         for (int r = 0; r < nranks; r++) {
             rank_in(&rs[r]);
