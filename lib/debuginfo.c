@@ -268,6 +268,51 @@ static const char *inlined_name(Dwarf_Die *die)
     return "??";
 }
 
+/* The scopes holding an address, found by walking the CU's DIE tree with
+ * libdw's own iterators: dwarf_getscopes() would walk every DIE of the CU
+ * for each address, and leaks on some malformed DWARF (elfutils 0.188).
+ * Function definitions lie at the top of a CU or in namespaces, so nothing
+ * else is entered.  The walk is bounded in depth and in DIEs visited, so
+ * that no DWARF, however made, can make it long. */
+#define SCOPE_DEPTH 64
+#define SCOPE_BUDGET 200000
+typedef struct {
+    Dwarf_Addr pc;
+    Dwarf_Die die[SCOPE_DEPTH];      /* outermost first */
+    size_t n, budget;
+} scope_walk;
+
+static int code_scope(int tag)
+{
+    static const int tags[] = {DW_TAG_subprogram, DW_TAG_inlined_subroutine, DW_TAG_lexical_block,
+                               DW_TAG_entry_point, DW_TAG_try_block, DW_TAG_catch_block};
+    for (size_t i = 0; i < sizeof tags / sizeof *tags; i++)
+        if (tag == tags[i])
+            return 1;
+    return 0;
+}
+
+static int walk_scopes(scope_walk *w, Dwarf_Die *parent)
+{
+    Dwarf_Die child;
+    if (w->n == SCOPE_DEPTH || dwarf_child(parent, &child) != 0)
+        return 0;
+    do {
+        if (w->budget == 0)
+            return 0;
+        w->budget--;
+        int tag = dwarf_tag(&child);
+        if (code_scope(tag) && dwarf_haspc(&child, w->pc) > 0) {
+            w->die[w->n++] = child;
+            walk_scopes(w, &child);
+            return 1;
+        }
+        if ((tag == DW_TAG_namespace || tag == DW_TAG_module) && walk_scopes(w, &child))
+            return 1;
+    } while (dwarf_siblingof(&child, &child) == 0);
+    return 0;
+}
+
 size_t tr_debuginfo_lookup(tr_debuginfo *d, uint64_t vaddr, tr_srcloc *loc, size_t max)
 {
     Dwfl_Module *mod = max ? with_dwarf(d) : NULL;
@@ -279,30 +324,32 @@ size_t tr_debuginfo_lookup(tr_debuginfo *d, uint64_t vaddr, tr_srcloc *loc, size
     const char *file = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
     if (!file || line <= 0)
         return 0;
-    /* the scopes holding the address, innermost first: each inlined call
-     * moves the location out to its call site in the enclosing function */
+    /* from the innermost scope out, each inlined call moves the location
+     * out to its call site in the enclosing function */
     Dwarf_Addr cubias;
     Dwarf_Die *cu = dwfl_module_addrdie(mod, a, &cubias);
-    Dwarf_Die *scopes = NULL;
-    int ns = cu ? dwarf_getscopes(cu, a - cubias, &scopes) : 0;
+    scope_walk w = {.pc = cu ? a - cubias : 0, .n = 0, .budget = SCOPE_BUDGET};
+    if (cu)
+        walk_scopes(&w, cu);
     Dwarf_Files *files = NULL;
     size_t nfiles = 0, n = 0;
-    for (int i = 0; i < ns; i++) {
-        int tag = dwarf_tag(&scopes[i]);
+    for (size_t i = w.n; i-- > 0;) {
+        Dwarf_Die *sc = &w.die[i];
+        int tag = dwarf_tag(sc);
         if (tag == DW_TAG_subprogram)
             break;
         if (tag != DW_TAG_inlined_subroutine)
             continue;
         /* a chain longer than loc keeps its innermost and outermost frames */
         if (n + 1 < max)
-            loc[n++] = (tr_srcloc){inlined_name(&scopes[i]), file ? base_name(file) : NULL,
+            loc[n++] = (tr_srcloc){inlined_name(sc), file ? base_name(file) : NULL,
                                    line > 0 ? (unsigned)line : 0};
         Dwarf_Attribute at;
         Dwarf_Word cf, cl;
         if (!files && dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
             files = NULL, nfiles = 0;
-        if (files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &at), &cf) == 0
-            && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &at), &cl) == 0
+        if (files && dwarf_formudata(dwarf_attr(sc, DW_AT_call_file, &at), &cf) == 0
+            && dwarf_formudata(dwarf_attr(sc, DW_AT_call_line, &at), &cl) == 0
             && cf < nfiles && cl > 0 && cl <= INT32_MAX) {
             file = dwarf_filesrc(files, cf, NULL, NULL);
             line = (int)cl;
@@ -311,7 +358,6 @@ size_t tr_debuginfo_lookup(tr_debuginfo *d, uint64_t vaddr, tr_srcloc *loc, size
             line = 0;
         }
     }
-    free(scopes);
     loc[n++] = (tr_srcloc){NULL, file && line > 0 ? base_name(file) : NULL,
                            file && line > 0 ? (unsigned)line : 0};
     return n;

@@ -6,7 +6,7 @@
  *   clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -iquote . \
  *       $(pkg-config --cflags sqlite3 libpcre2-8 libcjson) tests/fuzz/fuzz_raw.c \
  *       $(find lib ingest analyze export -name '[a-z]*.c' ! -name main.c) \
- *       $(pkg-config --libs sqlite3 libpcre2-8 libcjson zlib) -lstdc++ -lm -o build-fuzz/fuzz_raw
+ *       $(pkg-config --libs sqlite3 libpcre2-8 libcjson zlib libdw) -lstdc++ -lm -o build-fuzz/fuzz_raw
  *   cp -r tests/fuzz/corpus/raw build-fuzz/corpus-raw      # keep the seeds unchanged
  *   build-fuzz/fuzz_raw -max_total_time=60 -max_len=65536 build-fuzz/corpus-raw
  *
