@@ -153,6 +153,12 @@ expect_status 0 "$X" --events --format csv -o old.csv old.db
 expect_eq "$(cut -d, -f7 old.csv | sort | uniq -c | tr -s ' ' | tr '\n' ';')" " 19 0; 19 1; 1 rank;" \
     "old run.db: --events ranks from the order"
 
+# older still: no sources.rank column at all
+if cp two.db nocol.db && q nocol.db "ALTER TABLE sources DROP COLUMN rank" 2>/dev/null; then
+    expect_eq "$(listed nocol.db)" "0 1 " "no rank column: --list ranks"
+    expect_eq "$(totals --rank 1 nocol.db)" "$r1" "no rank column: --rank 1"
+fi
+
 # -- --chrome: each rank's processes and GPUs are processes of their own --
 expect_status 0 "$X" --chrome -o two.json two.db
 python3 - <<'PY' || fail "--chrome keeps ranks apart"
