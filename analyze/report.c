@@ -41,6 +41,8 @@ const tr_report tr_reports[] = {
      tr_collectives_params, tr_collectives_cols, tr_report_collectives, 1},
     {"ranks", "per rank: step time, GPU busy, computation, communication, exposed comm, idle; per step: the slowest rank and the spread",
      tr_ranks_params, tr_ranks_cols, tr_report_ranks, 1},
+    {"critical-path", "the chain of events that sets each step's time across ranks, and each op's slack",
+     tr_critpath_params, tr_critpath_cols, tr_report_critpath, 1},
 };
 const size_t tr_nreports = sizeof tr_reports / sizeof tr_reports[0];
 

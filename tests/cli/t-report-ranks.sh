@@ -88,3 +88,8 @@ expect_no_grep '^step,' "$TMP/out"
 expect_status 0 "$BIN/trace-analyze" --report ranks --format json all.db
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); t=d["reports"][0]["tables"]; assert [x["title"] for x in t]==["Ranks","Steps across ranks"], t; assert t[0]["rows"][1]["slowest_steps"]==1' "$TMP/out" \
     || fail "ranks: json"
+
+# one run.db per rank: the same rows as one run.db holding them all
+for r in 0 1 2; do expect_status 0 "$BIN/trace-ingest" -q -o r$r.db r$r.json; done
+expect_status 0 "$BIN/trace-analyze" --report ranks --format csv r2.db r0.db r1.db
+expect_eq "$(cat "$TMP/out")" "$(cat ranks.csv)" "ranks: one run.db per rank"
