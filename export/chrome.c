@@ -761,64 +761,12 @@ out:
     return st;
 }
 
-/* The top-level keys and the metadata events, written again at the top of every part. */
-static tr_status build_head(chrome_ctx *c, tr_error *err)
+/* One rank: Kineto's own tracks, processes by pid and GPUs by device number. */
+static tr_status kineto_meta(chrome_ctx *c, tr_error *err)
 {
     sqlite3 *db = c->sc.db;
     cbuf *h = &c->head;
     sqlite3_stmt *st = NULL;
-    /* host pids: a device ordinal that is also one moves its GPUs past them all */
-    int64_t maxpid = -1;
-    int clash = 0;
-    if (sqlite3_prepare_v2(db, "SELECT max(pid), EXISTS(SELECT 1 FROM processes p JOIN devices d "
-                           "ON d.device = p.pid) FROM processes", -1, &st, NULL) == SQLITE_OK
-        && sqlite3_step(st) == SQLITE_ROW) {
-        maxpid = sqlite3_column_int64(st, 0);
-        clash = sqlite3_column_int(st, 1);
-    }
-    sqlite3_finalize(st);
-    c->dev_shift = clash && maxpid >= 0 && maxpid < INT32_MAX ? maxpid + 1 : 0;
-
-    cb_lit(h, "{\"schemaVersion\":1,\"deviceProperties\":[");
-    if (sqlite3_prepare_v2(db, "SELECT d.device, s.value, d.compute_major, d.compute_minor, "
-                           "d.memory_bytes, d.sm_count FROM devices d LEFT JOIN strings s ON "
-                           "s.id = d.name_id GROUP BY d.device ORDER BY d.device", -1, &st, NULL)
-        != SQLITE_OK)
-        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table devices: %s", tr_rundb_name(db),
-                       sqlite3_errmsg(db));
-    static const char *const dev_keys[] = {NULL, NULL, "computeMajor", "computeMinor",
-                                           "totalGlobalMem", "numSms"};
-    int firstdev = 1;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        cb_str(h, firstdev ? "\n{\"id\":" : ",\n{\"id\":");
-        firstdev = 0;
-        cb_i64(h, sqlite3_column_int64(st, 0));
-        const char *name = (const char *)sqlite3_column_text(st, 1);
-        if (name) {
-            cb_lit(h, ",\"name\":");
-            put_escaped(c, h, name, strlen(name));
-        }
-        for (int k = 2; k < 6; k++)
-            if (sqlite3_column_type(st, k) != SQLITE_NULL && sqlite3_column_int64(st, k) >= 0) {
-                cb_lit(h, ",\"");
-                cb_str(h, dev_keys[k]);
-                cb_lit(h, "\":");
-                cb_i64(h, sqlite3_column_int64(st, k));
-            }
-        cb_lit(h, "}");
-    }
-    sqlite3_finalize(st);
-    cb_lit(h, "],\n\"displayTimeUnit\":\"ns\",\"baseTimeNanoseconds\":");
-    cb_i64(h, c->sc.trace_start);
-    cb_lit(h, ",\"otherData\":{\"generator\":\"trace-export\",\"time_origin\":\"ts is in "
-              "microseconds after baseTimeNanoseconds\"},\n\"traceEvents\":[");
-    c->head_at = h->n;
-    tr_status rs = ranked_meta(c, err);
-    if (rs != TR_OK)
-        return rs;
-    if (c->multi_rank)
-        goto counted;
-
     static const char sql[] =
         "SELECT 0, p.pid, 0, s.value FROM processes p LEFT JOIN strings s ON s.id = p.name_id "
         "UNION ALL SELECT 1, p.pid, t.tid, s.value FROM threads t "
@@ -872,7 +820,66 @@ static tr_status build_head(chrome_ctx *c, tr_error *err)
         }
     }
     sqlite3_finalize(st);
-counted:
+    return TR_OK;
+}
+
+/* The top-level keys and the metadata events, written again at the top of every part. */
+static tr_status build_head(chrome_ctx *c, tr_error *err)
+{
+    sqlite3 *db = c->sc.db;
+    cbuf *h = &c->head;
+    sqlite3_stmt *st = NULL;
+    /* host pids: a device ordinal that is also one moves its GPUs past them all */
+    int64_t maxpid = -1;
+    int clash = 0;
+    if (sqlite3_prepare_v2(db, "SELECT max(pid), EXISTS(SELECT 1 FROM processes p JOIN devices d "
+                           "ON d.device = p.pid) FROM processes", -1, &st, NULL) == SQLITE_OK
+        && sqlite3_step(st) == SQLITE_ROW) {
+        maxpid = sqlite3_column_int64(st, 0);
+        clash = sqlite3_column_int(st, 1);
+    }
+    sqlite3_finalize(st);
+    c->dev_shift = clash && maxpid >= 0 && maxpid < INT32_MAX ? maxpid + 1 : 0;
+
+    cb_lit(h, "{\"schemaVersion\":1,\"deviceProperties\":[");
+    if (sqlite3_prepare_v2(db, "SELECT d.device, s.value, d.compute_major, d.compute_minor, "
+                           "d.memory_bytes, d.sm_count FROM devices d LEFT JOIN strings s ON "
+                           "s.id = d.name_id GROUP BY d.device ORDER BY d.device", -1, &st, NULL)
+        != SQLITE_OK)
+        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table devices: %s", tr_rundb_name(db),
+                       sqlite3_errmsg(db));
+    static const char *const dev_keys[] = {NULL, NULL, "computeMajor", "computeMinor",
+                                           "totalGlobalMem", "numSms"};
+    int firstdev = 1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        cb_str(h, firstdev ? "\n{\"id\":" : ",\n{\"id\":");
+        firstdev = 0;
+        cb_i64(h, sqlite3_column_int64(st, 0));
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        if (name) {
+            cb_lit(h, ",\"name\":");
+            put_escaped(c, h, name, strlen(name));
+        }
+        for (int k = 2; k < 6; k++)
+            if (sqlite3_column_type(st, k) != SQLITE_NULL && sqlite3_column_int64(st, k) >= 0) {
+                cb_lit(h, ",\"");
+                cb_str(h, dev_keys[k]);
+                cb_lit(h, "\":");
+                cb_i64(h, sqlite3_column_int64(st, k));
+            }
+        cb_lit(h, "}");
+    }
+    sqlite3_finalize(st);
+    cb_lit(h, "],\n\"displayTimeUnit\":\"ns\",\"baseTimeNanoseconds\":");
+    cb_i64(h, c->sc.trace_start);
+    cb_lit(h, ",\"otherData\":{\"generator\":\"trace-export\",\"time_origin\":\"ts is in "
+              "microseconds after baseTimeNanoseconds\"},\n\"traceEvents\":[");
+    c->head_at = h->n;
+    tr_status rs = ranked_meta(c, err);
+    if (rs == TR_OK && !c->multi_rank)
+        rs = kineto_meta(c, err);
+    if (rs != TR_OK)
+        return rs;
     for (size_t i = c->head_at; i + 1 < h->n; i++)
         c->head_events += h->v[i] == '\n' && h->v[i + 1] == '{';
     if (h->n > c->head_at)
