@@ -74,7 +74,8 @@ typedef struct {
     int64_t flops;               /* -1 = unknown */
     /* derived by tr_tree_build() */
     int64_t cpu_self, gpu_self, gpu_total;
-    int64_t parent;              /* event index, -1 = none */
+    /* 120 bytes in all: the event array is most of the ingest's peak memory */
+    int32_t parent;              /* event index, -1 = none (tr_tree_build() takes < 2^31 events) */
     uint32_t name, raw_name;     /* string ids; raw_name 0 = same as name */
     uint32_t shape;              /* string id of the Python-style shape list, 0 = none */
     uint32_t stack;              /* stack node id, 0 = none */

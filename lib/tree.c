@@ -32,7 +32,7 @@ static const tr_event *sort_events;
 
 static int cmp_cpu(const void *pa, const void *pb)
 {
-    size_t ia = *(const size_t *)pa, ib = *(const size_t *)pb;
+    uint32_t ia = *(const uint32_t *)pa, ib = *(const uint32_t *)pb;
     const tr_event *a = &sort_events[ia], *b = &sort_events[ib];
     if (a->thread != b->thread)
         return a->thread < b->thread ? -1 : 1;
@@ -70,10 +70,11 @@ typedef struct { size_t event; int64_t frontier, covered; } open_frame;
 /* Sorts order[0..n) by cmp_cpu.  A radix sort on (thread, start) does most of
  * the work in a few linear passes (qsort through an index into the events was
  * a tenth of the ingest time); runs of equal (thread, start) are then
- * finished with cmp_cpu.  Falls back to qsort when the key does not fit. */
-typedef struct { uint64_t key; size_t event; } sort_item;
-
-static tr_status sort_cpu_events(const tr_event *ev, size_t *order, size_t n, tr_error *err)
+ * finished with cmp_cpu.  Falls back to qsort when the key does not fit.
+ * Keys and event indices sit in separate arrays (24 bytes an event for both
+ * buffers, not the 32 of a padded key-index pair): this sort sets the peak
+ * RSS of the whole ingest. */
+static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, tr_error *err)
 {
     sort_events = ev;
     if (n < 2)
@@ -91,18 +92,20 @@ static tr_status sort_cpu_events(const tr_event *ev, size_t *order, size_t n, tr
         qsort(order, n, sizeof *order, cmp_cpu);
         return TR_OK;
     }
-    sort_item *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
-    if (!a || !b) {
-        free(a);
-        free(b);
+    uint64_t *ka = malloc(n * sizeof *ka), *kb = malloc(n * sizeof *kb);
+    uint32_t *ib = malloc(n * sizeof *ib);
+    if (!ka || !kb || !ib) {
+        free(ka);
+        free(kb);
+        free(ib);
         return tr_fail(err, TR_ERR_RUNTIME, "out of memory while rebuilding the call tree");
     }
+    uint32_t *ia = order;
     uint64_t differ = 0;
     for (size_t k = 0; k < n; k++) {
         const tr_event *e = &ev[order[k]];
-        a[k].key = (uint64_t)e->thread << time_bits | (uint64_t)(e->start - lo);
-        a[k].event = order[k];
-        differ |= a[k].key ^ a[0].key;
+        ka[k] = (uint64_t)e->thread << time_bits | (uint64_t)(e->start - lo);
+        differ |= ka[k] ^ ka[0];
     }
     /* LSD radix, 8 bits a pass, skipping bytes that are the same in every key */
     for (int shift = 0; shift < 64; shift += 8) {
@@ -110,32 +113,41 @@ static tr_status sort_cpu_events(const tr_event *ev, size_t *order, size_t n, tr
             continue;
         size_t count[257] = {0};
         for (size_t k = 0; k < n; k++)
-            count[((a[k].key >> shift) & 0xff) + 1]++;
+            count[((ka[k] >> shift) & 0xff) + 1]++;
         for (int d = 0; d < 256; d++)
             count[d + 1] += count[d];
-        for (size_t k = 0; k < n; k++)
-            b[count[(a[k].key >> shift) & 0xff]++] = a[k];
-        sort_item *tmp = a;
-        a = b;
-        b = tmp;
+        for (size_t k = 0; k < n; k++) {
+            size_t to = count[(ka[k] >> shift) & 0xff]++;
+            kb[to] = ka[k];
+            ib[to] = ia[k];
+        }
+        uint64_t *kt = ka;
+        ka = kb;
+        kb = kt;
+        uint32_t *it = ia;
+        ia = ib;
+        ib = it;
     }
-    for (size_t k = 0; k < n; k++)
-        order[k] = a[k].event;
+    if (ia != order) {   /* an odd number of passes: the sorted indices are in the spare */
+        memcpy(order, ia, n * sizeof *order);
+        ib = ia;
+    }
     /* stable passes kept equal keys in index order; finish each run properly */
     for (size_t k = 0; k < n;) {
         size_t end = k + 1;
-        while (end < n && a[end].key == a[k].key)
+        while (end < n && ka[end] == ka[k])
             end++;
         if (end - k > 1)
             qsort(order + k, end - k, sizeof *order, cmp_cpu);
         k = end;
     }
-    free(a);
-    free(b);
+    free(ka);
+    free(kb);
+    free(ib);
     return TR_OK;
 }
 
-static tr_status build_cpu_tree(tr_trace *t, size_t *order, size_t n, tr_error *err)
+static tr_status build_cpu_tree(tr_trace *t, const uint32_t *order, size_t n, tr_error *err)
 {
     tr_event *ev = t->events.v;
     open_frame *stack = NULL;
@@ -160,7 +172,7 @@ static tr_status build_cpu_tree(tr_trace *t, size_t *order, size_t n, tr_error *
                 depth--;
                 continue;
             }
-            e->parent = (int64_t)f->event;
+            e->parent = (int32_t)f->event;
             e->depth = p->depth + 1;
             if (e->start >= f->frontier) {
                 f->covered = tr_sat_add(f->covered, span_of(e));
@@ -191,7 +203,7 @@ static tr_status build_cpu_tree(tr_trace *t, size_t *order, size_t n, tr_error *
 
 typedef struct {
     corr_map cm;
-    size_t *order;   /* CPU tree events, per thread, parents before children */
+    uint32_t *order;   /* CPU tree events, per thread, parents before children */
     size_t n;
 } tree_links;
 
@@ -258,7 +270,7 @@ static tr_status build_links(tr_trace *t, tree_links *l, int fresh, tr_error *er
     for (size_t i = 0; i < nev; i++) {
         const tr_event *e = &ev[i];
         if (!tr_kinds[e->kind].on_gpu && e->thread && !(e->flags & (TR_FLAG_ASYNC | TR_FLAG_MERGED)))
-            l->order[l->n++] = i;
+            l->order[l->n++] = (uint32_t)i;
     }
     tr_status st = sort_cpu_events(ev, l->order, l->n, err);
     if (st == TR_OK)
@@ -321,7 +333,7 @@ static void link_merged(tr_trace *t, const uint32_t *outer)
     for (size_t i = 0; i < t->events.n; i++) {
         if (!outer[i])
             continue;
-        ev[i].parent = (int64_t)outer[i] - 1;
+        ev[i].parent = (int32_t)outer[i] - 1;
         ev[i].depth = ev[outer[i] - 1].depth + 1;
     }
 }
@@ -484,7 +496,7 @@ static tr_status attach_memory(tr_trace *t, const tree_links *l, tr_error *err)
         while (s[h].event_plus1 && !(s[h].thread == m->thread && s[h].end == m->start))
             h = (h + 1) & (cap - 1);
         if (s[h].event_plus1 && owns_before(ev, s[h].event_plus1 - 1, m->parent)) {
-            m->parent = (int64_t)s[h].event_plus1 - 1;
+            m->parent = (int32_t)s[h].event_plus1 - 1;
             m->depth = ev[m->parent].depth + 1;
         }
     }
@@ -528,7 +540,7 @@ static void attribute_gpu(tr_trace *t, tree_links *l)
             continue;
         }
         tr_event *api = &ev[s->event_plus1 - 1];
-        g->parent = (int64_t)s->event_plus1 - 1;
+        g->parent = (int32_t)s->event_plus1 - 1;
         g->depth = api->depth + 1;
         tr_event *target = api;
         for (int64_t p = api->parent; p >= 0; p = ev[p].parent) {
@@ -586,8 +598,8 @@ static void sum_totals(tr_trace *t, const tree_links *l)
 
 tr_status tr_tree_build(tr_trace *t, tr_error *err)
 {
-    if (t->events.n >= UINT32_MAX)
-        return tr_fail(err, TR_ERR_RUNTIME, "more than %u events in one trace", UINT32_MAX - 1);
+    if (t->events.n >= INT32_MAX)
+        return tr_fail(err, TR_ERR_RUNTIME, "more than %d events in one trace", INT32_MAX - 1);
     tree_links l = {0};
     uint32_t *outer = NULL;
     size_t merged = 0;
