@@ -234,8 +234,17 @@ tr_status tr_native_frames_new(tr_native_frames **out, const char *maps,
     tr_i64map_init(&nf->names);
     *out = nf;
     const char *root = getenv("TRACE_DEBUG_ROOT");
-    if (!(nf->debug_root = strdup(root && *root ? root : DEFAULT_DEBUG_ROOT))
-        || !(nf->text = strdup(maps ? maps : "")))
+    if (!root || !*root)
+        root = DEFAULT_DEBUG_ROOT;
+    /* libdwfl reads a relative directory as one beside the object: the root
+     * is made absolute, so both lookups read the same place */
+    char *cwd = root[0] == '/' ? NULL : getcwd(NULL, 0);
+    if (cwd && (nf->debug_root = malloc(strlen(cwd) + strlen(root) + 2)))
+        sprintf(nf->debug_root, "%s/%s", cwd, root);
+    else if (!cwd)
+        nf->debug_root = strdup(root);
+    free(cwd);
+    if (!nf->debug_root || !(nf->text = strdup(maps ? maps : "")))
         return oom(err);
     size_t lines = 1;
     for (const char *q = nf->text; *q; q++)

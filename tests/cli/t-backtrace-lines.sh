@@ -119,7 +119,8 @@ mkdir -p "dbg/.build-id/$(echo "$id" | cut -c1-2)"
 dbgfile="dbg/.build-id/$(echo "$id" | cut -c1-2)/$(echo "$id" | cut -c3-).debug"
 objcopy --only-keep-debug prog_bid "$dbgfile"
 objcopy --strip-all prog_bid
-TRACE_DEBUG_ROOT=$TMP/dbg record bid.db prog_bid
+# (a relative root is taken from the working directory)
+TRACE_DEBUG_ROOT=dbg record bid.db prog_bid
 want_lines bid.db prog_bid
 
 # hostile debug files: the ingest ends, in time, with the symbol names
