@@ -528,7 +528,7 @@ typedef struct {
     int64_t pid;              /* the track's pid */
     int kind;                 /* 0 process, 1 thread, 2 device, 3 stream */
     int64_t tid;              /* thread id or stream number */
-    int64_t rank, orig;       /* the rank; the real pid or device ordinal */
+    int64_t rank, orig;       /* the rank; a process's real pid, a GPU's ordinal */
     int64_t name_id;          /* strings.id, 0 = none */
     int selected;             /* of a rank --rank selects */
 } rmeta;
@@ -634,6 +634,7 @@ static tr_status ranked_meta(chrome_ctx *c, tr_error *err)
     /* pids and ordinals no trace has would overflow the blocks: kept as they are */
     if (maxpid >= INT32_MAX || maxdev >= 1 << 20)
         maxpid = maxdev = 0;
+    /* pid -> its rank; processes.id / devices.id -> the pid of its track */
     tr_i64map pid_rank, proc_pid, dev_pid;
     tr_i64map_init(&pid_rank);
     tr_i64map_init(&proc_pid);
@@ -689,15 +690,8 @@ static tr_status ranked_meta(chrome_ctx *c, tr_error *err)
             }
             v = nv;
         }
-        int64_t orig = r->num;
-        if (r->kind == 1 || r->kind == 3)
-            for (size_t k = 0; k < nrows; k++)   /* rows are few: threads and streams of a run */
-                if (rows[k].kind == r->kind - 1 && rows[k].id == r->owner) {
-                    orig = rows[k].num;
-                    break;
-                }
         v[n++] = (rmeta){at, r->kind >= 2, pid, r->kind, r->kind == 1 || r->kind == 3 ? r->num : 0,
-                         r->rank, r->kind == 1 || r->kind == 3 ? orig : r->num, r->name,
+                         r->rank, r->num, r->name,
                          !c->sc.has_ranks || tr_rank_set_has(&c->o->ranks, r->rank)};
     }
     tr_i64map_free(&pid_rank);
