@@ -283,7 +283,9 @@ typedef struct {
     unsigned char bins[TL_BINS];
 } lane;
 
-static tr_status timeline(FILE *out, sqlite3 *db, tr_error *err)
+/* ranks: each lane's rank; lanes of ranks --rank leaves out are not drawn, and
+ * with two ranks or more each label starts with its rank. */
+static tr_status timeline(FILE *out, sqlite3 *db, const tr_rank_map *ranks, tr_error *err)
 {
     int64_t t0 = 0, t1 = 0;
     sqlite3_stmt *st;
@@ -313,12 +315,21 @@ static tr_status timeline(FILE *out, sqlite3 *db, tr_error *err)
             return tr_fail(err, TR_ERR_INPUT, "run database: %s", sqlite3_errmsg(db));
         }
         while (sqlite3_step(st) == SQLITE_ROW) {
+            int64_t key = sqlite3_column_int64(st, 0);
+            int64_t thread = k == 0 ? key : -1, stream = k == 0 ? -1 : key;
+            if (!tr_rank_map_ok(ranks, thread, stream))
+                continue;
             if (nlanes == TL_MAX_LANES) {
                 dropped++;
                 continue;
             }
-            lanes[nlanes].key = sqlite3_column_int64(st, 0);
-            snprintf(lanes[nlanes].label, sizeof lanes[nlanes].label, "%s", (const char *)sqlite3_column_text(st, 1));
+            lanes[nlanes].key = key;
+            const char *text = (const char *)sqlite3_column_text(st, 1);
+            if (ranks->nranks > 1)
+                snprintf(lanes[nlanes].label, sizeof lanes[nlanes].label, "rank %lld %s",
+                         (long long)tr_rank_map_event(ranks, thread, stream), text ? text : "");
+            else
+                snprintf(lanes[nlanes].label, sizeof lanes[nlanes].label, "%s", text ? text : "");
             nlanes++;
         }
         sqlite3_finalize(st);
@@ -456,7 +467,11 @@ tr_status tr_html_report(sqlite3 *db, const char *title, const struct tr_rank_se
         fputs("<h2>Top ops and ranges</h2>\n", out);
         top_bars(out, table_titled(&sum, "Top ops"));
         fputs("<h2 id=\"timeline\">Timeline</h2>\n", out);
-        st = timeline(out, db, err);
+        tr_rank_map lanes_ranks;
+        st = tr_rank_map_load(&lanes_ranks, db, 0, ranks, err);
+        if (st == TR_OK)
+            st = timeline(out, db, &lanes_ranks, err);
+        tr_rank_map_free(&lanes_ranks);
         const tr_rtable *dev = table_titled(&sum, "Devices"), *thr = table_titled(&sum, "Threads");
         if (st == TR_OK && (dev || thr)) {
             fputs("<h2>Devices and threads</h2>\n", out);

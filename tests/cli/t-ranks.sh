@@ -98,6 +98,8 @@ PY
 expect_status 0 "$X" --html --rank 1 -o r1.html two.db
 expect_grep '96\.000' r1.html
 expect_no_grep '159\.000' r1.html
+expect_grep 'rank 1 tid 1' r1.html
+expect_no_grep 'rank 0 tid' r1.html
 # --list: what the selected ranks hold
 expect_status 0 "$A" --list kinds --rank 1 --format csv two.db
 expect_grep '^kernel,gpu,6,111000$' "$TMP/out"
