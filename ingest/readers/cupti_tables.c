@@ -53,24 +53,65 @@ void ct_note_ts(ct_reader *r, int64_t ts)
 
 uint32_t ct_thread(ct_reader *r, int64_t pid, int64_t tid)
 {
-    uint32_t p = tr_process_get(r->t, r->source, (uint32_t)pid);
-    return p ? tr_thread_get(r->t, p, (uint32_t)tid) : 0;
+    pid = (uint32_t)pid;
+    tid = (uint32_t)tid;
+    if (r->last_thread.thread && r->last_thread.pid == pid && r->last_thread.tid == tid)
+        return r->last_thread.thread;
+    uint32_t p = tr_process_get(r->t, r->source, pid);
+    uint32_t th = p ? tr_thread_get(r->t, p, tid) : 0;
+    r->last_thread.pid = pid;
+    r->last_thread.tid = tid;
+    r->last_thread.thread = th;
+    return th;
 }
 
 uint32_t ct_stream(ct_reader *r, int64_t device, int64_t context, int64_t stream)
 {
+    if (r->last_stream.id && r->last_stream.device == device && r->last_stream.context == context
+        && r->last_stream.stream == stream)
+        return r->last_stream.id;
     uint32_t d = tr_device_get(r->t, r->source, device);
-    return d ? tr_stream_get(r->t, d, context, stream) : 0;
+    uint32_t id = d ? tr_stream_get(r->t, d, context, stream) : 0;
+    r->last_stream.device = device;
+    r->last_stream.context = context;
+    r->last_stream.stream = stream;
+    r->last_stream.id = id;
+    return id;
+}
+
+/* The index of the file's string id in r->str, or -1. */
+static ssize_t str_index(const ct_reader *r, int64_t id)
+{
+    if (r->str_dense) {   /* ids str[0].id, str[0].id + 1, ...: no search */
+        uint64_t i = (uint64_t)id - (uint64_t)r->str[0].id;
+        return i < r->nstr ? (ssize_t)i : -1;
+    }
+    size_t lo = 0, hi = r->nstr;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->str[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->nstr && r->str[lo].id == id ? (ssize_t)lo : -1;
+}
+
+/* The index of the string in column col, or -1 when NULL, null or unknown. */
+static ssize_t col_string(const ct_reader *r, sqlite3_stmt *st, int col)
+{
+    if (col < 0 || sqlite3_column_type(st, col) == SQLITE_NULL)
+        return -1;
+    int64_t id = sqlite3_column_int64(st, col);
+    if (id <= 0 && (r->fmt->flags & CT_ZERO_ID_NULL))
+        return -1;
+    return str_index(r, id);
 }
 
 uint32_t ct_string(const ct_reader *r, sqlite3_stmt *st, int col)
 {
-    if (col < 0 || sqlite3_column_type(st, col) == SQLITE_NULL)
-        return 0;
-    int64_t id = sqlite3_column_int64(st, col), v;
-    if (id <= 0 && (r->fmt->flags & CT_ZERO_ID_NULL))
-        return 0;
-    return tr_i64map_get(&r->strings, id, &v) ? (uint32_t)v : 0;
+    ssize_t i = col_string(r, st, col);
+    return i < 0 ? 0 : r->str[i].raw;
 }
 
 void ct_nvtx_name(ct_reader *r, tr_event *e, uint32_t raw, int op_ok)
@@ -158,20 +199,62 @@ static tr_status fail_oom(ct_reader *r, ct_row *w, tr_error *err)
     return ct_oom(r, err);
 }
 
+static int cmp_string(const void *pa, const void *pb)
+{
+    const struct ct_string *a = pa, *b = pb;
+    if (a->id != b->id)
+        return a->id < b->id ? -1 : 1;
+    return (a->kernel > b->kernel) - (a->kernel < b->kernel);
+}
+
+/* Rows out of id order are sorted; of rows with one id the last read stands. */
+static void sort_strings(ct_reader *r)
+{
+    for (size_t i = 0; i < r->nstr; i++)
+        r->str[i].kernel = (uint32_t)i;   /* the row's place, to keep the last of equal ids */
+    qsort(r->str, r->nstr, sizeof r->str[0], cmp_string);
+    size_t n = 0;
+    for (size_t i = 0; i < r->nstr; i++) {
+        if (n && r->str[n - 1].id == r->str[i].id)
+            n--;
+        r->str[n++] = r->str[i];
+    }
+    r->nstr = n;
+    for (size_t i = 0; i < n; i++)
+        r->str[i].kernel = 0;
+}
+
 tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err)
 {
     ct_row w;
     tr_status s = select_row(r, tab, &w, err);
     if (s != TR_OK || !w.st)
         return s;
-    int rc, vc = w.col[CT_TEXT];
+    int rc, vc = w.col[CT_TEXT], sorted = 1;
+    size_t cap = r->nstr;
     while ((rc = tr_sql_next(&r->in, w.st, tab->name, err)) == 1) {
+        if (r->nstr == cap) {
+            cap = cap ? cap * 2 : 256;
+            struct ct_string *n = realloc(r->str, cap * sizeof *n);
+            if (!n)
+                return fail_oom(r, &w, err);
+            r->str = n;
+        }
         const char *v = (const char *)sqlite3_column_text(w.st, vc);
         int len = sqlite3_column_bytes(w.st, vc);
-        uint32_t id = tr_intern_add(&r->t->strings, v ? v : "", v ? (size_t)len : 0);
-        if (!id || tr_i64map_put(&r->strings, sqlite3_column_int64(w.st, w.col[CT_ID]), id) < 0)
+        struct ct_string *x = &r->str[r->nstr];
+        x->id = sqlite3_column_int64(w.st, w.col[CT_ID]);
+        x->raw = tr_intern_add(&r->t->strings, v ? v : "", v ? (size_t)len : 0);
+        x->kernel = 0;
+        if (!x->raw)
             return fail_oom(r, &w, err);
+        if (r->nstr && x[-1].id >= x->id)
+            sorted = 0;
+        r->nstr++;
     }
+    if (!sorted)
+        sort_strings(r);
+    r->str_dense = r->nstr && (uint64_t)r->str[r->nstr - 1].id - (uint64_t)r->str[0].id == r->nstr - 1;
     return finish(r, &w, NULL, rc, err);
 }
 
@@ -289,21 +372,20 @@ static tr_status fill_api(ct_reader *r, const ct_table *tab, const ct_row *w, tr
  * demangled here (once per name); the mangled name is kept as raw_name. */
 static tr_status kernel_name(ct_reader *r, const ct_row *w, tr_event *e, tr_error *err)
 {
-    uint32_t mang = ct_string(r, w->st, w->col[CT_MANGLED]);
+    ssize_t m = col_string(r, w->st, w->col[CT_MANGLED]);
+    uint32_t mang = m < 0 ? 0 : r->str[m].raw;
     uint32_t name = ct_string(r, w->st, w->col[CT_DEMANGLED]);
     if (!name)
         name = ct_string(r, w->st, w->col[CT_SHORT]);
     if (!name && mang) {
-        int64_t cached;
-        if (tr_i64map_get(&r->kernel_names, mang, &cached)) {
-            name = (uint32_t)cached;
-        } else {
+        if (!r->str[m].kernel) {
             char *d = tr_demangle(tr_str_of(r->t, mang));
-            name = d ? tr_str(r->t, d) : mang;
+            r->str[m].kernel = d ? tr_str(r->t, d) : mang;
             free(d);
-            if (!name || tr_i64map_put(&r->kernel_names, mang, name) < 0)
+            if (!r->str[m].kernel)
                 return ct_oom(r, err);
         }
+        name = r->str[m].kernel;
     }
     if (!name) {
         char buf[48] = "[unknown kernel]";
@@ -426,8 +508,6 @@ tr_status ct_read_file(tr_trace *t, const char *path, const tr_ingest_opts *o, c
     r.t = t;
     r.o = o;
     r.fmt = fmt;
-    tr_i64map_init(&r.strings);
-    tr_i64map_init(&r.kernel_names);
     tr_i64map_init(&r.ctx_device);
     tr_status s = tr_sql_open(&r.in, path, fmt->what, err);
     if (s != TR_OK)
@@ -455,8 +535,7 @@ tr_status ct_read_file(tr_trace *t, const char *path, const tr_ingest_opts *o, c
 out:
     tr_nvtx_parser_free(r.nvtx);
     tr_sql_close(&r.in);
-    tr_i64map_free(&r.strings);
-    tr_i64map_free(&r.kernel_names);
+    free(r.str);
     tr_i64map_free(&r.ctx_device);
     return s;
 }

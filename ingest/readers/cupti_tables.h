@@ -102,10 +102,17 @@ struct ct_reader {
     int64_t max_ts;
     size_t first_event;         /* this file's first event in t->events */
     tr_nvtx_parser *nvtx;
-    tr_i64map strings;          /* the file's string id -> ours */
-    tr_i64map kernel_names;     /* our raw (mangled) kernel name -> the name shown */
+    /* The file's string table, sorted by its ids (a binary search costs less than a
+     * hash here: the ids are dense and mostly arrive in order), with ours beside them
+     * and, once a kernel has used one, the name it is shown by (0: not yet). */
+    struct ct_string { int64_t id; uint32_t raw, kernel; } *str;
+    size_t nstr;
+    int str_dense;              /* the ids are consecutive: an id is its index plus str[0].id */
     tr_i64map ctx_device;       /* contextId -> deviceId, where the format has a context table */
     uint32_t api_names[2][1024];   /* by callback id, runtime [0] and driver [1] */
+    /* the last thread and stream looked up: rows in a row mostly share them */
+    struct { int64_t pid, tid; uint32_t thread; } last_thread;
+    struct { int64_t device, context, stream; uint32_t id; } last_stream;
 };
 
 /* A selected table: the statement and where each field is in it (-1: absent). */
