@@ -901,6 +901,7 @@ static tr_status run(cp_state *s, tr_rresult *r)
     tr_status st = tr_rk_load(s->c->dbs, s->c->ndbs, 0, &s->rs, s->c->err);
     if (st != TR_OK)
         return st;
+    tr_rk_select(&s->rs, s->c);
     size_t total = 0;
     for (size_t i = 0; i < s->rs.n; i++)
         total += s->rs.v[i].nsteps;

@@ -189,6 +189,23 @@ void tr_rk_set_free(tr_rk_set *s)
     memset(s, 0, sizeof *s);
 }
 
+void tr_rk_select(tr_rk_set *s, const tr_report_ctx *c)
+{
+    const tr_rank_set *want = c->sel ? &c->sel->ranks : NULL;
+    if (!want || !want->n)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (tr_rank_set_has(want, s->v[i].rank)) {
+            s->v[k++] = s->v[i];
+            continue;
+        }
+        free(s->v[i].path);
+        free(s->v[i].steps);
+    }
+    s->n = k;
+}
+
 long tr_rk_step_at(const tr_rk_rank *r, int64_t t)
 {
     size_t lo = 0, hi = r->nsteps;
@@ -269,7 +286,9 @@ static tr_status on_gpu(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, vo
         }
         ri = s->last_ri;
     }
-    if (!ev->parent || !ev->has_launch || ri < 0) {
+    if (ri < 0)
+        return TR_OK;   /* a rank --rank leaves out */
+    if (!ev->parent || !ev->has_launch) {
         s->excluded++;   /* gpu-time's rule: work launched before the window is left out */
         return TR_OK;
     }
@@ -453,6 +472,8 @@ tr_status tr_report_ranks(tr_report_ctx *c, tr_rresult *r)
     memset(&s, 0, sizeof s);
     tr_i64map_init(&s.is_comm);
     tr_status st = tr_rk_load(c->dbs, c->ndbs, 1, &s.rs, c->err);
+    if (st == TR_OK)
+        tr_rk_select(&s.rs, c);
     if (st != TR_OK) {
         tr_i64map_free(&s.is_comm);
         return st;

@@ -47,6 +47,8 @@ typedef struct {
  * want_span, each rank's span of events, for ranks without steps). */
 tr_status tr_rk_load(sqlite3 *const *dbs, size_t ndbs, int want_span, tr_rk_set *s, tr_error *err);
 void tr_rk_set_free(tr_rk_set *s);
+/* Keeps the ranks that --rank selects (all without it). */
+void tr_rk_select(tr_rk_set *s, const tr_report_ctx *c);
 /* The index in s->v of (db, source), or -1. */
 long tr_rk_find(const tr_rk_set *s, size_t db, int64_t source);
 /* The index of the step of rank r whose window holds t, or -1. */

@@ -142,3 +142,11 @@ expect_status 0 "$BIN/trace-ingest" -q -o skew.db c0.json c1skew.json c2.json
 expect_status 0 "$BIN/trace-analyze" --report critical-path:top=20 --format csv skew.db
 split_csv skew
 expect_eq "$(cat skew.1 skew.2 skew.3)" "$(cat cp.1 cp.2 cp.3)" "critical path: rank 1's clock 1 ms ahead"
+
+# --- --rank 0,2: the path over those ranks; their all-reduce waits for no one left in the trace ---
+expect_status 0 "$BIN/trace-analyze" --report critical-path --rank 0,2 --format csv cp.db
+split_csv sel
+expect_eq "$(tail -n +2 sel.1 | cut -d, -f3,7,10,11 | tr '\n' ' ')" \
+    "0,0,,ProfilerStep#1 0,0,nested,aten::mm 0,2000,nested,cudaLaunchKernel 0,20000,launch,gemm 0,45000,stream,ncclDevKernel_AllReduce_Sum_f32_RING_LL 0,1000,sync,cudaDeviceSynchronize 0,1000,returns,ProfilerStep#1 " \
+    "critical path --rank 0,2"
+expect_no_grep '^1,[0-9]*,1,' sel.1

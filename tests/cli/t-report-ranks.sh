@@ -93,3 +93,11 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); t=d["reports"][0]["
 for r in 0 1 2; do expect_status 0 "$BIN/trace-ingest" -q -o r$r.db r$r.json; done
 expect_status 0 "$BIN/trace-analyze" --report ranks --format csv r2.db r0.db r1.db
 expect_eq "$(cat "$TMP/out")" "$(cat ranks.csv)" "ranks: one run.db per rank"
+
+# --rank 0,2: those rows, and the spread over those ranks alone
+expect_status 0 "$BIN/trace-analyze" --report ranks --rank 0,2 --format csv all.db
+expect_eq "$(sed '/^$/q' "$TMP/out" | cut -d, -f1,4,8,13 | tr '\n' ' ')" \
+    "rank,step_total_ns,computation_ns,slowest_steps 0,190000,40000,0 2,230000,60000,2  " "ranks --rank 0,2"
+expect_eq "$(sed -n '/^step,/,$p' "$TMP/out" | cut -d, -f1-5,9 | tr '\n' ' ')" \
+    "step,ranks,min_ns,median_ns,max_ns,slowest_rank 1,2,100000,105000,110000,2 2,2,90000,105000,120000,2 " \
+    "ranks --rank 0,2: the spread over those ranks"
