@@ -150,3 +150,33 @@ expect_eq "$(tail -n +2 sel.1 | cut -d, -f3,7,10,11 | tr '\n' ' ')" \
     "0,0,,ProfilerStep#1 0,0,nested,aten::mm 0,2000,nested,cudaLaunchKernel 0,20000,launch,gemm 0,45000,stream,ncclDevKernel_AllReduce_Sum_f32_RING_LL 0,1000,sync,cudaDeviceSynchronize 0,1000,returns,ProfilerStep#1 " \
     "critical path --rank 0,2"
 expect_no_grep '^1,[0-9]*,1,' sel.1
+
+# --- a synthetic 4-rank job (gen-kineto -r) with a known straggler (rank 2 starts each step
+# late) and clocks off by known offsets: every step's path starts on rank 2, and rank 2 holds
+# the most time on it, read from one run.db per rank ---
+G="$BIN/gen-kineto"
+if [ -x "$G" ]; then
+    expect_status 0 "$G" -r 4 -n 20000 -s 3 -S 2 -o job
+    expect_grep '^straggler 2$' "$TMP/out"
+    for r in 0 1 2 3; do expect_status 0 "$BIN/trace-ingest" -q -o job$r.db job$r.json; done
+    expect_status 0 "$BIN/trace-analyze" --report critical-path:top=0 --format csv -n -1 job0.db job1.db job2.db job3.db
+    split_csv job
+    steps=$(tail -n +2 job.2 | wc -l)
+    [ "$steps" -ge 5 ] || fail "critical path: only $steps steps in the synthetic job"
+    expect_eq "$(awk -F, '$2 == 1 { print $3 }' job.1 | sort -u)" "2" "critical path: the path starts on the straggler"
+    expect_eq "$(tail -n +2 job.2 | cut -d, -f10 | sort -u)" "2" "critical path: the straggler holds the most time on it"
+    python3 - job.1 job.2 <<'PY' || fail "critical path: path + waits do not cover the step in the synthetic job"
+import csv, sys
+# the rows cover the step from the first row's start to its end
+tot, first = {}, {}
+for r in csv.DictReader(open(sys.argv[1])):
+    tot[r["step"]] = tot.get(r["step"], 0) + int(r["path_ns"]) + int(r["wait_ns"])
+    if r["pos"] == "1":
+        first[r["step"]] = int(r["start_ns"])
+for r in csv.DictReader(open(sys.argv[2])):
+    assert tot[r["step"]] == int(r["span_ns"]) - first[r["step"]], (r["step"], tot[r["step"]], r["span_ns"])
+    assert int(r["ranks"]) == 4
+PY
+else
+    skip "gen-kineto not built"
+fi
