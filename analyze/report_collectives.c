@@ -109,17 +109,26 @@ static tr_status on_kernel(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st,
     return TR_OK;
 }
 
+/* Every run.db is scanned through a context of its own, with the selection
+ * but its --rank part: the ranks kept are s's (tr_coll_restrict), and a rank
+ * map resolved against one run.db means nothing in another. */
 static tr_status overlap(tr_report_ctx *c, const tr_coll_set *s, tr_gt_scope *sc)
 {
     tr_status st = TR_OK;
+    tr_selection sel;
+    if (c->sel) {
+        sel = *c->sel;
+        sel.rank_map = NULL;
+        memset(&sel.ranks, 0, sizeof sel.ranks);
+    }
+    tr_analyze_opts o2 = *c->o;
+    o2.select = c->sel ? &sel : NULL;
+    tr_report_ctx base = *c;
+    base.o = &o2;
     for (size_t i = 0; i < c->ndbs && st == TR_OK; i++) {
         tr_report_ctx sub;
-        int own = i != c->db_index;
-        tr_report_ctx *x = c;
-        if (own) {
-            st = tr_report_ctx_sub(c, i, &sub);
-            x = &sub;
-        }
+        st = tr_report_ctx_sub(&base, i, &sub);
+        tr_report_ctx *x = &sub;
         ov_state o = {s, sc, {0}, {0}};
         tr_i64map_init(&o.is_comm);
         tr_i64map_init(&o.dev_rank);
@@ -132,12 +141,15 @@ static tr_status overlap(tr_report_ctx *c, const tr_coll_set *s, tr_gt_scope *sc
             st = tr_report_scan(x, TR_KBIT(TR_KIND_KERNEL), 0, TR_ORDER_START, NULL, NULL, on_kernel, &o);
         tr_i64map_free(&o.is_comm);
         tr_i64map_free(&o.dev_rank);
-        if (own) {
-            c->skipped = x->skipped > c->skipped ? x->skipped : c->skipped;
-            tr_report_ctx_sub_free(&sub);
-        }
+        c->skipped = x->skipped > c->skipped ? x->skipped : c->skipped;
+        tr_report_ctx_sub_free(&sub);
     }
     return st;
+}
+
+static int rank_selected(void *ctx, int64_t rank)
+{
+    return tr_rank_set_has(ctx, rank);
 }
 
 static char *source_path(tr_report_ctx *c, const tr_coll_rank *rk)
@@ -169,6 +181,10 @@ tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
     tr_status st = tr_coll_load(c->dbs, c->ndbs, &co, &s, c->err);
     if (st != TR_OK)
         return st;
+    if (c->sel && c->sel->ranks.n && (st = tr_coll_restrict(&s, rank_selected, (void *)&c->sel->ranks, c->err)) != TR_OK) {
+        tr_coll_set_free(&s);
+        return st;
+    }
     int64_t warn = c->param[0];
     size_t nr = s.nranks;
     tr_gt_scope *sc = NULL;
@@ -266,6 +282,9 @@ tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
     if (tr_rresult_note(r, "%zu rank(s), %zu call(s), %zu on every rank; clocks aligned to rank %lld's by the "
                            "ends of the matched calls (docs/ranks.md, \"Clock alignment\"): the offset is added "
                            "to the rank's own times", nr, s.ncalls, s.paired, (long long)s.ranks[0].rank))
+        goto oom;
+    if (nr == 1 && tr_rresult_note(r, "one rank: arrival skews and clock offsets need the traces of several ranks "
+                                      "(trace-analyze --report collectives rank*.db)"))
         goto oom;
     if (s.duplicate_ranks && tr_rresult_note(r, "warning: two sources claim the same rank; they are kept apart"))
         goto oom;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/checked.h"
 #include "lib/clock_align.h"
 #include "lib/i64map.h"
 #include "lib/model.h"
@@ -42,6 +43,12 @@ int tr_coll_kernel_op(const char *name, char *buf, size_t n)
         return 0;
     if (!strncmp(name, "void ", 5))
         name += 5;
+    else if (name[0] == '_' && name[1] == 'Z') {
+        /* a mangled name (the raw one, or one no demangler took): _Z33ncclBroadcastRingLLKernel_copy_i8... */
+        name += 2;
+        while (*name >= '0' && *name <= '9')
+            name++;
+    }
     for (size_t p = 0; p < sizeof kernel_prefixes / sizeof kernel_prefixes[0]; p++) {
         size_t pl = strlen(kernel_prefixes[p]);
         if (strncmp(name, kernel_prefixes[p], pl))
@@ -247,6 +254,31 @@ static int cmp_call(const void *pa, const void *pb)
     return c ? c : (a->seq > b->seq) - (a->seq < b->seq);
 }
 
+/* present, first and last in, the longest, the skew and causality of a call
+ * over its parts (aligned). */
+static void call_stats(tr_coll_call *c, size_t nr)
+{
+    int64_t last_in = INT64_MIN, first_out = INT64_MAX, first_in = INT64_MAX, longest = -1;
+    c->present = 0;
+    for (size_t r = 0; r < nr; r++) {
+        const tr_coll_part *p = &c->parts[r];
+        if (p->event_id < 0)
+            continue;
+        c->present++;
+        if (p->start < first_in)
+            first_in = p->start, c->first_in = r;
+        if (p->start > last_in)
+            last_in = p->start, c->last_in = r;
+        if (p->end < first_out)
+            first_out = p->end;
+        int64_t d = tr_sat_sub(p->end, p->start);
+        if (d > longest)
+            longest = d, c->slowest = r;
+    }
+    c->arrival_skew = c->present ? tr_sat_sub(last_in, first_in) : 0;
+    c->order_violation = c->present && first_out < last_in;
+}
+
 /* Sequence numbers key the calls of a (pg, op) when every rank gives one,
  * rising, for every call of it: they survive a profiling window that begins
  * at a different call on each rank.  Otherwise the order of the calls does. */
@@ -259,7 +291,8 @@ static tr_status build(tr_coll_set *s, coll_items *it, const int64_t *stored_off
 {
     tr_status st = TR_OK;
     size_t nr = s->nranks, ng = 0;
-    qsort(it->v, it->n, sizeof *it->v, cmp_item);
+    if (it->n)
+        qsort(it->v, it->n, sizeof *it->v, cmp_item);
     tr_i64map group, callmap;
     tr_i64map_init(&group);
     tr_i64map_init(&callmap);
@@ -330,7 +363,6 @@ static tr_status build(tr_coll_set *s, coll_items *it, const int64_t *stored_off
         if (c->parts[x->rank].event_id >= 0)
             continue;   /* the same call twice on one rank (repeated seq): the first counts */
         c->parts[x->rank] = (tr_coll_part){x->event_id, x->start, x->end, x->stream_id};
-        c->present++;
         s->ranks[x->rank].ncalls++;
     }
     /* the clocks: rank index 0 (the lowest rank) is the reference */
@@ -373,28 +405,19 @@ static tr_status build(tr_coll_set *s, coll_items *it, const int64_t *stored_off
     /* aligned times, skew, who came first and last */
     for (size_t k = 0; k < nc; k++) {
         tr_coll_call *c = &s->calls[k];
-        int64_t last_in = INT64_MIN, first_out = INT64_MAX, first_in = INT64_MAX, longest = -1;
         for (size_t r = 0; r < nr; r++) {
             tr_coll_part *p = &c->parts[r];
             if (p->event_id < 0)
                 continue;
-            p->start += s->ranks[r].offset_ns;
-            p->end += s->ranks[r].offset_ns;
-            if (p->start < first_in)
-                first_in = p->start, c->first_in = r;
-            if (p->start > last_in)
-                last_in = p->start, c->last_in = r;
-            if (p->end < first_out)
-                first_out = p->end;
-            if (p->end - p->start > longest)
-                longest = p->end - p->start, c->slowest = r;
+            p->start = tr_sat_add(p->start, s->ranks[r].offset_ns);
+            p->end = tr_sat_add(p->end, s->ranks[r].offset_ns);
         }
-        c->arrival_skew = last_in - first_in;
-        c->order_violation = first_out < last_in;
+        call_stats(c, nr);
         s->order_violations += c->order_violation;
         s->paired += c->present == nr;
     }
-    qsort(s->calls, nc, sizeof *s->calls, cmp_call);
+    if (nc)
+        qsort(s->calls, nc, sizeof *s->calls, cmp_call);
     goto out;
 oom:
     st = nomem(err);
@@ -446,7 +469,8 @@ static tr_status sort_ranks(tr_coll_set *s, coll_items *it, tr_error *err)
     size_t nr = s->nranks;
     for (size_t r = 0; r < nr; r++)
         s->ranks[r].ncalls = (int64_t)r;   /* the old index, for the renumbering */
-    qsort(s->ranks, nr, sizeof *s->ranks, cmp_rank);
+    if (nr)
+        qsort(s->ranks, nr, sizeof *s->ranks, cmp_rank);
     size_t *map = malloc((nr ? nr : 1) * sizeof *map);
     if (!map)
         return nomem(err);
@@ -502,7 +526,7 @@ tr_status tr_coll_ingest(tr_trace *t, tr_error *err)
     char op[64];
     for (size_t e = 0; e < t->events.n; e++) {
         const tr_event *ev = &t->events.v[e];
-        if (ev->kind != TR_KIND_KERNEL || !tr_coll_kernel_op(tr_str_of(t, ev->raw_name ? ev->raw_name : ev->name), op, sizeof op))
+        if (ev->kind != TR_KIND_KERNEL || !tr_coll_kernel_op(tr_str_of(t, ev->name), op, sizeof op))
             continue;
         int64_t ci = comm_of(t, &by_event, e);
         tr_comm_info x = {e, 0, 0, 0, 0, 0, -1, -1, -1, -1};
@@ -553,7 +577,7 @@ tr_status tr_coll_ingest(tr_trace *t, tr_error *err)
         const tr_comm_info *x = &t->comms.v[i];
         const tr_event *ev = &t->events.v[x->event];
         uint32_t src = source_of_stream(t, ev->stream);
-        if (!src || src > nsrc)
+        if (!src || src > nsrc || !tr_times_ok(ev->start, ev->end))
             continue;
         coll_item ci = {src - 1, strtab_get(&it.names, tr_str_of(t, x->pg)), strtab_get(&it.names, tr_str_of(t, x->op)),
                         strtab_get(&it.names, tr_str_of(t, x->dtype)), x->seq, ev->start, ev->end,
@@ -742,8 +766,8 @@ static tr_status load_items(sqlite3 *db, size_t dbi, tr_coll_set *s, coll_items 
         if (sqlite3_column_type(st, 4) == SQLITE_NULL || !tr_i64map_get(&src_rank, sqlite3_column_int64(st, 4), &ri))
             continue;   /* a kernel on no known device: no rank to give it */
         int64_t s0 = sqlite3_column_int64(st, 1), e0 = sqlite3_column_int64(st, 2);
-        if (e0 < s0)
-            continue;
+        if (!tr_times_ok(s0, e0))
+            continue;   /* no trace holds such times; the reports leave them out too */
         coll_item x = {(size_t)ri, 0, 0, 0, -1, s0, e0, sqlite3_column_int64(st, 0), col_opt(st, 3), -1, -1, -1};
         if (table) {
             tr_coll_normalize_op(col_text(st, 5), op, sizeof op);
@@ -808,6 +832,57 @@ static tr_status load_stored(sqlite3 *db, tr_coll_set *s, int64_t **off, int64_t
     return rs;
 }
 
+tr_status tr_coll_restrict(tr_coll_set *s, int (*keep)(void *ctx, int64_t rank), void *ctx, tr_error *err)
+{
+    size_t nr = s->nranks, nk = 0;
+    size_t *idx = malloc((nr ? nr : 1) * sizeof *idx);
+    if (!idx)
+        return nomem(err);
+    for (size_t r = 0; r < nr; r++)
+        if (keep(ctx, s->ranks[r].rank))
+            idx[nk++] = r;
+    size_t nc = 0;
+    s->paired = 0;
+    s->order_violations = 0;
+    for (size_t k = 0; k < s->ncalls; k++) {
+        tr_coll_call *c = &s->calls[k];
+        for (size_t j = 0; j < nk; j++)
+            c->parts[j] = c->parts[idx[j]];
+        call_stats(c, nk);
+        if (!c->present) {
+            free(c->pg);
+            free(c->op);
+            free(c->dtype);
+            free(c->parts);
+            continue;
+        }
+        s->paired += c->present == nk;
+        s->order_violations += c->order_violation;
+        s->calls[nc++] = *c;
+    }
+    s->ncalls = nc;
+    s->max_residual_ns = 0;
+    for (size_t j = 0; j < nk; j++) {
+        s->ranks[j] = s->ranks[idx[j]];
+        if (s->ranks[j].residual_ns > s->max_residual_ns)
+            s->max_residual_ns = s->ranks[j].residual_ns;
+    }
+    s->nranks = nk;
+    free(idx);
+    return TR_OK;
+}
+
+typedef struct { const int64_t *v; size_t n; } rank_list;
+
+static int in_list(void *ctx, int64_t rank)
+{
+    const rank_list *l = ctx;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i] == rank)
+            return 1;
+    return 0;
+}
+
 tr_status tr_coll_load(sqlite3 *const *dbs, size_t ndbs, const tr_coll_opts *opts, tr_coll_set *out,
                        tr_error *err)
 {
@@ -829,6 +904,10 @@ tr_status tr_coll_load(sqlite3 *const *dbs, size_t ndbs, const tr_coll_opts *opt
     free(off);
     free(res);
     items_free(&it);
+    if (st == TR_OK && opts && opts->ranks) {
+        rank_list l = {opts->ranks, opts->nranks};
+        st = tr_coll_restrict(out, in_list, &l, err);
+    }
     if (st != TR_OK)
         tr_coll_set_free(out);
     return st;

@@ -96,7 +96,7 @@ typedef struct {
     /* Use offsets stored in run.db (clock_offsets) when a single run.db holds
      * them all; otherwise compute them.  0: always compute. */
     int use_stored;
-    /* Only these ranks (NULL: all).  Offsets are still computed from all. */
+    /* Only these ranks (NULL: all), as tr_coll_restrict().  Offsets are still computed from all. */
     const int64_t *ranks;
     size_t nranks;
 } tr_coll_opts;
@@ -118,6 +118,11 @@ tr_status tr_coll_ingest(tr_trace *t, tr_error *err);
 /* Writes t->comms and t->clock_offsets into the collectives and clock_offsets
  * tables (lib/rundb.c calls it inside its transaction). */
 tr_status tr_coll_write(sqlite3 *db, const tr_trace *t, tr_error *err);
+
+/* Keeps the ranks for which keep(ctx, rank) is true (--rank): each call's parts,
+ * skew, first/last in and causality are then over those ranks; calls none of
+ * them has are dropped.  The offsets stay those computed from every rank. */
+tr_status tr_coll_restrict(tr_coll_set *s, int (*keep)(void *ctx, int64_t rank), void *ctx, tr_error *err);
 
 /* The rank index in s->ranks of (db index, sources.id), or -1. */
 long tr_coll_rank_index(const tr_coll_set *s, size_t db, int64_t source);

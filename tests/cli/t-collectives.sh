@@ -136,6 +136,23 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["reports"]
 expect_status 0 "$A" --report collectives --format markdown all.db
 expect_grep "^## collectives" "$TMP/out"
 
+# --rank keeps those ranks (offsets still from all): the straggler against rank 0
+for input in all.db "rank0.db rank5.db rank3.db"; do
+    # shellcheck disable=SC2086
+    expect_status 0 "$A" --report collectives --rank 0,5 --format csv -n -1 $input
+    python3 - "$TMP/out" "$calls" injected.txt <<'PY' || fail "--rank 0,5 on $input"
+import csv, sys
+t = open(sys.argv[1]).read().split("\n\n")
+calls = list(csv.DictReader(t[0].splitlines()))
+ranks = list(csv.DictReader(t[1].splitlines()))
+want = {int(l.split()[1]): int(l.split()[3]) for l in open(sys.argv[3]) if l.startswith("rank ")}
+assert [r["rank"] for r in ranks] == ["0", "5"], ranks
+assert abs(int(ranks[1]["offset_ns"]) - want[5]) <= 2000, ranks[1]
+assert len(calls) == int(sys.argv[2]) and all(c["ranks"] == "2" for c in calls)
+assert all(c["last_in"] == "5" for c in calls if c["bytes"] == "16777216")
+PY
+done
+
 # a run.db written before the collectives table: the kernels are found by name
 cp all.db old.db
 q old.db "DROP TABLE collectives; DROP TABLE clock_offsets"

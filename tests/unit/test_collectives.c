@@ -169,6 +169,8 @@ static void test_kernel_names(void)
     op_is("ncclAllReduceRingLLKernel_sum_f32(CollectiveArgs)", "allreduce");
     op_is("ncclDevKernel_Generic(ncclDevComm*, unsigned long, ncclWork*)", "nccl");
     op_is("ncclDevKernel_Broadcast_RING_LL", "broadcast");
+    op_is("_Z33ncclBroadcastRingLLKernel_copy_i88ncclColl", "broadcast");
+    op_is("ncclAllReduceTreeLLKernel_sum_i32(ncclColl)", "allreduce");
     op_is("volta_sgemm_128x64_nn", NULL);
     op_is("my_ncclKernel_AllReduce", NULL);
     op_is("ncclx", NULL);
