@@ -153,6 +153,32 @@ assert all(c["last_in"] == "5" for c in calls if c["bytes"] == "16777216")
 PY
 done
 
+# rank 3's profiler starts one step late: its calls still pair by their sequence numbers,
+# and the first step's three calls are on 7 ranks
+python3 - rank3.json late3.json <<'PY' || fail "cannot cut rank 3"
+import json, sys
+d = json.load(open(sys.argv[1]))
+t1 = min(e["ts"] for e in d["traceEvents"] if e.get("name") == "ProfilerStep#1")
+d["traceEvents"] = [e for e in d["traceEvents"] if e.get("ts", 0) >= t1]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+expect_status 0 "$I" -q -o late3.db late3.json
+# shellcheck disable=SC2086
+expect_status 0 "$A" --report collectives --format csv -n -1 rank0.db rank1.db rank2.db late3.db rank4.db rank5.db \
+    rank6.db rank7.db
+python3 - "$TMP/out" "$calls" injected.txt <<'PY' || fail "a late profiler on one rank"
+import csv, sys
+t = open(sys.argv[1]).read().split("\n\n")
+calls = list(csv.DictReader(t[0].splitlines()))
+ranks = list(csv.DictReader(t[1].splitlines()))
+want = {int(l.split()[1]): int(l.split()[3]) for l in open(sys.argv[3]) if l.startswith("rank ")}
+assert len(calls) == int(sys.argv[2]), len(calls)
+short = [c for c in calls if c["ranks"] != "8"]
+assert len(short) == 3 and all(c["ranks"] == "7" and c["seq"] in ("0", "1") for c in short), short
+assert all(int(c["skew_ns"]) >= 0 for c in calls)
+assert all(abs(int(r["offset_ns"]) - want[int(r["rank"])]) <= 2000 for r in ranks), ranks
+PY
+
 # a run.db written before the collectives table: the kernels are found by name
 cp all.db old.db
 q old.db "DROP TABLE collectives; DROP TABLE clock_offsets"
