@@ -8,7 +8,9 @@
  * come from the input, so nothing but a regular file on a disk-backed
  * filesystem is ever opened or mapped: device nodes, FIFOs and the kernel's
  * pseudo-files (/proc, /sys and the like) can block, have side effects on
- * open, or map device memory.
+ * open, or map device memory.  libdwfl, which reads the DWARF lines, opens
+ * only a file already checked so, and debug files whose every candidate
+ * path passes the same check (lib/debuginfo.h).
  */
 #include <errno.h>
 #include <fcntl.h>
