@@ -5,7 +5,7 @@
 # sqlite3 GROUP BY and a plain read of the input.  The ingest of a raw file is
 # measured again on a `trace-record --backtrace` file of the same events (gen-raw
 # --stacks), whose launch calls carry native stacks the ingest names from the
-# symbols of the files the generator had mapped.
+# symbols and DWARF source lines of the files the generator had mapped.
 # Prints a markdown table and writes it to bench/RESULTS.md.  Never fails on time.
 # Environment: BIN (tools), BENCH_SIZES (default "100000 1000000 10000000"),
 # BENCH_DIR (scratch, default build/bench), BENCH_TORCH_MAX (largest size given to
@@ -63,7 +63,7 @@ mem=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
     echo
     echo "events/s and MB/s are per wall second; the tools are single-threaded, so they are also per core."
     echo "raw --backtrace: the raw file's events, each kernel launch call with one of $STACKS native stacks of"
-    echo "20-30 frames, which the ingest names from the ELF symbols of the files gen-raw had mapped (gen-raw --stacks)."
+    echo "20-30 frames, which the ingest names from the ELF symbols and DWARF lines (libdwfl) of the files gen-raw had mapped (gen-raw --stacks)."
     echo
     echo "| events | format | step | seconds | CPU s | events/s | MB/s | peak RSS MB |"
     echo "|---:|---|---|---:|---:|---:|---:|---:|"
