@@ -18,13 +18,15 @@
 # it so the benchmark cannot rot; it checks that every step ran, never its times),
 # BENCH_RSS_SIZES (ingest-only sizes for the peak-RSS rows, default 30000000; "" none),
 # BENCH_FOLDED_LINES (lines of the folded file the SVG step is timed on, default
-# 300000; 0 none), BENCH_REAL (a real trace run end to end, default the largest file under
+# 300000; 0 none), BENCH_RANKS and BENCH_RANK_EVENTS (the many-rank job: ranks, default
+# 64, and events per rank, default 100000; 0 ranks: none), BENCH_REAL (a real trace run end to end, default the largest file under
 # ../shared/traces when that folder is there; "" none).
 # The last section sets the figures of the first benchmark (bench/RESULTS.md of
 # 2026-11-22) beside this run's and the goals.
 set -u
 if [ "${BENCH_SMOKE:-0}" = 1 ]; then
     BENCH_SIZES=100000 BENCH_TORCH_MAX=0 BENCH_STACKS=0 BENCH_RECORD_ITERS=0 BENCH_RSS_SIZES='' BENCH_FOLDED_LINES=10000
+    BENCH_RANKS=4 BENCH_RANK_EVENTS=5000
 fi
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -36,6 +38,8 @@ STACKS_MAX=${BENCH_STACKS_MAX:-1000000}
 RECORD_ITERS=${BENCH_RECORD_ITERS:-1000000}
 RSS_SIZES=${BENCH_RSS_SIZES-30000000}
 FOLDED_LINES=${BENCH_FOLDED_LINES:-300000}
+RANKS=${BENCH_RANKS:-64}
+RANK_EVENTS=${BENCH_RANK_EVENTS:-100000}
 if [ -z "${BENCH_REAL+set}" ]; then
     BENCH_REAL=''
     [ -d "$root/../shared/traces" ] && BENCH_REAL=$(find "$root/../shared/traces" -type f \
@@ -194,6 +198,39 @@ if [ "$FOLDED_LINES" -gt 0 ]; then
     step "folded" "SVG from folded stacks (--flamegraph --folded)" 0 "$fbytes" \
         "$BIN/trace-export" --flamegraph --folded -o "$W/out" "$W/t.folded"
     rm -f "$W/t.folded" "$W/out"
+fi
+
+# Many ranks: a data-parallel job of RANKS synthetic Kineto files (gen-kineto -r), each
+# ingested on its own, two at a time (docs/scale-out.md), then analysed together; beside
+# one trace-ingest of every file and the analysis of that one run.db.  The merged
+# analysis holds the groups, not the events: its RSS is also shown for 8 of the ranks.
+if [ "$RANKS" -gt 0 ]; then
+    size="${RANKS}x$RANK_EVENTS"
+    fmt="kineto, $RANKS ranks"
+    echo "bench: $RANKS ranks of $RANK_EVENTS events" >&2
+    rm -rf "$W/ranks" && mkdir -p "$W/ranks/dbs"
+    "$BIN/gen-kineto" -r "$RANKS" -n "$RANK_EVENTS" -o "$W/ranks/rank" >/dev/null
+    # zero-padded names keep the shell's order the rank order
+    for f in "$W"/ranks/rank*.json; do
+        r=${f##*/rank}; r=${r%.json}
+        mv "$f" "$W/ranks/$(printf 'r%05d' "$r").json"
+    done
+    rbytes=$(cat "$W"/ranks/r*.json | wc -c)
+    step "$fmt" "per-rank trace-ingest, xargs -P 2 (peak RSS: one process)" 0 "$rbytes" sh -c \
+        "printf '%s\n' '$W'/ranks/r*.json | xargs -P 2 -n 1 sh -c '\"\$0\" -q -o \"\${1%.json}.db\" \"\$1\"' '$BIN/trace-ingest'"
+    mv "$W"/ranks/r*.db "$W/ranks/dbs/" 2>/dev/null
+    rn=$(for d in "$W"/ranks/dbs/*.db; do sqlite3 "$d" 'SELECT count(*) FROM events'; done | awk '{ s += $1 } END { print s + 0 }')
+    set_events "$rn" "$rbytes"
+    step "$fmt" "trace-analyze of the $RANKS run.dbs" "$rn" 0 sh -c "'$BIN/trace-analyze' -n -1 '$W'/ranks/dbs/*.db > '$W/ranks/merged.txt'"
+    if [ "$RANKS" -gt 8 ]; then
+        step "$fmt" "trace-analyze of 8 of the run.dbs" 0 0 sh -c \
+            "'$BIN/trace-analyze' -n -1 \$(ls '$W'/ranks/dbs/*.db | head -n 8) > /dev/null"
+    fi
+    step "$fmt" "one trace-ingest of every rank" "$rn" "$rbytes" sh -c "'$BIN/trace-ingest' -q -o '$W/ranks/all.db' '$W'/ranks/r*.json"
+    step "$fmt" "trace-analyze of that one run.db" "$rn" 0 sh -c "'$BIN/trace-analyze' -n -1 '$W/ranks/all.db' > '$W/ranks/one.txt'"
+    if cmp -s "$W/ranks/merged.txt" "$W/ranks/one.txt"; then same="yes, byte for byte"; else same="NO: they differ"; fi
+    echo "| $size | $fmt | merged table = one run.db's table | $same | | | | |" >> "$out"
+    rm -rf "$W/ranks"
 fi
 
 # Ingest's peak memory where it matters most: the largest sizes, ingest only.
