@@ -444,6 +444,23 @@ int tr_rresult_note(tr_rresult *r, const char *fmt, ...)
     return rc;
 }
 
+int tr_rresult_warn(tr_rresult *r, const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    char *s = NULL;
+    int rc = vasprintf(&s, fmt, ap) < 0 ? -1 : 0;
+    if (!rc)
+        rc = add_line(&r->warnings, &r->nwarnings, fmt, ap2);
+    if (!rc)
+        rc = tr_rresult_note(r, "warning: %s", s);
+    free(s);
+    va_end(ap2);
+    va_end(ap);
+    return rc;
+}
+
 int tr_rresult_nodata(tr_rresult *r, const char *fmt, ...)
 {
     va_list ap;
@@ -471,6 +488,9 @@ void tr_rresult_free(tr_rresult *r)
     for (size_t i = 0; i < r->nnotes; i++)
         free(r->notes[i]);
     free(r->notes);
+    for (size_t i = 0; i < r->nwarnings; i++)
+        free(r->warnings[i]);
+    free(r->warnings);
     free(r->nodata);
     memset(r, 0, sizeof *r);
 }
@@ -1237,6 +1257,8 @@ static tr_status run_reports(sqlite3 *const *dbs, const char *const *names, size
         if (st == TR_OK) {
             if (r.nodata)
                 fprintf(diag, "trace-analyze: %s: %s\n", r.report, r.nodata);
+            for (size_t k = 0; k < r.nwarnings; k++)
+                fprintf(diag, "trace-analyze: %s: warning: %s\n", r.report, r.warnings[k]);
             if (c.skipped)
                 fprintf(diag, "trace-analyze: %s: warning: %lld event(s) with impossible times (an end before "
                         "the start, or out of range) left out\n", r.report, (long long)c.skipped);

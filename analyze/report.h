@@ -115,6 +115,8 @@ typedef struct {
     char **notes;         /* lines about the whole report */
     size_t nnotes;
     char *nodata;         /* set when the report has nothing to show */
+    char **warnings;      /* tr_rresult_warn(): also on stderr */
+    size_t nwarnings;
 } tr_rresult;
 
 typedef enum { TR_PARAM_TIME, TR_PARAM_COUNT } tr_param_type;
@@ -256,6 +258,9 @@ void tr_cell_nsr(tr_cell *c, double v);  /* a real ns value; negative clamped to
 int tr_rtable_note(tr_rtable *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int tr_rresult_note(tr_rresult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int tr_rresult_nodata(tr_rresult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A warning: a note "warning: ..." of the report, and one line on stderr
+ * ("trace-analyze: REPORT: warning: ...") from the runner. */
+int tr_rresult_warn(tr_rresult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 tr_status tr_report_nomem(tr_report_ctx *c);
 
 /* The gpu-time breakdown of one scope (all devices, a device, a step), fed

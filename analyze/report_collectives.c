@@ -143,6 +143,7 @@ static tr_status overlap(tr_report_ctx *c, const tr_coll_set *s, tr_gt_scope *sc
         tr_i64map_free(&o.dev_rank);
         c->skipped = x->skipped > c->skipped ? x->skipped : c->skipped;
         tr_report_ctx_sub_free(&sub);
+        sqlite3_db_release_memory(c->dbs[i]);   /* many ranks: one page cache at a time */
     }
     return st;
 }
@@ -246,8 +247,8 @@ tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
                              "differ, or a process group of some ranks only)", s.ncalls - s.paired, s.ncalls, nr))
         goto oom;
     if (s.order_violations
-        && tr_rtable_note(t, "warning: %lld call(s) end on some rank before another rank starts them, even after "
-                             "alignment", (long long)s.order_violations))
+        && tr_rresult_warn(r, "%lld call(s) end on some rank before another rank starts them, even after "
+                              "alignment", (long long)s.order_violations))
         goto oom;
 
     if ((st = overlap(c, &s, sc)) != TR_OK)
@@ -286,14 +287,14 @@ tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
     if (nr == 1 && tr_rresult_note(r, "one rank: arrival skews and clock offsets need the traces of several ranks "
                                       "(trace-analyze --report collectives rank*.db)"))
         goto oom;
-    if (s.duplicate_ranks && tr_rresult_note(r, "warning: two sources claim the same rank; they are kept apart"))
+    if (s.duplicate_ranks && tr_rresult_warn(r, "two sources claim the same rank; they are kept apart"))
         goto oom;
     if (s.max_residual_ns > warn) {
         size_t worst = 0;
         for (size_t q = 0; q < nr; q++)
             if (s.ranks[q].residual_ns > s.ranks[worst].residual_ns)
                 worst = q;
-        if (tr_rresult_note(r, "warning: residual clock skew %lld ns on rank %lld exceeds %lld ns: collective ends "
+        if (tr_rresult_warn(r, "residual clock skew %lld ns on rank %lld exceeds %lld ns: collective ends "
                                "disagree after alignment, so arrival skews are uncertain by about that much",
                             (long long)s.max_residual_ns, (long long)s.ranks[worst].rank, (long long)warn))
             goto oom;

@@ -893,8 +893,12 @@ tr_status tr_coll_load(sqlite3 *const *dbs, size_t ndbs, const tr_coll_opts *opt
     tr_status st = TR_OK;
     for (size_t i = 0; i < ndbs && st == TR_OK; i++)
         st = load_sources(dbs[i], i, &base, out, err);
-    for (size_t i = 0; i < ndbs && st == TR_OK; i++)
+    /* one run.db at a time: its page cache goes before the next, so many ranks
+     * cost their collectives, not their caches */
+    for (size_t i = 0; i < ndbs && st == TR_OK; i++) {
         st = load_items(dbs[i], i, out, &it, err);
+        sqlite3_db_release_memory(dbs[i]);
+    }
     if (st == TR_OK)
         st = sort_ranks(out, &it, err);
     if (st == TR_OK && ndbs == 1 && (!opts || opts->use_stored))

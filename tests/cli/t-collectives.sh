@@ -196,9 +196,11 @@ expect_status 0 "$G" -r 4 -n 8000 -N 1000 -o noisy
 expect_status 0 "$I" -q -o noisy.db noisy0.json noisy1.json noisy2.json noisy3.json
 expect_status 0 "$A" --report collectives noisy.db
 expect_grep "warning: residual clock skew" "$TMP/out"
+expect_grep "^trace-analyze: collectives: warning: residual clock skew" "$TMP/err"
 # ... and a threshold above it silences it
 expect_status 0 "$A" --report collectives:warn=10ms noisy.db
 expect_no_grep "warning: residual" "$TMP/out"
+expect_no_grep "warning" "$TMP/err"
 
 # a trace without collectives says so in one line, and nothing else
 expect_status 0 "$G" -n 2000 -o plain.json
