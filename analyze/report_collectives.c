@@ -165,7 +165,8 @@ static char *source_path(tr_report_ctx *c, const tr_coll_rank *rk)
     sqlite3_finalize(st);
     if (!out)
         out = strdup("");
-    if (out && c->ndbs > 1 && c->db_names && c->db_names[rk->db]) {
+    /* with many run.dbs, which one (unless it is the trace itself, ingested on the fly) */
+    if (out && c->ndbs > 1 && c->db_names && c->db_names[rk->db] && strcmp(c->db_names[rk->db], out)) {
         char *both = NULL;
         if (asprintf(&both, "%s: %s", c->db_names[rk->db], out) >= 0) {
             free(out);
