@@ -67,7 +67,7 @@ struct ct_table {
     const char *name;
     ct_read_fn read;    /* NULL: read when the file is opened (named, so not reported unread) */
     tr_kind kind;       /* the kind of event it fills, where the loop makes one kind */
-    const ct_col *cols; /* in select order: a missing required column is named first come */
+    const ct_col *cols; /* select order: of several missing required columns, the first is named */
     size_t ncols;
     const char *tail;   /* " ORDER BY _id_", appended to the select */
 };
@@ -110,7 +110,7 @@ struct ct_reader {
     int str_dense;              /* the ids are consecutive: an id is its index plus str[0].id */
     tr_i64map ctx_device;       /* contextId -> deviceId, where the format has a context table */
     uint32_t api_names[2][1024];   /* by callback id, runtime [0] and driver [1] */
-    /* the last thread and stream looked up: rows in a row mostly share them */
+    /* the last thread and stream looked up: consecutive rows mostly share them */
     struct { int64_t pid, tid; uint32_t thread; } last_thread;
     struct { int64_t device, context, stream; uint32_t id; } last_stream;
 };

@@ -227,7 +227,36 @@ static void test_same_as_nvprof(void)
     tr_trace_free(&b);
 }
 
+/* StringIds without a primary key may come in any order, with gaps and an id twice:
+ * each id still finds its string, the last row of an id standing. */
+static void test_string_order(void)
+{
+    char path[512];
+    tmp_path(path, sizeof path, "nsys-strings.sqlite");
+    CU_ASSERT_EQUAL_FATAL(make_db(path,
+        "create table StringIds(id integer, value text);"
+        "insert into StringIds values (40, 'cudaFree_v3020'), (7, 'stale'), (1000, 'kernB'),"
+        " (7, 'cudaMalloc_v3020'), (3, 'kernA');"
+        "create table CUPTI_ACTIVITY_KIND_RUNTIME(start integer, end integer, globalTid integer,"
+        " correlationId integer, nameId integer);"
+        "insert into CUPTI_ACTIVITY_KIND_RUNTIME values (1, 2, " G(1, 1) ", 1, 7),"
+        " (3, 4, " G(1, 1) ", 2, 40), (5, 6, " G(1, 1) ", 3, 8);"
+        "create table CUPTI_ACTIVITY_KIND_KERNEL(start integer, end integer, deviceId integer,"
+        " streamId integer, shortName integer);"
+        "insert into CUPTI_ACTIVITY_KIND_KERNEL values (10, 20, 0, 7, 1000), (30, 40, 0, 7, 3);"), 0);
+    tr_trace t;
+    tr_error err;
+    CU_ASSERT_EQUAL_FATAL(tr_trace_init(&t, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(tr_nsys_read(&t, path, NULL, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(t.events.n, 5);
+    static const char *const want[] = {"cudaMalloc", "cudaFree", "[unknown API]", "kernB", "kernA"};
+    for (size_t i = 0; i < 5; i++)
+        CU_ASSERT_STRING_EQUAL(tr_str_of(&t, t.events.v[i].name), want[i]);
+    tr_trace_free(&t);
+}
+
 TR_SUITE(nsys,
          {"read a hand-made export", test_read},
          {"bad exports", test_bad},
-         {"the same CUPTI rows read alike as nvprof and nsys", test_same_as_nvprof})
+         {"the same CUPTI rows read alike as nvprof and nsys", test_same_as_nvprof},
+         {"string ids in any order, with gaps and repeats", test_string_order})
