@@ -414,6 +414,20 @@ static const struct { const char *spec, *title; size_t rows; } key_tables[] = {
     {"advice", "Findings", TABLE_ROWS},
 };
 
+/* --rank: the Run table describes the whole run.db, everything after it the
+ * selected ranks' events; say so where the two meet. */
+static void rank_note(FILE *out, const struct tr_rank_set *ranks)
+{
+    fputs("<p class=\"note\">Run: the whole file. The tables and the timeline below: rank", out);
+    fputs(ranks->n > 1 || ranks->v[0].lo != ranks->v[0].hi ? "s " : " ", out);
+    for (size_t i = 0; i < ranks->n; i++) {
+        fprintf(out, "%s%lld", i ? ", " : "", (long long)ranks->v[i].lo);
+        if (ranks->v[i].hi != ranks->v[i].lo)
+            fprintf(out, "-%lld", (long long)ranks->v[i].hi);
+    }
+    fputs(" only.</p>\n", out);
+}
+
 tr_status tr_html_report(sqlite3 *db, const char *title, const struct tr_rank_set *ranks, FILE *out,
                          tr_error *err)
 {
@@ -454,6 +468,8 @@ tr_status tr_html_report(sqlite3 *db, const char *title, const struct tr_rank_se
         const tr_rtable *run = table_titled(&sum, "Run"), *kinds = table_titled(&sum, "Events by kind");
         if (run)
             html_table(out, run, run->nrows);
+        if (run && ranks && ranks->n)
+            rank_note(out, ranks);
         if (kinds)
             html_table(out, kinds, kinds->nrows);
         if (!run)

@@ -100,6 +100,9 @@ expect_grep '96\.000' r1.html
 expect_no_grep '159\.000' r1.html
 expect_grep 'rank 1 tid 1' r1.html
 expect_no_grep 'rank 0 tid' r1.html
+expect_grep 'Run: the whole file. The tables and the timeline below: rank 1 only.' r1.html
+expect_status 0 "$X" --html -o all.html two.db
+expect_no_grep 'Run: the whole file' all.html
 # --list: what the selected ranks hold
 expect_status 0 "$A" --list kinds --rank 1 --format csv two.db
 expect_grep '^kernel,gpu,6,111000$' "$TMP/out"
