@@ -38,6 +38,7 @@
 
 const tr_report_param tr_critpath_params[] = {
     {"top", TR_PARAM_COUNT, 10, "ops off the path with the least slack, listed per step"},
+    {"all", TR_PARAM_COUNT, 0, "1: the path of every step (default: of the slowest step)"},
     {NULL, 0, 0, NULL},
 };
 
@@ -118,11 +119,25 @@ typedef struct {
     uint8_t link;            /* the edge to the row before it in time */
 } cp_row;
 
+/* A row of the path table, kept until the slowest step is known. */
+typedef struct {
+    int64_t rank, start, dur, path, wait, slack, name_id;
+    uint32_t db;
+    uint8_t kind, link;
+} cp_prow;
+
+typedef struct {
+    cp_prow *v;
+    size_t n, cap;
+    int64_t step, span;
+} cp_path;
+
 /* ---- one run.db being read ---- */
 
 typedef struct {
     sqlite3 *db;
     sqlite3_stmt *st, *name_st;
+    FILE *spill;             /* several run.dbs: the rows, read once in order */
     int has_row, done;
     cp_node row;             /* the row read ahead */
     int64_t row_source;
@@ -148,7 +163,8 @@ typedef struct {
     cp_row *rows;
     size_t nrows, caprows;
     tr_rtable *t_path, *t_steps, *t_slack;
-    int64_t top;
+    int64_t top, all;
+    cp_path pcur, pbest;     /* this step's path; the slowest step's so far */
 } cp_state;
 
 static int64_t db_key(size_t db, int64_t id) { return (int64_t)((uint64_t)db << 48 | ((uint64_t)id & 0xffffffffffffull)); }
@@ -222,6 +238,8 @@ static void cp_db_close(cp_db *d)
 {
     sqlite3_finalize(d->st);
     sqlite3_finalize(d->name_st);
+    if (d->spill)
+        fclose(d->spill);
     tr_i64map_free(&d->thread_src);
     tr_i64map_free(&d->stream_src);
     tr_i64map_free(&d->name_class);
@@ -238,8 +256,8 @@ static char *cp_name(cp_db *d, int64_t id)
     return r;
 }
 
-/* Reads the next usable row into d->row; d->done at the end. */
-static tr_status cp_db_next(cp_state *s, cp_db *d)
+/* Reads the next usable row of the query into d->row; d->done at the end. */
+static tr_status sql_next(cp_state *s, cp_db *d)
 {
     d->has_row = 0;
     while (!d->done) {
@@ -287,6 +305,56 @@ static tr_status cp_db_next(cp_state *s, cp_db *d)
         d->has_row = 1;
         break;
     }
+    return TR_OK;
+}
+
+/* A row as spilled: what the step needs of it. */
+typedef struct {
+    int64_t id, name_id, s, e, key, thread, stream, parent, source;
+    uint8_t kind, cls, sync;
+} cp_rec;
+
+/* With several run.dbs, each is read in order once into a temporary file:
+ * a query ordered by time holds SQLite's sorter (up to 250 pages) open, and
+ * one per run.db would grow with the ranks. */
+static tr_status spill(cp_state *s, cp_db *d)
+{
+    if (!(d->spill = tmpfile()))
+        return tr_fail(s->c->err, TR_ERR_RUNTIME, "cannot create a temporary file for the critical path");
+    tr_status st;
+    while ((st = sql_next(s, d)) == TR_OK && d->has_row) {
+        const cp_node *n = &d->row;
+        cp_rec r = {n->id, n->name_id, n->s, n->e, n->key, n->thread, n->stream, n->parent, d->row_source,
+                    n->kind, n->cls, n->sync};
+        if (fwrite(&r, sizeof r, 1, d->spill) != 1)
+            return tr_fail(s->c->err, TR_ERR_RUNTIME, "cannot write a temporary file for the critical path");
+    }
+    sqlite3_finalize(d->st);
+    d->st = NULL;
+    d->done = d->has_row = 0;
+    if (st == TR_OK && (fflush(d->spill) || fseek(d->spill, 0, SEEK_SET)))
+        st = tr_fail(s->c->err, TR_ERR_RUNTIME, "cannot read back a temporary file for the critical path");
+    return st;
+}
+
+static tr_status cp_db_next(cp_state *s, cp_db *d)
+{
+    if (!d->spill)
+        return sql_next(s, d);
+    cp_rec r;
+    d->has_row = 0;
+    if (d->done)
+        return TR_OK;
+    if (fread(&r, sizeof r, 1, d->spill) != 1) {
+        d->done = 1;
+        return ferror(d->spill) ? tr_fail(s->c->err, TR_ERR_RUNTIME, "cannot read a temporary file") : TR_OK;
+    }
+    cp_node *n = &d->row;
+    memset(n, 0, sizeof *n);
+    *n = (cp_node){.id = r.id, .name_id = r.name_id, .s = r.s, .e = r.e, .key = r.key, .thread = r.thread,
+                   .stream = r.stream, .parent = r.parent, .call = -1, .kind = r.kind, .cls = r.cls, .sync = r.sync};
+    d->row_source = r.source;
+    d->has_row = 1;
     return TR_OK;
 }
 
@@ -738,6 +806,44 @@ static int row_name(cp_state *s, tr_cell *cell, const cp_node *n)
     return rc;
 }
 
+/* Writes a step's path into the path table. */
+static tr_status write_path(cp_state *s, const cp_path *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        const cp_prow *q = &p->v[i];
+        tr_cell *row = tr_rtable_row(s->t_path);
+        char *nm = row ? cp_name(&s->dbs[q->db], q->name_id) : NULL;
+        int bad = !nm || tr_cell_str(&row[3], q->kind > 0 && q->kind < TR_KIND_COUNT_ ? tr_kinds[q->kind].name : "")
+                  || tr_cell_str(&row[10], nm) || tr_cell_str(&row[9], edge_names[q->link]);
+        free(nm);
+        if (bad)
+            return tr_report_nomem(s->c);
+        tr_cell_int(&row[0], p->step);
+        tr_cell_int(&row[1], (int64_t)i + 1);
+        tr_cell_int(&row[2], q->rank);
+        tr_cell_ns(&row[4], q->start);
+        tr_cell_ns(&row[5], q->dur);
+        tr_cell_ns(&row[6], q->path);
+        tr_cell_ns(&row[7], q->wait);
+        tr_cell_ns(&row[8], q->slack);
+    }
+    return TR_OK;
+}
+
+/* Every step's path goes out as it is found (all=1); else only the slowest
+ * step's is kept, so the rows held are one path's. */
+static tr_status keep_path(cp_state *s)
+{
+    if (s->all)
+        return write_path(s, &s->pcur);
+    if (s->pcur.span > s->pbest.span) {
+        cp_path t = s->pbest;
+        s->pbest = s->pcur;
+        s->pcur = t;
+    }
+    return TR_OK;
+}
+
 static int cmp_slack(const void *pa, const void *pb)
 {
     const cp_node *a = &sort_nodes[*(const uint32_t *)pa], *b = &sort_nodes[*(const uint32_t *)pb];
@@ -766,26 +872,26 @@ static tr_status emit(cp_state *s, cp_nodes *b, int64_t step, int64_t origin, si
         if (v[r->node].cls == CL_JOIN && i > 0)
             s->rows[i - 1].wait += r->wait;
     }
-    size_t pos = 0;
+    s->pcur.n = 0;
+    s->pcur.step = step;
+    s->pcur.span = v[term].e - origin;
     for (size_t i = s->nrows; i-- > 0;) {
         const cp_row *r = &s->rows[i];
         const cp_node *n = &v[r->node];
         if (n->cls == CL_JOIN)
             continue;
-        tr_cell *row = tr_rtable_row(s->t_path);
-        if (!row || tr_cell_str(&row[3], kind_name(n)) || row_name(s, &row[10], n)
-            || tr_cell_str(&row[9], edge_names[r->link])) {
-            free(per_rank);
-            return tr_report_nomem(s->c);
+        if (s->pcur.n == s->pcur.cap) {
+            size_t nc = s->pcur.cap ? s->pcur.cap * 2 : 64;
+            cp_prow *nv = realloc(s->pcur.v, nc * sizeof *nv);
+            if (!nv) {
+                free(per_rank);
+                return tr_report_nomem(s->c);
+            }
+            s->pcur.v = nv;
+            s->pcur.cap = nc;
         }
-        tr_cell_int(&row[0], step);
-        tr_cell_int(&row[1], (int64_t)++pos);
-        tr_cell_int(&row[2], s->rs.v[n->rank].rank);
-        tr_cell_ns(&row[4], n->s - origin);
-        tr_cell_ns(&row[5], n->e - n->s);
-        tr_cell_ns(&row[6], r->path);
-        tr_cell_ns(&row[7], r->wait);
-        tr_cell_ns(&row[8], node_slack(n));
+        s->pcur.v[s->pcur.n++] = (cp_prow){s->rs.v[n->rank].rank, n->s - origin, n->e - n->s, r->path, r->wait,
+                                         node_slack(n), n->name_id, n->db, n->kind, r->link};
         int64_t *acc = n->cls == CL_HOST ? &host : n->cls == CL_COMM ? &comm : &gpu;
         tr_sat_acc(acc, r->path);
         tr_sat_acc(&wait, r->wait);
@@ -866,6 +972,8 @@ static tr_status do_step(cp_state *s, size_t k)
         st = slack(s, b, b->v[term].e);
         if (st == TR_OK)
             st = emit(s, b, s->steps[k], origin, nranks, term);
+        if (st == TR_OK)
+            st = keep_path(s);
     }
     return st;
 }
@@ -930,7 +1038,8 @@ static tr_status run(cp_state *s, tr_rresult *r)
         return tr_report_nomem(s->c);
     s->ndbs = s->c->ndbs;
     for (size_t d = 0; d < s->ndbs; d++)
-        if ((st = cp_db_open(s, &s->dbs[d], s->c->dbs[d])) != TR_OK)
+        if ((st = cp_db_open(s, &s->dbs[d], s->c->dbs[d])) != TR_OK
+            || (s->ndbs > 1 && (st = spill(s, &s->dbs[d])) != TR_OK))
             return st;
     size_t t0 = r->ntables;
     if (!tr_rtable_add(r, "Critical path", tr_critpath_cols) || !tr_rtable_add(r, "Steps", step_cols)
@@ -959,6 +1068,14 @@ static tr_status run(cp_state *s, tr_rresult *r)
         if (st != TR_OK)
             return st;
     }
+    if (!s->all && s->pbest.span >= 0) {
+        if ((st = write_path(s, &s->pbest)) != TR_OK)
+            return st;
+        if (s->nsteps > 1 && tr_rtable_note(s->t_path, "the path of ProfilerStep#%lld, the slowest of %zu steps "
+                                                       "(critical-path:all=1: every step's)",
+                                            (long long)s->pbest.step, s->nsteps))
+            return tr_report_nomem(s->c);
+    }
     if (tr_rtable_note(s->t_path, "Start: from the step's earliest window start over its ranks; clocks aligned to "
                                   "rank 0's (lib/collectives.h); After: what the row waited for in the row above")
         || (s->coll.max_residual_ns > TR_COLL_SKEW_WARN_NS
@@ -974,6 +1091,8 @@ tr_status tr_report_critpath(tr_report_ctx *c, tr_rresult *r)
     memset(&s, 0, sizeof s);
     s.c = c;
     s.top = c->param[0];
+    s.all = c->param[1];
+    s.pbest.span = -1;
     tr_i64map_init(&s.call_of);
     tr_status st = run(&s, r);
     for (size_t d = 0; d < s.ndbs; d++)
@@ -988,6 +1107,8 @@ tr_status tr_report_critpath(tr_report_ctx *c, tr_rresult *r)
     free(s.order);
     free(s.parts);
     free(s.rows);
+    free(s.pcur.v);
+    free(s.pbest.v);
     tr_coll_set_free(&s.coll);
     tr_i64map_free(&s.call_of);
     tr_rk_set_free(&s.rs);

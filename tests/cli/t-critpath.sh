@@ -159,7 +159,7 @@ if [ -x "$G" ]; then
     expect_status 0 "$G" -r 4 -n 20000 -s 3 -S 2 -o job
     expect_grep '^straggler 2$' "$TMP/out"
     for r in 0 1 2 3; do expect_status 0 "$BIN/trace-ingest" -q -o job$r.db job$r.json; done
-    expect_status 0 "$BIN/trace-analyze" --report critical-path:top=0 --format csv -n -1 job0.db job1.db job2.db job3.db
+    expect_status 0 "$BIN/trace-analyze" --report critical-path:top=0:all=1 --format csv -n -1 job0.db job1.db job2.db job3.db
     split_csv job
     steps=$(tail -n +2 job.2 | wc -l)
     [ "$steps" -ge 5 ] || fail "critical path: only $steps steps in the synthetic job"
@@ -177,6 +177,14 @@ for r in csv.DictReader(open(sys.argv[2])):
     assert tot[r["step"]] == int(r["span_ns"]) - first[r["step"]], (r["step"], tot[r["step"]], r["span_ns"])
     assert int(r["ranks"]) == 4
 PY
+    # by default, the path of the slowest step alone
+    expect_status 0 "$BIN/trace-analyze" --report critical-path:top=0 --format csv -n -1 job0.db job1.db job2.db job3.db
+    split_csv one
+    slowest=$(tail -n +2 one.2 | sort -t, -k3,3n | tail -1 | cut -d, -f1)
+    expect_eq "$(tail -n +2 one.1 | cut -d, -f1 | sort -u)" "$slowest" "critical path: the slowest step's path by default"
+    expect_eq "$(grep -c "^$slowest," one.1)" "$(grep -c "^$slowest," job.1)" "critical path: the same path as with all=1"
+    expect_status 0 "$BIN/trace-analyze" --report critical-path job0.db job1.db job2.db job3.db
+    expect_grep "the path of ProfilerStep#$slowest, the slowest of $steps steps" "$TMP/out"
 else
     skip "gen-kineto not built"
 fi
