@@ -66,6 +66,16 @@ static const tr_report_col rank_cols[] = {
     {NULL, NULL, 0, 0},
 };
 
+static const tr_report_col part_cols[] = {
+    {"call", "#", TR_COL_INT, 0},
+    {"rank", "Rank", TR_COL_INT, 0},
+    {"start_ns", "Start", TR_COL_NS, 0},
+    {"dur_ns", "Duration", TR_COL_NS, 0},
+    {"wait_ns", "Waited", TR_COL_NS, 0},
+    {"event_id", "Event", TR_COL_INT, TR_COL_MACHINE_ONLY},
+    {NULL, NULL, 0, 0},
+};
+
 static double bus_factor(const char *op, int64_t n)
 {
     if (n < 1)
@@ -279,6 +289,27 @@ tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
         free(path);
         if (bad)
             goto oom;
+    }
+    /* each rank's part of each call, for a look at one rank or a plot */
+    tr_rtable *pt = tr_rtable_add(r, "Calls by rank", part_cols);
+    if (!pt)
+        goto oom;
+    for (size_t k = 0; k < s.ncalls; k++) {
+        const tr_coll_call *cl = &s.calls[k];
+        for (size_t q = 0; q < nr; q++) {
+            const tr_coll_part *p = &cl->parts[q];
+            if (p->event_id < 0)
+                continue;
+            tr_cell *row = tr_rtable_row(pt);
+            if (!row)
+                goto oom;
+            tr_cell_int(&row[0], (int64_t)k);
+            tr_cell_int(&row[1], s.ranks[q].rank);
+            tr_cell_ns(&row[2], tr_sat_sub(p->start, t0));
+            tr_cell_ns(&row[3], tr_sat_sub(p->end, p->start));
+            tr_cell_ns(&row[4], tr_sat_sub(cl->parts[cl->last_in].start, p->start));
+            tr_cell_int(&row[5], p->event_id);
+        }
     }
     /* the clocks, and whether to trust the skews */
     if (tr_rresult_note(r, "%zu rank(s), %zu call(s), %zu on every rank; clocks aligned to rank %lld's by the "

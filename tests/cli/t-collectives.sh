@@ -42,7 +42,17 @@ for row in csv.reader(open(path)):
         continue
     cur["rows"].append(dict(zip(cur["header"], row)))
 bad = []
-calls_t, ranks_t = tables[0]["rows"], tables[1]["rows"]
+calls_t, ranks_t, parts_t = tables[0]["rows"], tables[1]["rows"], tables[2]["rows"]
+if len(parts_t) != n * calls:
+    bad.append("%d parts, not %d ranks x %d calls" % (len(parts_t), n, calls))
+if any(int(p["wait_ns"]) < 0 or int(p["dur_ns"]) <= 0 for p in parts_t):
+    bad.append("a part with a negative wait or no duration")
+# each call's skew is its longest wait
+waits = {}
+for p in parts_t:
+    waits[p["call"]] = max(waits.get(p["call"], 0), int(p["wait_ns"]))
+if any(waits[c["call"]] != int(c["skew_ns"]) for c in calls_t):
+    bad.append("a call's skew is not its longest wait")
 if len(calls_t) != calls:
     bad.append("%d calls matched, %d per rank" % (len(calls_t), calls))
 for c in calls_t:
