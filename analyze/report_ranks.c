@@ -159,7 +159,11 @@ tr_status tr_rk_load(sqlite3 *const *dbs, size_t ndbs, int want_span, tr_rk_set 
         rc = load_sources(dbs[d], d, &pos, s, err);
     for (size_t d = 0; rc == TR_OK && d < ndbs; d++)
         rc = load_steps(dbs[d], d, s, err);
-    for (size_t d = 0; rc == TR_OK && want_span && d < ndbs; d++)
+    /* a span costs two scans: only for a rank with no steps */
+    int stepless = 0;
+    for (size_t i = 0; i < s->n; i++)
+        stepless |= !s->v[i].nsteps;
+    for (size_t d = 0; rc == TR_OK && want_span && stepless && d < ndbs; d++)
         rc = load_spans(dbs[d], d, s, err);
     for (size_t i = 0; rc == TR_OK && i < s->n; i++) {
         tr_rk_rank *r = &s->v[i];

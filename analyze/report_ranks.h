@@ -44,7 +44,8 @@ typedef struct {
 } tr_rk_set;
 
 /* Reads the sources and the step windows of every run.db (and, with
- * want_span, each rank's span of events, for ranks without steps). */
+ * want_span, the span of the events of every rank, when some rank has no
+ * steps). */
 tr_status tr_rk_load(sqlite3 *const *dbs, size_t ndbs, int want_span, tr_rk_set *s, tr_error *err);
 void tr_rk_set_free(tr_rk_set *s);
 /* Keeps the ranks that --rank selects (all without it). */
