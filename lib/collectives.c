@@ -511,8 +511,22 @@ static uint32_t source_of_stream(const tr_trace *t, uint32_t stream)
     return d && d < t->devices.n ? t->devices.v[d].source : 0;
 }
 
+/* Does any name hold "nccl"?  The strings are far fewer than the events, so a
+ * trace without collectives costs no pass over its events. */
+static int any_nccl_name(const tr_trace *t)
+{
+    for (size_t id = 1; id < t->strings.count; id++)
+        if (strstr(t->strings.entries[id].str, "nccl"))
+            return 1;
+    return 0;
+}
+
 tr_status tr_coll_ingest(tr_trace *t, tr_error *err)
 {
+    if (!any_nccl_name(t)) {
+        t->comms.n = 0;   /* parameters with no kernel to carry them */
+        return TR_OK;
+    }
     tr_i64map by_event;
     tr_i64map_init(&by_event);
     tr_status st = TR_OK;
