@@ -162,7 +162,6 @@ static tr_status read_nvtx(ct_reader *r, const ct_table *table, tr_error *err)
     return TR_OK;
 }
 
-
 /* ENUM_CUDA_MEM_KIND: nsys numbers memory kinds from Pageable = 0, unlike CUPTI. */
 static const char *const nsys_memory_kind_names[] = {"Pageable", "Pinned", "Device", "Array", "Managed",
                                                      "DeviceStatic", "ManagedStatic", "Unknown"};

@@ -452,11 +452,9 @@ nomem:
     return ct_oom(r, err);
 }
 
-
-
 /* The tables read, in order: the shared families by their columns, nvprof's own by
- * its loops.  Markers come last: unterminated ranges close
- * at the last timestamp of anything. */
+ * its loops.  Markers come last: unterminated ranges close at the last timestamp of
+ * anything. */
 static const ct_col string_cols[] = {{CT_ID, "_id_", 1}, {CT_TEXT, "value", 1}};
 static const ct_col device_cols[] = {
     {CT_DEVICE, "id", 1}, {CT_NAME, "name", 0}, {CT_CC_MAJOR, "computeCapabilityMajor", 0},
@@ -581,7 +579,6 @@ static tr_status report_unread(ct_reader *r, tr_error *err)
         tr_ingest_warn(r->o, "%s: %zu table(s) not read (rows): %s", r->in.path, ntables, list);
     return TR_OK;
 }
-
 
 static void nv_version(ct_reader *r, char *buf, size_t size)
 {
