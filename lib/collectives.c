@@ -89,7 +89,7 @@ void tr_coll_normalize_op(const char *name, char *buf, size_t n)
             buf[k++] = (char)tolower((unsigned char)*s);
     buf[k] = '\0';
     /* the variants of one collective that run the same kernel */
-    static const char *const suffixes[] = {"coalesced", "base", "intotensor", "tensor", "single", "v"};
+    static const char *const suffixes[] = {"coalesced", "base", "intotensor", "tensor", "single"};
     for (int again = 1; again;) {
         again = 0;
         for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
@@ -101,6 +101,11 @@ void tr_coll_normalize_op(const char *name, char *buf, size_t n)
             }
         }
     }
+    /* the vector forms (allgatherv, alltoallv, ...), never sendrecv or recv */
+    static const char *const vector_ops[] = {"allgatherv", "alltoallv", "reducescatterv", "gatherv", "scatterv"};
+    for (size_t i = 0; i < sizeof vector_ops / sizeof vector_ops[0]; i++)
+        if (!strcmp(buf, vector_ops[i]))
+            buf[--k] = '\0';
     if (!k)
         snprintf(buf, n, "nccl");
 }

@@ -199,6 +199,10 @@ static void test_normalize(void)
     norm_is("AllReduce", "allreduce");
     norm_is("", "nccl");
     norm_is("send", "send");
+    norm_is("recv", "recv");
+    norm_is("sendrecv", "sendrecv");
+    norm_is("allgatherv", "allgather");
+    norm_is("alltoallv", "alltoall");
 }
 
 static void test_dtypes(void)
