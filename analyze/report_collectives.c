@@ -215,7 +215,7 @@ tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
         st = tr_report_nomem(c);
         goto out;
     }
-    tr_rtable *t = tr_rtable_add(r, "Collective calls, matched across ranks (times on the lowest rank's clock)",
+    tr_rtable *t = tr_rtable_add(r, "Collective calls, matched across ranks (times on the reference rank's clock)",
                                  tr_collectives_cols);
     if (!t)
         goto oom;
@@ -254,8 +254,8 @@ tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
         }
     }
     if (s.paired < s.ncalls
-        && tr_rtable_note(t, "%zu of %zu call(s) are not on every one of the %zu ranks (profiling windows that "
-                             "differ, or a process group of some ranks only)", s.ncalls - s.paired, s.ncalls, nr))
+        && tr_rtable_note(t, "%zu of %zu call(s) are not on every rank of their group (%zu ranks here): profiling "
+                             "windows that differ, or point-to-point calls", s.ncalls - s.paired, s.ncalls, nr))
         goto oom;
     if (s.order_violations
         && tr_rresult_warn(r, "%lld call(s) end on some rank before another rank starts them, even after "
@@ -312,9 +312,11 @@ tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
         }
     }
     /* the clocks, and whether to trust the skews */
-    if (tr_rresult_note(r, "%zu rank(s), %zu call(s), %zu on every rank; clocks aligned to rank %lld's by the "
+    if (tr_rresult_note(r, "%zu rank(s), %zu call(s), %zu paired on every rank of their group; clocks aligned to rank %lld's by the "
                            "ends of the matched calls (docs/ranks.md, \"Clock alignment\"): the offset is added "
-                           "to the rank's own times", nr, s.ncalls, s.paired, (long long)s.ranks[0].rank))
+                           "to the rank's own times", nr, s.ncalls, s.paired, (long long)s.ref_rank))
+        goto oom;
+    if (s.offsets_stored && tr_rresult_note(r, "clock offsets as found at ingest (the run.db's clock_offsets table)"))
         goto oom;
     if (nr == 1 && tr_rresult_note(r, "one rank: arrival skews and clock offsets need the traces of several ranks "
                                       "(trace-analyze --report collectives rank*.db)"))

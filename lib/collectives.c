@@ -284,6 +284,13 @@ static void call_stats(tr_coll_call *c, size_t nr)
     c->order_violation = c->present && first_out < last_in;
 }
 
+/* On every rank, or on every rank of its process group where the trace gives
+ * the group's size (a group of some ranks only, as tensor-parallel groups are). */
+static int call_paired(const tr_coll_call *c, size_t nr)
+{
+    return c->present == nr || (c->group_size > 0 && (int64_t)c->present == c->group_size);
+}
+
 /* Sequence numbers key the calls of a (pg, op) when every rank gives one,
  * rising, for every call of it: they survive a profiling window that begins
  * at a different call on each rank.  Otherwise the order of the calls does. */
@@ -390,7 +397,18 @@ static tr_status build(tr_coll_set *s, coll_items *it, const int64_t *stored_off
             start[r * nc + k] = p->start;
             end[r * nc + k] = p->end;
         }
-    if (nr && (st = tr_clock_align(nr, nc, start, end, have, 0, fit, err)) != TR_OK)
+    /* the reference: the lowest rank that has collectives (a rank without any,
+     * say a CPU-only process, could anchor no one) */
+    size_t ref = 0;
+    while (ref < nr && !s->ranks[ref].ncalls)
+        ref++;
+    if (ref == nr)
+        ref = 0;
+    s->ref_rank = nr ? s->ranks[ref].rank : 0;
+    if (stored_off && stored_off[ref] != 0)
+        stored_off = NULL;   /* stored against another reference: computed again */
+    s->offsets_stored = stored_off != NULL;
+    if (nr && (st = tr_clock_align(nr, nc, start, end, have, ref, fit, err)) != TR_OK)
         goto out;
     for (size_t r = 0; r < nr; r++) {
         tr_coll_rank *rk = &s->ranks[r];
@@ -398,11 +416,12 @@ static tr_status build(tr_coll_set *s, coll_items *it, const int64_t *stored_off
         if (stored_off) {
             rk->offset_ns = stored_off[r];
             rk->residual_ns = stored_res ? stored_res[r] : fit[r].residual;
-            rk->method = r ? TR_CLOCK_STORED : TR_CLOCK_REFERENCE;
+            rk->method = r == ref ? TR_CLOCK_REFERENCE
+                         : rk->method == TR_CLOCK_REFERENCE ? TR_CLOCK_STORED : rk->method;
         } else {
             rk->offset_ns = fit[r].offset;
             rk->residual_ns = fit[r].residual;
-            rk->method = !r ? TR_CLOCK_REFERENCE : fit[r].refined ? TR_CLOCK_COLLECTIVES : TR_CLOCK_ANCHOR;
+            rk->method = r == ref ? TR_CLOCK_REFERENCE : fit[r].refined ? TR_CLOCK_COLLECTIVES : TR_CLOCK_ANCHOR;
         }
         if (rk->residual_ns > s->max_residual_ns)
             s->max_residual_ns = rk->residual_ns;
@@ -419,7 +438,7 @@ static tr_status build(tr_coll_set *s, coll_items *it, const int64_t *stored_off
         }
         call_stats(c, nr);
         s->order_violations += c->order_violation;
-        s->paired += c->present == nr;
+        s->paired += call_paired(c, nr);
     }
     if (nc)
         qsort(s->calls, nc, sizeof *s->calls, cmp_call);
@@ -819,7 +838,7 @@ static tr_status load_stored(sqlite3 *db, tr_coll_set *s, int64_t **off, int64_t
     if (!has_table(db, "clock_offsets"))
         return TR_OK;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT source_id, offset_ns, residual_ns FROM clock_offsets", -1, &st, NULL)
+    if (sqlite3_prepare_v2(db, "SELECT source_id, offset_ns, residual_ns, method FROM clock_offsets", -1, &st, NULL)
         != SQLITE_OK)
         return db_fail(db, err);
     int64_t *o = calloc(s->nranks ? s->nranks : 1, sizeof *o), *r = calloc(s->nranks ? s->nranks : 1, sizeof *r);
@@ -835,13 +854,18 @@ static tr_status load_stored(sqlite3 *db, tr_coll_set *s, int64_t **off, int64_t
         n++;
         o[k] = sqlite3_column_int64(st, 1);
         r[k] = col_opt(st, 2) < 0 ? 0 : sqlite3_column_int64(st, 2);
+        /* the method found at ingest; "stored" when it is none we know */
+        s->ranks[k].method = TR_CLOCK_STORED;
+        for (int m = TR_CLOCK_REFERENCE; m < TR_CLOCK_STORED; m++)
+            if (!strcmp(col_text(st, 3), tr_clock_method_name((tr_clock_method)m)))
+                s->ranks[k].method = (tr_clock_method)m;
     }
     if (rs == TR_OK && rc != SQLITE_DONE)
         rs = db_fail(db, err);
     sqlite3_finalize(st);
     free(got);
-    /* offsets are relative to the lowest rank: usable only when that one's is 0 */
-    if (rs == TR_OK && n == s->nranks && s->nranks && o[0] == 0) {
+    /* usable when every rank has one (build() checks the reference's is 0) */
+    if (rs == TR_OK && n == s->nranks && s->nranks) {
         *off = o;
         *res = r;
         return TR_OK;
@@ -875,7 +899,7 @@ tr_status tr_coll_restrict(tr_coll_set *s, int (*keep)(void *ctx, int64_t rank),
             free(c->parts);
             continue;
         }
-        s->paired += c->present == nk;
+        s->paired += call_paired(c, nk);
         s->order_violations += c->order_violation;
         s->calls[nc++] = *c;
     }

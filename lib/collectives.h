@@ -18,8 +18,9 @@
  * when every rank has it.
  *
  * Times: events keep each source's own clock in run.db.  offset_ns is what is
- * added to a rank's times to put them on rank 0's clock (docs/ranks.md, "Clock
- * alignment"); tr_coll_part.start/end are already aligned.
+ * added to a rank's times to put them on the reference rank's clock (the lowest
+ * rank with collectives, ref_rank; docs/ranks.md, "Clock alignment");
+ * tr_coll_part.start/end are already aligned.
  *
  * Ownership: tr_coll_set owns every array and string in it; free it with
  * tr_coll_set_free().  The sqlite3 handles stay the caller's.
@@ -42,7 +43,7 @@ typedef enum {
     TR_CLOCK_REFERENCE = 0,  /* the reference rank itself (offset 0) */
     TR_CLOCK_ANCHOR,         /* wall-clock anchors only (no collective to refine with) */
     TR_CLOCK_COLLECTIVES,    /* refined by the ends of matched collectives */
-    TR_CLOCK_STORED          /* read from run.db's clock_offsets table */
+    TR_CLOCK_STORED          /* read from run.db's clock_offsets table, with a method we do not know */
 } tr_clock_method;
 const char *tr_clock_method_name(tr_clock_method m);   /* "reference", "anchor", "collectives", "stored" */
 
@@ -74,7 +75,7 @@ typedef struct {
     char *dtype;             /* "" unknown */
     int64_t group_size;      /* -1 unknown */
     tr_coll_part *parts;     /* nranks entries, indexed like tr_coll_set.ranks */
-    size_t present;          /* ranks that have it (== nranks: paired) */
+    size_t present;          /* ranks that have it (== nranks, or == group_size: paired) */
     int64_t arrival_skew;    /* last aligned start - first aligned start (>= 0); over present ranks */
     size_t first_in, last_in;        /* rank indices of the earliest and latest start */
     size_t slowest;          /* rank index of the longest part (the rank that waited most) */
@@ -86,7 +87,9 @@ typedef struct {
     size_t nranks;
     tr_coll_call *calls;     /* by aligned start of the earliest part */
     size_t ncalls;
-    size_t paired;           /* calls present on every rank */
+    size_t paired;           /* calls on every rank, or on all of their group's (group_size) */
+    int64_t ref_rank;        /* the reference clock's rank: the lowest rank with collectives */
+    int offsets_stored;      /* the offsets are the run.db's clock_offsets (methods as found at ingest) */
     int64_t max_residual_ns; /* max of ranks[].residual_ns */
     int64_t order_violations;        /* calls with order_violation set */
     int duplicate_ranks;     /* two sources claimed the same rank (kept apart, warned) */

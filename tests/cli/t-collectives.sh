@@ -138,7 +138,7 @@ PY
 
 # text, json and markdown render; no residual warning at 1 us of noise
 expect_status 0 "$A" --report collectives all.db
-expect_grep "8 rank(s), $calls call(s), $calls on every rank" "$TMP/out"
+expect_grep "8 rank(s), $calls call(s), $calls paired on every rank of their group" "$TMP/out"
 expect_no_grep "warning" "$TMP/out"
 expect_status 0 "$A" --report collectives --format json all.db
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["reports"][0]["tables"][0]["rows_total"] > 0' \
@@ -219,6 +219,22 @@ expect_status 0 "$A" --report collectives plain.db
 expect_one_line_error
 expect_grep "no NCCL/RCCL collectives" "$TMP/err"
 [ -s "$TMP/out" ] && fail "output without collectives: $(head -c 200 "$TMP/out")"
+
+# a rank without collectives (a CPU-only process, here rank 0 by position) anchors no one:
+# the reference is the lowest rank that has some
+expect_status 0 "$I" -q -o mixed.db plain.json rank1.json rank2.json
+expect_status 0 "$A" --report collectives --format csv -n -1 mixed.db
+python3 - "$TMP/out" injected.txt <<'PY' || fail "the reference rank"
+import csv, sys
+ranks = list(csv.DictReader(open(sys.argv[1]).read().split("\n\n")[1].splitlines()))
+want = {int(l.split()[1]): int(l.split()[3]) for l in open(sys.argv[2]) if l.startswith("rank ")}
+by = {r["rank"]: r for r in ranks}
+assert by["1"]["method"] == "reference" and by["1"]["offset_ns"] == "0", by["1"]
+assert by["0"]["method"] == "anchor" and by["0"]["calls"] == "0", by["0"]
+assert abs(int(by["2"]["offset_ns"]) - (want[2] - want[1])) <= 2000, (by["2"], want)
+PY
+expect_status 0 "$A" --report collectives mixed.db
+expect_grep "clocks aligned to rank 1's" "$TMP/out"
 
 # reports that are not rank-aware still read one run.db
 expect_status 2 "$A" --report summary rank0.db rank1.db
