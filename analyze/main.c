@@ -10,6 +10,7 @@
 #include "analyze/list.h"
 #include "analyze/report.h"
 #include "ingest/any_input.h"
+#include "lib/debuginfo.h"
 #include "lib/escape.h"
 #include "lib/output.h"
 #include "lib/rundb.h"
@@ -247,6 +248,7 @@ int main(int argc, char **argv)
     /* a closed pipe (trace-analyze | head) ends the tool quietly, the same way
      * whatever SIGPIPE disposition it inherited */
     tr_output_handle_signals();
+    tr_debuginfo_stay_offline();
     tr_selection sel;
     memset(&sel, 0, sizeof sel);
     tr_analyze_opts o;

@@ -11,6 +11,7 @@
 #include "export/export.h"
 #include "export/html.h"
 #include "ingest/any_input.h"
+#include "lib/debuginfo.h"
 #include "lib/escape.h"
 #include "lib/output.h"
 #include "lib/rundb.h"
@@ -193,6 +194,7 @@ int main(int argc, char **argv)
     const char *events_format = "events";
     long long v;
     tr_output_handle_signals();
+    tr_debuginfo_stay_offline();
     while (rc == 0 && (c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
         switch (c) {
         case O_STACKS: case O_FLAME: case O_CHROME: {

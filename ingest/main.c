@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "ingest/ingest.h"
+#include "lib/debuginfo.h"
 #include "lib/escape.h"
 #include "lib/format.h"
 #include "lib/output.h"
@@ -329,6 +330,7 @@ int main(int argc, char **argv)
     warn_log warnings = {0};
     tr_ingest_opts opts = {warn_stderr, &warnings, NULL};
     tr_output_handle_signals();
+    tr_debuginfo_stay_offline();
     while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'o':

@@ -117,6 +117,13 @@ static int unsafe_candidates(const tr_debuginfo *d, Dwfl_Module *mod, const char
     return u;
 }
 
+void tr_debuginfo_stay_offline(void)
+{
+    const char *keep = getenv("TRACEKIT_DEBUGINFOD");
+    if (!keep || strcmp(keep, "1") != 0)
+        unsetenv("DEBUGINFOD_URLS");
+}
+
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
                           Dwarf_Addr base, const char *file_name, const char *debuglink,
                           GElf_Word crc, char **debuginfo_file_name)
@@ -276,6 +283,7 @@ static const char *inlined_name(Dwarf_Die *die)
  * that no DWARF, however made, can make it long. */
 #define SCOPE_DEPTH 64
 #define SCOPE_BUDGET 200000
+#define SCOPE_LEVELS 256   /* code scopes and namespaces together */
 typedef struct {
     Dwarf_Addr pc;
     Dwarf_Die die[SCOPE_DEPTH];      /* outermost first */
@@ -292,10 +300,12 @@ static int code_scope(int tag)
     return 0;
 }
 
-static int walk_scopes(scope_walk *w, Dwarf_Die *parent)
+static int walk_scopes(scope_walk *w, Dwarf_Die *parent, unsigned level)
 {
     Dwarf_Die child;
-    if (w->n == SCOPE_DEPTH || dwarf_child(parent, &child) != 0)
+    /* level counts namespaces too: hostile DWARF can nest them without end, and
+     * each level is a C stack frame */
+    if (w->n == SCOPE_DEPTH || level >= SCOPE_LEVELS || dwarf_child(parent, &child) != 0)
         return 0;
     do {
         if (w->budget == 0)
@@ -304,10 +314,10 @@ static int walk_scopes(scope_walk *w, Dwarf_Die *parent)
         int tag = dwarf_tag(&child);
         if (code_scope(tag) && dwarf_haspc(&child, w->pc) > 0) {
             w->die[w->n++] = child;
-            walk_scopes(w, &child);
+            walk_scopes(w, &child, level + 1);
             return 1;
         }
-        if ((tag == DW_TAG_namespace || tag == DW_TAG_module) && walk_scopes(w, &child))
+        if ((tag == DW_TAG_namespace || tag == DW_TAG_module) && walk_scopes(w, &child, level + 1))
             return 1;
     } while (dwarf_siblingof(&child, &child) == 0);
     return 0;
@@ -330,7 +340,7 @@ size_t tr_debuginfo_lookup(tr_debuginfo *d, uint64_t vaddr, tr_srcloc *loc, size
     Dwarf_Die *cu = dwfl_module_addrdie(mod, a, &cubias);
     scope_walk w = {.pc = cu ? a - cubias : 0, .n = 0, .budget = SCOPE_BUDGET};
     if (cu)
-        walk_scopes(&w, cu);
+        walk_scopes(&w, cu, 0);
     Dwarf_Files *files = NULL;
     size_t nfiles = 0, n = 0;
     for (size_t i = w.n; i-- > 0;) {

@@ -46,6 +46,13 @@ typedef struct {
  * libdwfl opens must still have; debug_root: an absolute directory.  Fails
  * only for want of memory (*out is then still for tr_debuginfo_free); the
  * file itself is read on the first lookup. */
+/* Keeps the search local: libdwfl asks the debuginfod servers of
+ * $DEBUGINFOD_URLS for a debug file it cannot find, which sends the trace's
+ * build ids out and can wait on the network for minutes.  Unsets that variable
+ * unless TRACEKIT_DEBUGINFOD=1; each tool's main calls it before any thread
+ * starts (it changes the environment). */
+void tr_debuginfo_stay_offline(void);
+
 tr_status tr_debuginfo_open(tr_debuginfo **out, const char *path, const unsigned char *build_id,
                             size_t build_id_len, const char *debug_root, tr_error *err);
 void tr_debuginfo_free(tr_debuginfo *d);

@@ -111,6 +111,32 @@ expect_status 0 "$BIN/trace-ingest" -o link3.db link.db.raw/*.ctr
 expect_grep "prog_link left unsymbolised: no function symbols" "$TMP/err"
 expect_eq "$(inner link3.db direct_kernel | grep -c 'prog_link+0x.* > prog_link+0x')" 1 \
     "no debug file: offsets"
+# ... and the missing debug file is not asked of a debuginfod server unless the user says so
+if command -v python3 >/dev/null && command -v timeout >/dev/null; then
+    timeout 60 python3 - > dbgd.port 2> dbgd.log <<'PY' &
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True)
+s.settimeout(55)
+try:
+    while True:
+        c, _ = s.accept(); sys.stderr.write("asked\n"); sys.stderr.flush(); c.close()
+except Exception:
+    pass
+PY
+    srv=$!
+    for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s dbgd.port ] && break; sleep 0.2; done
+    url="http://127.0.0.1:$(cat dbgd.port)"
+    DEBUGINFOD_URLS=$url expect_status 0 "$BIN/trace-ingest" -o link4.db link.db.raw/*.ctr
+    expect_eq "$(grep -c asked dbgd.log)" 0 "a debuginfod server asked without TRACEKIT_DEBUGINFOD=1"
+    DEBUGINFOD_URLS=$url TRACEKIT_DEBUGINFOD=1 DEBUGINFOD_CACHE_PATH=$TMP/dbgd-cache \
+        expect_status 0 "$BIN/trace-ingest" -o link5.db link.db.raw/*.ctr
+    if ldconfig -p 2>/dev/null | grep -q libdebuginfod.so; then
+        [ "$(grep -c asked dbgd.log)" -gt 0 ] || fail "TRACEKIT_DEBUGINFOD=1: the server was not asked"
+    fi
+    kill "$srv" 2>/dev/null
+    wait "$srv" 2>/dev/null
+fi
 
 # stripped, its debug file under TRACE_DEBUG_ROOT/.build-id (no debuglink)
 cp prog_g prog_bid
