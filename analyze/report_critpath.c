@@ -61,6 +61,7 @@ static const tr_report_col step_cols[] = {
     {"step", "Step", TR_COL_INT, 0},
     {"ranks", "Ranks", TR_COL_INT, 0},
     {"span_ns", "Span", TR_COL_NS, 0},
+    {"path_from_ns", "Path from", TR_COL_NS, 0},
     {"host_ns", "Host", TR_COL_NS, 0},
     {"gpu_ns", "GPU compute", TR_COL_NS, 0},
     {"comm_ns", "Communication", TR_COL_NS, 0},
@@ -142,7 +143,7 @@ typedef struct {
     cp_node row;             /* the row read ahead */
     int64_t row_source;
     tr_i64map thread_src, stream_src;   /* threads.id, streams.id -> sources.id */
-    tr_i64map name_class;    /* name id -> 1 sync, 2 collective kernel, 0 neither */
+    tr_i64map name_class;    /* name id << 5 | kind -> 1 sync, 2 collective kernel, 0 neither */
 } cp_db;
 
 typedef struct {
@@ -162,6 +163,7 @@ typedef struct {
     uint32_t *order, *parts;
     cp_row *rows;
     size_t nrows, caprows;
+    int64_t path_from;       /* where the walk ended: the chain's first point */
     tr_rtable *t_path, *t_steps, *t_slack;
     int64_t top, all;
     cp_path pcur, pbest;     /* this step's path; the slowest step's so far */
@@ -291,13 +293,15 @@ static tr_status sql_next(cp_state *s, cp_db *d)
         if (!tr_i64map_get(gpu ? &d->stream_src : &d->thread_src, gpu ? n->stream : n->thread, &d->row_source))
             continue;
         int64_t cls;
-        if (!tr_i64map_get(&d->name_class, n->name_id, &cls)) {
+        /* by name and kind: a runtime call and an op may share a name */
+        int64_t nk = (int64_t)((uint64_t)n->name_id << 5 | n->kind);
+        if (!tr_i64map_get(&d->name_class, nk, &cls)) {
             char *nm = cp_name(d, n->name_id);
             if (!nm)
                 return tr_report_nomem(s->c);
             cls = name_class(nm, n->kind);
             free(nm);
-            if (tr_i64map_put(&d->name_class, n->name_id, cls) < 0)
+            if (tr_i64map_put(&d->name_class, nk, cls) < 0)
                 return tr_report_nomem(s->c);
         }
         n->cls = gpu ? (cls == 2 ? CL_COMM : CL_GPU) : CL_HOST;
@@ -565,7 +569,8 @@ static tr_status build_edges(cp_state *s, cp_nodes *b)
     tr_i64map_free(&api);
     if (st != TR_OK)
         return st;
-    qsort(s->ed, s->ned, sizeof *s->ed, cmp_edge);
+    if (s->ned > 1)
+        qsort(s->ed, s->ned, sizeof *s->ed, cmp_edge);
     for (size_t k = 0; k < n; k++)
         v[k].n_s = v[k].n_e = 0, v[k].tb = v[k].sb = NO_TIME;
     for (size_t k = 0; k < s->ned; k++) {
@@ -673,6 +678,7 @@ static tr_status walk(cp_state *s, cp_nodes *b, size_t term)
     size_t cur = term;
     int at_end = 1;
     int64_t T = v[term].e;
+    s->path_from = T;
     for (;;) {
         /* a point reached twice: a cycle that skewed clocks made */
         if (v[cur].seen & (at_end ? 2 : 1))
@@ -701,6 +707,7 @@ static tr_status walk(cp_state *s, cp_nodes *b, size_t term)
             leave = in;
         row->path = in - leave;
         T = leave;
+        s->path_from = T;
         if (ed < 0)
             break;
         const cp_edge *e = &s->ed[ed];
@@ -910,14 +917,15 @@ static tr_status emit(cp_state *s, cp_nodes *b, int64_t step, int64_t origin, si
     tr_cell_int(&row[0], step);
     tr_cell_int(&row[1], (int64_t)nranks);
     tr_cell_ns(&row[2], v[term].e - origin);
-    tr_cell_ns(&row[3], host);
-    tr_cell_ns(&row[4], gpu);
-    tr_cell_ns(&row[5], comm);
-    tr_cell_ns(&row[6], wait);
-    tr_cell_int(&row[7], ops);
-    tr_cell_int(&row[8], s->rs.v[v[term].rank].rank);
-    tr_cell_int(&row[9], s->rs.v[top].rank);
-    tr_cell_ns(&row[10], per_rank[top]);
+    tr_cell_ns(&row[3], s->path_from - origin);
+    tr_cell_ns(&row[4], host);
+    tr_cell_ns(&row[5], gpu);
+    tr_cell_ns(&row[6], comm);
+    tr_cell_ns(&row[7], wait);
+    tr_cell_int(&row[8], ops);
+    tr_cell_int(&row[9], s->rs.v[v[term].rank].rank);
+    tr_cell_int(&row[10], s->rs.v[top].rank);
+    tr_cell_ns(&row[11], per_rank[top]);
     free(per_rank);
     /* the ops off the path with the least slack */
     size_t m = 0;

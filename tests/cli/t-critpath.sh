@@ -80,8 +80,8 @@ expect_eq "$(cat cp.1)" "step,pos,rank,kind,start_ns,dur_ns,path_ns,wait_ns,slac
 1,6,0,kernel,25000,45000,10000,0,0,collective,ncclDevKernel_AllReduce_Sum_f32_RING_LL
 1,7,0,runtime,21000,50000,1000,0,0,sync,cudaDeviceSynchronize
 1,8,0,range,0,72000,1000,0,0,returns,ProfilerStep#1" "critical path across ranks"
-expect_eq "$(cat cp.2)" "step,ranks,span_ns,host_ns,gpu_ns,comm_ns,wait_ns,ops,end_rank,top_rank,top_rank_ns
-1,3,72000,4000,55000,10000,3000,8,0,1,57000" "critical path: the step's row"
+expect_eq "$(cat cp.2)" "step,ranks,span_ns,path_from_ns,host_ns,gpu_ns,comm_ns,wait_ns,ops,end_rank,top_rank,top_rank_ns
+1,3,72000,0,4000,55000,10000,3000,8,0,1,57000" "critical path: the step's row"
 # the straggler's gemm is on the path; the other ranks' gemms have 35 µs of slack
 expect_eq "$(grep ',gemm$' cp.3 | cut -d, -f2,6 | tr '\n' ' ')" "0,35000 2,35000 " "slack of the gemms off the path"
 # ranks 0 and 2 end their step at the same time as rank 0: equally critical
@@ -99,7 +99,7 @@ expect_eq "$(cut -d, -f2,4,6-11 hb.1 | tail -n +2 | tr '\n' ' ')" \
     "host-bound: the path stays on the host"
 # k2 may end 4 µs later before the sync would wait for it; k1 49 (then k2 starts late)
 expect_eq "$(tail -n +2 hb.3 | cut -d, -f3,6,7 | tr '\n' ' ')" "kernel,4000,k2 kernel,49000,k1 " "host-bound: the kernels' slack"
-expect_eq "$(tail -n +2 hb.2)" "1,1,63000,19000,0,0,44000,9,0,0,19000" "host-bound: the step's row"
+expect_eq "$(tail -n +2 hb.2)" "1,1,63000,0,19000,0,0,44000,9,0,0,19000" "host-bound: the step's row"
 
 # --- one rank: a long kernel decides ---
 expect_status 0 "$BIN/trace-analyze" --report critical-path --format csv gpubound.json
@@ -116,7 +116,7 @@ expect_status 0 "$BIN/trace-analyze" --report critical-path cp.db
 expect_grep '^Critical path$' "$TMP/out"
 expect_grep '^Least slack off the path$' "$TMP/out"
 expect_status 0 "$BIN/trace-analyze" --report critical-path:top=1 --format json cp.db
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); t=d["reports"][0]["tables"]; assert [x["title"] for x in t]==["Critical path","Steps","Least slack off the path"]; assert len(t[2]["rows"])==1; assert sum(r["path_ns"]+r["wait_ns"] for r in t[0]["rows"])==t[1]["rows"][0]["span_ns"]' "$TMP/out" \
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); t=d["reports"][0]["tables"]; assert [x["title"] for x in t]==["Critical path","Steps","Least slack off the path"]; assert len(t[2]["rows"])==1; s=t[1]["rows"][0]; assert sum(r["path_ns"]+r["wait_ns"] for r in t[0]["rows"])==s["span_ns"]-s["path_from_ns"]' "$TMP/out" \
     || fail "critical path: json"
 python3 -c 'import json; json.dump({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 1, "args": {"device": 0, "stream": 7}}]}, open("nosteps.json", "w"))'
 expect_status 0 "$BIN/trace-analyze" --report critical-path nosteps.json
@@ -164,17 +164,15 @@ if [ -x "$G" ]; then
     steps=$(tail -n +2 job.2 | wc -l)
     [ "$steps" -ge 5 ] || fail "critical path: only $steps steps in the synthetic job"
     expect_eq "$(awk -F, '$2 == 1 { print $3 }' job.1 | sort -u)" "2" "critical path: the path starts on the straggler"
-    expect_eq "$(tail -n +2 job.2 | cut -d, -f10 | sort -u)" "2" "critical path: the straggler holds the most time on it"
+    expect_eq "$(tail -n +2 job.2 | cut -d, -f11 | sort -u)" "2" "critical path: the straggler holds the most time on it"
     python3 - job.1 job.2 <<'PY' || fail "critical path: path + waits do not cover the step in the synthetic job"
 import csv, sys
-# the rows cover the step from the first row's start to its end
-tot, first = {}, {}
+# the rows cover the step from where the chain begins to its end
+tot = {}
 for r in csv.DictReader(open(sys.argv[1])):
     tot[r["step"]] = tot.get(r["step"], 0) + int(r["path_ns"]) + int(r["wait_ns"])
-    if r["pos"] == "1":
-        first[r["step"]] = int(r["start_ns"])
 for r in csv.DictReader(open(sys.argv[2])):
-    assert tot[r["step"]] == int(r["span_ns"]) - first[r["step"]], (r["step"], tot[r["step"]], r["span_ns"])
+    assert tot[r["step"]] == int(r["span_ns"]) - int(r["path_from_ns"]), (r["step"], tot[r["step"]], r["span_ns"])
     assert int(r["ranks"]) == 4
 PY
     # by default, the path of the slowest step alone
