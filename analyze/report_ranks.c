@@ -298,6 +298,8 @@ static tr_status on_gpu(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, vo
     }
     const tr_rk_rank *r = &s->rs.v[ri];
     long k = 0;
+    if (!r->nsteps && !tr_rk_step_selected(c, -1))
+        return TR_OK;   /* --step: a rank without steps has none of them */
     if (r->nsteps) {
         k = tr_rk_step_at(r, ev->launch_start);
         if (k < 0 || !tr_rk_step_selected(c, r->steps[k].step))
@@ -416,7 +418,7 @@ static tr_status rank_table(tr_report_ctx *c, rk_state *s, tr_rresult *r, const 
             tr_sat_acc(&xcomm, cc - cm);
             tr_sat_acc(&xmem, all - cc);
         }
-        if (rk->nsteps && !nst)
+        if ((rk->nsteps && !nst) || (!rk->nsteps && !tr_rk_step_selected(c, -1)))
             continue;   /* --step names steps this rank does not have */
         if (!rk->nsteps)
             total = rk->span_end - rk->span_start;

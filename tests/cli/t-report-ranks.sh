@@ -101,3 +101,12 @@ expect_eq "$(sed '/^$/q' "$TMP/out" | cut -d, -f1,4,8,13 | tr '\n' ' ')" \
 expect_eq "$(sed -n '/^step,/,$p' "$TMP/out" | cut -d, -f1-5,9 | tr '\n' ' ')" \
     "step,ranks,min_ns,median_ns,max_ns,slowest_rank 1,2,100000,105000,110000,2 2,2,90000,105000,120000,2 " \
     "ranks --rank 0,2: the spread over those ranks"
+
+# a rank with steps and one without: the latter's whole span, and no row of it under --step
+expect_status 0 "$BIN/trace-ingest" -q -o mixed.db r0.json s1.json
+expect_status 0 "$BIN/trace-analyze" --report ranks --format csv mixed.db
+expect_eq "$(sed '/^$/q' "$TMP/out" | cut -d, -f1-4 | tr '\n' ' ')" \
+    "rank,steps,step_mean_ns,step_total_ns 0,2,95000,190000 1,0,240000,240000  " "ranks: a rank without steps"
+expect_status 0 "$BIN/trace-analyze" --report ranks --step 1 --format csv mixed.db
+expect_eq "$(sed '/^$/q' "$TMP/out" | cut -d, -f1-4 | tr '\n' ' ')" \
+    "rank,steps,step_mean_ns,step_total_ns 0,1,100000,100000  " "ranks --step: no row for a rank without steps"
