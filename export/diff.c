@@ -105,10 +105,10 @@ static void lines_free(dline *l, size_t n)
     free(l);
 }
 
-/* Sorts lines by path and sums the values of equal paths into one line (two
- * stacks can escape to the same text; a folded file may repeat a stack);
- * returns the count left. */
-static size_t sort_merge(dline *l, size_t k, int side)
+/* Sorts lines by path and sums the values (both sides) of equal paths into
+ * one line (two stacks can escape to the same text; a folded file may repeat a
+ * stack); returns the count left. */
+static size_t sort_merge(dline *l, size_t k)
 {
     if (k == 0)
         return 0;
@@ -116,7 +116,8 @@ static size_t sort_merge(dline *l, size_t k, int side)
     size_t w = 0;
     for (size_t i = 0; i < k; i++) {
         if (w && !cmp_line(&l[w - 1], &l[i])) {
-            tr_sat_acc(&l[w - 1].v[side], l[i].v[side]);
+            tr_sat_acc(&l[w - 1].v[0], l[i].v[0]);
+            tr_sat_acc(&l[w - 1].v[1], l[i].v[1]);
             free(l[i].path);
             continue;
         }
@@ -153,7 +154,7 @@ static tr_status run_lines(tr_scan *sc, int m, int side, int normalize, dline **
         l[k - 1].v[side] = sc->nodes[i].v[m];
     }
     *out = l;
-    *nout = sort_merge(l, k, side);
+    *nout = sort_merge(l, k);
     return TR_OK;
 }
 
@@ -482,111 +483,157 @@ static tr_status write_joined(dline *l[2], size_t nl[2], int plain, const tr_exp
 /* What a folded file's counts are when --metric does not say: flamegraph.pl's word. */
 static const tr_export_metric folded_samples = {"samples", NULL, "samples", "samples", 0, NULL};
 
-/* The count at the end of a folded line: a whole number after the last run of
- * blanks.  Returns the length of the stack before it, or -1. */
-static long folded_count(const char *s, size_t len, int64_t *v)
+/* The last blank-separated field of s[0, *len) when it is a whole number:
+ * stores it and cuts it and the blanks before it off *len.  0: not a number
+ * (1 more in *why: out of range, or a fraction). */
+static int take_count(const char *s, size_t *len, int64_t *v, int *why)
 {
-    size_t e = len;
+    size_t e = *len;
     while (e > 0 && (s[e - 1] == ' ' || s[e - 1] == '\t'))
         e--;
     size_t b = e;
     while (b > 0 && s[b - 1] != ' ' && s[b - 1] != '\t')
         b--;
-    if (b == e || b == 0 || e - b > 20)
-        return -1;
-    char num[24];
+    if (b == e || b == 0 || e - b > 24)
+        return 0;
+    char num[32];
     memcpy(num, s + b, e - b);
     num[e - b] = '\0';
     char *end;
     errno = 0;
     long long x = strtoll(num, &end, 10);
-    if (*end || errno)
-        return -1;
+    if (*end || errno || end == num) {
+        *why = errno == ERANGE || (*end == '.' && end != num);
+        return 0;
+    }
     *v = x;
-    size_t k = b;
-    while (k > 0 && (s[k - 1] == ' ' || s[k - 1] == '\t'))
-        k--;
-    return k ? (long)k : -1;
+    while (b > 0 && (s[b - 1] == ' ' || s[b - 1] == '\t'))
+        b--;
+    *len = b;
+    return 1;
 }
 
-/* Reads "frame;frame;... COUNT" lines into sorted, merged lines of one side. */
-static tr_status read_folded(FILE *in, const char *name, int side, int normalize, dline **out,
-                             size_t *nout, tr_error *err)
+/* One line's stack and counts: "STACK N" (one column) or "STACK BASE NEW" (two,
+ * as difffolded.pl writes); *columns is 0 until the first line decides it. */
+static tr_status parse_folded_line(const char *line, size_t len, const char *name, size_t lineno,
+                                   int *columns, size_t *stack_len, int64_t v[2], tr_error *err)
+{
+    int why = 0, why2 = 0;
+    size_t rest = len;
+    int64_t last = 0, before = 0;
+    int ok = take_count(line, &rest, &last, &why) && rest > 0;
+    size_t rest2 = rest;
+    int two = ok && take_count(line, &rest2, &before, &why2) && rest2 > 0;
+    if (ok && !*columns)
+        *columns = two ? 2 : 1;
+    if (!ok || memchr(line, '\0', len))
+        return tr_fail(err, TR_ERR_INPUT, "%s:%zu: %s", name, lineno,
+                       why ? "the count is a fraction or beyond 64 bits (only whole numbers are read)"
+                           : "not a folded stack line ('frame;frame;... COUNT', COUNT a whole number)");
+    if (*columns == 2 && !two)
+        return tr_fail(err, TR_ERR_INPUT, "%s:%zu: one count on a line of a two-column (BASE NEW) file",
+                       name, lineno);
+    if (*columns == 2) {
+        v[0] = before;
+        v[1] = last;
+        *stack_len = rest2;
+    } else {
+        v[0] = 0;
+        v[1] = last;
+        *stack_len = rest;
+    }
+    return TR_OK;
+}
+
+/* A line's stack as dline text, frames normalised with --diff-normalize. */
+static tr_status folded_path(dline *d, const char *stack, size_t len, int normalize, tr_error *err)
+{
+    if (!normalize) {
+        d->len = len;
+        return (d->path = strndup(stack, len)) ? TR_OK : nomem(err);
+    }
+    FILE *f = open_memstream(&d->path, &d->len);
+    int bad = !f;
+    for (size_t pos = 0; f && pos <= len;) {
+        size_t fl = strcspn(stack + pos, ";");
+        if (pos + fl > len)
+            fl = len - pos;
+        char *frame = strndup(stack + pos, fl), *nf = frame ? tr_diff_normalize_name(frame) : NULL;
+        bad |= !nf;
+        if (nf)
+            fprintf(f, "%s%s", pos ? ";" : "", nf);
+        free(frame);
+        free(nf);
+        pos += fl + 1;
+    }
+    if (!f || fclose(f) != 0 || bad) {
+        free(d->path);
+        d->path = NULL;
+        return nomem(err);
+    }
+    return TR_OK;
+}
+
+/* Reads a folded file into sorted, merged lines.  A one-column file fills
+ * v[side]; a two-column one (allowed when two_ok) fills both sides, and
+ * *columns says which it was. */
+static tr_status read_folded(FILE *in, const char *name, int side, int normalize, int two_ok,
+                             int *columns, dline **out, size_t *nout, tr_error *err)
 {
     dline *l = NULL;
     size_t n = 0, cap = 0, lineno = 0, linecap = 0;
     char *line = NULL;
     ssize_t got;
     tr_status st = TR_OK;
+    *columns = 0;
+    errno = 0;
     while (st == TR_OK && (got = getline(&line, &linecap, in)) >= 0) {
         lineno++;
         size_t len = (size_t)got;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             len--;
-        size_t lead = 0;
+        size_t lead = 0;   /* leading blanks are indentation, not part of the first frame */
         while (lead < len && (line[lead] == ' ' || line[lead] == '\t'))
             lead++;
         if (lead == len)
             continue;
-        int64_t v = 0;
-        long plen = folded_count(line, len, &v);
-        if (plen < 0 || memchr(line, '\0', len)) {
-            st = tr_fail(err, TR_ERR_INPUT, "%s:%zu: not a folded stack line ('frame;frame;... COUNT', "
-                         "COUNT a whole number)", name, lineno);
-            break;
-        }
-        if (n == cap) {
+        size_t stack_len = 0;
+        int64_t v[2] = {0, 0};
+        st = parse_folded_line(line + lead, len - lead, name, lineno, columns, &stack_len, v, err);
+        if (st == TR_OK && *columns == 2 && !two_ok)
+            st = tr_fail(err, TR_ERR_INPUT, "%s: a two-column (BASE NEW) file: give it alone to --folded",
+                         name);
+        if (st == TR_OK && n == cap) {
             size_t nc = cap ? cap * 2 : 1024;
             dline *nl = realloc(l, nc * sizeof *nl);
-            if (!nl) {
+            if (!nl)
                 st = nomem(err);
-                break;
-            }
-            l = nl;
-            cap = nc;
+            else
+                l = nl, cap = nc;
         }
+        if (st != TR_OK)
+            break;
         dline *d = &l[n];
         memset(d, 0, sizeof *d);
-        if (normalize) {
-            FILE *f = open_memstream(&d->path, &d->len);
-            int bad = !f;
-            for (size_t pos = 0; f && pos <= (size_t)plen;) {
-                size_t fl = strcspn(line + pos, ";");
-                if (pos + fl > (size_t)plen)
-                    fl = (size_t)plen - pos;
-                char *frame = strndup(line + pos, fl), *nf = frame ? tr_diff_normalize_name(frame) : NULL;
-                bad |= !nf;
-                if (nf)
-                    fprintf(f, "%s%s", pos ? ";" : "", nf);
-                free(frame);
-                free(nf);
-                pos += fl + 1;
-            }
-            if (!f || fclose(f) != 0 || bad) {
-                free(d->path);
-                st = nomem(err);
-                break;
-            }
+        if ((st = folded_path(d, line + lead, stack_len, normalize, err)) != TR_OK)
+            break;
+        if (*columns == 2) {
+            d->v[0] = v[0];
+            d->v[1] = v[1];
         } else {
-            d->path = strndup(line, (size_t)plen);
-            d->len = (size_t)plen;
-            if (!d->path) {
-                st = nomem(err);
-                break;
-            }
+            d->v[side] = v[1];
         }
-        d->v[side] = v;
         n++;
     }
     if (st == TR_OK && ferror(in))
-        st = tr_fail(err, TR_ERR_INPUT, "%s: read error", name);
+        st = tr_fail(err, TR_ERR_INPUT, "%s: cannot read: %s", name, strerror(errno ? errno : EIO));
     free(line);
     if (st != TR_OK) {
         lines_free(l, n);
         return st;
     }
     *out = l;
-    *nout = sort_merge(l, n, side);
+    *nout = sort_merge(l, n);
     return TR_OK;
 }
 
@@ -595,13 +642,18 @@ tr_status tr_export_folded(FILE *const *in, const char *const *names, int n, int
 {
     dline *l[2] = {NULL, NULL};
     size_t nl[2] = {0, 0};
+    int columns = 1;
     tr_status st = TR_OK;
-    /* one file is the "new" side alone; two are base and new */
-    for (int i = 0; i < n && i < 2 && st == TR_OK; i++)
-        st = read_folded(in[i], names[i], n == 1 ? 1 : i, normalize, &l[n == 1 ? 1 : i],
-                         &nl[n == 1 ? 1 : i], err);
+    if (n == 1) {
+        /* one file: the new side alone, or both sides when it has two columns */
+        st = read_folded(in[0], names[0], 1, normalize, 1, &columns, &l[1], &nl[1], err);
+    } else {
+        for (int i = 0; i < 2 && st == TR_OK; i++)
+            st = read_folded(in[i], names[i], i, normalize, 0, &columns, &l[i], &nl[i], err);
+        columns = 2;
+    }
     if (st == TR_OK)
-        st = write_joined(l, nl, n == 1, o->metric ? o->metric : &folded_samples, o, out, err);
+        st = write_joined(l, nl, columns != 2, o->metric ? o->metric : &folded_samples, o, out, err);
     for (int s = 0; s < 2; s++)
         lines_free(l[s], nl[s]);
     return st;

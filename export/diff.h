@@ -23,10 +23,11 @@ tr_status tr_export_diff(const char *base, const char *new_, int normalize, cons
 
 /* --folded: folded-stack text ("frame;frame;... COUNT" lines, as flamegraph.pl's
  * stackcollapse scripts and --stacks write) instead of run.dbs.  One input is
- * drawn as an ordinary flamegraph (or merged, sorted lines with --stacks); two
- * are BASE and NEW, joined as flamegraph.pl's difffolded.pl joins them.  Names
- * are for messages; a line that is not folded stops with TR_ERR_INPUT naming
- * its line number. */
+ * drawn as an ordinary flamegraph (or merged, sorted lines with --stacks), or
+ * as a differential one when its lines carry two counts (BASE NEW, as
+ * difffolded.pl and --stacks --diff write); two one-column inputs are BASE and
+ * NEW, joined as difffolded.pl joins them.  Names are for messages; a line
+ * that is not folded stops with TR_ERR_INPUT naming its line number. */
 tr_status tr_export_folded(FILE *const *in, const char *const *names, int n, int normalize,
                            const tr_export_opts *o, FILE *out, tr_error *err);
 

@@ -107,8 +107,10 @@ static void warn_line(void *ctx, const char *msg)
 enum { O_NO_CACHE = 900, O_FOLDED };
 
 /* --folded: what goes with it. */
-static int folded_usage(const tr_export_opts *o, int ninputs, int diff, int other)
+static int folded_usage(const tr_export_opts *o, int ninputs, int diff, int diff_norm, int other)
 {
+    if (diff_norm && !diff)
+        return usage_error("%s", "--diff-normalize goes with --diff");
     if (o->format != tr_export_format_lookup("stacks") && o->format != tr_export_format_lookup("flamegraph"))
         return usage_error("%s", "--folded goes with --flamegraph or --stacks");
     if (other || o->compat_torch || o->has_thread || o->has_device || o->include_re || o->exclude_re)
@@ -311,7 +313,7 @@ int main(int argc, char **argv)
         rc = usage_error("%s", "choose an output: --stacks, --flamegraph or --chrome "
                                "(try 'trace-export --help')");
     else if (rc == 0 && folded) {
-        int rc2 = folded_usage(&o, argc - optind, diff, selection || step || chrome_only || no_cache);
+        int rc2 = folded_usage(&o, argc - optind, diff, diff_norm, selection || step || chrome_only || no_cache);
         if (rc2 == 0)
             rc2 = run_folded(argv + optind, argc - optind, diff_norm, output, &o);
         tr_export_opts_free(&o);

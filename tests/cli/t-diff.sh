@@ -235,6 +235,20 @@ expect_grep "bad.folded:2:" "$TMP/err"
 expect_no_file badf.svg
 printf 'a;b 1.5\n' > frac.folded
 expect_status 3 "$X" --flamegraph --folded -o badf.svg frac.folded
+expect_grep "fraction" "$TMP/err"
+printf 'a;b 99999999999999999999\n' > huge.folded
+expect_status 3 "$X" --flamegraph --folded -o badf.svg huge.folded
+# a two-column file (difffolded.pl's, or --stacks --diff's) is a differential file
+expect_status 0 "$X" --flamegraph --folded -o twocol.svg fromdbs.diff
+expect_eq "$(fill_of twocol.svg aten::fresh)" "rgb(255,0,0)" "new op colour from a two-column file"
+expect_eq "$("$X" --stacks --folded fromdbs.diff | md5sum)" "$(md5sum < fromdbs.diff)" "two-column file read back"
+printf 'a 5 7\nb 3\n' > mixed.folded
+expect_status 3 "$X" --stacks --folded mixed.folded
+expect_grep "mixed.folded:2: one count" "$TMP/err"
+expect_status 3 "$X" --stacks --folded --diff fromdbs.diff base.folded
+# repeats of a two-column stack sum both sides; indentation is not part of a frame
+expect_eq "$(printf 'a;b 5 7\n  a;b 1 1\n' | "$X" --stacks --folded - | tr '\n' '|')" "a;b 6 8|" "two-column repeats"
+expect_status 2 "$X" --stacks --folded --diff-normalize slow1.folded
 expect_status 2 "$X" --chrome --folded slow1.folded
 expect_status 2 "$X" --flamegraph --folded --device 0 slow1.folded
 expect_status 2 "$X" --flamegraph --folded --diff slow1.folded
