@@ -315,7 +315,7 @@ int main(int argc, char **argv)
     const char *out = NULL;
     unsigned long long seed = 1;
     target = 100000;
-    int c, nranks = 0, straggler = -1;
+    int c, nranks = -1, straggler = -1;   /* -1: no -r, the single-process trace */
     long long delay_us = 300, noise_us = 1, clock_us = 5000;
     while ((c = getopt(argc, argv, "n:s:o:r:S:D:N:C:")) != -1) {
         if (c == 'n') target = atoll(optarg);
@@ -328,7 +328,7 @@ int main(int argc, char **argv)
         else if (c == 'C') clock_us = atoll(optarg);
         else return 2;
     }
-    if (nranks) {
+    if (nranks != -1) {
         if (!out || nranks < 1 || nranks > 1024 || straggler >= nranks || delay_us < 0 || noise_us < 0
             || noise_us > 1000000 || clock_us < 0 || clock_us > 1000000) {
             fprintf(stderr, "usage: gen-kineto -r RANKS(1-1024) [-n EVENTS] [-s SEED] [-S STRAGGLER] "
