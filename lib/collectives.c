@@ -341,7 +341,7 @@ static tr_status build(tr_coll_set *s, coll_items *it, const int64_t *stored_off
         int64_t g, ci;
         tr_i64map_get(&group, (int64_t)(x->pg << 24 | x->op), &g);
         int64_t n = seq_bad[g] ? order : x->seq;
-        int64_t key = g * SEQ_LIMIT + n;
+        int64_t key = (int64_t)((uint64_t)g * (uint64_t)SEQ_LIMIT + (uint64_t)n);   /* wraps, never overflows */
         if (!tr_i64map_get(&callmap, key, &ci)) {
             if (s->ncalls == calls_cap) {
                 size_t cap = calls_cap ? 2 * calls_cap : 64;
