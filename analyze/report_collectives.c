@@ -202,8 +202,8 @@ tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
     tr_gt_scope *sc = NULL;
     int64_t *durs = NULL, *wait = NULL, *last = NULL;
     if (!s.ncalls) {
-        if (tr_rresult_nodata(r, "no NCCL/RCCL collectives in the trace (no kernel named ncclKernel_*, "
-                                 "ncclDevKernel_*, ...)"))
+        if (tr_rresult_nodata(r, "no NCCL/RCCL collectives in the %s (no kernel named ncclKernel_*, "
+                                 "ncclDevKernel_*, ...)", c->sel && c->sel->ranks.n ? "selected ranks" : "trace"))
             st = tr_report_nomem(c);
         goto out;
     }
