@@ -103,7 +103,17 @@ tr_status tr_source_ranks_load(sqlite3 *db, int64_t base, tr_source_rank **out, 
             }
             v = nv;
         }
-        int stored = sqlite3_column_type(st, 1) != SQLITE_NULL;
+        int type = sqlite3_column_type(st, 1), stored = type != SQLITE_NULL;
+        if (stored && (type != SQLITE_INTEGER || sqlite3_column_int64(st, 1) < 0)) {
+            /* a hand-edited or foreign file: 'abc', 2.7 or -5 would read as some other rank */
+            const unsigned char *text = sqlite3_column_text(st, 1);
+            tr_status bad = tr_fail(err, TR_ERR_INPUT, "table sources: source %lld has rank '%.40s', "
+                                    "not a whole number >= 0", (long long)sqlite3_column_int64(st, 0),
+                                    text ? (const char *)text : "");
+            free(v);
+            sqlite3_finalize(st);
+            return bad;
+        }
         v[k] = (tr_source_rank){sqlite3_column_int64(st, 0),
                                 stored ? sqlite3_column_int64(st, 1) : base + (int64_t)k, 0, stored};
         k++;
@@ -380,8 +390,9 @@ tr_status tr_ranks_prepare(const char *const *paths, const char *const *names, s
         tr_source_rank *v = NULL;
         size_t nv = 0;
         bases[i] = separate ? 0 : base;
-        if ((st = tr_rundb_open(paths[i], &db, err)) == TR_OK)
-            st = tr_source_ranks_load(db, bases[i], &v, &nv, err);
+        if ((st = tr_rundb_open(paths[i], &db, err)) == TR_OK
+            && (st = tr_source_ranks_load(db, bases[i], &v, &nv, err)) != TR_OK)
+            tr_error_prefix(err, "%s: ", names ? names[i] : paths[i]);
         if (db)
             sqlite3_close(db);
         if (st != TR_OK)

@@ -201,3 +201,13 @@ expect_no_grep 'rank 1:' one.json
 # the chrome export of two ranks reads back with the same totals
 expect_status 0 "$I" -q -o back.db two.json
 expect_eq "$(totals back.db)" "$whole" "the two-rank chrome trace read back"
+# a stored rank that is not a whole number >= 0 is bad input, named, in every tool
+for bad in "'abc'" 2.7 -5; do
+    cp two.db badrank.db
+    q badrank.db "UPDATE sources SET rank = $bad WHERE id = 1"
+    expect_status 3 "$A" badrank.db
+    expect_one_line_error
+    expect_grep "badrank.db: table sources: source 1 has rank" "$TMP/err"
+    expect_status 3 "$X" --stacks -o badrank.folded badrank.db
+    expect_no_file badrank.folded
+done
