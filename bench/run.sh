@@ -118,17 +118,19 @@ dbsize() {
     printf '%s\t%s\trun.db bytes\t\t\t\t%s\t%s\n' "$size" "$1" "$2" "$b" >> "$log"
 }
 
+# make_input FORMAT SIZE: the generator's input of that format and size; sets $in
+make_input() {
+    case $1 in
+        nvprof) in=$W/t.nvvp && "$BIN/gen-nvprof" -n "$2" -o "$in" ;;
+        kineto) in=$W/t.json && "$BIN/gen-kineto" -n "$2" -o "$in" ;;
+        raw) in=$W/t.ctr && "$BIN/gen-raw" -n "$2" -o "$in" ;;
+    esac
+}
+
 for size in $SIZES; do
     echo "bench: $size events" >&2
-    "$BIN/gen-nvprof" -n "$size" -o "$W/t.nvvp"
-    "$BIN/gen-kineto" -n "$size" -o "$W/t.json"
-    "$BIN/gen-raw" -n "$size" -o "$W/t.ctr"
     for fmt in nvprof kineto raw; do
-        case $fmt in
-            nvprof) in=$W/t.nvvp ;;
-            kineto) in=$W/t.json ;;
-            raw) in=$W/t.ctr ;;
-        esac
+        make_input "$fmt" "$size"
         bytes=$(stat -c %s "$in")
         step "$fmt" "read input (I/O floor)" 0 "$bytes" sh -c "cat '$in' > /dev/null"
         step "$fmt" "trace-ingest" 0 "$bytes" "$BIN/trace-ingest" -q -o "$W/run.db" "$in"
@@ -236,15 +238,8 @@ fi
 # Ingest's peak memory where it matters most: the largest sizes, ingest only.
 for size in $RSS_SIZES; do
     echo "bench: $size events, ingest peak RSS" >&2
-    "$BIN/gen-nvprof" -n "$size" -o "$W/t.nvvp"
-    "$BIN/gen-kineto" -n "$size" -o "$W/t.json"
-    "$BIN/gen-raw" -n "$size" -o "$W/t.ctr"
     for fmt in nvprof kineto raw; do
-        case $fmt in
-            nvprof) in=$W/t.nvvp ;;
-            kineto) in=$W/t.json ;;
-            raw) in=$W/t.ctr ;;
-        esac
+        make_input "$fmt" "$size"
         bytes=$(stat -c %s "$in")
         step "$fmt" "trace-ingest" 0 "$bytes" "$BIN/trace-ingest" -q -o "$W/run.db" "$in"
         if [ -f "$W/run.db" ]; then
