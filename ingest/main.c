@@ -15,6 +15,7 @@
 #include "lib/format.h"
 #include "lib/output.h"
 #include "lib/progress.h"
+#include "lib/ranks.h"
 #include "lib/suggest.h"
 #include "lib/tree.h"
 #include "lib/version.h"
@@ -355,15 +356,13 @@ int main(int argc, char **argv)
             break;
         case 'q': quiet = 1; opts.warn = NULL; break;
         case 'R': {
-            char *end;
-            errno = 0;
-            long long r = strtoll(optarg, &end, 10);
-            if (!*optarg || *end || errno || r < 0 || r > INT32_MAX) {
-                fprintf(stderr, "trace-ingest: invalid --rank '%s' (a rank >= 0)\n", optarg);
+            tr_error rerr;
+            tr_error_clear(&rerr);
+            if (tr_rank_parse(optarg, &opts.rank, &rerr) != TR_OK) {
+                fprintf(stderr, "trace-ingest: %s\n", rerr.msg);
                 return TR_ERR_USAGE;
             }
             opts.has_rank = 1;
-            opts.rank = r;
             break;
         }
         case 'h': usage(stdout); return 0;

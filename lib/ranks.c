@@ -12,45 +12,63 @@ static tr_status nomem(tr_error *err) { return tr_fail(err, TR_ERR_RUNTIME, "out
 
 /* ---- --rank R[,R...] ---- */
 
-static int parse_rank(const char *s, size_t n, int64_t *out)
+/* One rank of n bytes at s; NULL, or why it is not one. */
+static const char *parse_rank(const char *s, size_t n, int64_t *out)
 {
     char buf[32];
-    if (n == 0 || n >= sizeof buf)
-        return 0;
+    if (n == 0)
+        return "an empty rank";
+    if (n >= sizeof buf)
+        return "a rank beyond 64 bits";
     memcpy(buf, s, n);
     buf[n] = '\0';
+    if (buf[0] < '0' || buf[0] > '9')
+        return "ranks are whole numbers >= 0";
     char *end;
     errno = 0;
     long long v = strtoll(buf, &end, 10);
-    if (*end || errno || v < 0 || buf[0] == '+' || buf[0] == ' ')
-        return 0;
+    if (errno == ERANGE)
+        return "a rank beyond 64 bits";
+    if (*end)
+        return "ranks are whole numbers >= 0";
     *out = v;
-    return 1;
+    return NULL;
+}
+
+tr_status tr_rank_parse(const char *text, int64_t *rank, tr_error *err)
+{
+    const char *why = parse_rank(text, strlen(text), rank);
+    return why ? tr_fail(err, TR_ERR_USAGE, "invalid --rank '%s': %s", text, why) : TR_OK;
 }
 
 tr_status tr_rank_set_parse(tr_rank_set *s, const char *text, tr_error *err)
 {
     const char *p = text;
     if (!*p)
-        return tr_fail(err, TR_ERR_USAGE, "invalid --rank '' (ranks, e.g. 0 or 0,2 or 0-3)");
+        return tr_fail(err, TR_ERR_USAGE, "invalid --rank '': no rank (e.g. 0 or 0,2 or 0-3)");
     while (*p) {
         size_t n = strcspn(p, ",");
         const char *dash = memchr(p, '-', n);
-        int64_t lo, hi;
-        int ok = dash ? parse_rank(p, (size_t)(dash - p), &lo) && parse_rank(dash + 1, n - (size_t)(dash - p) - 1, &hi)
-                      : parse_rank(p, n, &lo);
+        int64_t lo = 0, hi = 0;
+        const char *why = dash == p ? "ranks are whole numbers >= 0"
+                          : dash    ? parse_rank(p, (size_t)(dash - p), &lo)
+                                    : parse_rank(p, n, &lo);
+        if (!why && dash)
+            why = parse_rank(dash + 1, n - (size_t)(dash - p) - 1, &hi);
         if (!dash)
             hi = lo;
-        if (!ok || hi < lo)
-            return tr_fail(err, TR_ERR_USAGE, "invalid --rank '%s' (ranks >= 0, e.g. 0 or 0,2 or 0-3)", text);
+        if (!why && hi < lo)
+            why = "a range runs backwards (write it low-high)";
+        if (!why && p[n] == ',' && !p[n + 1])
+            why = "an empty rank after the last comma";
+        if (why)
+            return tr_fail(err, TR_ERR_USAGE, "invalid --rank '%s': %s (e.g. 0 or 0,2 or 0-3)", text, why);
         struct tr_rank_range *v = realloc(s->v, (s->n + 1) * sizeof *v);
         if (!v)
             return nomem(err);
         s->v = v;
         s->v[s->n++] = (struct tr_rank_range){lo, hi};
         p += n;
-        if (*p == ',' && !p[1])
-            return tr_fail(err, TR_ERR_USAGE, "invalid --rank '%s' (ranks >= 0, e.g. 0 or 0,2 or 0-3)", text);
         p += *p == ',';
     }
     return TR_OK;
@@ -107,9 +125,9 @@ tr_status tr_source_ranks_load(sqlite3 *db, int64_t base, tr_source_rank **out, 
         if (stored && (type != SQLITE_INTEGER || sqlite3_column_int64(st, 1) < 0)) {
             /* a hand-edited or foreign file: 'abc', 2.7 or -5 would read as some other rank */
             const unsigned char *text = sqlite3_column_text(st, 1);
-            tr_status bad = tr_fail(err, TR_ERR_INPUT, "table sources: source %lld has rank '%.40s', "
-                                    "not a whole number >= 0", (long long)sqlite3_column_int64(st, 0),
-                                    text ? (const char *)text : "");
+            tr_status bad = tr_fail(err, TR_ERR_INPUT, "%s: table sources: source %lld has rank '%.40s', "
+                                    "not a whole number >= 0", tr_rundb_name(db),
+                                    (long long)sqlite3_column_int64(st, 0), text ? (const char *)text : "");
             free(v);
             sqlite3_finalize(st);
             return bad;
@@ -390,9 +408,8 @@ tr_status tr_ranks_prepare(const char *const *paths, const char *const *names, s
         tr_source_rank *v = NULL;
         size_t nv = 0;
         bases[i] = separate ? 0 : base;
-        if ((st = tr_rundb_open(paths[i], &db, err)) == TR_OK
-            && (st = tr_source_ranks_load(db, bases[i], &v, &nv, err)) != TR_OK)
-            tr_error_prefix(err, "%s: ", names ? names[i] : paths[i]);
+        if ((st = tr_rundb_open(paths[i], &db, err)) == TR_OK)
+            st = tr_source_ranks_load(db, bases[i], &v, &nv, err);
         if (db)
             sqlite3_close(db);
         if (st != TR_OK)

@@ -28,6 +28,8 @@ typedef struct tr_rank_set {
     size_t n;
 } tr_rank_set;
 
+/* One rank ("3"): a whole number >= 0 of 64 bits; TR_ERR_USAGE saying why not. */
+tr_status tr_rank_parse(const char *text, int64_t *rank, tr_error *err);
 /* Adds the ranks of text ("0", "1,3", "0-3,8"); TR_ERR_USAGE on a bad list. */
 tr_status tr_rank_set_parse(tr_rank_set *s, const char *text, tr_error *err);
 int tr_rank_set_has(const tr_rank_set *s, int64_t rank);

@@ -30,6 +30,21 @@ static void test_parse(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--rank"));
         tr_rank_set_free(&b);
     }
+    /* the message says what is wrong, not only that something is */
+    static const struct { const char *text, *why; } said[] = {
+        {"5-2", "runs backwards"}, {"99999999999999999999", "beyond 64 bits"},
+        {"1,", "after the last comma"}, {"-1", "whole numbers >= 0"}};
+    for (size_t i = 0; i < sizeof said / sizeof said[0]; i++) {
+        tr_rank_set b = {0};
+        tr_error_clear(&err);
+        tr_rank_set_parse(&b, said[i].text, &err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, said[i].why));
+        tr_rank_set_free(&b);
+    }
+    int64_t one = -1;
+    CU_ASSERT_EQUAL(tr_rank_parse("5000000000", &one, &err), TR_OK);
+    CU_ASSERT_EQUAL(one, 5000000000LL);
+    CU_ASSERT_EQUAL(tr_rank_parse("1-2", &one, &err), TR_ERR_USAGE);
 }
 
 typedef struct { char lines[8][1024]; int n; } lines;
