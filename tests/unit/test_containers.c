@@ -29,6 +29,42 @@ static void test_intern(void)
     tr_intern_free(&t);
 }
 
+/* The hash reads eight bytes a step, then the tail: strings that differ only
+ * past a word boundary, by length, or after a NUL must stay distinct, and every
+ * id must still be found after the table has grown many times. */
+static void test_intern_words(void)
+{
+    tr_intern t;
+    tr_intern_init(&t);
+    static const struct { const char *s; size_t len; } keys[] = {
+        {"", 0}, {"a", 1}, {"a\0", 2}, {"a\0b", 3}, {"abcdefgh", 8}, {"abcdefghi", 9},
+        {"abcdefgh\0", 9}, {"abcdefghabcdefgh", 16}, {"abcdefghabcdefgX", 16},
+        {"Xbcdefghabcdefgh", 16}, {"abcdefghabcdefgh1", 17},
+    };
+    enum { NKEYS = sizeof keys / sizeof keys[0] };
+    uint32_t id[NKEYS];
+    for (size_t i = 0; i < NKEYS; i++) {
+        id[i] = tr_intern_add(&t, keys[i].s, keys[i].len);
+        CU_ASSERT_EQUAL(id[i], (uint32_t)i + 1);
+    }
+    char buf[64];
+    /* 3x10^5 strings: some pairs share a 32-bit hash, so the byte comparison is tested too */
+    int wrong = 0;
+    for (int i = 0; i < 300000; i++) {
+        int n = snprintf(buf, sizeof buf, "aten::op_with_a_long_name_%d, seq = %d", i % 977, i);
+        wrong += tr_intern_add(&t, buf, (size_t)n) != (uint32_t)(NKEYS + 1 + i);
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+    for (size_t i = 0; i < NKEYS; i++) {
+        CU_ASSERT_EQUAL(tr_intern_find(&t, keys[i].s, keys[i].len), id[i]);
+        CU_ASSERT_EQUAL(t.entries[id[i]].len, keys[i].len);
+    }
+    int n = snprintf(buf, sizeof buf, "aten::op_with_a_long_name_%d, seq = %d", 12345 % 977, 12345);
+    CU_ASSERT_EQUAL(tr_intern_find(&t, buf, (size_t)n), (uint32_t)(NKEYS + 1 + 12345));
+    CU_ASSERT_EQUAL(tr_intern_find(&t, buf, (size_t)n - 1), 0);
+    tr_intern_free(&t);
+}
+
 static void test_i64map(void)
 {
     tr_i64map m;
@@ -82,5 +118,6 @@ static void test_format(void)
 
 TR_SUITE(containers,
          {"string interning", test_intern},
+         {"string interning: word boundaries, NULs, growth", test_intern_words},
          {"int64 map with deletion", test_i64map},
          {"PyTorch number formats", test_format})
