@@ -306,12 +306,83 @@ static int cmp_rank_at(const void *a, const void *b)
     return x->at < y->at ? -1 : x->at > y->at;
 }
 
+/* The ranks of 0..world-1 that the sorted, distinct d[] lacks, as ranges
+ * ("2-4097, 5000"), from the gaps between held ranks: linear in nd however
+ * large world is; "..." when they do not fit.  Returns whether any is missing. */
+static int describe_gaps(const int64_t *d, size_t nd, int64_t world, char *buf, size_t size)
+{
+    size_t k = 0;
+    int any = 0;
+    buf[0] = '\0';
+    int64_t next = 0;   /* the lowest rank not yet accounted for */
+    for (size_t i = 0; i <= nd && next < world; i++) {
+        int64_t upto = i < nd ? (d[i] < world ? d[i] : world) : world;   /* the gap is [next, upto) */
+        if (upto > next) {
+            any = 1;
+            if (k < size) {
+                int w = upto - 1 > next
+                            ? snprintf(buf + k, size - k, "%s%" PRId64 "-%" PRId64, k ? ", " : "", next, upto - 1)
+                            : snprintf(buf + k, size - k, "%s%" PRId64, k ? ", " : "", next);
+                k += (size_t)w;
+            }
+        }
+        if (i < nd && d[i] >= next)
+            next = d[i] + 1;
+    }
+    if (k >= size && size > 4)
+        memcpy(buf + size - 4, "...", 4);
+    return any;
+}
+
+/* The trailing number of a file name ("rank12.db" -> 12), or -1. */
+static int64_t name_number(const char *label)
+{
+    const char *base = strrchr(label, '/') ? strrchr(label, '/') + 1 : label;
+    int64_t v = -1;
+    for (const char *p = base; *p; p++) {
+        if (*p >= '0' && *p <= '9') {
+            char *end;
+            long long x = strtoll(p, &end, 10);
+            v = x;
+            p = end - 1;
+        }
+    }
+    return v;
+}
+
+/* Ranks from the argument order follow the shell's sort, which puts
+ * rank10.db before rank2.db: say so when the names' numbers disagree. */
+static void check_position_order(const tr_source_rank *v, const char *const *label, size_t n,
+                                 tr_rank_warn_fn warn, void *ctx)
+{
+    int64_t prev = -1;
+    const char *prev_label = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].stored || (prev_label && !strcmp(label[i], prev_label)))
+            continue;
+        int64_t num = name_number(label[i]);
+        if (num < 0)
+            return;
+        if (prev_label && num < prev) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "ranks follow the order of the inputs, and %s comes after %s although "
+                     "its number is lower (the shell sorts names as text): zero-pad the names, or set "
+                     "ranks with trace-ingest --rank", label[i], prev_label);
+            warn(ctx, msg);
+            return;
+        }
+        prev = num;
+        prev_label = label[i];
+    }
+}
+
 #define SHOWN_DUPLICATES 4
 
 void tr_ranks_check(const tr_source_rank *v, const char *const *label, size_t n, tr_rank_warn_fn warn, void *ctx)
 {
     if (!warn || n < 2)
         return;
+    check_position_order(v, label, n, warn, ctx);
     rank_at *r = malloc(n * sizeof *r);
     if (!r)
         return;
@@ -370,18 +441,7 @@ void tr_ranks_check(const tr_source_rank *v, const char *const *label, size_t n,
         if (d && (differ || (int64_t)nd != world || inside != nd)) {
             char have[256], missing[256] = "";
             describe(d, nd, have, sizeof have);
-            /* the ranks of 0..W-1 nobody holds, as ranges */
-            int64_t *m = malloc((size_t)(world < 4096 ? world : 4096) * sizeof *m);
-            size_t nm = 0, j = 0;
-            for (int64_t x = 0; m && x < world && nm < 4096; x++) {
-                while (j < nd && d[j] < x)
-                    j++;
-                if (j == nd || d[j] != x)
-                    m[nm++] = x;
-            }
-            if (m && nm)
-                describe(m, nm, missing, sizeof missing);
-            free(m);
+            int nm = describe_gaps(d, nd, world, missing, sizeof missing);
             snprintf(msg, sizeof msg, "the traces give world size %" PRId64 "%s but the inputs hold %zu "
                      "rank(s): %s%s%s", world, differ ? " (and smaller ones)" : "", nd, have,
                      nm ? "; missing " : "", missing);

@@ -85,6 +85,23 @@ static void test_checks(void)
     tr_ranks_check(past, wl, 2, collect, &l);
     CU_ASSERT_EQUAL(l.n, 1);
     CU_ASSERT_STRING_EQUAL(l.lines[0], "the traces give world size 2 but the inputs hold 2 rank(s): 0, 7; missing 1");
+    /* a huge world size: the missing ranks are the gaps, not the first 4096 of them */
+    tr_source_rank huge[] = {{1, 0, INT64_MAX, 1}, {2, 5, INT64_MAX, 1}};
+    l.n = 0;
+    tr_ranks_check(huge, wl, 2, collect, &l);
+    CU_ASSERT_EQUAL(l.n, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(l.lines[0], "missing 1-4, 6-9223372036854775806"));
+    /* ranks from the argument order that the names' numbers contradict (rank10 before rank2) */
+    tr_source_rank pos[] = {{1, 0, 0, 0}, {1, 1, 0, 0}, {1, 2, 0, 0}};
+    const char *pl[] = {"d/rank1.db", "d/rank10.db", "d/rank2.db"};
+    l.n = 0;
+    tr_ranks_check(pos, pl, 3, collect, &l);
+    CU_ASSERT_EQUAL(l.n, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(l.lines[0], "d/rank2.db comes after d/rank10.db"));
+    const char *padded[] = {"d/rank01.db", "d/rank02.db", "d/rank10.db"};
+    l.n = 0;
+    tr_ranks_check(pos, padded, 3, collect, &l);
+    CU_ASSERT_EQUAL(l.n, 0);
 }
 
 TR_SUITE(ranks,
