@@ -255,7 +255,43 @@ static void test_string_order(void)
     tr_trace_free(&t);
 }
 
+static void collect_warning(void *ctx, const char *msg)
+{
+    char *all = ctx;
+    size_t len = strlen(all);
+    snprintf(all + len, 4096 - len, "%s\n", msg);
+}
+
+/* A CUPTI row without a start, or ending before it starts, is skipped and
+ * counted as nvprof's are, not stored at time 0 or with a negative length. */
+static void test_bad_times(void)
+{
+    char path[512];
+    tmp_path(path, sizeof path, "nsys-times.sqlite");
+    const char *sql =
+        "create table StringIds(id integer primary key, value text);"
+        "insert into StringIds values (12, 'kern');"
+        "create table CUPTI_ACTIVITY_KIND_KERNEL(start integer, end integer, deviceId integer, contextId integer,"
+        " streamId integer, correlationId integer, demangledName integer, shortName integer, mangledName integer);"
+        "insert into CUPTI_ACTIVITY_KIND_KERNEL values (100, 200, 0, 1, 7, 1, 12, 12, 12),"
+        " (null, 300, 0, 1, 7, 2, 12, 12, 12), (500, 400, 0, 1, 7, 3, 12, 12, 12);";
+    CU_ASSERT_EQUAL_FATAL(make_db(path, sql), 0);
+    tr_trace t;
+    tr_error err;
+    char warned[4096] = "";
+    tr_ingest_opts o = {collect_warning, warned, NULL};
+    CU_ASSERT_EQUAL_FATAL(tr_trace_init(&t, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(tr_nsys_read(&t, path, &o, &err), TR_OK);
+    CU_ASSERT_EQUAL(t.events.n, 1);
+    if (t.events.n)
+        CU_ASSERT_EQUAL(t.events.v[0].start, 100);
+    CU_ASSERT_PTR_NOT_NULL(strstr(warned, "1 row(s) without a start or end time skipped"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(warned, "1 row(s) ending before they start"));
+    tr_trace_free(&t);
+}
+
 TR_SUITE(nsys,
+         {"rows with unusable times are skipped and counted", test_bad_times},
          {"read a hand-made export", test_read},
          {"bad exports", test_bad},
          {"the same CUPTI rows read alike as nvprof and nsys", test_same_as_nvprof},
