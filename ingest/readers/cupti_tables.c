@@ -53,6 +53,7 @@ void ct_note_ts(ct_reader *r, int64_t ts)
 
 uint32_t ct_thread(ct_reader *r, int64_t pid, int64_t tid)
 {
+    /* CUPTI's ids are unsigned 32-bit; nvprof stores some as negative SQLite integers */
     pid = (uint32_t)pid;
     tid = (uint32_t)tid;
     if (r->last_thread.thread && r->last_thread.pid == pid && r->last_thread.tid == tid)
@@ -464,7 +465,7 @@ static tr_status fill_sync(ct_reader *r, const ct_table *tab, const ct_row *w, t
 {
     (void)tab, (void)err;
     int64_t type = ct_i64(w, CT_SYNC_TYPE, 0);
-    e->name = tr_enum_str(r->t, &tr_sync_names, type >= 0 && type < 5 ? type : 0);
+    e->name = tr_enum_str(r->t, &tr_sync_names, type >= 0 && (uint64_t)type < tr_sync_names.n ? type : 0);
     e->correlation = ct_i64(w, CT_CORRELATION, -1);
     int64_t ctx = ct_i64(w, CT_CONTEXT, -1), device = 0;
     if (w->col[CT_DEVICE] >= 0)
