@@ -191,7 +191,7 @@ typedef struct {                       /* 32 bytes */
 
 /* STATS counters, in this order; readers ignore counters they do not know. */
 enum {
-    TR_RAW_STAT_DROPPED = 0,       /* records CUPTI dropped (no buffer) */
+    TR_RAW_STAT_DROPPED = 0,       /* records dropped: CUPTI had no buffer, or the agent no memory */
     TR_RAW_STAT_INCOMPLETE,        /* kernels/copies/sets without timestamps */
     TR_RAW_STAT_BUFFERS,           /* activity buffers completed */
     TR_RAW_STAT_POOL_EMPTY,        /* buffer requests refused (pool cap reached) */

@@ -549,6 +549,8 @@ static int sync_post(rec_encoder *e, const CUpti_Activity *a, void *raw)
     r->type &= TR_RAW_SYNC_TYPE_MASK;
     if (grow((void **)&e->psync, &e->cap_psync, e->n_psync + 1, sizeof *e->psync) == 0)
         e->psync[e->n_psync++] = (rec_pending_sync){*r, 0};
+    else
+        e->stats[TR_RAW_STAT_DROPPED]++;   /* out of memory: lost, and said so */
     return 0;
 }
 
