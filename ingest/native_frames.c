@@ -241,6 +241,9 @@ tr_status tr_native_frames_new(tr_native_frames **out, const char *maps,
     /* libdwfl reads a relative directory as one beside the object: the root
      * is made absolute, so both lookups read the same place */
     char *cwd = root[0] == '/' ? NULL : getcwd(NULL, 0);
+    if (root[0] != '/' && !cwd)
+        return tr_fail(err, TR_ERR_RUNTIME, "TRACE_DEBUG_ROOT '%s' is relative and the working "
+                       "directory cannot be read (%s): give an absolute path", root, strerror(errno));
     if (cwd && (nf->debug_root = malloc(strlen(cwd) + strlen(root) + 2)))
         sprintf(nf->debug_root, "%s/%s", cwd, root);
     else if (!cwd)
