@@ -291,6 +291,7 @@ expect_grep "trace truncated at [0-9.]* s: another CUPTI client took over" "$TMP
 # the first periodic flush (every 200 ms) after the takeover, so at it or just after
 expect_status 0 timeout 60 "$REC" -o tm.db "$APP" -n 50 --takeover-at 500
 swap=$(sed -n 's/^takeover-at-ns=//p' "$TMP/out")
+# the header's t0_realtime, at byte 40 (docs/raw-format.md): the swap time is CLOCK_REALTIME too
 t0=$(od -An -tu8 -j40 -N8 "$(ls tm.db.raw/*.ctr | head -1)" | tr -d ' ')
 at=$(sed -n 's/.*trace truncated at \([0-9.]*\) s: another CUPTI client took over.*/\1/p' "$TMP/err" | head -1)
 expect_grep "took over (the first periodic flush that gave back none of the recorder's buffers; CUPTI last called its buffer callbacks [0-9.]* s before" "$TMP/err"
