@@ -67,6 +67,24 @@ assert (g["min_ns"], g["max_ns"], g["median_ns"]) == ("7000", "33000", "21000"),
 assert rows[("aten::a", "cpu")]["calls"] == "2" and rows[("aten::b", "cpu")]["calls"] == "1"
 PY
 
+# an 8-rank data-parallel job (gen-kineto -r 8: collectives, a straggler, skewed clocks):
+# each rank's run.db made in parallel, then analysed together, gives the table of one
+# run.db of all eight, for every grouping; the counts and sums are exact
+if [ -x "$BIN/gen-kineto" ]; then
+    mkdir -p job && "$BIN/gen-kineto" -r 8 -n 3000 -o job/r >/dev/null || fail "gen-kineto -r 8"
+    printf '%s\n' job/r*.json | xargs -P 2 -n 1 sh -c '"$0" -q -o "${1%.json}.db" "$1"' "$BIN/trace-ingest" \
+        || fail "per-rank ingest"
+    expect_status 0 "$BIN/trace-ingest" -q -o job8.db job/r0.json job/r1.json job/r2.json job/r3.json \
+        job/r4.json job/r5.json job/r6.json job/r7.json
+    for opts in "" "--stats" "--group-by-shape" "--group-by-stack 3" "--kind kernel --format csv" "--rank 2-5"; do
+        "$A" -n -1 $opts job8.db >j1.out 2>j1.err
+        "$A" -n -1 $opts job/r0.db job/r1.db job/r2.db job/r3.db job/r4.db job/r5.db job/r6.db job/r7.db \
+            >j8.out 2>j8.err
+        cmp -s j1.out j8.out || { fail "8 ranks: the merged table differs with '$opts'"; diff j1.out j8.out | head -6 >&2; }
+    done
+    expect_eq "$(q job8.db 'SELECT count(DISTINCT rank) FROM sources')" 8 "8 ranks in one run.db"
+fi
+
 # on real traces, when present
 if [ -n "$TRACES" ]; then
     set -- HTA__triton_example.json.gz HTA__call_stack_backward_thread.json TraceLens__h100_gaunernst_bert-small-uncased.json.gz
