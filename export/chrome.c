@@ -1422,8 +1422,8 @@ static tr_status run(chrome_ctx *c, FILE *out, tr_error *err)
         return st;
     if (c->o->include_re || c->o->exclude_re) {
         c->use_set = 1;
-        /* with details, as the merged redispatches are written too */
-        if ((st = tr_scan_run(&c->sc, TR_SCAN_DETAILS, remember_selected, c, err)) != TR_OK)
+        /* all, as the merged redispatches are written too */
+        if ((st = tr_scan_run(&c->sc, TR_SCAN_ALL, remember_selected, c, err)) != TR_OK)
             return st;
         c->sc.nbad = 0;   /* counted again below */
     }

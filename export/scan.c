@@ -1,8 +1,11 @@
 /* scan.c - the ordered event scan, selection and frame tree (see scan.h). */
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include <errno.h>
 #include <pcre2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "export/scan.h"
 #include "lib/frames.h"
@@ -492,75 +495,338 @@ int tr_scan_stream(const tr_scan *sc, int64_t stream_id, int64_t *device, int64_
     return 1;
 }
 
-static const char scan_sql[] =
-    "SELECT e.id, e.kind, e.name_id, e.parent_id, e.stack_id, e.start_ns, e.end_ns, "
-    "e.thread_id, e.stream_id, e.correlation, e.bytes, e.shape_id, e.cpu_self_ns, "
-    "e.cpu_total_ns, e.gpu_self_ns, e.gpu_total_ns, e.cpu_mem_self, e.gpu_mem_self, k.on_gpu, "
-    "(k.on_gpu AND p.id IS NOT NULL) AS vp, "
-    "CASE WHEN k.on_gpu AND p.id IS NOT NULL THEN p.thread_id ELSE e.thread_id END AS oth, "
-    "CASE WHEN k.on_gpu AND p.id IS NOT NULL THEN p.start_ns ELSE e.start_ns END AS os, "
-    "CASE WHEN k.on_gpu AND p.id IS NOT NULL THEN p.end_ns ELSE e.end_ns END AS oe, "
-    "CASE WHEN k.on_gpu AND p.id IS NOT NULL THEN p.id ELSE e.id END AS oid";
-static const char scan_details[] =
-    ", kn.event_id, kn.grid_x, kn.grid_y, kn.grid_z, kn.block_x, kn.block_y, kn.block_z, "
-    "kn.registers_per_thread, kn.static_shared_bytes, kn.dynamic_shared_bytes, cp.copy_kind, "
-    "ms.event_id, ms.value, ac.event_id, ac.cbid";
-static const char scan_from[] =
-    " FROM events e JOIN kinds k ON k.id = e.kind "
-    "LEFT JOIN events p ON k.on_gpu AND p.id = e.parent_id";
-static const char scan_details_from[] =
-    " LEFT JOIN kernels kn ON kn.event_id = e.id LEFT JOIN copies cp ON cp.event_id = e.id "
-    "LEFT JOIN memsets ms ON ms.event_id = e.id LEFT JOIN api_calls ac ON ac.event_id = e.id";
-static const char scan_order[] = " ORDER BY oth, os, oe DESC, oid, vp, e.start_ns, e.id";
+/* The scan reads the events in table order, with the launching call of each GPU
+ * activity joined in, and sorts them here: SQLite's sorter would carry every
+ * column through its records and compare them as records, which costs more
+ * than reading the table.  Rows are sorted a chunk at a time; the chunks go to
+ * an unnamed temporary file and are merged, so memory stays bounded at any
+ * event count. */
+typedef struct {
+    int64_t id, kind, name_id, parent_id, stack_id, start, end, thread_id, stream_id;
+    int64_t cpu_self, cpu_total, gpu_self, gpu_total, mem_cpu_self, mem_gpu_self;
+    int64_t oth, os, oe;      /* thread, start, end of the row the event is ordered by */
+    uint8_t on_gpu, vp, has_oth;
+} srec;
 
-static void read_row(sqlite3_stmt *st, int details, tr_xrow *r, int64_t *oth, int *has_oth)
+#define SORT_CHUNK_BYTES ((size_t)64 << 20)
+#define RUN_BUF 512   /* records read at a time from each sorted chunk */
+
+/* The scan's order: thread (none first), start, end descending, then the ordering
+ * event's id, so a GPU activity comes right after its launching call. */
+static int srec_cmp(const srec *a, const srec *b)
 {
-    memset(r, 0, sizeof *r);
-    r->id = sqlite3_column_int64(st, 0);
-    r->kind = sqlite3_column_int64(st, 1);
-    r->name_id = sqlite3_column_int64(st, 2);
-    r->parent_id = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
-    r->stack_id = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4);
-    r->start = sqlite3_column_int64(st, 5);
-    r->end = sqlite3_column_int64(st, 6);
-    r->thread_id = sqlite3_column_type(st, 7) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 7);
-    r->stream_id = sqlite3_column_type(st, 8) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 8);
-    r->correlation = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9);
-    r->bytes = sqlite3_column_int64(st, 10);
-    r->shape_id = sqlite3_column_int64(st, 11);
-    r->cpu_self = sqlite3_column_int64(st, 12);
-    r->cpu_total = sqlite3_column_int64(st, 13);
-    r->gpu_self = sqlite3_column_int64(st, 14);
-    r->gpu_total = sqlite3_column_int64(st, 15);
-    r->mem_cpu_self = sqlite3_column_int64(st, 16);
-    r->mem_gpu_self = sqlite3_column_int64(st, 17);
-    r->on_gpu = sqlite3_column_int(st, 18) != 0;
-    r->via_parent = sqlite3_column_int(st, 19) != 0;
-    *has_oth = sqlite3_column_type(st, 20) != SQLITE_NULL;
-    *oth = sqlite3_column_int64(st, 20);
-    if (!details)
-        return;
-    int c = 24;
-    r->has_kernel = sqlite3_column_type(st, c) != SQLITE_NULL;
-    for (int i = 0; i < 3; i++) {
-        r->grid[i] = sqlite3_column_int64(st, c + 1 + i);
-        r->block[i] = sqlite3_column_int64(st, c + 4 + i);
-    }
-    r->registers = sqlite3_column_int64(st, c + 7);
-    r->smem_static = sqlite3_column_int64(st, c + 8);
-    r->smem_dynamic = sqlite3_column_int64(st, c + 9);
-    r->copy_kind = (const char *)sqlite3_column_text(st, c + 10);
-    r->has_memset = sqlite3_column_type(st, c + 11) != SQLITE_NULL;
-    r->memset_value = sqlite3_column_int64(st, c + 12);
-    r->has_api = sqlite3_column_type(st, c + 13) != SQLITE_NULL;
-    r->cbid = sqlite3_column_int64(st, c + 14);
+    if (a->has_oth != b->has_oth)
+        return a->has_oth ? 1 : -1;
+    if (a->oth != b->oth)
+        return a->oth < b->oth ? -1 : 1;
+    if (a->os != b->os)
+        return a->os < b->os ? -1 : 1;
+    if (a->oe != b->oe)
+        return a->oe > b->oe ? -1 : 1;
+    int64_t ao = a->vp ? a->parent_id : a->id, bo = b->vp ? b->parent_id : b->id;
+    if (ao != bo)
+        return ao < bo ? -1 : 1;
+    if (a->vp != b->vp)
+        return a->vp < b->vp ? -1 : 1;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
 }
 
-/* Times a trace can hold: the event's own, and the stored totals derived from them. */
-static int row_times_ok(const tr_xrow *r)
+static int srec_pcmp(const void *a, const void *b)
 {
-    return tr_times_ok(r->start, r->end) && tr_ns_ok(r->cpu_self) && tr_ns_ok(r->cpu_total)
-           && tr_ns_ok(r->gpu_self) && tr_ns_ok(r->gpu_total);
+    return srec_cmp(*(const srec *const *)a, *(const srec *const *)b);
+}
+
+typedef struct {
+    srec *rows;               /* the chunk being filled */
+    const srec **order;       /* its rows, sorted */
+    size_t n, cap, at;
+    FILE *tmp;                /* sorted chunks, one after another */
+    size_t nruns;
+    struct srun { off_t off; size_t left, n, at; srec *buf; } *runs;
+    size_t *heap, nheap;
+} sorter;
+
+static void sorter_free(sorter *s)
+{
+    free(s->rows);
+    free(s->order);
+    if (s->tmp)
+        fclose(s->tmp);
+    for (size_t i = 0; i < s->nruns; i++)
+        free(s->runs[i].buf);
+    free(s->runs);
+    free(s->heap);
+    memset(s, 0, sizeof *s);
+}
+
+static void sorter_sort(sorter *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        s->order[i] = &s->rows[i];
+    qsort(s->order, s->n, sizeof *s->order, srec_pcmp);
+    s->at = 0;
+}
+
+static tr_status tmp_fail(tr_error *err)
+{
+    return tr_fail(err, TR_ERR_RUNTIME, "cannot write the scan's temporary file: %s",
+                   strerror(errno));
+}
+
+/* The filled chunk, sorted, appended to the temporary file as one run. */
+static tr_status sorter_spill(sorter *s, tr_error *err)
+{
+    if (!s->tmp && !(s->tmp = tmpfile()))
+        return tmp_fail(err);
+    struct srun *nr = realloc(s->runs, (s->nruns + 1) * sizeof *nr);
+    if (!nr)
+        return nomem(err);
+    s->runs = nr;
+    off_t off = ftello(s->tmp);
+    if (off < 0)
+        return tmp_fail(err);
+    s->runs[s->nruns++] = (struct srun){off, s->n, 0, 0, NULL};
+    sorter_sort(s);
+    for (size_t i = 0; i < s->n; i++)
+        if (fwrite(s->order[i], sizeof(srec), 1, s->tmp) != 1)
+            return tmp_fail(err);
+    s->n = 0;
+    return TR_OK;
+}
+
+static tr_status sorter_add(sorter *s, const srec *r, tr_error *err)
+{
+    if (s->n == s->cap) {
+        size_t max = SORT_CHUNK_BYTES / sizeof(srec);
+        if (s->cap >= max) {
+            tr_status st = sorter_spill(s, err);
+            if (st != TR_OK)
+                return st;
+        } else {
+            size_t ncap = s->cap ? s->cap * 2 : 4096;
+            ncap = ncap > max ? max : ncap;
+            srec *nr = realloc(s->rows, ncap * sizeof *nr);
+            if (!nr)
+                return nomem(err);
+            s->rows = nr;
+            const srec **no = realloc(s->order, ncap * sizeof *no);
+            if (!no)
+                return nomem(err);
+            s->order = no;
+            s->cap = ncap;
+        }
+    }
+    s->rows[s->n++] = *r;
+    return TR_OK;
+}
+
+static int run_less(const sorter *s, size_t a, size_t b)
+{
+    const struct srun *x = &s->runs[a], *y = &s->runs[b];
+    return srec_cmp(&x->buf[x->at], &y->buf[y->at]) < 0;
+}
+
+static void heap_down(sorter *s, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < s->nheap && run_less(s, s->heap[l], s->heap[m]))
+            m = l;
+        if (l + 1 < s->nheap && run_less(s, s->heap[l + 1], s->heap[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        size_t t = s->heap[i];
+        s->heap[i] = s->heap[m];
+        s->heap[m] = t;
+        i = m;
+    }
+}
+
+/* Refills a run's buffer; 0 when it is used up. */
+static int run_fill(sorter *s, struct srun *r, tr_error *err, tr_status *st)
+{
+    if (!r->left)
+        return 0;
+    size_t n = r->left < RUN_BUF ? r->left : RUN_BUF;
+    ssize_t got = pread(fileno(s->tmp), r->buf, n * sizeof(srec), r->off);
+    if (got != (ssize_t)(n * sizeof(srec))) {
+        *st = tr_fail(err, TR_ERR_RUNTIME, "cannot read the scan's temporary file: %s",
+                      got < 0 ? strerror(errno) : "short read");
+        return 0;
+    }
+    r->off += (off_t)got;
+    r->left -= n;
+    r->n = n;
+    r->at = 0;
+    return 1;
+}
+
+/* Ends the input: sorts what is held, or, once chunks were written, starts their merge. */
+static tr_status sorter_finish(sorter *s, tr_error *err)
+{
+    if (!s->nruns) {
+        sorter_sort(s);
+        return TR_OK;
+    }
+    tr_status st = TR_OK;
+    if (s->n && (st = sorter_spill(s, err)) != TR_OK)
+        return st;
+    if (fflush(s->tmp) != 0)
+        return tmp_fail(err);
+    free(s->rows);
+    free(s->order);
+    s->rows = NULL;
+    s->order = NULL;
+    s->cap = 0;
+    if (!(s->heap = malloc(s->nruns * sizeof *s->heap)))
+        return nomem(err);
+    for (size_t i = 0; i < s->nruns; i++) {
+        if (!(s->runs[i].buf = malloc(RUN_BUF * sizeof(srec))))
+            return nomem(err);
+        if (run_fill(s, &s->runs[i], err, &st))
+            s->heap[s->nheap++] = i;
+        else if (st != TR_OK)
+            return st;
+    }
+    for (size_t i = s->nheap / 2; i-- > 0;)
+        heap_down(s, i);
+    return TR_OK;
+}
+
+/* The next row in the scan's order; NULL at the end (or on a read error, in *st). */
+static const srec *sorter_next(sorter *s, srec *tmp, tr_error *err, tr_status *st)
+{
+    if (!s->nruns)
+        return s->at < s->n ? s->order[s->at++] : NULL;
+    if (!s->nheap)
+        return NULL;
+    struct srun *r = &s->runs[s->heap[0]];
+    *tmp = r->buf[r->at++];
+    if (r->at == r->n && !run_fill(s, r, err, st)) {
+        if (*st != TR_OK)
+            return NULL;
+        s->heap[0] = s->heap[--s->nheap];
+    }
+    heap_down(s, 0);
+    return tmp;
+}
+
+static int64_t col_or(sqlite3_stmt *st, int i, int64_t dflt)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
+}
+
+/* The kinds whose events run on a GPU (kinds.on_gpu), and which kinds exist: an event
+ * of a kind the table lacks is not scanned. */
+static tr_status load_kinds(tr_scan *sc, tr_i64map *kinds, char *gpu_list, size_t size,
+                            tr_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(sc->db, "SELECT id, on_gpu FROM kinds ORDER BY id", -1, &st, NULL)
+        != SQLITE_OK)
+        return dberr(sc, err, "kinds");
+    size_t len = 0;
+    gpu_list[0] = 0;
+    tr_status status = TR_OK;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        int on_gpu = sqlite3_column_int(st, 1) != 0;
+        if (tr_i64map_put(kinds, id, on_gpu) < 0) {
+            status = nomem(err);
+            break;
+        }
+        if (on_gpu) {
+            int w = snprintf(gpu_list + len, size - len, "%s%lld", len ? "," : "", (long long)id);
+            if (w < 0 || (size_t)w >= size - len) {
+                status = tr_fail(err, TR_ERR_INPUT, "%s: table kinds: too many GPU kinds",
+                                 tr_rundb_name(sc->db));
+                break;
+            }
+            len += (size_t)w;
+        }
+    }
+    if (status == TR_OK && rc != SQLITE_DONE)
+        status = dberr(sc, err, "kinds");
+    sqlite3_finalize(st);
+    return status;
+}
+
+/* Reads every event (but the merged redispatches, unless all) into the sorter. */
+static tr_status scan_read(tr_scan *sc, int all, sorter *so, tr_error *err)
+{
+    tr_i64map kinds;
+    tr_i64map_init(&kinds);
+    char gpu[1024];
+    tr_status status = load_kinds(sc, &kinds, gpu, sizeof gpu, err);
+    if (status != TR_OK) {
+        tr_i64map_free(&kinds);
+        return status;
+    }
+    char sql[2048];
+    snprintf(sql, sizeof sql, "SELECT e.id, e.kind, e.name_id, e.parent_id, e.stack_id, e.start_ns, "
+             "e.end_ns, e.thread_id, e.stream_id, e.cpu_self_ns, e.cpu_total_ns, e.gpu_self_ns, "
+             "e.gpu_total_ns, e.cpu_mem_self, e.gpu_mem_self, p.id, p.thread_id, p.start_ns, "
+             "p.end_ns FROM events e LEFT JOIN events p ON e.kind IN (%s) AND p.id = e.parent_id%s",
+             gpu[0] ? gpu : "NULL", all ? "" : " WHERE (e.flags & 32) = 0");
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(sc->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        tr_i64map_free(&kinds);
+        return dberr(sc, err, "events");
+    }
+    int rc;
+    srec r;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t on_gpu;
+        memset(&r, 0, sizeof r);
+        r.kind = sqlite3_column_int64(st, 1);
+        if (!tr_i64map_get(&kinds, r.kind, &on_gpu))
+            continue;
+        r.id = sqlite3_column_int64(st, 0);
+        r.name_id = sqlite3_column_int64(st, 2);
+        r.parent_id = col_or(st, 3, -1);
+        r.stack_id = col_or(st, 4, -1);
+        r.start = sqlite3_column_int64(st, 5);
+        r.end = sqlite3_column_int64(st, 6);
+        r.cpu_self = sqlite3_column_int64(st, 9);
+        r.cpu_total = sqlite3_column_int64(st, 10);
+        r.gpu_self = sqlite3_column_int64(st, 11);
+        r.gpu_total = sqlite3_column_int64(st, 12);
+        /* times no trace can hold would inflate every total: left out, and counted */
+        if (!tr_times_ok(r.start, r.end) || !tr_ns_ok(r.cpu_self) || !tr_ns_ok(r.cpu_total)
+            || !tr_ns_ok(r.gpu_self) || !tr_ns_ok(r.gpu_total)) {
+            sc->nbad++;
+            continue;
+        }
+        int th_null = sqlite3_column_type(st, 7) == SQLITE_NULL;
+        r.thread_id = th_null ? -1 : sqlite3_column_int64(st, 7);
+        r.stream_id = col_or(st, 8, -1);
+        r.mem_cpu_self = sqlite3_column_int64(st, 13);
+        r.mem_gpu_self = sqlite3_column_int64(st, 14);
+        r.on_gpu = on_gpu != 0;
+        r.vp = r.on_gpu && sqlite3_column_type(st, 15) != SQLITE_NULL;
+        if (r.vp) {
+            r.has_oth = sqlite3_column_type(st, 16) != SQLITE_NULL;
+            r.oth = sqlite3_column_int64(st, 16);
+            r.os = sqlite3_column_int64(st, 17);
+            r.oe = sqlite3_column_int64(st, 18);
+        } else {
+            r.has_oth = !th_null;
+            r.oth = r.thread_id;
+            r.os = r.start;
+            r.oe = r.end;
+        }
+        if ((status = sorter_add(so, &r, err)) != TR_OK)
+            break;
+    }
+    if (status == TR_OK && rc != SQLITE_DONE)
+        status = dberr(sc, err, "events");
+    sqlite3_finalize(st);
+    tr_i64map_free(&kinds);
+    return status;
 }
 
 static int row_selected(tr_scan *sc, const tr_xrow *r, int64_t oth, int has_oth)
@@ -603,28 +869,39 @@ static int find_open(const tr_scan *sc, int64_t id)
 
 tr_status tr_scan_run(tr_scan *sc, int flags, tr_row_fn fn, void *ctx, tr_error *err)
 {
-    int details = (flags & TR_SCAN_DETAILS) != 0;
-    char sql[2048];
     /* a redispatch merged into its parent op is part of that op's frame (docs/semantics.md);
      * the chrome trace, which shows every span, keeps it */
-    snprintf(sql, sizeof sql, "%s%s%s%s%s%s", scan_sql, details ? scan_details : "", scan_from,
-             details ? scan_details_from : "", details ? "" : " WHERE (e.flags & 32) = 0",
-             scan_order);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(sc->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return dberr(sc, err, "events");
-    tr_status status = TR_OK;
+    sorter so;
+    memset(&so, 0, sizeof so);
+    tr_status status = scan_read(sc, (flags & TR_SCAN_ALL) != 0, &so, err);
+    if (status == TR_OK)
+        status = sorter_finish(&so, err);
     int64_t cur_thread = 0;
-    int have_thread = 0, rc;
+    int have_thread = 0;
     tr_xrow r;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t oth;
-        int has_oth;
-        read_row(st, details, &r, &oth, &has_oth);
-        if (!row_times_ok(&r)) {
-            sc->nbad++;   /* its times would inflate every total: left out, and counted */
-            continue;
-        }
+    srec tmp;
+    const srec *s;
+    while (status == TR_OK && (s = sorter_next(&so, &tmp, err, &status)) != NULL) {
+        memset(&r, 0, sizeof r);
+        r.id = s->id;
+        r.kind = s->kind;
+        r.name_id = s->name_id;
+        r.parent_id = s->parent_id;
+        r.stack_id = s->stack_id;
+        r.start = s->start;
+        r.end = s->end;
+        r.thread_id = s->thread_id;
+        r.stream_id = s->stream_id;
+        r.cpu_self = s->cpu_self;
+        r.cpu_total = s->cpu_total;
+        r.gpu_self = s->gpu_self;
+        r.gpu_total = s->gpu_total;
+        r.mem_cpu_self = s->mem_cpu_self;
+        r.mem_gpu_self = s->mem_gpu_self;
+        r.on_gpu = s->on_gpu;
+        r.via_parent = s->vp;
+        int64_t oth = s->oth;
+        int has_oth = s->has_oth;
         if (!has_oth || !have_thread || oth != cur_thread) {
             sc->nopen = 0;
             cur_thread = oth;
@@ -675,9 +952,7 @@ tr_status tr_scan_run(tr_scan *sc, int flags, tr_row_fn fn, void *ctx, tr_error 
             sc->open[sc->nopen++] = (tr_open){r.id, r.start, r.end, r.thread_id, r.node, r.selected};
         }
     }
-    if (status == TR_OK && rc != SQLITE_DONE)
-        status = dberr(sc, err, "events");
-    sqlite3_finalize(st);
+    sorter_free(&so);
     return status;
 }
 

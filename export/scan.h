@@ -34,15 +34,11 @@ typedef struct {
 } tr_fnode;
 
 struct tr_xrow {
-    int64_t id, kind, name_id, parent_id, stack_id;
-    int64_t start, end, thread_id, stream_id, correlation, bytes, shape_id;
+    int64_t id, kind, name_id, parent_id, stack_id;   /* parent_id, stack_id: -1 when NULL */
+    int64_t start, end, thread_id, stream_id;         /* thread_id, stream_id: -1 when NULL */
     int64_t cpu_self, cpu_total, gpu_self, gpu_total, mem_cpu_self, mem_gpu_self;
     int on_gpu;
     int via_parent;           /* a GPU activity ordered after its launching call */
-    /* chrome details (only with TR_SCAN_DETAILS) */
-    int has_kernel, has_memset, has_api;
-    int64_t grid[3], block[3], registers, smem_static, smem_dynamic, memset_value, cbid;
-    const char *copy_kind;
     /* filled by the scan */
     uint32_t node;
     int selected;
@@ -91,7 +87,8 @@ typedef struct {
     sqlite3_stmt *q_str, *q_event;
 } tr_scan;
 
-enum { TR_SCAN_DETAILS = 1 };
+/* TR_SCAN_ALL: the merged redispatches too (TR_FLAG_MERGED), as the chrome trace shows them */
+enum { TR_SCAN_ALL = 1 };
 
 typedef tr_status (*tr_row_fn)(tr_scan *sc, tr_xrow *r, void *ctx, tr_error *err);
 
