@@ -60,7 +60,7 @@ static void usage(FILE *f)
             "      --compat torch          PyTorch 1.13's own numbers, defects included (its memory\n"
             "                              and self-time rules, its frame filter; docs/semantics.md)\n"
             "      --report R[,R...]       timeline reports instead of the table; --report list names\n"
-            "                              them (docs/reports.md)\n"
+            "                              them (docs/reports.md); over several run.dbs, rows per rank\n"
             "      --step N|A-B            reports: only the windows of those ProfilerStep#N ranges\n"
             "      --list WHAT             what the file holds to select from, with counts: %s\n"
             "                              (--list list describes them)\n"
@@ -158,9 +158,8 @@ static int run_many(char **args, int n, int diff, int diff_norm, int no_cache, c
         st = tr_fail(&err, TR_ERR_USAGE, "--diff-normalize goes with --diff");
     else if (diff && n != 2)
         st = tr_fail(&err, TR_ERR_USAGE, "--diff takes two run databases: BASE.db NEW.db");
-    else if (reports->n && (diff || !tr_report_opts_many(reports)))
-        st = tr_fail(&err, TR_ERR_USAGE, "--report reads one run database (the rank-aware reports "
-                     "collectives, ranks and critical-path read several)");
+    else if (reports->n && diff)
+        st = tr_fail(&err, TR_ERR_USAGE, "--report does not go with --diff");
     else if ((st = tr_list_check_selection_any((const char *const *)paths, (const char *const *)args, n, sel,
                                                &err)) != TR_OK) {
         /* err names what the first file has */

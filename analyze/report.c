@@ -12,6 +12,7 @@
 #include "lib/checked.h"
 #include "lib/format.h"
 #include "lib/model.h"
+#include "lib/ranks.h"
 #include "lib/rundb.h"
 
 const tr_report tr_reports[] = {
@@ -492,6 +493,9 @@ void tr_rresult_free(tr_rresult *r)
         free(r->warnings[i]);
     free(r->warnings);
     free(r->nodata);
+    for (size_t i = 0; i < r->nowned_cols; i++)
+        free(r->owned_cols[i]);
+    free(r->owned_cols);
     memset(r, 0, sizeof *r);
 }
 
@@ -1197,10 +1201,6 @@ tr_status tr_report_run_many(sqlite3 *const *dbs, const char *const *names, size
                              const tr_report_opts *ro, const tr_analyze_opts *o, FILE *out, FILE *diag,
                              tr_error *err)
 {
-    for (size_t i = 0; ndbs > 1 && i < ro->n; i++)
-        if (!ro->v[i].report->many)
-            return tr_fail(err, TR_ERR_USAGE, "--report %s reads one run database (the rank-aware reports "
-                           "read several: collectives, ranks, critical-path)", ro->v[i].report->name);
     if (!ndbs)
         return tr_fail(err, TR_ERR_USAGE, "no run database");
     return run_reports(dbs, names, ndbs, ro, o, out, diag, err);
@@ -1222,6 +1222,147 @@ tr_status tr_report_run_paths(const char *const *paths, const char *const *names
         if (dbs[i])
             sqlite3_close(dbs[i]);
     free(dbs);
+    return st;
+}
+
+/* ---- a one-run.db report given several ---- */
+
+/* The table of `all` that gathers table t's rows: t's title, a Rank column,
+ * then t's columns; made on first use. */
+static tr_rtable *joined_table(tr_rresult *all, const tr_rtable *t)
+{
+    for (size_t i = 0; i < all->ntables; i++)
+        if (!strcmp(all->tables[i].title, t->title) && all->tables[i].ncols == t->ncols + 1
+            && !strcmp(all->tables[i].cols[1].key, t->cols[0].key))
+            return &all->tables[i];
+    tr_report_col *cols = calloc(t->ncols + 2, sizeof *cols);   /* + the rank, + the end mark */
+    tr_report_col **owned = realloc(all->owned_cols, (all->nowned_cols + 1) * sizeof *owned);
+    if (!cols || !owned) {
+        free(cols);
+        if (owned)
+            all->owned_cols = owned;
+        return NULL;
+    }
+    all->owned_cols = owned;
+    all->owned_cols[all->nowned_cols++] = cols;
+    cols[0] = (tr_report_col){"rank", "Rank", TR_COL_STR, 0};
+    memcpy(cols + 1, t->cols, t->ncols * sizeof *cols);
+    tr_rtable *j = tr_rtable_add(all, t->title, cols);
+    if (j)
+        j->whole = 1;   /* cut per run.db by join_result */
+    return j;
+}
+
+/* Moves one run.db's result into `all`: its rows under `label` (the run.db's
+ * ranks), its notes, warnings and no-data line prefixed with it. */
+static int join_result(tr_rresult *all, tr_rresult *one, const char *label, long limit)
+{
+    int rc = 0;
+    if (one->nodata)
+        rc |= tr_rresult_note(all, "rank %s: %s", label, one->nodata);
+    for (size_t i = 0; i < one->nnotes; i++)
+        if (strncmp(one->notes[i], "warning: ", 9) != 0)   /* warnings come again below */
+            rc |= tr_rresult_note(all, "rank %s: %s", label, one->notes[i]);
+    for (size_t i = 0; i < one->nwarnings; i++)
+        rc |= tr_rresult_warn(all, "rank %s: %s", label, one->warnings[i]);
+    for (size_t k = 0; k < one->ntables && !rc; k++) {
+        tr_rtable *t = &one->tables[k], *j = joined_table(all, t);
+        if (!j)
+            return -1;
+        /* -n holds for each run.db's rows, not for the first run.db's alone */
+        size_t take = t->whole || limit < 0 || (size_t)limit >= t->nrows ? t->nrows : (size_t)limit;
+        if (take < t->nrows)
+            rc |= tr_rtable_note(j, "rank %s: %zu more rows; -n -1 shows all", label, t->nrows - take);
+        for (size_t r = 0; r < take && !rc; r++) {
+            tr_cell *row = tr_rtable_row(j);
+            if (!row || tr_cell_str(&row[0], label) != 0)
+                return -1;
+            for (size_t c = 0; c < t->ncols; c++) {
+                row[c + 1] = t->cells[r * t->ncols + c];
+                t->cells[r * t->ncols + c].s = NULL;   /* moved */
+            }
+        }
+        for (size_t i = 0; i < t->nnotes && !rc; i++)
+            rc |= tr_rtable_note(j, "rank %s: %s", label, t->notes[i]);
+    }
+    return rc;
+}
+
+/* The ranks run.db i holds ("0", "4-7"), counting the sources before it. */
+static tr_status db_rank_label(sqlite3 *db, int64_t base, char *buf, size_t size, int64_t *nsources,
+                               tr_error *err)
+{
+    tr_rank_map m;
+    memset(&m, 0, sizeof m);
+    tr_status st = tr_rank_map_load(&m, db, base, NULL, err);
+    if (st == TR_OK) {
+        tr_rank_map_describe(&m, buf, size);
+        *nsources = (int64_t)m.nsrc;
+    }
+    tr_rank_map_free(&m);
+    return st;
+}
+
+/* A report that reads one run.db, given several: it runs on each in turn, with
+ * that run.db's ranks and --rank selection, and each of its tables becomes one
+ * table of every run.db's rows, the rank in front (docs/reports.md, "Several
+ * run.dbs").  Rows are never summed across run.dbs: per rank is what they are. */
+static tr_status run_each(tr_report_ctx *c, const tr_report *rep, tr_rresult *all)
+{
+    tr_status st = TR_OK;
+    int64_t base = 0;
+    size_t with_data = 0, ran = 0;
+    char first_nodata[512] = "";
+    for (size_t i = 0; i < c->ndbs && st == TR_OK; i++) {
+        char label[128];
+        int64_t nsrc = 0;
+        if ((st = db_rank_label(c->dbs[i], base, label, sizeof label, &nsrc, c->err)) != TR_OK)
+            break;
+        tr_selection sel;
+        memset(&sel, 0, sizeof sel);
+        if (c->sel)
+            sel = *c->sel;   /* shallow: bound to this run.db below, unbound after */
+        sel.rank_base = base;
+        sel.rank_map = NULL;
+        base = tr_sat_add(base, nsrc);
+        if ((st = tr_selection_bind(&sel, c->dbs[i], c->err)) != TR_OK)
+            break;
+        if (sel.rank_map && !tr_rank_map_any(sel.rank_map)) {
+            tr_selection_unbind(&sel);   /* none of its ranks is selected */
+            continue;
+        }
+        tr_analyze_opts oo = *c->o;
+        oo.select = &sel;
+        tr_report_ctx sub;
+        st = ctx_init(&sub, c->dbs[i], &oo, c->err);
+        sub.param = c->param;
+        sub.dbs = c->dbs;
+        sub.db_names = c->db_names;
+        sub.ndbs = c->ndbs;
+        sub.db_index = i;
+        sub.ro_ = c->ro_;
+        if (st == TR_OK && c->ro_)
+            st = select_steps(&sub, c->ro_);
+        tr_rresult one;
+        memset(&one, 0, sizeof one);
+        one.report = all->report;
+        if (st == TR_OK)
+            st = rep->run(&sub, &one);
+        c->skipped += sub.skipped;
+        ctx_free(&sub);
+        tr_selection_unbind(&sel);
+        if (st == TR_OK) {
+            ran++;
+            if (one.nodata && !first_nodata[0])
+                snprintf(first_nodata, sizeof first_nodata, "%s", one.nodata);
+            with_data += !one.nodata;
+            if (join_result(all, &one, label, c->o->limit) != 0)
+                st = tr_fail(c->err, TR_ERR_RUNTIME, "out of memory");
+        }
+        tr_rresult_free(&one);
+    }
+    if (st == TR_OK && !with_data)
+        tr_rresult_nodata(all, "%s", ran ? first_nodata : "no run database holds a selected rank");
     return st;
 }
 
@@ -1253,7 +1394,8 @@ static tr_status run_reports(sqlite3 *const *dbs, const char *const *names, size
         memset(&r, 0, sizeof r);
         r.report = ro->v[i].report->name;
         c.param = ro->v[i].param;
-        st = ro->v[i].report->run(&c, &r);
+        st = ndbs > 1 && !ro->v[i].report->many ? run_each(&c, ro->v[i].report, &r)
+                                                 : ro->v[i].report->run(&c, &r);
         if (st == TR_OK) {
             if (r.nodata)
                 fprintf(diag, "trace-analyze: %s: %s\n", r.report, r.nodata);

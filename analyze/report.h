@@ -117,6 +117,8 @@ typedef struct {
     char *nodata;         /* set when the report has nothing to show */
     char **warnings;      /* tr_rresult_warn(): also on stderr */
     size_t nwarnings;
+    tr_report_col **owned_cols;   /* column lists made at run time (freed with the result) */
+    size_t nowned_cols;
 } tr_rresult;
 
 typedef enum { TR_PARAM_TIME, TR_PARAM_COUNT } tr_param_type;
