@@ -1158,13 +1158,6 @@ tr_status tr_report_compute(sqlite3 *db, const char *spec, const tr_analyze_opts
     return st;
 }
 
-int tr_report_opts_many(const tr_report_opts *ro)
-{
-    for (size_t i = 0; i < ro->n; i++)
-        if (!ro->v[i].report->many)
-            return 0;
-    return ro->n > 0;
-}
 
 tr_status tr_report_ctx_sub(const tr_report_ctx *c, size_t i, tr_report_ctx *sub)
 {

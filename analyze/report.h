@@ -56,9 +56,9 @@ void tr_report_print_list(FILE *out);
 tr_status tr_report_run(sqlite3 *db, const tr_report_opts *ro, const tr_analyze_opts *o,
                         FILE *out, FILE *diag, tr_error *err);
 /* Several run.dbs (the ranks of one job, in the order given; names for
- * messages): every requested report must be rank-aware (tr_report.many),
- * otherwise TR_ERR_USAGE "--report NAME reads one run database".  The
- * reports see dbs[0] as ctx->db and all of them in ctx->dbs. */
+ * messages): a rank-aware report (tr_report.many) sees dbs[0] as ctx->db and
+ * all of them in ctx->dbs; any other runs on each in turn, its tables joined
+ * with the rank of each row in front (docs/reports.md, "Several run.dbs"). */
 tr_status tr_report_run_many(sqlite3 *const *dbs, const char *const *names, size_t ndbs,
                              const tr_report_opts *ro, const tr_analyze_opts *o, FILE *out, FILE *diag,
                              tr_error *err);
@@ -66,8 +66,6 @@ tr_status tr_report_run_many(sqlite3 *const *dbs, const char *const *names, size
 tr_status tr_report_run_paths(const char *const *paths, const char *const *names, size_t n,
                               const tr_report_opts *ro, const tr_analyze_opts *o, FILE *out, FILE *diag,
                               tr_error *err);
-/* Are all the requested reports rank-aware (and there is at least one)? */
-int tr_report_opts_many(const tr_report_opts *ro);
 
 /* ---- what the report functions (report_*.c) and renderers use ---- */
 
