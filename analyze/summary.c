@@ -176,21 +176,53 @@ static int64_t *group_find(group_map *m, int64_t name, int gpu, int64_t shape, i
 }
 
 /* ---- the scan ---- */
-enum { C_ID, C_KIND, C_GPU, C_NAME, C_SHAPE, C_STACK, C_PARENT, C_FLAGS, C_TID, C_DEVICE, C_STREAM,
-       C_START, C_END, C_CPU_TOTAL, C_CPU_SELF, C_GPU_TOTAL, C_GPU_SELF, C_CMEM, C_CMEM_SELF,
-       C_GMEM, C_GMEM_SELF, C_FLOPS, C_CORR, C_SOURCE, C_THREAD_ROW, C_STREAM_ROW };
+/* The events table alone: the few rows of kinds, threads, streams and devices are
+ * looked up in memory (struct dims), as joins they cost a b-tree search per event
+ * each, more than sqlite3's whole GROUP BY of the same rows. */
+enum { C_ID, C_KIND, C_NAME, C_SHAPE, C_STACK, C_PARENT, C_FLAGS, C_THREAD, C_STREAM, C_START,
+       C_END, C_CPU_TOTAL, C_CPU_SELF, C_GPU_TOTAL, C_GPU_SELF, C_CMEM, C_CMEM_SELF, C_GMEM,
+       C_GMEM_SELF, C_FLOPS, C_CORR };
 
 static const char scan_sql[] =
-    "SELECT e.id, e.kind, k.on_gpu, e.name_id, e.shape_id, e.stack_id, e.parent_id, e.flags, "
-    "coalesce(t.tid, pt.tid), d.device, s.stream, e.start_ns, e.end_ns, e.cpu_total_ns, "
-    "e.cpu_self_ns, e.gpu_total_ns, e.gpu_self_ns, e.cpu_mem_total, e.cpu_mem_self, "
-    "e.gpu_mem_total, e.gpu_mem_self, e.flops, e.correlation, d.source_id, "
-    "coalesce(e.thread_id, -1), coalesce(e.stream_id, -1) "
-    "FROM events e JOIN kinds k ON k.id = e.kind "
-    "LEFT JOIN threads t ON t.id = e.thread_id "
-    "LEFT JOIN events pe ON pe.id = e.parent_id AND e.thread_id IS NULL "
-    "LEFT JOIN threads pt ON pt.id = pe.thread_id "
-    "LEFT JOIN streams s ON s.id = e.stream_id LEFT JOIN devices d ON d.id = s.device_id";
+    "SELECT e.id, e.kind, e.name_id, e.shape_id, e.stack_id, e.parent_id, e.flags, e.thread_id, "
+    "e.stream_id, e.start_ns, e.end_ns, e.cpu_total_ns, e.cpu_self_ns, e.gpu_total_ns, "
+    "e.gpu_self_ns, e.cpu_mem_total, e.cpu_mem_self, e.gpu_mem_total, e.gpu_mem_self, e.flops, "
+    "e.correlation FROM events e";
+
+/* kinds, threads, streams and their devices, by row id, as the joins read them. */
+#define DIM_KINDS 64   /* kind ids below this by array, any others by map */
+typedef struct {
+    int kind_on_gpu[DIM_KINDS];
+    unsigned char kind_known[DIM_KINDS];
+    tr_i64map kinds;          /* other kind ids -> on_gpu */
+    tr_i64map threads;        /* threads.id -> tid */
+    tr_i64map streams;        /* streams.id -> index into the arrays below */
+    int64_t *stream, *device, *source;
+    unsigned char *has_device;
+    size_t nstreams;
+} dims;
+
+/* One event's columns that the selection reads, and the values the joins gave. */
+typedef struct {
+    int64_t id, name, parent, thread_row, stream_row, start, tid, device, stream, source;
+    int kind, gpu, flags;
+    unsigned char has_parent, has_tid, has_device, has_stream, has_source;
+} ev_row;
+
+/* The host time covered by the selected host events, gathered as the scan goes:
+ * per thread row, the unions of its runs of events in start order (cover_add). */
+typedef struct {
+    struct cover_thread {
+        int64_t th, lo, hi, last;
+        int open;
+        struct cover_span { int64_t lo, hi; } *v;   /* closed unions, in order unless unsorted */
+        size_t n, cap;
+        int unsorted;
+    } *t;
+    size_t n, cap, spans;
+    tr_i64map index;          /* threads.id -> index into t */
+    int on, fallback;
+} cover_sum;
 
 typedef struct {
     sqlite3 *db;
@@ -215,6 +247,11 @@ typedef struct {
     tr_torch_compat torch;  /* --compat torch: PyTorch's own metrics */
     tr_i64map first_call;   /* source id -> the lowest correlation of its API calls */
     int first_call_loaded;
+    dims d;
+    sqlite3_stmt *parent_tid;   /* the launching call's thread, for events without one */
+    int need_parent_tid;
+    char *where;                /* the selection's simple tests, as SQL (NULL: none) */
+    cover_sum cover;
 } scan_ctx;
 
 /* The group name of ProfilerStep#N, which has no string id of its own. */
@@ -275,47 +312,44 @@ static int label_hidden(scan_ctx *c, int64_t label)
 /* Memory events are rows of their own ("[memory]") only when no host event
  * holds them: PyTorch's rule, on any thread, under --compat torch; ours, on
  * their own thread (the tree's parent), otherwise. */
-static int memory_unclaimed(scan_ctx *c, sqlite3_stmt *st)
+static int memory_unclaimed(scan_ctx *c, const ev_row *r)
 {
     if (c->o->compat_torch) {
         int claimed;
-        tr_torch_compat_get(&c->torch, sqlite3_column_int64(st, C_ID), &claimed);
+        tr_torch_compat_get(&c->torch, r->id, &claimed);
         return !claimed;
     }
-    return sqlite3_column_type(st, C_PARENT) == SQLITE_NULL;
+    return !r->has_parent;
 }
 
-static int selected(scan_ctx *c, sqlite3_stmt *st)
+static int selected(scan_ctx *c, const ev_row *r)
 {
-    if (sqlite3_column_int(st, C_FLAGS) & TR_FLAG_MERGED)
+    if (r->flags & TR_FLAG_MERGED)
         return 0;   /* counted in the op it was merged into, as PyTorch does */
-    if (sqlite3_column_int(st, C_KIND) == TR_KIND_MEMORY && !memory_unclaimed(c, st))
+    if (r->kind == TR_KIND_MEMORY && !memory_unclaimed(c, r))
         return 0;
     const tr_selection *sel = c->sel;
     if (!sel)
         return 1;
-    int kind = sqlite3_column_int(st, C_KIND), gpu = sqlite3_column_int(st, C_GPU);
+    int kind = r->kind, gpu = r->gpu;
     if (sel->kind_mask && (kind < 0 || kind >= 32 || !(sel->kind_mask & (1u << kind))))
         return 0;
-    if (sel->top_level && !gpu && sqlite3_column_type(st, C_PARENT) != SQLITE_NULL)
+    if (sel->top_level && !gpu && r->has_parent)
         return 0;
-    if (sel->has_thread && (sqlite3_column_type(st, C_TID) == SQLITE_NULL
-                            || sqlite3_column_int64(st, C_TID) != sel->thread))
+    if (sel->has_thread && (!r->has_tid || r->tid != sel->thread))
         return 0;
-    if (sel->has_device && (!gpu || sqlite3_column_type(st, C_DEVICE) == SQLITE_NULL
-                            || sqlite3_column_int64(st, C_DEVICE) != sel->device))
+    if (sel->has_device && (!gpu || !r->has_device || r->device != sel->device))
         return 0;
-    if (sel->has_stream && (!gpu || sqlite3_column_type(st, C_STREAM) == SQLITE_NULL
-                            || sqlite3_column_int64(st, C_STREAM) != sel->stream))
+    if (sel->has_stream && (!gpu || !r->has_stream || r->stream != sel->stream))
         return 0;
-    if (!tr_selection_rank_ok(sel, sqlite3_column_int64(st, C_THREAD_ROW), sqlite3_column_int64(st, C_STREAM_ROW)))
+    if (!tr_selection_rank_ok(sel, r->thread_row, r->stream_row))
         return 0;
     if (sel->has_time) {
-        int64_t rel = sqlite3_column_int64(st, C_START) - c->t0;
+        int64_t rel = r->start - c->t0;
         if (rel < sel->time_start || rel >= sel->time_end)
             return 0;
     }
-    return tr_selection_name_id_ok(c->sel, c->name_stmt, &c->name_ok, sqlite3_column_int64(st, C_NAME));
+    return tr_selection_name_id_ok(c->sel, c->name_stmt, &c->name_ok, r->name);
 }
 
 /* Key of the innermost N labels above path node `node`. */
@@ -356,9 +390,9 @@ static int64_t stack_key(scan_ctx *c, int64_t node)
 }
 
 /* Times a trace can hold: the event's own, and the stored totals derived from them. */
-static int times_ok(sqlite3_stmt *st)
+static int times_ok(sqlite3_stmt *st, const ev_row *r)
 {
-    return tr_times_ok(sqlite3_column_int64(st, C_START), sqlite3_column_int64(st, C_END))
+    return tr_times_ok(r->start, sqlite3_column_int64(st, C_END))
            && tr_ns_ok(sqlite3_column_int64(st, C_CPU_TOTAL))
            && tr_ns_ok(sqlite3_column_int64(st, C_CPU_SELF))
            && tr_ns_ok(sqlite3_column_int64(st, C_GPU_TOTAL))
@@ -408,33 +442,36 @@ static void note_first(tr_group *g, int64_t start, int64_t end, int64_t id, int 
 }
 
 /* group_get() for the event in st, noting it as a first appearance. */
-static tr_group *group_of(scan_ctx *c, sqlite3_stmt *st, int64_t name, int gpu, int64_t shape,
-                          int64_t key)
+static tr_group *group_of(scan_ctx *c, sqlite3_stmt *st, const ev_row *r, int64_t name, int gpu,
+                          int64_t shape, int64_t key)
 {
     tr_group *g = group_get(c, name, gpu, shape, key);
     if (g)
-        note_first(g, sqlite3_column_int64(st, C_START), sqlite3_column_int64(st, C_END),
-                   sqlite3_column_int64(st, C_ID),
-                   (sqlite3_column_int(st, C_FLAGS) & TR_FLAG_ASYNC) != 0);
+        note_first(g, r->start, sqlite3_column_int64(st, C_END), r->id,
+                   (r->flags & TR_FLAG_ASYNC) != 0);
     return g;
 }
 
-static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, int64_t path)
+static void cover_add(scan_ctx *c, sqlite3_stmt *st, const ev_row *r);
+
+static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, const ev_row *r, int64_t path)
 {
-    if (!selected(c, st))
+    if (!selected(c, r))
         return TR_OK;
     tr_summary *s = c->s;
-    if (!times_ok(st)) {
+    if (!times_ok(st, r)) {
         s->skipped++;   /* its times would inflate every total: left out, and counted */
         return TR_OK;
     }
-    int64_t name = group_name(c, sqlite3_column_int64(st, C_NAME));
-    int gpu = sqlite3_column_int(st, C_GPU) != 0;
+    if (c->cover.on && r->gpu == 0 && !(r->flags & TR_FLAG_ASYNC))
+        cover_add(c, st, r);
+    int64_t name = group_name(c, r->name);
+    int gpu = r->gpu != 0;
     int64_t shape = c->o->group_by_shape ? sqlite3_column_int64(st, C_SHAPE) : 0;
     int64_t key = stack_key(c, path);
     if (key < 0)
         return nomem(c);
-    tr_group *g = group_of(c, st, name, gpu, shape, key);
+    tr_group *g = group_of(c, st, r, name, gpu, shape, key);
     if (!g)
         return nomem(c);
     g->count++;
@@ -446,7 +483,7 @@ static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, int64_t path)
         tr_sat_acc(&s->sum_gpu_self_host, sqlite3_column_int64(st, C_GPU_SELF));
     int claimed;
     const tr_torch_metrics *tm = c->o->compat_torch
-        ? tr_torch_compat_get(&c->torch, sqlite3_column_int64(st, C_ID), &claimed) : NULL;
+        ? tr_torch_compat_get(&c->torch, r->id, &claimed) : NULL;
     if (tm) {
         tr_sat_acc(&g->cpu_self, tm->cpu_self);
         tr_sat_acc(&g->cpu_mem, tm->cpu_mem);
@@ -472,7 +509,7 @@ static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, int64_t path)
             g->capdur = nc;
         }
         /* times_ok: no overflow */
-        g->durations[g->ndur++] = sqlite3_column_int64(st, C_END) - sqlite3_column_int64(st, C_START);
+        g->durations[g->ndur++] = sqlite3_column_int64(st, C_END) - r->start;
     }
     s->events++;
     return TR_OK;
@@ -484,15 +521,362 @@ static tr_status step_error(scan_ctx *c)
                    sqlite3_errmsg(c->db));
 }
 
-static tr_status run_query(scan_ctx *c, const char *where_order, sqlite3_stmt **out)
+static tr_status run_query(scan_ctx *c, const char *where, const char *order, sqlite3_stmt **out)
 {
-    char sql[2048];
-    snprintf(sql, sizeof sql, "%s %s", scan_sql, where_order);
-    if (sqlite3_prepare_v2(c->db, sql, -1, out, NULL) != SQLITE_OK)
-        return step_error(c);
+    size_t n = sizeof scan_sql + strlen(where) + strlen(order) + (c->where ? strlen(c->where) : 0) + 32;
+    char *sql = malloc(n);
+    if (!sql)
+        return nomem(c);
+    const char *w = c->where ? c->where : "";
+    snprintf(sql, n, "%s%s%s%s%s %s", scan_sql, *where || *w ? " WHERE " : "", where,
+             *where && *w ? " AND " : "", w, order);
+    int r = sqlite3_prepare_v2(c->db, sql, -1, out, NULL);
+    free(sql);
+    return r == SQLITE_OK ? TR_OK : step_error(c);
+}
+
+/* ---- what the joins gave: kinds, threads, streams and devices in memory ---- */
+
+static tr_status dims_error(scan_ctx *c)
+{
+    return tr_fail(c->err, TR_ERR_INPUT, "%s: cannot read the kinds, threads and streams: %s",
+                   tr_rundb_name(c->db), sqlite3_errmsg(c->db));
+}
+
+static tr_status load_dims(scan_ctx *c)
+{
+    dims *d = &c->d;
+    sqlite3_stmt *st;
+    tr_status rc = TR_OK;
+    int r;
+    if (sqlite3_prepare_v2(c->db, "SELECT id, on_gpu FROM kinds", -1, &st, NULL) != SQLITE_OK)
+        return dims_error(c);
+    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        int on = sqlite3_column_int(st, 1);
+        if (id >= 0 && id < DIM_KINDS) {
+            d->kind_known[id] = 1;
+            d->kind_on_gpu[id] = on;
+        } else if (tr_i64map_put(&d->kinds, id, on) < 0) {
+            rc = nomem(c);
+        }
+    }
+    if (rc == TR_OK && r != SQLITE_DONE)
+        rc = dims_error(c);
+    sqlite3_finalize(st);
+    if (rc != TR_OK)
+        return rc;
+    if (sqlite3_prepare_v2(c->db, "SELECT id, tid FROM threads", -1, &st, NULL) != SQLITE_OK)
+        return dims_error(c);
+    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
+        if (tr_i64map_put(&d->threads, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)) < 0)
+            rc = nomem(c);
+    if (rc == TR_OK && r != SQLITE_DONE)
+        rc = dims_error(c);
+    sqlite3_finalize(st);
+    if (rc != TR_OK)
+        return rc;
+    if (sqlite3_prepare_v2(c->db, "SELECT s.id, s.stream, d.device IS NOT NULL, d.device, d.source_id "
+                           "FROM streams s LEFT JOIN devices d ON d.id = s.device_id", -1, &st, NULL)
+        != SQLITE_OK)
+        return dims_error(c);
+    size_t cap = 0;
+    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (d->nstreams == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            int64_t *ns = realloc(d->stream, nc * sizeof *ns), *nd, *nsrc;
+            unsigned char *nh;
+            if (ns)
+                d->stream = ns;
+            nd = ns ? realloc(d->device, nc * sizeof *nd) : NULL;
+            if (nd)
+                d->device = nd;
+            nsrc = nd ? realloc(d->source, nc * sizeof *nsrc) : NULL;
+            if (nsrc)
+                d->source = nsrc;
+            nh = nsrc ? realloc(d->has_device, nc) : NULL;
+            if (!nh) {
+                rc = nomem(c);
+                break;
+            }
+            d->has_device = nh;
+            cap = nc;
+        }
+        size_t i = d->nstreams;
+        d->stream[i] = sqlite3_column_int64(st, 1);
+        d->has_device[i] = (unsigned char)sqlite3_column_int(st, 2);
+        d->device[i] = sqlite3_column_int64(st, 3);
+        d->source[i] = sqlite3_column_int64(st, 4);
+        if (tr_i64map_put(&d->streams, sqlite3_column_int64(st, 0), (int64_t)i) < 0)
+            rc = nomem(c);
+        d->nstreams++;
+    }
+    if (rc == TR_OK && r != SQLITE_DONE)
+        rc = dims_error(c);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static void dims_free(dims *d)
+{
+    tr_i64map_free(&d->kinds);
+    tr_i64map_free(&d->threads);
+    tr_i64map_free(&d->streams);
+    free(d->stream);
+    free(d->device);
+    free(d->source);
+    free(d->has_device);
+}
+
+/* The row's columns the selection reads; 0 for an event of a kind the kinds table
+ * lacks, which the join left out. */
+static int fill_row(scan_ctx *c, sqlite3_stmt *st, ev_row *r, int need_dims)
+{
+    int64_t kind = sqlite3_column_int64(st, C_KIND);
+    if (kind >= 0 && kind < DIM_KINDS) {
+        if (!c->d.kind_known[kind])
+            return 0;
+        r->gpu = c->d.kind_on_gpu[kind];
+    } else {
+        int64_t v;
+        if (!tr_i64map_get(&c->d.kinds, kind, &v))
+            return 0;
+        r->gpu = (int)v;
+    }
+    r->kind = (int)kind;
+    r->id = sqlite3_column_int64(st, C_ID);
+    r->name = sqlite3_column_int64(st, C_NAME);
+    r->flags = sqlite3_column_int(st, C_FLAGS);
+    r->has_parent = sqlite3_column_type(st, C_PARENT) != SQLITE_NULL;
+    r->parent = r->has_parent ? sqlite3_column_int64(st, C_PARENT) : 0;
+    r->start = sqlite3_column_int64(st, C_START);
+    r->has_tid = r->has_stream = r->has_device = r->has_source = 0;
+    r->thread_row = r->stream_row = -1;
+    if (!need_dims)
+        return 1;
+    if (sqlite3_column_type(st, C_THREAD) != SQLITE_NULL) {
+        r->thread_row = sqlite3_column_int64(st, C_THREAD);
+        r->has_tid = (unsigned char)tr_i64map_get(&c->d.threads, r->thread_row, &r->tid);
+    } else if (c->need_parent_tid && r->has_parent) {
+        /* the launching call's thread: one indexed look, only where asked */
+        sqlite3_bind_int64(c->parent_tid, 1, r->parent);
+        if (sqlite3_step(c->parent_tid) == SQLITE_ROW
+            && sqlite3_column_type(c->parent_tid, 0) != SQLITE_NULL) {
+            r->tid = sqlite3_column_int64(c->parent_tid, 0);
+            r->has_tid = 1;
+        }
+        sqlite3_reset(c->parent_tid);
+    }
+    if (sqlite3_column_type(st, C_STREAM) != SQLITE_NULL) {
+        r->stream_row = sqlite3_column_int64(st, C_STREAM);
+        int64_t i;
+        if (tr_i64map_get(&c->d.streams, r->stream_row, &i)) {
+            r->has_stream = 1;
+            r->stream = c->d.stream[i];
+            r->has_device = r->has_source = c->d.has_device[i];
+            r->device = c->d.device[i];
+            r->source = c->d.source[i];
+        }
+    }
+    return 1;
+}
+
+/* Does the selection read threads, streams or ranks? */
+static int needs_dims(const scan_ctx *c)
+{
+    const tr_selection *sel = c->sel;
+    return c->cover.on || (sel && (sel->has_thread || sel->has_device || sel->has_stream
+                                   || sel->rank_map));
+}
+
+/* The selection's tests that SQL can make while it reads the row, so rows that
+ * fail them never reach us: kinds, the time range, the thread.  selected() still
+ * makes every test; these only leave rows out sooner. */
+static tr_status build_where(scan_ctx *c)
+{
+    const tr_selection *sel = c->sel;
+    if (!sel)
+        return TR_OK;
+    size_t cap = 256, n = 0;
+    char *w = malloc(cap);
+    if (!w)
+        return nomem(c);
+    w[0] = '\0';
+#define W_APPEND(...)                                                               \
+    do {                                                                            \
+        int k_ = snprintf(w + n, cap - n, __VA_ARGS__);                             \
+        while (k_ >= 0 && (size_t)k_ >= cap - n) {                                  \
+            char *nw_ = realloc(w, cap * 2);                                        \
+            if (!nw_) {                                                             \
+                free(w);                                                            \
+                return nomem(c);                                                    \
+            }                                                                       \
+            w = nw_;                                                                \
+            cap *= 2;                                                               \
+            k_ = snprintf(w + n, cap - n, __VA_ARGS__);                             \
+        }                                                                           \
+        n += (size_t)(k_ > 0 ? k_ : 0);                                             \
+    } while (0)
+    if (sel->kind_mask) {
+        W_APPEND("%se.kind IN (", n ? " AND " : "");
+        int first = 1;
+        for (int k = 0; k < 32; k++)
+            if (sel->kind_mask & (1u << k)) {
+                W_APPEND("%s%d", first ? "" : ",", k);
+                first = 0;
+            }
+        W_APPEND(")");
+    }
+    if (sel->has_time) {
+        /* start - t0 in [time_start, time_end), where the bounds do not overflow */
+        if (sel->time_start > 0 && c->t0 <= INT64_MAX - sel->time_start)
+            W_APPEND("%se.start_ns >= %lld", n ? " AND " : "", (long long)(c->t0 + sel->time_start));
+        if (sel->time_end < INT64_MAX && c->t0 >= 0 && c->t0 <= INT64_MAX - sel->time_end)
+            W_APPEND("%se.start_ns < %lld", n ? " AND " : "", (long long)(c->t0 + sel->time_end));
+    }
+    if (sel->has_thread) {
+        /* its own thread rows, or none: then the launching call's thread decides */
+        W_APPEND("%s(e.thread_id IS NULL OR e.thread_id IN (", n ? " AND " : "");
+        int first = 1;
+        for (size_t i = 0; i < c->d.threads.cap; i++)
+            if (c->d.threads.slots[i].used && c->d.threads.slots[i].val == sel->thread) {
+                W_APPEND("%s%lld", first ? "" : ",", (long long)c->d.threads.slots[i].key);
+                first = 0;
+            }
+        W_APPEND("))");
+    }
+#undef W_APPEND
+    if (n)
+        c->where = w;
+    else
+        free(w);
     return TR_OK;
 }
 
+/* ---- the host time the selection covers ---- */
+
+/* At most this many spans are held (16 bytes each): beyond, covered_time() sorts in SQLite. */
+#define COVER_MAX_SPANS ((size_t)1 << 22)
+
+static int cover_push(cover_sum *cv, struct cover_thread *t)
+{
+    if (cv->spans >= COVER_MAX_SPANS)
+        return -1;
+    if (t->n == t->cap) {
+        size_t nc = t->cap ? t->cap * 2 : 16;
+        struct cover_span *nv = realloc(t->v, nc * sizeof *nv);
+        if (!nv)
+            return -1;
+        t->v = nv;
+        t->cap = nc;
+    }
+    t->v[t->n++] = (struct cover_span){t->lo, t->hi};
+    cv->spans++;
+    return 0;
+}
+
+/* Adds a selected host event to its thread row's spans: a run of events in start
+ * order is merged as it comes, a new run begins where a start goes back.  The sum
+ * is covered_time()'s, the union over events sorted by thread and start, as long
+ * as every event has a thread row and no two thread rows share a thread id;
+ * otherwise, or past COVER_MAX_SPANS, covered_time() makes it. */
+static void cover_add(scan_ctx *c, sqlite3_stmt *st, const ev_row *r)
+{
+    cover_sum *cv = &c->cover;
+    if (cv->fallback)
+        return;
+    if (r->thread_row < 0) {
+        cv->fallback = 1;
+        return;
+    }
+    int64_t i;
+    if (!tr_i64map_get(&cv->index, r->thread_row, &i)) {
+        if (cv->n == cv->cap) {
+            size_t nc = cv->cap ? cv->cap * 2 : 16;
+            struct cover_thread *nt = realloc(cv->t, nc * sizeof *nt);
+            if (!nt) {
+                cv->fallback = 1;
+                return;
+            }
+            cv->t = nt;
+            cv->cap = nc;
+        }
+        i = (int64_t)cv->n;
+        if (tr_i64map_put(&cv->index, r->thread_row, i) < 0) {
+            cv->fallback = 1;
+            return;
+        }
+        memset(&cv->t[cv->n], 0, sizeof cv->t[cv->n]);
+        cv->t[cv->n++].th = r->has_tid ? r->tid : INT64_MIN + 1;
+    }
+    struct cover_thread *t = &cv->t[i];
+    int64_t s0 = r->start, e0 = sqlite3_column_int64(st, C_END);
+    if (t->open && s0 <= t->hi && s0 >= t->last) {
+        t->hi = e0 > t->hi ? e0 : t->hi;
+        t->last = s0;
+        return;
+    }
+    if (t->open) {
+        t->unsorted |= s0 < t->last;
+        if (cover_push(cv, t) < 0) {
+            cv->fallback = 1;
+            return;
+        }
+    }
+    t->lo = s0, t->hi = e0, t->last = s0, t->open = 1;
+}
+
+static int cmp_th(const void *a, const void *b)
+{
+    int64_t x = ((const struct cover_thread *)a)->th, y = ((const struct cover_thread *)b)->th;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+    int64_t x = ((const struct cover_span *)a)->lo, y = ((const struct cover_span *)b)->lo;
+    return x < y ? -1 : x > y;
+}
+
+/* The sum, or 0 and *done 0 when covered_time() must make it. */
+static int64_t cover_finish(cover_sum *cv, int *done)
+{
+    *done = 0;
+    if (cv->fallback)
+        return 0;
+    /* two thread rows of one thread id follow each other in covered_time's order
+     * and may merge spans across them: that order alone gives its sum */
+    qsort(cv->t, cv->n, sizeof *cv->t, cmp_th);
+    for (size_t i = 1; i < cv->n; i++)
+        if (cv->t[i].th == cv->t[i - 1].th)
+            return 0;
+    int64_t total = 0;
+    for (size_t i = 0; i < cv->n; i++) {
+        struct cover_thread *t = &cv->t[i];
+        if (t->open && cover_push(cv, t) < 0)
+            return 0;
+        t->open = 0;
+        if (t->unsorted)
+            qsort(t->v, t->n, sizeof *t->v, cmp_span);
+        /* the union of closed spans: touching ones join, as in covered_time() */
+        for (size_t k = 0; k < t->n;) {
+            int64_t lo = t->v[k].lo, hi = t->v[k].hi;
+            for (k++; k < t->n && t->v[k].lo <= hi; k++)
+                hi = t->v[k].hi > hi ? t->v[k].hi : hi;
+            tr_sat_acc(&total, hi - lo);
+        }
+    }
+    *done = 1;
+    return total;
+}
+
+static void cover_free(cover_sum *cv)
+{
+    for (size_t i = 0; i < cv->n; i++)
+        free(cv->t[i].v);
+    free(cv->t);
+    tr_i64map_free(&cv->index);
+}
 
 /* ---- GPU activities without a launching call ---- */
 
@@ -528,7 +912,7 @@ static tr_status load_first_calls(scan_ctx *c)
 
 /* A selected GPU activity without a launching call: counted with its reason, and
  * its time given to the host row "[no launching call]". */
-static tr_status add_unattributed(scan_ctx *c, sqlite3_stmt *st)
+static tr_status add_unattributed(scan_ctx *c, sqlite3_stmt *st, const ev_row *er)
 {
     tr_summary *s = c->s;
     int64_t dur = sqlite3_column_int64(st, C_GPU_SELF);
@@ -543,8 +927,7 @@ static tr_status add_unattributed(scan_ctx *c, sqlite3_stmt *st)
                 return rc;
         }
         int64_t first;
-        if (sqlite3_column_type(st, C_SOURCE) != SQLITE_NULL
-            && tr_i64map_get(&c->first_call, sqlite3_column_int64(st, C_SOURCE), &first)
+        if (er->has_source && tr_i64map_get(&c->first_call, er->source, &first)
             && sqlite3_column_int64(st, C_CORR) < first)
             s->unattributed_before++;
         else
@@ -557,7 +940,7 @@ static tr_status add_unattributed(scan_ctx *c, sqlite3_stmt *st)
             host_kinds |= 1u << k;
     if (c->sel && c->sel->kind_mask && !(c->sel->kind_mask & host_kinds))
         return TR_OK;
-    tr_group *g = group_of(c, st, NO_LAUNCH_ROW, 0, 0, 0);
+    tr_group *g = group_of(c, st, er, NO_LAUNCH_ROW, 0, 0, 0);
     if (!g)
         return nomem(c);
     g->count++;
@@ -567,16 +950,74 @@ static tr_status add_unattributed(scan_ctx *c, sqlite3_stmt *st)
     return TR_OK;
 }
 
+/* "e.kind IN (...)": the kinds whose on_gpu is `on`, as "k.on_gpu = on" joined them. */
+static char *kinds_where(scan_ctx *c, int on)
+{
+    size_t cap = 64, n = 0;
+    char *w = malloc(cap);
+    if (!w)
+        return NULL;
+    n = (size_t)snprintf(w, cap, "e.kind IN (");
+    int first = 1;
+    for (size_t i = 0; i < DIM_KINDS + c->d.kinds.cap; i++) {
+        int64_t id, v;
+        if (i < DIM_KINDS) {
+            if (!c->d.kind_known[i])
+                continue;
+            id = (int64_t)i, v = c->d.kind_on_gpu[i];
+        } else {
+            const struct tr_i64slot *sl = &c->d.kinds.slots[i - DIM_KINDS];
+            if (!sl->used)
+                continue;
+            id = sl->key, v = sl->val;
+        }
+        if (v != on)
+            continue;
+        if (cap - n < 32) {
+            char *nw = realloc(w, cap * 2);
+            if (!nw) {
+                free(w);
+                return NULL;
+            }
+            w = nw;
+            cap *= 2;
+        }
+        n += (size_t)snprintf(w + n, cap - n, "%s%lld", first ? "" : ",", (long long)id);
+        first = 0;
+    }
+    snprintf(w + n, cap - n, ")");
+    return w;
+}
+
+static tr_status run_kinds_query(scan_ctx *c, int on, const char *more, const char *order,
+                                 sqlite3_stmt **out)
+{
+    char *k = kinds_where(c, on);
+    if (!k)
+        return nomem(c);
+    char *w = malloc(strlen(k) + strlen(more) + 8);
+    if (!w) {
+        free(k);
+        return nomem(c);
+    }
+    sprintf(w, "%s%s%s", more, *more ? " AND " : "", k);
+    tr_status rc = run_query(c, w, order, out);
+    free(w);
+    free(k);
+    return rc;
+}
+
 /* The selected GPU activities that no call launched: whatever the scan (tree,
  * flat or the stored aggregates), one indexed look at the events without a parent. */
 static tr_status scan_unattributed(scan_ctx *c)
 {
     sqlite3_stmt *st = NULL;
-    tr_status rc = run_query(c, "WHERE e.parent_id IS NULL AND k.on_gpu = 1", &st);
+    tr_status rc = run_kinds_query(c, 1, "e.parent_id IS NULL", "", &st);
     int r = SQLITE_DONE;
+    ev_row er;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
-        if (selected(c, st) && times_ok(st))
-            rc = add_unattributed(c, st);
+        if (fill_row(c, st, &er, 1) && selected(c, &er) && times_ok(st, &er))
+            rc = add_unattributed(c, st, &er);
     if (rc == TR_OK && r != SQLITE_DONE)
         rc = step_error(c);
     sqlite3_finalize(st);
@@ -593,22 +1034,26 @@ static tr_status scan_tree(scan_ctx *c)
     tr_i64map_init(&api_path);
     struct open { int64_t id, path; } *stack = NULL;
     size_t depth = 0, cap = 0;
-    tr_status rc = run_query(c, "WHERE k.on_gpu = 0 ORDER BY e.thread_id, e.start_ns, e.end_ns DESC, e.depth, e.id", &st);
-    int r;
+    int need = needs_dims(c);
+    ev_row er;
+    tr_status rc = run_kinds_query(c, 0, "", "ORDER BY e.thread_id, e.start_ns, e.end_ns DESC, e.depth, e.id", &st);
+    int r = SQLITE_DONE;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, C_ID);
-        int has_parent = sqlite3_column_type(st, C_PARENT) != SQLITE_NULL;
-        int64_t parent = sqlite3_column_int64(st, C_PARENT);
+        if (!fill_row(c, st, &er, need))
+            continue;
+        int64_t id = er.id;
+        int has_parent = er.has_parent;
+        int64_t parent = er.parent;
         int64_t anc = 0;
-        if (sqlite3_column_int(st, C_FLAGS) & TR_FLAG_ASYNC) {
-            rc = add_event(c, st, 0);
+        if (er.flags & TR_FLAG_ASYNC) {
+            rc = add_event(c, st, &er, 0);
             continue;
         }
         while (depth && (!has_parent || stack[depth - 1].id != parent))
             depth--;
         if (depth)
             anc = stack[depth - 1].path;
-        int64_t self = trie_get(&c->paths, anc, sqlite3_column_int64(st, C_NAME));
+        int64_t self = trie_get(&c->paths, anc, er.name);
         if (self < 0) {
             rc = nomem(c);
             break;
@@ -624,12 +1069,12 @@ static tr_status scan_tree(scan_ctx *c)
             cap = nc;
         }
         stack[depth++] = (struct open){id, self};
-        if (tr_kinds[(unsigned)sqlite3_column_int(st, C_KIND) % TR_KIND_COUNT_].is_api
+        if (tr_kinds[(unsigned)er.kind % TR_KIND_COUNT_].is_api
             && tr_i64map_put(&api_path, id, self) < 0) {
             rc = nomem(c);
             break;
         }
-        rc = add_event(c, st, anc);
+        rc = add_event(c, st, &er, anc);
     }
     if (rc == TR_OK && r != SQLITE_DONE)
         rc = step_error(c);
@@ -637,12 +1082,14 @@ static tr_status scan_tree(scan_ctx *c)
     st = NULL;   /* a failed scan leaves no second statement to finalize */
     free(stack);
     if (rc == TR_OK)
-        rc = run_query(c, "WHERE k.on_gpu = 1", &st);
+        rc = run_kinds_query(c, 1, "", "", &st);
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!fill_row(c, st, &er, need))
+            continue;
         int64_t anc = 0;
-        if (sqlite3_column_type(st, C_PARENT) != SQLITE_NULL)
-            tr_i64map_get(&api_path, sqlite3_column_int64(st, C_PARENT), &anc);
-        rc = add_event(c, st, anc);
+        if (er.has_parent)
+            tr_i64map_get(&api_path, er.parent, &anc);
+        rc = add_event(c, st, &er, anc);
     }
     if (rc == TR_OK && st && r != SQLITE_DONE)
         rc = step_error(c);
@@ -659,20 +1106,22 @@ static int selection_active(const tr_selection *sel)
 }
 
 /* The host time covered by the selected host events: the union of their spans,
- * thread by thread, so CPU total % of a filtered table is a share of what it shows. */
+ * thread by thread, so CPU total % of a filtered table is a share of what it shows.
+ * A second scan, sorted, for the runs whose events cover_add() could not sum. */
 static tr_status covered_time(scan_ctx *c, int64_t *out)
 {
     sqlite3_stmt *st = NULL;
-    tr_status rc = run_query(c, "WHERE k.on_gpu = 0 ORDER BY e.thread_id, e.start_ns", &st);
+    c->need_parent_tid = 1;
+    tr_status rc = run_kinds_query(c, 0, "", "ORDER BY e.thread_id, e.start_ns", &st);
     int64_t total = 0, thread = INT64_MIN, lo = 0, hi = 0;
     int open = 0, r = SQLITE_DONE;
+    ev_row er;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (!selected(c, st) || !times_ok(st)
-            || (sqlite3_column_int(st, C_FLAGS) & TR_FLAG_ASYNC))
+        if (!fill_row(c, st, &er, 1) || !selected(c, &er) || !times_ok(st, &er)
+            || (er.flags & TR_FLAG_ASYNC))
             continue;
-        int64_t th = sqlite3_column_type(st, C_TID) == SQLITE_NULL ? INT64_MIN + 1
-                                                                   : sqlite3_column_int64(st, C_TID);
-        int64_t s0 = sqlite3_column_int64(st, C_START), e0 = sqlite3_column_int64(st, C_END);
+        int64_t th = er.has_tid ? er.tid : INT64_MIN + 1;
+        int64_t s0 = er.start, e0 = sqlite3_column_int64(st, C_END);
         if (open && th == thread && s0 <= hi) {
             hi = e0 > hi ? e0 : hi;
             continue;
@@ -784,10 +1233,12 @@ static tr_status scan_aggregates(scan_ctx *c)
 static tr_status scan_flat(scan_ctx *c)
 {
     sqlite3_stmt *st = NULL;
-    tr_status rc = run_query(c, "", &st);
-    int r = SQLITE_DONE;
+    tr_status rc = run_query(c, "", "", &st);
+    int r = SQLITE_DONE, need = needs_dims(c);
+    ev_row er;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
-        rc = add_event(c, st, sqlite3_column_int64(st, C_STACK));
+        if (fill_row(c, st, &er, need))
+            rc = add_event(c, st, &er, sqlite3_column_int64(st, C_STACK));
     if (rc == TR_OK && r != SQLITE_DONE)
         rc = step_error(c);
     sqlite3_finalize(st);
@@ -940,13 +1391,23 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
     tr_i64map_init(&c.folded);
     tr_i64map_init(&c.hidden);
     tr_i64map_init(&c.first_call);
+    tr_i64map_init(&c.d.kinds);
+    tr_i64map_init(&c.d.threads);
+    tr_i64map_init(&c.d.streams);
+    tr_i64map_init(&c.cover.index);
     tr_status rc = TR_OK;
     if (o->compat_torch && (rc = tr_torch_compat_load(db, &c.torch, err)) != TR_OK)
         return rc;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &c.name_stmt, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &c.name_stmt, NULL) != SQLITE_OK
+        || sqlite3_prepare_v2(db, "SELECT t.tid FROM events pe JOIN threads t ON t.id = pe.thread_id "
+                              "WHERE pe.id = ?", -1, &c.parent_tid, NULL) != SQLITE_OK) {
         rc = step_error(&c);
         goto out;
     }
+    if ((rc = load_dims(&c)) != TR_OK)
+        goto out;
+    c.need_parent_tid = c.sel && c.sel->has_thread;
+    c.cover.on = selection_active(c.sel) && !o->compat_torch;
     if (c.sel && c.sel->has_time) {
         sqlite3_stmt *st;
         if (sqlite3_prepare_v2(db, "SELECT coalesce(min(start_ns), 0) FROM events", -1, &st, NULL) == SQLITE_OK
@@ -954,6 +1415,8 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
             c.t0 = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
     }
+    if ((rc = build_where(&c)) != TR_OK)
+        goto out;
     if (o->group_by_stack > 0) {
         if ((rc = load_stack_nodes(&c)) != TR_OK)
             goto out;
@@ -965,8 +1428,12 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
     if (rc == TR_OK && !o->compat_torch)
         rc = scan_unattributed(&c);
     s->filtered = selection_active(c.sel);
-    if (rc == TR_OK && s->filtered && !o->compat_torch)
-        rc = covered_time(&c, &s->cpu_covered);
+    if (rc == TR_OK && s->filtered && !o->compat_torch) {
+        int done;
+        s->cpu_covered = cover_finish(&c.cover, &done);
+        if (!done)
+            rc = covered_time(&c, &s->cpu_covered);
+    }
     if (rc != TR_OK)
         goto out;
     for (size_t i = 0; i < s->n; i++) {
@@ -985,6 +1452,10 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
     rc = resolve(&c);
 out:
     sqlite3_finalize(c.name_stmt);
+    sqlite3_finalize(c.parent_tid);
+    dims_free(&c.d);
+    free(c.where);
+    cover_free(&c.cover);
     free(c.groups.slots);
     trie_free(&c.paths);
     trie_free(&c.keys);
