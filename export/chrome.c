@@ -608,7 +608,8 @@ static tr_status ranked_meta(chrome_ctx *c, tr_error *err)
     struct row { int kind; int64_t id, num, rank, name, owner; } *rows = NULL;
     size_t nrows = 0, rcap = 0;
     int64_t maxpid = 0, maxdev = 0;
-    while (sqlite3_step(q) == SQLITE_ROW) {
+    int step_rc;
+    while ((step_rc = sqlite3_step(q)) == SQLITE_ROW) {
         if (nrows == rcap) {
             rcap = rcap ? 2 * rcap : 64;
             struct row *nrw = realloc(rows, rcap * sizeof *nrw);
@@ -630,9 +631,15 @@ static tr_status ranked_meta(chrome_ctx *c, tr_error *err)
         if (r->kind == 2 && r->num > maxdev)
             maxdev = r->num;
     }
+    if (st == TR_OK && step_rc != SQLITE_DONE)
+        st = tr_fail(err, TR_ERR_INPUT, "%s: cannot read threads: %s", tr_rundb_name(db), sqlite3_errmsg(db));
     sqlite3_finalize(q);
-    /* pids and ordinals no trace has would overflow the blocks: kept as they are */
-    if (maxpid >= INT32_MAX || maxdev >= 1 << 20)
+    /* pids and ordinals no trace has would overflow the blocks of ids per rank:
+     * then every process and GPU gets the next id instead (its name still says
+     * its pid or device), so no two ranks' tracks can share one */
+    int dense = maxpid >= INT32_MAX || maxdev >= 1 << 20;
+    int64_t next_id = 0;
+    if (dense)
         maxpid = maxdev = 0;
     /* pid -> its rank; processes.id / devices.id -> the pid of its track */
     tr_i64map pid_rank, proc_pid, dev_pid;
@@ -658,7 +665,7 @@ static tr_status ranked_meta(chrome_ctx *c, tr_error *err)
         switch (r->kind) {
         case 0:
             tr_i64map_get(&pid_rank, r->num, &sole);
-            pid = sole >= 0 ? r->num : (maxpid + 1) * (at + 1) + r->num;
+            pid = dense ? ++next_id : sole >= 0 ? r->num : (maxpid + 1) * (at + 1) + r->num;
             if (tr_i64map_put(&proc_pid, r->id, pid) < 0)
                 st = nomem(err);
             break;
@@ -669,7 +676,7 @@ static tr_status ranked_meta(chrome_ctx *c, tr_error *err)
                 st = nomem(err);
             break;
         case 2:
-            pid = gpu_base + at * (maxdev + 1) + r->num;
+            pid = dense ? ++next_id : gpu_base + at * (maxdev + 1) + r->num;
             if (tr_i64map_put(&dev_pid, r->id, pid) < 0)
                 st = nomem(err);
             break;

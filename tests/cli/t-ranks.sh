@@ -195,6 +195,18 @@ names = sorted(e["args"]["name"] for e in ev if e.get("name") == "process_name")
 assert names == ["rank 1: GPU 0", "rank 1: process 1"], names
 assert len([e for e in ev if e["ph"] == "X"]) == 19
 PY
+# a pid beyond the per-rank blocks of ids (and a second GPU on rank 0): still one process each
+cp two.db bigpid.db
+q bigpid.db "UPDATE processes SET pid = 3000000000 WHERE id = (SELECT min(id) FROM processes);
+    INSERT INTO devices(id, source_id, device, name_id) SELECT max(id) + 1, 1, 1, NULL FROM devices"
+expect_status 0 "$X" --chrome -o bigpid.json bigpid.db
+python3 - <<'PY' || fail "--chrome with a pid past the blocks keeps ranks apart"
+import json
+ev = json.load(open("bigpid.json"))["traceEvents"]
+names = [(e["pid"], e["args"]["name"]) for e in ev if e.get("name") == "process_name"]
+assert len({p for p, _ in names}) == len(names) == 5, names
+assert "rank 0: process 3000000000" in [n for _, n in names], names
+PY
 # one rank: the layout of Kineto, unchanged
 expect_status 0 "$X" --chrome -o one.json one.db
 expect_no_grep 'rank 1:' one.json
