@@ -521,13 +521,16 @@ static tr_status step_error(scan_ctx *c)
                    sqlite3_errmsg(c->db));
 }
 
-static tr_status run_query(scan_ctx *c, const char *where, const char *order, sqlite3_stmt **out)
+/* The scan with `where` and `order` added, and the selection's own tests unless
+ * every row is needed (the tree's ancestors are, selected or not). */
+static tr_status run_query(scan_ctx *c, const char *where, const char *order, int all_rows,
+                           sqlite3_stmt **out)
 {
-    size_t n = sizeof scan_sql + strlen(where) + strlen(order) + (c->where ? strlen(c->where) : 0) + 32;
+    const char *w = c->where && !all_rows ? c->where : "";
+    size_t n = sizeof scan_sql + strlen(where) + strlen(order) + strlen(w) + 32;
     char *sql = malloc(n);
     if (!sql)
         return nomem(c);
-    const char *w = c->where ? c->where : "";
     snprintf(sql, n, "%s%s%s%s%s %s", scan_sql, *where || *w ? " WHERE " : "", where,
              *where && *w ? " AND " : "", w, order);
     int r = sqlite3_prepare_v2(c->db, sql, -1, out, NULL);
@@ -990,7 +993,7 @@ static char *kinds_where(scan_ctx *c, int on)
 }
 
 static tr_status run_kinds_query(scan_ctx *c, int on, const char *more, const char *order,
-                                 sqlite3_stmt **out)
+                                 int all_rows, sqlite3_stmt **out)
 {
     char *k = kinds_where(c, on);
     if (!k)
@@ -1001,7 +1004,7 @@ static tr_status run_kinds_query(scan_ctx *c, int on, const char *more, const ch
         return nomem(c);
     }
     sprintf(w, "%s%s%s", more, *more ? " AND " : "", k);
-    tr_status rc = run_query(c, w, order, out);
+    tr_status rc = run_query(c, w, order, all_rows, out);
     free(w);
     free(k);
     return rc;
@@ -1012,7 +1015,7 @@ static tr_status run_kinds_query(scan_ctx *c, int on, const char *more, const ch
 static tr_status scan_unattributed(scan_ctx *c)
 {
     sqlite3_stmt *st = NULL;
-    tr_status rc = run_kinds_query(c, 1, "e.parent_id IS NULL", "", &st);
+    tr_status rc = run_kinds_query(c, 1, "e.parent_id IS NULL", "", 0, &st);
     int r = SQLITE_DONE;
     ev_row er;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
@@ -1036,7 +1039,7 @@ static tr_status scan_tree(scan_ctx *c)
     size_t depth = 0, cap = 0;
     int need = needs_dims(c);
     ev_row er;
-    tr_status rc = run_kinds_query(c, 0, "", "ORDER BY e.thread_id, e.start_ns, e.end_ns DESC, e.depth, e.id", &st);
+    tr_status rc = run_kinds_query(c, 0, "", "ORDER BY e.thread_id, e.start_ns, e.end_ns DESC, e.depth, e.id", 1, &st);
     int r = SQLITE_DONE;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
         if (!fill_row(c, st, &er, need))
@@ -1082,7 +1085,7 @@ static tr_status scan_tree(scan_ctx *c)
     st = NULL;   /* a failed scan leaves no second statement to finalize */
     free(stack);
     if (rc == TR_OK)
-        rc = run_kinds_query(c, 1, "", "", &st);
+        rc = run_kinds_query(c, 1, "", "", 0, &st);
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
         if (!fill_row(c, st, &er, need))
             continue;
@@ -1112,7 +1115,7 @@ static tr_status covered_time(scan_ctx *c, int64_t *out)
 {
     sqlite3_stmt *st = NULL;
     c->need_parent_tid = 1;
-    tr_status rc = run_kinds_query(c, 0, "", "ORDER BY e.thread_id, e.start_ns", &st);
+    tr_status rc = run_kinds_query(c, 0, "", "ORDER BY e.thread_id, e.start_ns", 0, &st);
     int64_t total = 0, thread = INT64_MIN, lo = 0, hi = 0;
     int open = 0, r = SQLITE_DONE;
     ev_row er;
@@ -1233,7 +1236,7 @@ static tr_status scan_aggregates(scan_ctx *c)
 static tr_status scan_flat(scan_ctx *c)
 {
     sqlite3_stmt *st = NULL;
-    tr_status rc = run_query(c, "", "", &st);
+    tr_status rc = run_query(c, "", "", 0, &st);
     int r = SQLITE_DONE, need = needs_dims(c);
     ev_row er;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW)

@@ -1,8 +1,16 @@
+# What the scan does for a selection beside testing each event.
+sample="$GOLDEN_DIR/../../../sample-traces/lm-step.nvvp"
+# The selection's tests made in SQL leave the tree whole: a kernel's stack is its
+# launching call's ancestry, though --kind keeps no call.
+expect_status 0 "$BIN/trace-ingest" -q -o k.db "$sample"
+expect_status 0 "$BIN/trace-analyze" --group-by-stack 2 --kind kernel --format csv -n -1 k.db
+expect_grep ",cudaLaunchKernel <- EmbeddingBackward0$" "$TMP/out"
+expect_status 0 "$BIN/trace-analyze" --group-by-stack 2 --time-range 1ms: --kind kernel --format csv -n -1 k.db
+expect_grep ",cudaLaunchKernel <- EmbeddingBackward0$" "$TMP/out"
 # A filtered table's CPU total % is of the host time its events cover: the union of
 # their spans, thread by thread.  The scan gathers it as it reads the events, which
 # come in id order, not start order; and two thread rows of one thread id join their
 # spans (the sorted second scan).  Known spans here, each way.
-sample="$GOLDEN_DIR/../../../sample-traces/lm-step.nvvp"
 expect_status 0 "$BIN/trace-ingest" -q -o s.db "$sample"
 q s.db "DELETE FROM events; DELETE FROM threads;
 INSERT INTO threads(id, process_id, tid) VALUES (1, 1, 11), (2, 1, 12);
