@@ -1101,6 +1101,115 @@ static tr_status scan_tree(scan_ctx *c)
     return rc;
 }
 
+/* Up to this many event ids, scan_tree_ids() keeps two int32 per id (64 MiB). */
+#define TREE_IDS_MAX ((int64_t)1 << 23)
+
+/* scan_tree()'s paths without sorting every column of every event: a sort of the
+ * host events' ids, parents and names alone gives each event its ancestry path,
+ * kept by id; then one scan in id order, as scan_flat().  For ids from 0 to
+ * max_id, at most TREE_IDS_MAX. */
+static tr_status scan_tree_ids(scan_ctx *c, int64_t max_id)
+{
+    size_t n = (size_t)max_id + 1;
+    int32_t *anc = calloc(n, sizeof *anc);   /* host event -> its ancestry path */
+    int32_t *api = calloc(n, sizeof *api);   /* API call -> its own path, for what it launched */
+    struct open { int64_t id, path; } *stack = NULL;
+    size_t depth = 0, cap = 0;
+    sqlite3_stmt *st = NULL;
+    tr_status rc = anc && api ? TR_OK : nomem(c);
+    char *k = rc == TR_OK ? kinds_where(c, 0) : NULL;
+    if (rc == TR_OK && !k)
+        rc = nomem(c);
+    if (rc == TR_OK) {
+        char sql[1024 + 64];
+        if ((size_t)snprintf(sql, sizeof sql, "SELECT e.id, e.parent_id, e.name_id, e.kind, e.flags "
+                             "FROM events e WHERE %s ORDER BY e.thread_id, e.start_ns, "
+                             "e.end_ns DESC, e.depth, e.id", k) >= sizeof sql)
+            rc = TR_ERR_USAGE;   /* too many kinds for the buffer: the caller sorts all */
+        else if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK)
+            rc = step_error(c);
+    }
+    free(k);
+    int r = SQLITE_DONE;
+    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (id < 0 || id > max_id)
+            continue;   /* not so: max(id) and min(id) bound them */
+        if (sqlite3_column_int(st, 4) & TR_FLAG_ASYNC)
+            continue;   /* its path is 0 and it opens none */
+        int has_parent = sqlite3_column_type(st, 1) != SQLITE_NULL;
+        int64_t parent = sqlite3_column_int64(st, 1), a = 0;
+        while (depth && (!has_parent || stack[depth - 1].id != parent))
+            depth--;
+        if (depth)
+            a = stack[depth - 1].path;
+        int64_t self = trie_get(&c->paths, a, sqlite3_column_int64(st, 2));
+        if (self < 0 || self > INT32_MAX) {
+            rc = nomem(c);
+            break;
+        }
+        if (depth == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            struct open *ns = realloc(stack, nc * sizeof *ns);
+            if (!ns) {
+                rc = nomem(c);
+                break;
+            }
+            stack = ns;
+            cap = nc;
+        }
+        stack[depth++] = (struct open){id, self};
+        anc[id] = (int32_t)a;
+        if (tr_kinds[(unsigned)sqlite3_column_int(st, 3) % TR_KIND_COUNT_].is_api)
+            api[id] = (int32_t)self;
+    }
+    if (rc == TR_OK && r != SQLITE_DONE)
+        rc = step_error(c);
+    sqlite3_finalize(st);
+    st = NULL;
+    free(stack);
+    if (rc == TR_OK)
+        rc = run_query(c, "", "", 0, &st);
+    int need = needs_dims(c);
+    ev_row er;
+    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!fill_row(c, st, &er, need))
+            continue;
+        int64_t path;
+        if (er.gpu == 0)
+            path = er.id >= 0 && er.id <= max_id ? anc[er.id] : 0;
+        else if (er.gpu == 1)
+            path = er.has_parent && er.parent >= 0 && er.parent <= max_id ? api[er.parent] : 0;
+        else
+            continue;   /* neither pass of scan_tree() reads it */
+        rc = add_event(c, st, &er, path);
+    }
+    if (rc == TR_OK && st && r != SQLITE_DONE)
+        rc = step_error(c);
+    sqlite3_finalize(st);
+    free(anc);
+    free(api);
+    return rc;
+}
+
+/* scan_tree_ids() where the ids allow it, else scan_tree(). */
+static tr_status scan_tree_any(scan_ctx *c)
+{
+    sqlite3_stmt *st;
+    int64_t lo = -1, hi = -1;
+    if (sqlite3_prepare_v2(c->db, "SELECT min(id), max(id) FROM events", -1, &st, NULL) != SQLITE_OK)
+        return step_error(c);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        lo = sqlite3_column_int64(st, 0);
+        hi = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (lo < 0 || hi > TREE_IDS_MAX)
+        return scan_tree(c);
+    tr_status rc = scan_tree_ids(c, hi);
+    return rc == TR_ERR_USAGE ? scan_tree(c) : rc;
+}
+
 static int selection_active(const tr_selection *sel)
 {
     return sel && (sel->include || sel->exclude || sel->kind_mask || sel->has_thread
@@ -1427,7 +1536,7 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
                       || (o->stack_source == TR_STACK_AUTO && c.nframes_nodes == 0);
         s->stack_source = c.tree_mode ? "tree" : "frames";
     }
-    rc = c.tree_mode ? scan_tree(&c) : aggregates_usable(&c) ? scan_aggregates(&c) : scan_flat(&c);
+    rc = c.tree_mode ? scan_tree_any(&c) : aggregates_usable(&c) ? scan_aggregates(&c) : scan_flat(&c);
     if (rc == TR_OK && !o->compat_torch)
         rc = scan_unattributed(&c);
     s->filtered = selection_active(c.sel);
