@@ -533,18 +533,62 @@ static int srec_cmp(const srec *a, const srec *b)
     return (a->id > b->id) - (a->id < b->id);
 }
 
-static int srec_pcmp(const void *a, const void *b)
+/* Sorts a[0, n) by srec_cmp, b as scratch, bounds (n + 1 entries) for the runs: ascending
+ * runs merged pairwise.  One thread's rows arrive as a few long runs (each source table
+ * in start order), so this is a few passes where a general sort would be log2(n). */
+static void run_sort(const srec **a, const srec **b, size_t *bounds, size_t n)
 {
-    return srec_cmp(*(const srec *const *)a, *(const srec *const *)b);
+    if (n < 2)
+        return;
+    size_t nr = 0;
+    bounds[0] = 0;
+    for (size_t i = 1; i <= n; i++)
+        if (i == n || srec_cmp(a[i - 1], a[i]) > 0)
+            bounds[++nr] = i;
+    const srec **src = a, **dst = b;
+    while (nr > 1) {
+        size_t w = 0;
+        for (size_t r = 0; r < nr; r += 2) {
+            size_t lo = bounds[r], mid = bounds[r + 1], hi = r + 2 <= nr ? bounds[r + 2] : mid;
+            size_t x = lo, y = mid, o = lo;
+            while (x < mid && y < hi)
+                dst[o++] = srec_cmp(src[y], src[x]) < 0 ? src[y++] : src[x++];
+            while (x < mid)
+                dst[o++] = src[x++];
+            while (y < hi)
+                dst[o++] = src[y++];
+            bounds[w++] = lo;
+        }
+        bounds[w] = n;
+        nr = w;
+        const srec **t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, n * sizeof *a);
+}
+
+struct tbucket { int64_t oth; uint8_t has_oth; size_t n; };
+
+static int cmp_bucket(const void *pa, const void *pb)
+{
+    const struct tbucket *a = pa, *b = pb;
+    if (a->has_oth != b->has_oth)
+        return a->has_oth ? 1 : -1;
+    return (a->oth > b->oth) - (a->oth < b->oth);
 }
 
 typedef struct {
     srec *rows;               /* the chunk being filled */
     const srec **order;       /* its rows, sorted */
+    const srec **scratch;     /* as large as order */
+    size_t *bounds;           /* cap + 1 */
     size_t n, cap, at;
     FILE *tmp;                /* sorted chunks, one after another */
     size_t nruns;
-    struct srun { off_t off; size_t left, n, at; srec *buf; } *runs;
+    /* a run in the file, or (mem) the last chunk, still in memory */
+    struct srun { off_t off; size_t left, n, at; srec *buf; int mem; } *runs;
     size_t *heap, nheap;
 } sorter;
 
@@ -552,6 +596,8 @@ static void sorter_free(sorter *s)
 {
     free(s->rows);
     free(s->order);
+    free(s->scratch);
+    free(s->bounds);
     if (s->tmp)
         fclose(s->tmp);
     for (size_t i = 0; i < s->nruns; i++)
@@ -561,12 +607,77 @@ static void sorter_free(sorter *s)
     memset(s, 0, sizeof *s);
 }
 
-static void sorter_sort(sorter *s)
+/* The rows of the chunk in order: parted by thread (a stable counting sort over the
+ * few threads), then each thread's rows sorted apart. */
+static tr_status sorter_sort(sorter *s, tr_error *err)
 {
-    for (size_t i = 0; i < s->n; i++)
-        s->order[i] = &s->rows[i];
-    qsort(s->order, s->n, sizeof *s->order, srec_pcmp);
     s->at = 0;
+    tr_i64map idx;
+    tr_i64map_init(&idx);
+    struct tbucket *bk = NULL;
+    size_t nb = 0, bcap = 0, nulls = SIZE_MAX;
+    tr_status st = TR_OK;
+    for (size_t i = 0; i < s->n && st == TR_OK; i++) {
+        const srec *r = &s->rows[i];
+        int64_t b;
+        if (!r->has_oth ? nulls != SIZE_MAX : tr_i64map_get(&idx, r->oth, &b)) {
+            bk[r->has_oth ? (size_t)b : nulls].n++;
+            continue;
+        }
+        if (nb == bcap) {
+            bcap = bcap ? bcap * 2 : 16;
+            struct tbucket *nbk = realloc(bk, bcap * sizeof *nbk);
+            if (!nbk) {
+                st = nomem(err);
+                break;
+            }
+            bk = nbk;
+        }
+        bk[nb] = (struct tbucket){r->oth, r->has_oth, 1};
+        if (!r->has_oth)
+            nulls = nb;
+        else if (tr_i64map_put(&idx, r->oth, (int64_t)nb) < 0)
+            st = nomem(err);
+        nb++;
+    }
+    if (st == TR_OK) {
+        qsort(bk, nb, sizeof *bk, cmp_bucket);
+        /* the map now gives each thread's first slot */
+        size_t at = 0;
+        for (size_t b = 0; b < nb && st == TR_OK; b++) {
+            if (!bk[b].has_oth)
+                nulls = at;
+            else if (tr_i64map_put(&idx, bk[b].oth, (int64_t)at) < 0)
+                st = nomem(err);
+            at += bk[b].n;
+        }
+    }
+    if (st == TR_OK) {
+        for (size_t i = 0; i < s->n; i++) {
+            const srec *r = &s->rows[i];
+            size_t pos;
+            if (r->has_oth) {
+                int64_t v;
+                tr_i64map_get(&idx, r->oth, &v);
+                pos = (size_t)v;
+                tr_i64map_put(&idx, r->oth, v + 1);   /* present: cannot fail */
+            } else {
+                pos = nulls++;
+            }
+            s->scratch[pos] = r;
+        }
+        size_t lo = 0;
+        for (size_t b = 0; b < nb; b++) {
+            run_sort(s->scratch + lo, s->order + lo, s->bounds, bk[b].n);
+            lo += bk[b].n;
+        }
+        const srec **t = s->order;
+        s->order = s->scratch;
+        s->scratch = t;
+    }
+    free(bk);
+    tr_i64map_free(&idx);
+    return st;
 }
 
 static tr_status tmp_fail(tr_error *err)
@@ -587,8 +698,10 @@ static tr_status sorter_spill(sorter *s, tr_error *err)
     off_t off = ftello(s->tmp);
     if (off < 0)
         return tmp_fail(err);
-    s->runs[s->nruns++] = (struct srun){off, s->n, 0, 0, NULL};
-    sorter_sort(s);
+    s->runs[s->nruns++] = (struct srun){off, s->n, 0, 0, NULL, 0};
+    tr_status st = sorter_sort(s, err);
+    if (st != TR_OK)
+        return st;
     for (size_t i = 0; i < s->n; i++)
         if (fwrite(s->order[i], sizeof(srec), 1, s->tmp) != 1)
             return tmp_fail(err);
@@ -615,6 +728,13 @@ static tr_status sorter_add(sorter *s, const srec *r, tr_error *err)
             if (!no)
                 return nomem(err);
             s->order = no;
+            if (!(no = realloc(s->scratch, ncap * sizeof *no)))
+                return nomem(err);
+            s->scratch = no;
+            size_t *nb = realloc(s->bounds, (ncap + 1) * sizeof *nb);
+            if (!nb)
+                return nomem(err);
+            s->bounds = nb;
             s->cap = ncap;
         }
     }
@@ -651,6 +771,14 @@ static int run_fill(sorter *s, struct srun *r, tr_error *err, tr_status *st)
     if (!r->left)
         return 0;
     size_t n = r->left < RUN_BUF ? r->left : RUN_BUF;
+    if (r->mem) {
+        for (size_t i = 0; i < n; i++)
+            r->buf[i] = *s->order[s->at++];
+        r->left -= n;
+        r->n = n;
+        r->at = 0;
+        return 1;
+    }
     ssize_t got = pread(fileno(s->tmp), r->buf, n * sizeof(srec), r->off);
     if (got != (ssize_t)(n * sizeof(srec))) {
         *st = tr_fail(err, TR_ERR_RUNTIME, "cannot read the scan's temporary file: %s",
@@ -667,20 +795,20 @@ static int run_fill(sorter *s, struct srun *r, tr_error *err, tr_status *st)
 /* Ends the input: sorts what is held, or, once chunks were written, starts their merge. */
 static tr_status sorter_finish(sorter *s, tr_error *err)
 {
-    if (!s->nruns) {
-        sorter_sort(s);
-        return TR_OK;
-    }
+    if (!s->nruns)
+        return sorter_sort(s, err);
     tr_status st = TR_OK;
-    if (s->n && (st = sorter_spill(s, err)) != TR_OK)
-        return st;
     if (fflush(s->tmp) != 0)
         return tmp_fail(err);
-    free(s->rows);
-    free(s->order);
-    s->rows = NULL;
-    s->order = NULL;
-    s->cap = 0;
+    if (s->n) {   /* the last chunk is merged from memory, not written */
+        struct srun *nr = realloc(s->runs, (s->nruns + 1) * sizeof *nr);
+        if (!nr)
+            return nomem(err);
+        s->runs = nr;
+        if ((st = sorter_sort(s, err)) != TR_OK)
+            return st;
+        s->runs[s->nruns++] = (struct srun){0, s->n, 0, 0, NULL, 1};
+    }
     if (!(s->heap = malloc(s->nruns * sizeof *s->heap)))
         return nomem(err);
     for (size_t i = 0; i < s->nruns; i++) {
@@ -714,9 +842,11 @@ static const srec *sorter_next(sorter *s, srec *tmp, tr_error *err, tr_status *s
     return tmp;
 }
 
+/* NULL reads as 0, so only a 0 needs its type asked */
 static int64_t col_or(sqlite3_stmt *st, int i, int64_t dflt)
 {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
+    int64_t v = sqlite3_column_int64(st, i);
+    return v == 0 && sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : v;
 }
 
 /* The kinds whose events run on a GPU (kinds.on_gpu), and which kinds exist: an event
@@ -801,16 +931,17 @@ static tr_status scan_read(tr_scan *sc, int all, sorter *so, tr_error *err)
             sc->nbad++;
             continue;
         }
-        int th_null = sqlite3_column_type(st, 7) == SQLITE_NULL;
-        r.thread_id = th_null ? -1 : sqlite3_column_int64(st, 7);
+        r.thread_id = col_or(st, 7, -1);
+        int th_null = r.thread_id == -1 && sqlite3_column_type(st, 7) == SQLITE_NULL;
         r.stream_id = col_or(st, 8, -1);
         r.mem_cpu_self = sqlite3_column_int64(st, 13);
         r.mem_gpu_self = sqlite3_column_int64(st, 14);
         r.on_gpu = on_gpu != 0;
-        r.vp = r.on_gpu && sqlite3_column_type(st, 15) != SQLITE_NULL;
+        r.vp = r.on_gpu && (sqlite3_column_int64(st, 15) != 0
+                            || sqlite3_column_type(st, 15) != SQLITE_NULL);
         if (r.vp) {
-            r.has_oth = sqlite3_column_type(st, 16) != SQLITE_NULL;
-            r.oth = sqlite3_column_int64(st, 16);
+            r.oth = col_or(st, 16, -1);
+            r.has_oth = r.oth != -1 || sqlite3_column_type(st, 16) != SQLITE_NULL;
             r.os = sqlite3_column_int64(st, 17);
             r.oe = sqlite3_column_int64(st, 18);
         } else {
