@@ -183,11 +183,12 @@ enum { C_ID, C_KIND, C_NAME, C_SHAPE, C_STACK, C_PARENT, C_FLAGS, C_THREAD, C_ST
        C_END, C_CPU_TOTAL, C_CPU_SELF, C_GPU_TOTAL, C_GPU_SELF, C_CMEM, C_CMEM_SELF, C_GMEM,
        C_GMEM_SELF, C_FLOPS, C_CORR };
 
+/* The columns a scan may leave out are NULL in their place: a column costs SQLite
+ * a step of its own for every row (run_query). */
 static const char scan_sql[] =
-    "SELECT e.id, e.kind, e.name_id, e.shape_id, e.stack_id, e.parent_id, e.flags, e.thread_id, "
-    "e.stream_id, e.start_ns, e.end_ns, e.cpu_total_ns, e.cpu_self_ns, e.gpu_total_ns, "
-    "e.gpu_self_ns, e.cpu_mem_total, e.cpu_mem_self, e.gpu_mem_total, e.gpu_mem_self, e.flops, "
-    "e.correlation FROM events e";
+    "SELECT e.id, e.kind, e.name_id, %s, %s, e.parent_id, e.flags, %s, %s, e.start_ns, e.end_ns, "
+    "e.cpu_total_ns, e.cpu_self_ns, e.gpu_total_ns, e.gpu_self_ns, e.cpu_mem_total, "
+    "e.cpu_mem_self, e.gpu_mem_total, e.gpu_mem_self, e.flops, %s FROM events e";
 
 /* kinds, threads, streams and their devices, by row id, as the joins read them. */
 #define DIM_KINDS 64   /* kind ids below this by array, any others by map */
@@ -521,17 +522,30 @@ static tr_status step_error(scan_ctx *c)
                    sqlite3_errmsg(c->db));
 }
 
-/* The scan with `where` and `order` added, and the selection's own tests unless
- * every row is needed (the tree's ancestors are, selected or not). */
-static tr_status run_query(scan_ctx *c, const char *where, const char *order, int all_rows,
+static int needs_dims(const scan_ctx *c);
+
+/* run_query(): every row, not only those the selection's SQL tests pass (the
+ * tree's ancestors count, selected or not); every column (for the rows without a
+ * launching call: their correlation and device). */
+enum { Q_ALL_ROWS = 1, Q_ALL_COLUMNS = 2 };
+
+/* The scan with `where` and `order` added, and the selection's own tests unless Q_ALL_ROWS. */
+static tr_status run_query(scan_ctx *c, const char *where, const char *order, int q,
                            sqlite3_stmt **out)
 {
-    const char *w = c->where && !all_rows ? c->where : "";
-    size_t n = sizeof scan_sql + strlen(where) + strlen(order) + strlen(w) + 32;
+    const char *w = c->where && !(q & Q_ALL_ROWS) ? c->where : "";
+    int all = (q & Q_ALL_COLUMNS) != 0, dims_cols = all || needs_dims(c);
+    char head[sizeof scan_sql + 128];
+    snprintf(head, sizeof head, scan_sql,
+             all || c->o->group_by_shape ? "e.shape_id" : "NULL",
+             all || (c->o->group_by_stack > 0 && !c->tree_mode) ? "e.stack_id" : "NULL",
+             dims_cols ? "e.thread_id" : "NULL", dims_cols ? "e.stream_id" : "NULL",
+             all ? "e.correlation" : "NULL");
+    size_t n = strlen(head) + strlen(where) + strlen(order) + strlen(w) + 32;
     char *sql = malloc(n);
     if (!sql)
         return nomem(c);
-    snprintf(sql, n, "%s%s%s%s%s %s", scan_sql, *where || *w ? " WHERE " : "", where,
+    snprintf(sql, n, "%s%s%s%s%s %s", head, *where || *w ? " WHERE " : "", where,
              *where && *w ? " AND " : "", w, order);
     int r = sqlite3_prepare_v2(c->db, sql, -1, out, NULL);
     free(sql);
@@ -993,7 +1007,7 @@ static char *kinds_where(scan_ctx *c, int on)
 }
 
 static tr_status run_kinds_query(scan_ctx *c, int on, const char *more, const char *order,
-                                 int all_rows, sqlite3_stmt **out)
+                                 int q, sqlite3_stmt **out)
 {
     char *k = kinds_where(c, on);
     if (!k)
@@ -1004,7 +1018,7 @@ static tr_status run_kinds_query(scan_ctx *c, int on, const char *more, const ch
         return nomem(c);
     }
     sprintf(w, "%s%s%s", more, *more ? " AND " : "", k);
-    tr_status rc = run_query(c, w, order, all_rows, out);
+    tr_status rc = run_query(c, w, order, q, out);
     free(w);
     free(k);
     return rc;
@@ -1015,7 +1029,7 @@ static tr_status run_kinds_query(scan_ctx *c, int on, const char *more, const ch
 static tr_status scan_unattributed(scan_ctx *c)
 {
     sqlite3_stmt *st = NULL;
-    tr_status rc = run_kinds_query(c, 1, "e.parent_id IS NULL", "", 0, &st);
+    tr_status rc = run_kinds_query(c, 1, "e.parent_id IS NULL", "", Q_ALL_COLUMNS, &st);
     int r = SQLITE_DONE;
     ev_row er;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
@@ -1039,7 +1053,7 @@ static tr_status scan_tree(scan_ctx *c)
     size_t depth = 0, cap = 0;
     int need = needs_dims(c);
     ev_row er;
-    tr_status rc = run_kinds_query(c, 0, "", "ORDER BY e.thread_id, e.start_ns, e.end_ns DESC, e.depth, e.id", 1, &st);
+    tr_status rc = run_kinds_query(c, 0, "", "ORDER BY e.thread_id, e.start_ns, e.end_ns DESC, e.depth, e.id", Q_ALL_ROWS, &st);
     int r = SQLITE_DONE;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
         if (!fill_row(c, st, &er, need))
@@ -1224,7 +1238,7 @@ static tr_status covered_time(scan_ctx *c, int64_t *out)
 {
     sqlite3_stmt *st = NULL;
     c->need_parent_tid = 1;
-    tr_status rc = run_kinds_query(c, 0, "", "ORDER BY e.thread_id, e.start_ns", 0, &st);
+    tr_status rc = run_kinds_query(c, 0, "", "ORDER BY e.thread_id, e.start_ns", Q_ALL_COLUMNS, &st);
     int64_t total = 0, thread = INT64_MIN, lo = 0, hi = 0;
     int open = 0, r = SQLITE_DONE;
     ev_row er;
@@ -1350,7 +1364,7 @@ static tr_status scan_flat(scan_ctx *c)
     ev_row er;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
         if (fill_row(c, st, &er, need))
-            rc = add_event(c, st, &er, sqlite3_column_int64(st, C_STACK));
+            rc = add_event(c, st, &er, c->o->group_by_stack > 0 ? sqlite3_column_int64(st, C_STACK) : 0);
     if (rc == TR_OK && r != SQLITE_DONE)
         rc = step_error(c);
     sqlite3_finalize(st);
