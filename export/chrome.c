@@ -975,9 +975,11 @@ static int detail(chrome_ctx *c, sqlite3_stmt *st, int which, int64_t id, sqlite
     return 1;
 }
 
+/* NULL reads as 0, so only a 0 needs its type asked */
 static int64_t col(sqlite3_stmt *st, int i, int64_t dflt)
 {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, i);
+    int64_t v = sqlite3_column_int64(st, i);
+    return v == 0 && sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : v;
 }
 
 static int is_gpu_kind(const chrome_ctx *c, int64_t kind)

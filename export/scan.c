@@ -641,7 +641,8 @@ static tr_status sorter_sort(sorter *s, tr_error *err)
         nb++;
     }
     if (st == TR_OK) {
-        qsort(bk, nb, sizeof *bk, cmp_bucket);
+        if (nb > 1)   /* bk is NULL when the chunk is empty */
+            qsort(bk, nb, sizeof *bk, cmp_bucket);
         /* the map now gives each thread's first slot */
         size_t at = 0;
         for (size_t b = 0; b < nb && st == TR_OK; b++) {
