@@ -863,7 +863,8 @@ static int64_t cover_finish(cover_sum *cv, int *done)
         return 0;
     /* two thread rows of one thread id follow each other in covered_time's order
      * and may merge spans across them: that order alone gives its sum */
-    qsort(cv->t, cv->n, sizeof *cv->t, cmp_th);
+    if (cv->n > 1)
+        qsort(cv->t, cv->n, sizeof *cv->t, cmp_th);
     for (size_t i = 1; i < cv->n; i++)
         if (cv->t[i].th == cv->t[i - 1].th)
             return 0;
@@ -873,7 +874,7 @@ static int64_t cover_finish(cover_sum *cv, int *done)
         if (t->open && cover_push(cv, t) < 0)
             return 0;
         t->open = 0;
-        if (t->unsorted)
+        if (t->unsorted && t->n > 1)
             qsort(t->v, t->n, sizeof *t->v, cmp_span);
         /* the union of closed spans: touching ones join, as in covered_time() */
         for (size_t k = 0; k < t->n;) {
