@@ -687,10 +687,32 @@ static tr_status tmp_fail(tr_error *err)
                    strerror(errno));
 }
 
+/* An unnamed file in $TMPDIR (else /tmp), as SQLite's own sorter would use: removed
+ * as soon as it is made, so no signal or crash can leave it behind. */
+static FILE *scan_tmpfile(void)
+{
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    if (!dir || !*dir)
+        dir = "/tmp";
+    if ((size_t)snprintf(path, sizeof path, "%s/tracekit-scan-XXXXXX", dir) >= sizeof path) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return NULL;
+    unlink(path);
+    FILE *f = fdopen(fd, "w+b");
+    if (!f)
+        close(fd);
+    return f;
+}
+
 /* The filled chunk, sorted, appended to the temporary file as one run. */
 static tr_status sorter_spill(sorter *s, tr_error *err)
 {
-    if (!s->tmp && !(s->tmp = tmpfile()))
+    if (!s->tmp && !(s->tmp = scan_tmpfile()))
         return tmp_fail(err);
     struct srun *nr = realloc(s->runs, (s->nruns + 1) * sizeof *nr);
     if (!nr)
