@@ -732,10 +732,24 @@ static tr_status sorter_spill(sorter *s, tr_error *err)
     return TR_OK;
 }
 
+/* Rows sorted in memory before a chunk goes to the temporary file.
+ * TR_SCAN_CHUNK_ROWS (at least 16) makes it small, so that the tests run the
+ * merge of many chunks on small traces. */
+static size_t chunk_rows(void)
+{
+    static size_t rows;
+    if (!rows) {
+        const char *env = getenv("TR_SCAN_CHUNK_ROWS");
+        long long v = env ? strtoll(env, NULL, 10) : 0;
+        rows = v >= 16 ? (size_t)v : SORT_CHUNK_BYTES / sizeof(srec);
+    }
+    return rows;
+}
+
 static tr_status sorter_add(sorter *s, const srec *r, tr_error *err)
 {
     if (s->n == s->cap) {
-        size_t max = SORT_CHUNK_BYTES / sizeof(srec);
+        size_t max = chunk_rows();
         if (s->cap >= max) {
             tr_status st = sorter_spill(s, err);
             if (st != TR_OK)
