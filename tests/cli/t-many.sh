@@ -114,4 +114,7 @@ echo 'not a database' >text.db
 expect_status 3 "$A" a.db text.db c.db
 expect_one_line_error
 expect_grep 'text.db' "$TMP/err"
-expect_status 2 "$A" --report summary a.db b.db
+expect_status 3 "$A" --report summary a.db text.db
+expect_one_line_error
+expect_grep 'text.db' "$TMP/err"
+expect_status 2 "$A" --report summary --diff a.db b.db
