@@ -1042,6 +1042,34 @@ static tr_status scan_unattributed(scan_ctx *c)
     return rc;
 }
 
+/* The open ancestors of a walk of host events in tree order: ids and paths. */
+typedef struct {
+    struct open_event { int64_t id, path; } *v;
+    size_t n, cap;
+} open_stack;
+
+/* Closes the events that are not the parent's ancestors; the parent's path, 0 at a root. */
+static int64_t open_stack_parent(open_stack *s, int has_parent, int64_t parent)
+{
+    while (s->n && (!has_parent || s->v[s->n - 1].id != parent))
+        s->n--;
+    return s->n ? s->v[s->n - 1].path : 0;
+}
+
+static int open_stack_push(open_stack *s, int64_t id, int64_t path)
+{
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 64;
+        struct open_event *nv = realloc(s->v, nc * sizeof *nv);
+        if (!nv)
+            return -1;
+        s->v = nv;
+        s->cap = nc;
+    }
+    s->v[s->n++] = (struct open_event){id, path};
+    return 0;
+}
+
 /* Host events in tree order, keeping the open ancestors on a stack so each
  * event's ancestry path is known without lookups; then device activities,
  * whose ancestry is their launching call's. */
@@ -1050,8 +1078,7 @@ static tr_status scan_tree(scan_ctx *c)
     sqlite3_stmt *st = NULL;
     tr_i64map api_path;
     tr_i64map_init(&api_path);
-    struct open { int64_t id, path; } *stack = NULL;
-    size_t depth = 0, cap = 0;
+    open_stack stack = {NULL, 0, 0};
     int need = needs_dims(c);
     ev_row er;
     tr_status rc = run_kinds_query(c, 0, "", "ORDER BY e.thread_id, e.start_ns, e.end_ns DESC, e.depth, e.id", Q_ALL_ROWS, &st);
@@ -1062,31 +1089,16 @@ static tr_status scan_tree(scan_ctx *c)
         int64_t id = er.id;
         int has_parent = er.has_parent;
         int64_t parent = er.parent;
-        int64_t anc = 0;
         if (er.flags & TR_FLAG_ASYNC) {
             rc = add_event(c, st, &er, 0);
             continue;
         }
-        while (depth && (!has_parent || stack[depth - 1].id != parent))
-            depth--;
-        if (depth)
-            anc = stack[depth - 1].path;
+        int64_t anc = open_stack_parent(&stack, has_parent, parent);
         int64_t self = trie_get(&c->paths, anc, er.name);
-        if (self < 0) {
+        if (self < 0 || open_stack_push(&stack, id, self) != 0) {
             rc = nomem(c);
             break;
         }
-        if (depth == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            struct open *ns = realloc(stack, nc * sizeof *ns);
-            if (!ns) {
-                rc = nomem(c);
-                break;
-            }
-            stack = ns;
-            cap = nc;
-        }
-        stack[depth++] = (struct open){id, self};
         if (tr_kinds[(unsigned)er.kind % TR_KIND_COUNT_].is_api
             && tr_i64map_put(&api_path, id, self) < 0) {
             rc = nomem(c);
@@ -1098,7 +1110,7 @@ static tr_status scan_tree(scan_ctx *c)
         rc = step_error(c);
     sqlite3_finalize(st);
     st = NULL;   /* a failed scan leaves no second statement to finalize */
-    free(stack);
+    free(stack.v);
     if (rc == TR_OK)
         rc = run_kinds_query(c, 1, "", "", 0, &st);
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1128,8 +1140,7 @@ static tr_status scan_tree_ids(scan_ctx *c, int64_t max_id)
     size_t n = (size_t)max_id + 1;
     int32_t *anc = calloc(n, sizeof *anc);   /* host event -> its ancestry path */
     int32_t *api = calloc(n, sizeof *api);   /* API call -> its own path, for what it launched */
-    struct open { int64_t id, path; } *stack = NULL;
-    size_t depth = 0, cap = 0;
+    open_stack stack = {NULL, 0, 0};
     sqlite3_stmt *st = NULL;
     tr_status rc = anc && api ? TR_OK : nomem(c);
     char *k = rc == TR_OK ? kinds_where(c, 0) : NULL;
@@ -1153,27 +1164,13 @@ static tr_status scan_tree_ids(scan_ctx *c, int64_t max_id)
         if (sqlite3_column_int(st, 4) & TR_FLAG_ASYNC)
             continue;   /* its path is 0 and it opens none */
         int has_parent = sqlite3_column_type(st, 1) != SQLITE_NULL;
-        int64_t parent = sqlite3_column_int64(st, 1), a = 0;
-        while (depth && (!has_parent || stack[depth - 1].id != parent))
-            depth--;
-        if (depth)
-            a = stack[depth - 1].path;
+        int64_t parent = sqlite3_column_int64(st, 1);
+        int64_t a = open_stack_parent(&stack, has_parent, parent);
         int64_t self = trie_get(&c->paths, a, sqlite3_column_int64(st, 2));
-        if (self < 0 || self > INT32_MAX) {
+        if (self < 0 || self > INT32_MAX || open_stack_push(&stack, id, self) != 0) {
             rc = nomem(c);
             break;
         }
-        if (depth == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            struct open *ns = realloc(stack, nc * sizeof *ns);
-            if (!ns) {
-                rc = nomem(c);
-                break;
-            }
-            stack = ns;
-            cap = nc;
-        }
-        stack[depth++] = (struct open){id, self};
         anc[id] = (int32_t)a;
         if (tr_kinds[(unsigned)sqlite3_column_int(st, 3) % TR_KIND_COUNT_].is_api)
             api[id] = (int32_t)self;
@@ -1182,7 +1179,7 @@ static tr_status scan_tree_ids(scan_ctx *c, int64_t max_id)
         rc = step_error(c);
     sqlite3_finalize(st);
     st = NULL;
-    free(stack);
+    free(stack.v);
     if (rc == TR_OK)
         rc = run_query(c, "", "", 0, &st);
     int need = needs_dims(c);
