@@ -57,11 +57,11 @@ static int cmp_line(const void *pa, const void *pb)
     return cmp_path(a->path, a->len, b->path, b->len);
 }
 
-/* A frame as it is compared: with --diff-normalize, by the rule of
- * analyze/normalize.h (template numbers, ProfilerStep#N). */
-static int put_frame(FILE *f, const char *name, size_t len, int normalize)
+/* A frame as it is compared: with --diff-normalize (ctx points to 1), by the
+ * rule of analyze/normalize.h (template numbers, ProfilerStep#N). */
+static int put_frame(FILE *f, const char *name, size_t len, void *ctx)
 {
-    if (normalize && !memchr(name, '\0', len)) {
+    if (*(const int *)ctx && !memchr(name, '\0', len)) {
         char *n = tr_diff_normalize_name(name);
         if (!n)
             return -1;
@@ -70,31 +70,6 @@ static int put_frame(FILE *f, const char *name, size_t len, int normalize)
         return 0;
     }
     tr_put_folded_frame(f, name, len);
-    return 0;
-}
-
-/* The folded path of node idx, outermost first; iterative, a tree may be deep. */
-static int put_path(FILE *f, tr_scan *sc, uint32_t idx, int normalize)
-{
-    size_t n = 0;
-    for (uint32_t cur = idx; cur; cur = sc->nodes[cur].parent) {
-        if (n == sc->pathcap) {
-            size_t ncap = sc->pathcap ? sc->pathcap * 2 : 64;
-            uint32_t *np = realloc(sc->path, ncap * sizeof *np);
-            if (!np)
-                return -1;
-            sc->path = np;
-            sc->pathcap = ncap;
-        }
-        sc->path[n++] = cur;
-    }
-    while (n > 0) {
-        const tr_fnode *node = &sc->nodes[sc->path[--n]];
-        if (put_frame(f, node->name, node->name_len, normalize) < 0)
-            return -1;
-        if (n)
-            putc(';', f);
-    }
     return 0;
 }
 
@@ -145,7 +120,7 @@ static tr_status run_lines(tr_scan *sc, int m, int side, int normalize, dline **
             lines_free(l, k);
             return nomem(err);
         }
-        int bad = put_path(f, sc, (uint32_t)i, normalize);
+        int bad = tr_scan_put_path(f, sc, (uint32_t)i, put_frame, &normalize);
         k++;
         if (fclose(f) != 0 || bad) {
             lines_free(l, k);
@@ -310,25 +285,6 @@ static void put_colour(FILE *f, const dnode *n)
         fprintf(f, "rgb(%d,%d,255)", c, c);
 }
 
-static void put_label(FILE *f, const dnode *n, double px)
-{
-    size_t fit = px > 6 ? (size_t)((px - 6) / CHAR_W) : 0;
-    if (fit < 3)
-        return;
-    size_t len = tr_utf8_cut(n->name, n->name_len, LABEL_MAX), cps = 0, i = 0, cut = 0;
-    while (i < len && cps <= fit) {
-        uint32_t cp;
-        if (cps == fit - 2)
-            cut = i;
-        i += tr_utf8_next(n->name + i, len - i, &cp);
-        cps++;
-    }
-    if (cps > fit)
-        len = cut;
-    tr_put_xml_text(f, n->name, len);
-    if (len < n->name_len)
-        fputs("..", f);
-}
 
 /* One input without a base: flamegraph.pl's default "hot" colours, from a hash
  * of the name so that a frame keeps its colour from one graph to the next. */
@@ -435,7 +391,7 @@ static tr_status write_flamegraph(dtree *t, const tr_export_metric *metric, cons
         else
             put_colour(out, n);
         fprintf(out, "\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%d\">", x + 3, y + FRAME_H - 5);
-        put_label(out, n, px);
+        tr_flamegraph_put_label(out, n->name, n->name_len, px);
         fputs("</text></g>\n", out);
     }
     fputs("</svg>\n", out);

@@ -31,6 +31,10 @@ tr_status tr_export_diff(const char *base, const char *new_, int normalize, cons
 tr_status tr_export_folded(FILE *const *in, const char *const *names, int n, int normalize,
                            const tr_export_opts *o, FILE *out, tr_error *err);
 
+/* The label of a frame box px pixels wide: the name, or a prefix + "..", or
+ * nothing; cut on a character boundary (flamegraph.c). */
+void tr_flamegraph_put_label(FILE *f, const char *name, size_t name_len, double px);
+
 /* The flamegraph's style sheet and viewer script (flamegraph.c). */
 const char *tr_flamegraph_style(void);
 const char *tr_flamegraph_script(void);

@@ -108,25 +108,25 @@ static void fmt_value(char *buf, size_t n, int64_t v, const char *unit)
 #define TITLE_BUDGET (16 * 1024 * 1024)
 
 /* The label that fits in px pixels: the name, or a prefix + "..", or nothing. */
-static void put_label(FILE *f, const tr_fnode *n, double px)
+void tr_flamegraph_put_label(FILE *f, const char *name, size_t name_len, double px)
 {
     size_t fit = px > 6 ? (size_t)((px - 6) / CHAR_W) : 0;
     if (fit < 3)
         return;
-    size_t len = tr_utf8_cut(n->name, n->name_len, LABEL_MAX);
+    size_t len = tr_utf8_cut(name, name_len, LABEL_MAX);
     /* count code points, only as far as the box, to cut on a character boundary */
     size_t cps = 0, i = 0, cut = 0;
     while (i < len && cps <= fit) {
         uint32_t cp;
         if (cps == fit - 2)
             cut = i;
-        i += tr_utf8_next(n->name + i, len - i, &cp);
+        i += tr_utf8_next(name + i, len - i, &cp);
         cps++;
     }
     if (cps > fit)
         len = cut;
-    tr_put_xml_text(f, n->name, len);
-    if (len < n->name_len)
+    tr_put_xml_text(f, name, len);
+    if (len < name_len)
         fputs("..", f);
 }
 
@@ -381,7 +381,7 @@ tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, 
                 FRAME_H - 1);
         put_colour(out, n, i == 0);
         fprintf(out, "\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%d\">", x + 3, y + FRAME_H - 5);
-        put_label(out, n, px);
+        tr_flamegraph_put_label(out, n->name, n->name_len, px);
         fputs("</text></g>\n", out);
     }
     fputs("</svg>\n", out);

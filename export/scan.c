@@ -388,6 +388,30 @@ static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt)
     return v;
 }
 
+int tr_scan_put_path(FILE *f, tr_scan *sc, uint32_t idx, tr_frame_put_fn put, void *ctx)
+{
+    size_t n = 0;
+    for (uint32_t cur = idx; cur; cur = sc->nodes[cur].parent) {
+        if (n == sc->pathcap) {
+            size_t ncap = sc->pathcap ? sc->pathcap * 2 : 64;
+            uint32_t *np = realloc(sc->path, ncap * sizeof *np);
+            if (!np)
+                return -1;
+            sc->path = np;
+            sc->pathcap = ncap;
+        }
+        sc->path[n++] = cur;
+    }
+    while (n > 0) {
+        const tr_fnode *node = &sc->nodes[sc->path[--n]];
+        if (put(f, node->name, node->name_len, ctx) < 0)
+            return -1;
+        if (n)
+            putc(';', f);
+    }
+    return 0;
+}
+
 tr_status tr_scan_init(tr_scan *sc, sqlite3 *db, const tr_export_opts *o, tr_error *err)
 {
     memset(sc, 0, sizeof *sc);

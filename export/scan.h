@@ -111,6 +111,12 @@ const tr_export_metric *tr_scan_metric(const tr_scan *sc);
 /* Name of a string id (empty string when missing); valid until the next call. */
 const char *tr_scan_string(tr_scan *sc, int64_t id, size_t *len);
 
+/* Writes the path of node idx (root excluded), outermost first, frames joined by
+ * ';', each by put (which returns < 0 to stop); iterative, since a frame tree may
+ * be as deep as the file is long.  -1 when put stopped or memory ran out. */
+typedef int (*tr_frame_put_fn)(FILE *f, const char *name, size_t len, void *ctx);
+int tr_scan_put_path(FILE *f, tr_scan *sc, uint32_t idx, tr_frame_put_fn put, void *ctx);
+
 /* Children lists sorted by name (then kind) for deterministic output. */
 tr_status tr_scan_sort_children(tr_scan *sc, tr_error *err);
 

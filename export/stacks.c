@@ -19,30 +19,18 @@ typedef struct {
     int64_t value;
 } line;
 
-typedef void (*put_frame_fn)(FILE *f, const char *s, size_t len);
-
-/* Writes the path of node idx (root excluded), outermost first, each frame by put.
- * Iterative: a frame tree may be as deep as the file is long. */
-static int put_path(FILE *f, tr_scan *sc, uint32_t idx, put_frame_fn put)
+/* The two frame spellings, as tr_scan_put_path() takes them. */
+static int put_folded(FILE *f, const char *s, size_t len, void *ctx)
 {
-    size_t n = 0;
-    for (uint32_t cur = idx; cur; cur = sc->nodes[cur].parent) {
-        if (n == sc->pathcap) {
-            size_t ncap = sc->pathcap ? sc->pathcap * 2 : 64;
-            uint32_t *np = realloc(sc->path, ncap * sizeof *np);
-            if (!np)
-                return -1;
-            sc->path = np;
-            sc->pathcap = ncap;
-        }
-        sc->path[n++] = cur;
-    }
-    while (n > 0) {
-        const tr_fnode *node = &sc->nodes[sc->path[--n]];
-        put(f, node->name, node->name_len);
-        if (n)
-            putc(';', f);
-    }
+    (void)ctx;
+    tr_put_folded_frame(f, s, len);
+    return 0;
+}
+
+static int put_torch(FILE *f, const char *s, size_t len, void *ctx)
+{
+    (void)ctx;
+    tr_put_torch_frame(f, s, len);
     return 0;
 }
 
@@ -93,7 +81,7 @@ static tr_status write_folded(tr_scan *sc, FILE *out, tr_error *err)
             st = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
             break;
         }
-        int bad = put_path(f, sc, (uint32_t)i, tr_put_folded_frame);
+        int bad = tr_scan_put_path(f, sc, (uint32_t)i, put_folded, NULL);
         if (fclose(f) != 0 || bad)
             st = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
         lines[k++].value = sc->nodes[i].v[m];
@@ -160,7 +148,7 @@ static tr_status write_torch(tr_scan *sc, FILE *out, tr_error *err)
             break;
         if (!node)
             continue;
-        if (put_path(out, sc, node, tr_put_torch_frame) < 0) {
+        if (tr_scan_put_path(out, sc, node, put_torch, NULL) < 0) {
             status = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
             break;
         }
