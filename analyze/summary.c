@@ -198,6 +198,10 @@ typedef struct {
     tr_i64map kinds;          /* other kind ids -> on_gpu */
     tr_i64map threads;        /* threads.id -> tid */
     tr_i64map streams;        /* streams.id -> index into the arrays below */
+    /* the same two maps as arrays by row id, where the ids are small (dims_index) */
+    int64_t *thread_tid, *stream_index;
+    unsigned char *thread_has, *stream_has;
+    size_t nthread_ids, nstream_ids;
     int64_t *stream, *device, *source;
     unsigned char *has_device;
     size_t nstreams;
@@ -208,6 +212,8 @@ typedef struct {
     int64_t id, name, parent, thread_row, stream_row, start, tid, device, stream, source;
     int kind, gpu, flags;
     unsigned char has_parent, has_tid, has_device, has_stream, has_source;
+    /* read_times(): each column is asked once, a call to SQLite costs as much as the test */
+    int64_t end, cpu_total, cpu_self, gpu_total, gpu_self;
 } ev_row;
 
 /* The host time covered by the selected host events, gathered as the scan goes:
@@ -222,6 +228,7 @@ typedef struct {
     } *t;
     size_t n, cap, spans;
     tr_i64map index;          /* threads.id -> index into t */
+    int64_t last_row, last_index;   /* the thread row of the last event, and its index */
     int on, fallback;
 } cover_sum;
 
@@ -251,8 +258,12 @@ typedef struct {
     dims d;
     sqlite3_stmt *parent_tid;   /* the launching call's thread, for events without one */
     int need_parent_tid;
+    int ranks_all;              /* --rank selects every rank here: no test per event */
     char *where;                /* the selection's simple tests, as SQL (NULL: none) */
     cover_sum cover;
+    /* the scan of every event meets the GPU activities without a launching call
+     * itself: their ids, for add_unattributed() after it (unattributed_by_id) */
+    struct { int64_t *ids; size_t n, cap; int on; } unattr;
 } scan_ctx;
 
 /* The group name of ProfilerStep#N, which has no string id of its own. */
@@ -343,7 +354,7 @@ static int selected(scan_ctx *c, const ev_row *r)
         return 0;
     if (sel->has_stream && (!gpu || !r->has_stream || r->stream != sel->stream))
         return 0;
-    if (!tr_selection_rank_ok(sel, r->thread_row, r->stream_row))
+    if (!c->ranks_all && !tr_selection_rank_ok(sel, r->thread_row, r->stream_row))
         return 0;
     if (sel->has_time) {
         int64_t rel = r->start - c->t0;
@@ -390,14 +401,17 @@ static int64_t stack_key(scan_ctx *c, int64_t node)
     return key;
 }
 
-/* Times a trace can hold: the event's own, and the stored totals derived from them. */
-static int times_ok(sqlite3_stmt *st, const ev_row *r)
+/* Times a trace can hold: the event's own, and the stored totals derived from them.
+ * Reads them into r for what follows, only for a selected row. */
+static int times_ok(sqlite3_stmt *st, ev_row *r)
 {
-    return tr_times_ok(r->start, sqlite3_column_int64(st, C_END))
-           && tr_ns_ok(sqlite3_column_int64(st, C_CPU_TOTAL))
-           && tr_ns_ok(sqlite3_column_int64(st, C_CPU_SELF))
-           && tr_ns_ok(sqlite3_column_int64(st, C_GPU_TOTAL))
-           && tr_ns_ok(sqlite3_column_int64(st, C_GPU_SELF));
+    r->end = sqlite3_column_int64(st, C_END);
+    r->cpu_total = sqlite3_column_int64(st, C_CPU_TOTAL);
+    r->cpu_self = sqlite3_column_int64(st, C_CPU_SELF);
+    r->gpu_total = sqlite3_column_int64(st, C_GPU_TOTAL);
+    r->gpu_self = sqlite3_column_int64(st, C_GPU_SELF);
+    return tr_times_ok(r->start, r->end) && tr_ns_ok(r->cpu_total) && tr_ns_ok(r->cpu_self)
+           && tr_ns_ok(r->gpu_total) && tr_ns_ok(r->gpu_self);
 }
 
 /* The group of (name, device side, shape, stack key), created on first use;
@@ -442,20 +456,20 @@ static void note_first(tr_group *g, int64_t start, int64_t end, int64_t id, int 
     }
 }
 
-/* group_get() for the event in st, noting it as a first appearance. */
-static tr_group *group_of(scan_ctx *c, sqlite3_stmt *st, const ev_row *r, int64_t name, int gpu,
-                          int64_t shape, int64_t key)
+/* group_get() for the event r (times_ok read), noting it as a first appearance. */
+static tr_group *group_of(scan_ctx *c, const ev_row *r, int64_t name, int gpu, int64_t shape,
+                          int64_t key)
 {
     tr_group *g = group_get(c, name, gpu, shape, key);
     if (g)
-        note_first(g, r->start, sqlite3_column_int64(st, C_END), r->id,
-                   (r->flags & TR_FLAG_ASYNC) != 0);
+        note_first(g, r->start, r->end, r->id, (r->flags & TR_FLAG_ASYNC) != 0);
     return g;
 }
 
-static void cover_add(scan_ctx *c, sqlite3_stmt *st, const ev_row *r);
+static void cover_add(scan_ctx *c, const ev_row *r);
+static tr_status note_unattributed(scan_ctx *c, const ev_row *r);
 
-static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, const ev_row *r, int64_t path)
+static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, ev_row *r, int64_t path)
 {
     if (!selected(c, r))
         return TR_OK;
@@ -465,23 +479,25 @@ static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, const ev_row *r, int64
         return TR_OK;
     }
     if (c->cover.on && r->gpu == 0 && !(r->flags & TR_FLAG_ASYNC))
-        cover_add(c, st, r);
+        cover_add(c, r);
+    if (c->unattr.on && r->gpu == 1 && !r->has_parent && note_unattributed(c, r) != TR_OK)
+        return nomem(c);
     int64_t name = group_name(c, r->name);
     int gpu = r->gpu != 0;
     int64_t shape = c->o->group_by_shape ? sqlite3_column_int64(st, C_SHAPE) : 0;
     int64_t key = stack_key(c, path);
     if (key < 0)
         return nomem(c);
-    tr_group *g = group_of(c, st, r, name, gpu, shape, key);
+    tr_group *g = group_of(c, r, name, gpu, shape, key);
     if (!g)
         return nomem(c);
     g->count++;
     /* sums saturate: many large but legal values must not wrap into small ones */
-    tr_sat_acc(&g->cpu_total, sqlite3_column_int64(st, C_CPU_TOTAL));
-    tr_sat_acc(&g->gpu_total, sqlite3_column_int64(st, C_GPU_TOTAL));
-    tr_sat_acc(&g->gpu_self, sqlite3_column_int64(st, C_GPU_SELF));
+    tr_sat_acc(&g->cpu_total, r->cpu_total);
+    tr_sat_acc(&g->gpu_total, r->gpu_total);
+    tr_sat_acc(&g->gpu_self, r->gpu_self);
     if (!gpu)
-        tr_sat_acc(&s->sum_gpu_self_host, sqlite3_column_int64(st, C_GPU_SELF));
+        tr_sat_acc(&s->sum_gpu_self_host, r->gpu_self);
     int claimed;
     const tr_torch_metrics *tm = c->o->compat_torch
         ? tr_torch_compat_get(&c->torch, r->id, &claimed) : NULL;
@@ -492,14 +508,13 @@ static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, const ev_row *r, int64
         tr_sat_acc(&g->gpu_mem, tm->gpu_mem);
         tr_sat_acc(&g->gpu_mem_self, tm->gpu_mem_self);
     } else {
-        tr_sat_acc(&g->cpu_self, sqlite3_column_int64(st, C_CPU_SELF));
+        tr_sat_acc(&g->cpu_self, r->cpu_self);
         tr_sat_acc(&g->cpu_mem, sqlite3_column_int64(st, C_CMEM));
         tr_sat_acc(&g->cpu_mem_self, sqlite3_column_int64(st, C_CMEM_SELF));
         tr_sat_acc(&g->gpu_mem, sqlite3_column_int64(st, C_GMEM));
         tr_sat_acc(&g->gpu_mem_self, sqlite3_column_int64(st, C_GMEM_SELF));
     }
-    if (sqlite3_column_type(st, C_FLOPS) != SQLITE_NULL)
-        tr_sat_acc(&g->flops, sqlite3_column_int64(st, C_FLOPS));
+    tr_sat_acc(&g->flops, sqlite3_column_int64(st, C_FLOPS));   /* NULL reads 0: adds nothing */
     if (c->o->stats) {
         if (g->ndur == g->capdur) {
             size_t nc = g->capdur ? g->capdur * 2 : 8;
@@ -510,7 +525,7 @@ static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, const ev_row *r, int64
             g->capdur = nc;
         }
         /* times_ok: no overflow */
-        g->durations[g->ndur++] = sqlite3_column_int64(st, C_END) - r->start;
+        g->durations[g->ndur++] = r->end - r->start;
     }
     s->events++;
     return TR_OK;
@@ -634,8 +649,61 @@ static tr_status load_dims(scan_ctx *c)
     return rc;
 }
 
+/* Row ids below this are looked up in an array, not a map: a per-event cost. */
+#define DIM_ARRAY_MAX 65536
+
+/* The map's values in an array by key, with whether each key is there; NULL
+ * where a key is negative or too large for it (the map answers then). */
+static int dims_index(const tr_i64map *m, int64_t **val, unsigned char **has, size_t *n)
+{
+    int64_t max = -1;
+    *val = NULL;
+    *has = NULL;
+    *n = 0;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].used) {
+            if (m->slots[i].key < 0 || m->slots[i].key >= DIM_ARRAY_MAX)
+                return 0;
+            max = m->slots[i].key > max ? m->slots[i].key : max;
+        }
+    if (max < 0)
+        return 0;
+    int64_t *v = calloc((size_t)max + 1, sizeof *v);
+    unsigned char *h = calloc((size_t)max + 1, 1);
+    if (!v || !h) {
+        free(v);
+        free(h);
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].used) {
+            v[m->slots[i].key] = m->slots[i].val;
+            h[m->slots[i].key] = 1;
+        }
+    *val = v;
+    *has = h;
+    *n = (size_t)max + 1;
+    return 0;
+}
+
+/* The value of row in the array dims_index() made, else in the map: 1 if found. */
+static inline int dims_get(const tr_i64map *m, const int64_t *val, const unsigned char *has,
+                           size_t n, int64_t row, int64_t *out)
+{
+    if (!val)
+        return tr_i64map_get(m, row, out);
+    if (row < 0 || (uint64_t)row >= n || !has[row])
+        return 0;
+    *out = val[row];
+    return 1;
+}
+
 static void dims_free(dims *d)
 {
+    free(d->thread_tid);
+    free(d->stream_index);
+    free(d->thread_has);
+    free(d->stream_has);
     tr_i64map_free(&d->kinds);
     tr_i64map_free(&d->threads);
     tr_i64map_free(&d->streams);
@@ -673,7 +741,8 @@ static int fill_row(scan_ctx *c, sqlite3_stmt *st, ev_row *r, int need_dims)
         return 1;
     if (sqlite3_column_type(st, C_THREAD) != SQLITE_NULL) {
         r->thread_row = sqlite3_column_int64(st, C_THREAD);
-        r->has_tid = (unsigned char)tr_i64map_get(&c->d.threads, r->thread_row, &r->tid);
+        r->has_tid = (unsigned char)dims_get(&c->d.threads, c->d.thread_tid, c->d.thread_has,
+                                             c->d.nthread_ids, r->thread_row, &r->tid);
     } else if (c->need_parent_tid && r->has_parent) {
         /* the launching call's thread: one indexed look, only where asked */
         sqlite3_bind_int64(c->parent_tid, 1, r->parent);
@@ -687,7 +756,8 @@ static int fill_row(scan_ctx *c, sqlite3_stmt *st, ev_row *r, int need_dims)
     if (sqlite3_column_type(st, C_STREAM) != SQLITE_NULL) {
         r->stream_row = sqlite3_column_int64(st, C_STREAM);
         int64_t i;
-        if (tr_i64map_get(&c->d.streams, r->stream_row, &i)) {
+        if (dims_get(&c->d.streams, c->d.stream_index, c->d.stream_has, c->d.nstream_ids,
+                     r->stream_row, &i)) {
             r->has_stream = 1;
             r->stream = c->d.stream[i];
             r->has_device = r->has_source = c->d.has_device[i];
@@ -703,7 +773,34 @@ static int needs_dims(const scan_ctx *c)
 {
     const tr_selection *sel = c->sel;
     return c->cover.on || (sel && (sel->has_thread || sel->has_device || sel->has_stream
-                                   || sel->rank_map));
+                                   || (sel->rank_map && !c->ranks_all)));
+}
+
+/* Can --kind select a host event?  Only then is there host time to cover. */
+static int selects_host(const scan_ctx *c)
+{
+    unsigned mask = c->sel ? c->sel->kind_mask : 0;
+    if (!mask)
+        return 1;
+    for (int k = 0; k < 32 && k < DIM_KINDS; k++)
+        if ((mask & (1u << k)) && c->d.kind_known[k] && c->d.kind_on_gpu[k] == 0)
+            return 1;
+    return 0;
+}
+
+/* Does --rank select every rank the run.db holds?  Then no event needs the test. */
+static int rank_map_all(const tr_rank_map *m)
+{
+    if (!m || !m->want || !m->want->n)
+        return 1;
+    if (!tr_rank_set_has(m->want, m->fallback))
+        return 0;
+    const tr_i64map *maps[] = {&m->thread_rank, &m->stream_rank};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < maps[k]->cap; i++)
+            if (maps[k]->slots[i].used && !tr_rank_set_has(m->want, maps[k]->slots[i].val))
+                return 0;
+    return 1;
 }
 
 /* The selection's tests that SQL can make while it reads the row, so rows that
@@ -797,7 +894,7 @@ static int cover_push(cover_sum *cv, struct cover_thread *t)
  * is covered_time()'s, the union over events sorted by thread and start, as long
  * as every event has a thread row and no two thread rows share a thread id;
  * otherwise, or past COVER_MAX_SPANS, covered_time() makes it. */
-static void cover_add(scan_ctx *c, sqlite3_stmt *st, const ev_row *r)
+static void cover_add(scan_ctx *c, const ev_row *r)
 {
     cover_sum *cv = &c->cover;
     if (cv->fallback)
@@ -807,7 +904,10 @@ static void cover_add(scan_ctx *c, sqlite3_stmt *st, const ev_row *r)
         return;
     }
     int64_t i;
-    if (!tr_i64map_get(&cv->index, r->thread_row, &i)) {
+    /* a thread's events mostly follow each other: the last thread row saves the map */
+    if (cv->n && r->thread_row == cv->last_row)
+        i = cv->last_index;
+    else if (!tr_i64map_get(&cv->index, r->thread_row, &i)) {
         if (cv->n == cv->cap) {
             size_t nc = cv->cap ? cv->cap * 2 : 16;
             struct cover_thread *nt = realloc(cv->t, nc * sizeof *nt);
@@ -826,8 +926,10 @@ static void cover_add(scan_ctx *c, sqlite3_stmt *st, const ev_row *r)
         memset(&cv->t[cv->n], 0, sizeof cv->t[cv->n]);
         cv->t[cv->n++].th = r->has_tid ? r->tid : INT64_MIN + 1;
     }
+    cv->last_row = r->thread_row;
+    cv->last_index = i;
     struct cover_thread *t = &cv->t[i];
-    int64_t s0 = r->start, e0 = sqlite3_column_int64(st, C_END);
+    int64_t s0 = r->start, e0 = r->end;
     if (t->open && s0 <= t->hi && s0 >= t->last) {
         t->hi = e0 > t->hi ? e0 : t->hi;
         t->last = s0;
@@ -933,7 +1035,7 @@ static tr_status load_first_calls(scan_ctx *c)
 static tr_status add_unattributed(scan_ctx *c, sqlite3_stmt *st, const ev_row *er)
 {
     tr_summary *s = c->s;
-    int64_t dur = sqlite3_column_int64(st, C_GPU_SELF);
+    int64_t dur = er->gpu_self;
     s->unattributed++;
     tr_sat_acc(&s->unattributed_ns, dur);
     if (sqlite3_column_type(st, C_CORR) == SQLITE_NULL) {
@@ -958,7 +1060,7 @@ static tr_status add_unattributed(scan_ctx *c, sqlite3_stmt *st, const ev_row *e
             host_kinds |= 1u << k;
     if (c->sel && c->sel->kind_mask && !(c->sel->kind_mask & host_kinds))
         return TR_OK;
-    tr_group *g = group_of(c, st, er, NO_LAUNCH_ROW, 0, 0, 0);
+    tr_group *g = group_of(c, er, NO_LAUNCH_ROW, 0, 0, 0);
     if (!g)
         return nomem(c);
     g->count++;
@@ -1025,8 +1127,46 @@ static tr_status run_kinds_query(scan_ctx *c, int on, const char *more, const ch
     return rc;
 }
 
-/* The selected GPU activities that no call launched: whatever the scan (tree,
- * flat or the stored aggregates), one indexed look at the events without a parent. */
+static tr_status note_unattributed(scan_ctx *c, const ev_row *r)
+{
+    if (c->unattr.n == c->unattr.cap) {
+        size_t nc = c->unattr.cap ? c->unattr.cap * 2 : 64;
+        int64_t *nv = realloc(c->unattr.ids, nc * sizeof *nv);
+        if (!nv)
+            return TR_ERR_RUNTIME;
+        c->unattr.ids = nv;
+        c->unattr.cap = nc;
+    }
+    c->unattr.ids[c->unattr.n++] = r->id;
+    return TR_OK;
+}
+
+/* The activities note_unattributed() kept, each read again by id with the
+ * columns add_unattributed() needs: the scan spares every other row those. */
+static tr_status unattributed_by_id(scan_ctx *c)
+{
+    if (!c->unattr.n)
+        return TR_OK;
+    sqlite3_stmt *st = NULL;
+    tr_status rc = run_query(c, "e.id = ?1", "", Q_ALL_ROWS | Q_ALL_COLUMNS, &st);
+    ev_row er;
+    for (size_t i = 0; rc == TR_OK && i < c->unattr.n; i++) {
+        sqlite3_bind_int64(st, 1, c->unattr.ids[i]);
+        int r = sqlite3_step(st);
+        if (r == SQLITE_ROW) {
+            if (fill_row(c, st, &er, 1) && selected(c, &er) && times_ok(st, &er))
+                rc = add_unattributed(c, st, &er);
+        } else if (r != SQLITE_DONE) {
+            rc = step_error(c);
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The selected GPU activities that no call launched, after the stored aggregates:
+ * one indexed look at the events without a parent. */
 static tr_status scan_unattributed(scan_ctx *c)
 {
     sqlite3_stmt *st = NULL;
@@ -1245,7 +1385,7 @@ static tr_status covered_time(scan_ctx *c, int64_t *out)
             || (er.flags & TR_FLAG_ASYNC))
             continue;
         int64_t th = er.has_tid ? er.tid : INT64_MIN + 1;
-        int64_t s0 = er.start, e0 = sqlite3_column_int64(st, C_END);
+        int64_t s0 = er.start, e0 = er.end;
         if (open && th == thread && s0 <= hi) {
             hi = e0 > hi ? e0 : hi;
             continue;
@@ -1530,8 +1670,14 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
     }
     if ((rc = load_dims(&c)) != TR_OK)
         goto out;
+    if (dims_index(&c.d.threads, &c.d.thread_tid, &c.d.thread_has, &c.d.nthread_ids) < 0
+        || dims_index(&c.d.streams, &c.d.stream_index, &c.d.stream_has, &c.d.nstream_ids) < 0) {
+        rc = nomem(&c);
+        goto out;
+    }
     c.need_parent_tid = c.sel && c.sel->has_thread;
-    c.cover.on = selection_active(c.sel) && !o->compat_torch;
+    c.cover.on = selection_active(c.sel) && !o->compat_torch && selects_host(&c);
+    c.ranks_all = c.sel && rank_map_all(c.sel->rank_map);
     if (c.sel && c.sel->has_time) {
         sqlite3_stmt *st;
         if (sqlite3_prepare_v2(db, "SELECT coalesce(min(start_ns), 0) FROM events", -1, &st, NULL) == SQLITE_OK
@@ -1548,9 +1694,11 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
                       || (o->stack_source == TR_STACK_AUTO && c.nframes_nodes == 0);
         s->stack_source = c.tree_mode ? "tree" : "frames";
     }
-    rc = c.tree_mode ? scan_tree_any(&c) : aggregates_usable(&c) ? scan_aggregates(&c) : scan_flat(&c);
+    int from_aggregates = !c.tree_mode && aggregates_usable(&c);
+    c.unattr.on = !from_aggregates && !o->compat_torch;
+    rc = c.tree_mode ? scan_tree_any(&c) : from_aggregates ? scan_aggregates(&c) : scan_flat(&c);
     if (rc == TR_OK && !o->compat_torch)
-        rc = scan_unattributed(&c);
+        rc = c.unattr.on ? unattributed_by_id(&c) : scan_unattributed(&c);
     s->filtered = selection_active(c.sel);
     if (rc == TR_OK && s->filtered && !o->compat_torch) {
         int done;
@@ -1579,6 +1727,7 @@ out:
     sqlite3_finalize(c.parent_tid);
     dims_free(&c.d);
     free(c.where);
+    free(c.unattr.ids);
     cover_free(&c.cover);
     free(c.groups.slots);
     trie_free(&c.paths);
