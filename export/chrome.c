@@ -1425,6 +1425,7 @@ static tr_status run(chrome_ctx *c, FILE *out, tr_error *err)
 {
     sqlite3 *db = c->sc.db;
     tr_status st;
+    tr_scan_trace_start(&c->sc);
     if ((st = load_kinds(c, err)) != TR_OK || (st = load_frames(c, err)) != TR_OK
         || (st = load_stream_ctx(c, err)) != TR_OK
         || (st = build_head(c, err)) != TR_OK)

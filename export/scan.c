@@ -388,6 +388,19 @@ static int64_t scalar(sqlite3 *db, const char *sql, int64_t dflt)
     return v;
 }
 
+int64_t tr_scan_trace_start(tr_scan *sc)
+{
+    if (!sc->has_trace_start) {
+        char sql[160];
+        snprintf(sql, sizeof sql, "SELECT min(start_ns) FROM events WHERE start_ns >= %lld "
+                 "AND end_ns <= %lld AND end_ns >= start_ns", -(long long)TR_NS_TIME_MAX,
+                 (long long)TR_NS_TIME_MAX);
+        sc->trace_start = scalar(sc->db, sql, 0);
+        sc->has_trace_start = 1;
+    }
+    return sc->trace_start;
+}
+
 int tr_scan_put_path(FILE *f, tr_scan *sc, uint32_t idx, tr_frame_put_fn put, void *ctx)
 {
     size_t n = 0;
@@ -436,14 +449,15 @@ tr_status tr_scan_init(tr_scan *sc, sqlite3 *db, const tr_export_opts *o, tr_err
     if (sqlite3_prepare_v2(db, "SELECT parent_id, kind, name_id, stack_id FROM events WHERE id = ?",
                            -1, &sc->q_event, NULL) != SQLITE_OK)
         return dberr(sc, err, "events");
-    char sql[160];
-    snprintf(sql, sizeof sql, "SELECT min(start_ns) FROM events WHERE start_ns >= %lld "
-             "AND end_ns <= %lld AND end_ns >= start_ns", -(long long)TR_NS_TIME_MAX,
-             (long long)TR_NS_TIME_MAX);
-    sc->trace_start = scalar(db, sql, 0);
-    int has_frames = scalar(db, "SELECT EXISTS(SELECT 1 FROM events e JOIN stack_nodes s "
-                                "ON s.id = e.stack_id)", 0) != 0;
-    sc->use_frames = o->source == TR_SRC_FRAMES || (o->source == TR_SRC_AUTO && has_frames);
+    /* each of these is a scan of the whole events table: made only when the answer is used */
+    if (o->has_time_range && !o->time_absolute)
+        tr_scan_trace_start(sc);
+    /* most run.dbs have no frames at all: then the join need not be looked at */
+    sc->use_frames = o->source == TR_SRC_FRAMES
+                     || (o->source == TR_SRC_AUTO
+                         && scalar(db, "SELECT EXISTS(SELECT 1 FROM stack_nodes)", 0) != 0
+                         && scalar(db, "SELECT EXISTS(SELECT 1 FROM events e JOIN stack_nodes s "
+                                       "ON s.id = e.stack_id)", 0) != 0);
     tr_status st;
     if (sc->use_frames && (st = load_frames(sc, err)) != TR_OK)
         return st;
@@ -534,6 +548,7 @@ typedef struct {
 
 #define SORT_CHUNK_BYTES ((size_t)64 << 20)
 #define RUN_BUF 512   /* records read at a time from each sorted chunk */
+#define SPILL_BUF ((size_t)1 << 20)
 
 /* The scan's order: thread (none first), start, end descending, then the ordering
  * event's id, so a GPU activity comes right after its launching call. */
@@ -610,6 +625,7 @@ typedef struct {
     size_t *bounds;           /* cap + 1 */
     size_t n, cap, at;
     FILE *tmp;                /* sorted chunks, one after another */
+    char *wbuf;               /* tmp's buffer */
     size_t nruns;
     /* a run in the file, or (mem) the last chunk, still in memory */
     struct srun { off_t off; size_t left, n, at; srec *buf; int mem; } *runs;
@@ -624,6 +640,7 @@ static void sorter_free(sorter *s)
     free(s->bounds);
     if (s->tmp)
         fclose(s->tmp);
+    free(s->wbuf);
     for (size_t i = 0; i < s->nruns; i++)
         free(s->runs[i].buf);
     free(s->runs);
@@ -736,8 +753,14 @@ static FILE *scan_tmpfile(void)
 /* The filled chunk, sorted, appended to the temporary file as one run. */
 static tr_status sorter_spill(sorter *s, tr_error *err)
 {
-    if (!s->tmp && !(s->tmp = scan_tmpfile()))
-        return tmp_fail(err);
+    if (!s->tmp) {
+        /* a chunk is tens of MB: written in large pieces, not stdio's few kB */
+        if (!(s->wbuf = malloc(SPILL_BUF)))
+            return nomem(err);
+        if (!(s->tmp = scan_tmpfile()))
+            return tmp_fail(err);
+        setvbuf(s->tmp, s->wbuf, _IOFBF, SPILL_BUF);
+    }
     struct srun *nr = realloc(s->runs, (s->nruns + 1) * sizeof *nr);
     if (!nr)
         return nomem(err);
@@ -912,32 +935,18 @@ static int64_t col_or(sqlite3_stmt *st, int i, int64_t dflt)
 
 /* The kinds whose events run on a GPU (kinds.on_gpu), and which kinds exist: an event
  * of a kind the table lacks is not scanned. */
-static tr_status load_kinds(tr_scan *sc, tr_i64map *kinds, char *gpu_list, size_t size,
-                            tr_error *err)
+static tr_status load_kinds(tr_scan *sc, tr_i64map *kinds, tr_error *err)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(sc->db, "SELECT id, on_gpu FROM kinds ORDER BY id", -1, &st, NULL)
         != SQLITE_OK)
         return dberr(sc, err, "kinds");
-    size_t len = 0;
-    gpu_list[0] = 0;
     tr_status status = TR_OK;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        int on_gpu = sqlite3_column_int(st, 1) != 0;
-        if (tr_i64map_put(kinds, id, on_gpu) < 0) {
+        if (tr_i64map_put(kinds, sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1) != 0) < 0) {
             status = nomem(err);
             break;
-        }
-        if (on_gpu) {
-            int w = snprintf(gpu_list + len, size - len, "%s%lld", len ? "," : "", (long long)id);
-            if (w < 0 || (size_t)w >= size - len) {
-                status = tr_fail(err, TR_ERR_INPUT, "%s: table kinds: too many GPU kinds",
-                                 tr_rundb_name(sc->db));
-                break;
-            }
-            len += (size_t)w;
         }
     }
     if (status == TR_OK && rc != SQLITE_DONE)
@@ -946,25 +955,77 @@ static tr_status load_kinds(tr_scan *sc, tr_i64map *kinds, char *gpu_list, size_
     return status;
 }
 
+/* Parents come in rising id order for long stretches (one source table's events,
+ * the launches of one table's GPU work), so stepping a cursor forward is cheaper
+ * than the seek per row a join makes; a jump back or far ahead seeks. */
+#define IDCUR_STEPS 16
+
+tr_status tr_idcur_open(tr_idcur *c, sqlite3 *db, const char *cols, tr_error *err)
+{
+    char sql[256];
+    memset(c, 0, sizeof *c);
+    snprintf(sql, sizeof sql, "SELECT id, %s FROM events WHERE id >= ?1 ORDER BY id", cols);
+    if (sqlite3_prepare_v2(db, sql, -1, &c->q, NULL) != SQLITE_OK)
+        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table events: %s", tr_rundb_name(db),
+                       sqlite3_errmsg(db));
+    return TR_OK;
+}
+
+static void idcur_step(tr_idcur *c)
+{
+    int rc = sqlite3_step(c->q);
+    c->at = rc == SQLITE_ROW;
+    if (c->at)
+        c->id = sqlite3_column_int64(c->q, 0);
+    else if (rc != SQLITE_DONE)
+        c->rc = rc;
+}
+
+int tr_idcur_find(tr_idcur *c, int64_t id)
+{
+    if (c->at && c->id <= id && (uint64_t)id - (uint64_t)c->id <= IDCUR_STEPS) {
+        while (c->at && c->id < id)   /* ids rise: at most IDCUR_STEPS steps */
+            idcur_step(c);
+    } else {
+        sqlite3_reset(c->q);
+        sqlite3_bind_int64(c->q, 1, id);
+        idcur_step(c);
+    }
+    return c->at && c->id == id;
+}
+
+void tr_idcur_close(tr_idcur *c)
+{
+    sqlite3_finalize(c->q);
+    memset(c, 0, sizeof *c);
+}
+
 /* Reads every event (but the merged redispatches, unless all) into the sorter. */
 static tr_status scan_read(tr_scan *sc, int all, sorter *so, tr_error *err)
 {
     tr_i64map kinds;
     tr_i64map_init(&kinds);
-    char gpu[1024];
-    tr_status status = load_kinds(sc, &kinds, gpu, sizeof gpu, err);
+    tr_status status = load_kinds(sc, &kinds, err);
     if (status != TR_OK) {
         tr_i64map_free(&kinds);
         return status;
     }
-    char sql[2048];
-    snprintf(sql, sizeof sql, "SELECT e.id, e.kind, e.name_id, e.parent_id, e.stack_id, e.start_ns, "
-             "e.end_ns, e.thread_id, e.stream_id, e.cpu_self_ns, e.cpu_total_ns, e.gpu_self_ns, "
-             "e.gpu_total_ns, e.cpu_mem_self, e.gpu_mem_self, p.id, p.thread_id, p.start_ns, "
-             "p.end_ns FROM events e LEFT JOIN events p ON e.kind IN (%s) AND p.id = e.parent_id%s",
-             gpu[0] ? gpu : "NULL", all ? "" : " WHERE (e.flags & 32) = 0");
+    /* the memory columns only for a memory metric: most traces have no memory events */
+    const tr_export_metric *m = sc->o->metric;
+    int mem = m == &tr_export_metrics[TR_M_SELF_CPU_MEM] || m == &tr_export_metrics[TR_M_SELF_GPU_MEM];
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT id, kind, name_id, parent_id, stack_id, start_ns, end_ns, "
+             "thread_id, stream_id, cpu_self_ns, cpu_total_ns, gpu_self_ns, gpu_total_ns%s "
+             "FROM events%s", mem ? ", cpu_mem_self, gpu_mem_self" : "",
+             all ? "" : " WHERE (flags & 32) = 0");
     sqlite3_stmt *st = NULL;
+    tr_idcur lc;   /* each GPU activity's launching call */
+    if ((status = tr_idcur_open(&lc, sc->db, "thread_id, start_ns, end_ns", err)) != TR_OK) {
+        tr_i64map_free(&kinds);
+        return status;
+    }
     if (sqlite3_prepare_v2(sc->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        tr_idcur_close(&lc);
         tr_i64map_free(&kinds);
         return dberr(sc, err, "events");
     }
@@ -995,28 +1056,34 @@ static tr_status scan_read(tr_scan *sc, int all, sorter *so, tr_error *err)
         r.thread_id = col_or(st, 7, -1);
         int th_null = r.thread_id == -1 && sqlite3_column_type(st, 7) == SQLITE_NULL;
         r.stream_id = col_or(st, 8, -1);
-        r.mem_cpu_self = sqlite3_column_int64(st, 13);
-        r.mem_gpu_self = sqlite3_column_int64(st, 14);
+        if (mem) {
+            r.mem_cpu_self = sqlite3_column_int64(st, 13);
+            r.mem_gpu_self = sqlite3_column_int64(st, 14);
+        }
         r.on_gpu = on_gpu != 0;
-        r.vp = r.on_gpu && (sqlite3_column_int64(st, 15) != 0
-                            || sqlite3_column_type(st, 15) != SQLITE_NULL);
+        /* a parent_id that is not an integer names no event (as a join on it finds none) */
+        r.vp = r.on_gpu && sqlite3_column_type(st, 3) == SQLITE_INTEGER
+               && tr_idcur_find(&lc, sqlite3_column_int64(st, 3));
         if (r.vp) {
-            r.oth = col_or(st, 16, -1);
-            r.has_oth = r.oth != -1 || sqlite3_column_type(st, 16) != SQLITE_NULL;
-            r.os = sqlite3_column_int64(st, 17);
-            r.oe = sqlite3_column_int64(st, 18);
+            r.oth = col_or(lc.q, 1, -1);
+            r.has_oth = r.oth != -1 || sqlite3_column_type(lc.q, 1) != SQLITE_NULL;
+            r.os = sqlite3_column_int64(lc.q, 2);
+            r.oe = sqlite3_column_int64(lc.q, 3);
         } else {
             r.has_oth = !th_null;
             r.oth = r.thread_id;
             r.os = r.start;
             r.oe = r.end;
         }
+        if (lc.rc != SQLITE_OK)
+            break;
         if ((status = sorter_add(so, &r, err)) != TR_OK)
             break;
     }
-    if (status == TR_OK && rc != SQLITE_DONE)
+    if (status == TR_OK && (lc.rc != SQLITE_OK || rc != SQLITE_DONE))
         status = dberr(sc, err, "events");
     sqlite3_finalize(st);
+    tr_idcur_close(&lc);
     tr_i64map_free(&kinds);
     return status;
 }

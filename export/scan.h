@@ -55,7 +55,8 @@ typedef struct {
     sqlite3 *db;
     const tr_export_opts *o;
     int use_frames;
-    int64_t trace_start;      /* earliest event start (ns), 0 when empty */
+    int64_t trace_start;      /* earliest event start (ns), 0 when empty: tr_scan_trace_start() */
+    int has_trace_start;
     /* frame tree */
     tr_fnode *nodes;
     size_t nnodes, cap;
@@ -96,6 +97,25 @@ tr_status tr_scan_init(tr_scan *sc, sqlite3 *db, const tr_export_opts *o, tr_err
 /* Visits every event; r->node, r->selected and r->launcher are set before fn runs. */
 tr_status tr_scan_run(tr_scan *sc, int flags, tr_row_fn fn, void *ctx, tr_error *err);
 void tr_scan_free(tr_scan *sc);
+
+/* The earliest start of an event with valid times (0 when none), read on first use
+ * (a scan of the events table) and kept in sc->trace_start; --time-range relative to
+ * it has it read by tr_scan_init. */
+int64_t tr_scan_trace_start(tr_scan *sc);
+
+/* Events found by id, read beside a scan of the events in id order: a cursor that
+ * steps forward to the next id asked for, and seeks only when it must. */
+typedef struct {
+    sqlite3_stmt *q;          /* SELECT id, COLS FROM events WHERE id >= ?1 ORDER BY id */
+    int at;                   /* q is on a row, whose id is id */
+    int64_t id;
+    int rc;                   /* the SQLite error a step met, SQLITE_OK while none */
+} tr_idcur;
+
+tr_status tr_idcur_open(tr_idcur *c, sqlite3 *db, const char *cols, tr_error *err);
+/* 1 with c->q on the event of this id (its columns from 1 on); 0 when there is none. */
+int tr_idcur_find(tr_idcur *c, int64_t id);
+void tr_idcur_close(tr_idcur *c);
 
 /* pid/tid of a threads.id, device/stream of a streams.id; 0 when unknown. */
 int tr_scan_thread(const tr_scan *sc, int64_t thread_id, int64_t *pid, int64_t *tid);
