@@ -259,6 +259,7 @@ typedef struct {
     sqlite3_stmt *parent_tid;   /* the launching call's thread, for events without one */
     int need_parent_tid;
     int ranks_all;              /* --rank selects every rank here: no test per event */
+    int name_fn;                /* NAME_SQL_FN is registered */
     char *where;                /* the selection's simple tests, as SQL (NULL: none) */
     cover_sum cover;
     /* the scan of every event meets the GPU activities without a launching call
@@ -803,6 +804,20 @@ static int rank_map_all(const tr_rank_map *m)
     return 1;
 }
 
+/* --include/--exclude as a function of SQL's, so the rows of names they leave out
+ * never reach us: one test per distinct name (tr_selection_name_id_ok), the rest
+ * a look in the cache, cheaper than the columns of a row SQLite would give us. */
+#define NAME_SQL_FN "tr_name_selected"
+
+static void name_sql_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    scan_ctx *c = sqlite3_user_data(ctx);
+    (void)argc;
+    sqlite3_result_int(ctx, sqlite3_value_type(argv[0]) != SQLITE_INTEGER
+                            || tr_selection_name_id_ok(c->sel, c->name_stmt, &c->name_ok,
+                                                       sqlite3_value_int64(argv[0])));
+}
+
 /* The selection's tests that SQL can make while it reads the row, so rows that
  * fail them never reach us: kinds, the time range, the thread.  selected() still
  * makes every test; these only leave rows out sooner. */
@@ -859,6 +874,8 @@ static tr_status build_where(scan_ctx *c)
             }
         W_APPEND("))");
     }
+    if (sel->include || sel->exclude)
+        W_APPEND("%s" NAME_SQL_FN "(e.name_id)", n ? " AND " : "");
 #undef W_APPEND
     if (n)
         c->where = w;
@@ -1685,6 +1702,14 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
             c.t0 = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
     }
+    if (c.sel && (c.sel->include || c.sel->exclude)) {
+        if (sqlite3_create_function(db, NAME_SQL_FN, 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, &c,
+                                    name_sql_fn, NULL, NULL) != SQLITE_OK) {
+            rc = step_error(&c);
+            goto out;
+        }
+        c.name_fn = 1;
+    }
     if ((rc = build_where(&c)) != TR_OK)
         goto out;
     if (o->group_by_stack > 0) {
@@ -1723,6 +1748,9 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
     tr_summary_sort(s, NULL);
     rc = resolve(&c);
 out:
+    if (c.name_fn)   /* the function points at c: gone with it */
+        sqlite3_create_function(db, NAME_SQL_FN, 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, NULL,
+                                NULL, NULL);
     sqlite3_finalize(c.name_stmt);
     sqlite3_finalize(c.parent_tid);
     dims_free(&c.d);
