@@ -51,10 +51,10 @@ typedef struct {
     int oom;
 } cbuf;
 
-static int cb_reserve(cbuf *b, size_t extra)
+/* A trace is mostly short pieces (keys, numbers): the common case is inlined and
+ * growing is out of line. */
+static int cb_grow(cbuf *b, size_t extra)
 {
-    if (b->n + extra <= b->cap)
-        return 1;
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->n + extra)
         cap *= 2;
@@ -68,7 +68,12 @@ static int cb_reserve(cbuf *b, size_t extra)
     return 1;
 }
 
-static void cb_put(cbuf *b, const void *p, size_t n)
+static inline int cb_reserve(cbuf *b, size_t extra)
+{
+    return b->n + extra <= b->cap || cb_grow(b, extra);
+}
+
+static inline void cb_put(cbuf *b, const void *p, size_t n)
 {
     if (n && cb_reserve(b, n)) {   /* n == 0 on an empty buffer would offset NULL */
         memcpy(b->v + b->n, p, n);
@@ -81,35 +86,57 @@ static void cb_put(cbuf *b, const void *p, size_t n)
 
 static void cb_str(cbuf *b, const char *s) { cb_put(b, s, strlen(s)); }
 
-static void cb_u64(cbuf *b, uint64_t u)
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* The decimal digits of u, written right to left ending at end; returns the first. */
+static inline char *u64_digits(char *end, uint64_t u)
 {
-    char num[24], *p = num + sizeof num;
-    do
-        *--p = (char)('0' + u % 10);
-    while (u /= 10);
+    while (u >= 100) {
+        const char *d = &digit_pairs[u % 100 * 2];
+        u /= 100;
+        *--end = d[1];
+        *--end = d[0];
+    }
+    if (u >= 10) {
+        *--end = digit_pairs[u * 2 + 1];
+        *--end = digit_pairs[u * 2];
+    } else {
+        *--end = (char)('0' + u);
+    }
+    return end;
+}
+
+static inline void cb_u64(cbuf *b, uint64_t u)
+{
+    char num[24], *p = u64_digits(num + sizeof num, u);
     cb_put(b, p, (size_t)(num + sizeof num - p));
 }
 
-static void cb_i64(cbuf *b, int64_t v)
+static inline void cb_i64(cbuf *b, int64_t v)
 {
-    if (v < 0) {
-        cb_lit(b, "-");
-        cb_u64(b, (uint64_t)0 - (uint64_t)v);
-    } else {
-        cb_u64(b, (uint64_t)v);
-    }
+    char num[24], *p = u64_digits(num + sizeof num, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
+    if (v < 0)
+        *--p = '-';
+    cb_put(b, p, (size_t)(num + sizeof num - p));
 }
 
 /* ns as µs with three decimals: exact, and what Kineto's readers parse back. */
-static void cb_us(cbuf *b, int64_t ns)
+static inline void cb_us(cbuf *b, int64_t ns)
 {
     uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    char num[32], *end = num + sizeof num;
+    unsigned f = (unsigned)(a % 1000);
+    end[-1] = (char)('0' + f % 10);
+    end[-2] = digit_pairs[f / 10 * 2 + 1];
+    end[-3] = (char)('0' + f / 100);
+    end[-4] = '.';
+    char *p = u64_digits(end - 4, a / 1000);
     if (ns < 0)
-        cb_lit(b, "-");
-    cb_u64(b, a / 1000);
-    char frac[4] = {'.', (char)('0' + a % 1000 / 100), (char)('0' + a % 100 / 10),
-                    (char)('0' + a % 10)};
-    cb_put(b, frac, 4);
+        *--p = '-';
+    cb_put(b, p, (size_t)(end - p));
 }
 
 /* ---- the output: plain or gzip, one file or numbered parts -------------- */
@@ -892,32 +919,33 @@ static tr_status build_head(chrome_ctx *c, tr_error *err)
 
 /* Kineto's category of each kind, and whether it is an instant ("i") event.
  * The kinds Kineto has no category for keep ours (trace-ingest skips them). */
-typedef struct { const char *cat; int instant; } kind_style;
+typedef struct { const char *cat; size_t cat_len; int instant; } kind_style;
+#define KS(cat, instant) {cat, sizeof(cat) - 1, instant}
 
 static const kind_style kind_styles[TR_KIND_COUNT_] = {
-    [0] = {"unknown", 0},
-    [TR_KIND_RANGE] = {"user_annotation", 0},
-    [TR_KIND_OP] = {"cpu_op", 0},
-    [TR_KIND_MARK] = {"cpu_instant_event", 1},
-    [TR_KIND_RUNTIME] = {"cuda_runtime", 0},
-    [TR_KIND_DRIVER] = {"cuda_driver", 0},
-    [TR_KIND_SYNC] = {"cuda_sync", 0},
-    [TR_KIND_KERNEL] = {"kernel", 0},
-    [TR_KIND_MEMCPY] = {"gpu_memcpy", 0},
-    [TR_KIND_MEMSET] = {"gpu_memset", 0},
-    [TR_KIND_MEMORY] = {"cpu_instant_event", 1},
-    [TR_KIND_PYTHON] = {"python_function", 0},
-    [TR_KIND_OPENACC_DATA] = {"openacc_data", 0},
-    [TR_KIND_OPENACC_LAUNCH] = {"openacc_launch", 0},
-    [TR_KIND_OPENACC_OTHER] = {"openacc_other", 0},
-    [TR_KIND_CUDA_EVENT] = {"cuda_event", 0},
-    [TR_KIND_OVERHEAD] = {"overhead", 0},
+    [0] = KS("unknown", 0),
+    [TR_KIND_RANGE] = KS("user_annotation", 0),
+    [TR_KIND_OP] = KS("cpu_op", 0),
+    [TR_KIND_MARK] = KS("cpu_instant_event", 1),
+    [TR_KIND_RUNTIME] = KS("cuda_runtime", 0),
+    [TR_KIND_DRIVER] = KS("cuda_driver", 0),
+    [TR_KIND_SYNC] = KS("cuda_sync", 0),
+    [TR_KIND_KERNEL] = KS("kernel", 0),
+    [TR_KIND_MEMCPY] = KS("gpu_memcpy", 0),
+    [TR_KIND_MEMSET] = KS("gpu_memset", 0),
+    [TR_KIND_MEMORY] = KS("cpu_instant_event", 1),
+    [TR_KIND_PYTHON] = KS("python_function", 0),
+    [TR_KIND_OPENACC_DATA] = KS("openacc_data", 0),
+    [TR_KIND_OPENACC_LAUNCH] = KS("openacc_launch", 0),
+    [TR_KIND_OPENACC_OTHER] = KS("openacc_other", 0),
+    [TR_KIND_CUDA_EVENT] = KS("cuda_event", 0),
+    [TR_KIND_OVERHEAD] = KS("overhead", 0),
 };
 
 enum {
     C_ID, C_KIND, C_NAME, C_START, C_END, C_THREAD, C_STREAM, C_CORR, C_BYTES, C_SHAPE,
     C_STACK, C_SEQ, C_OPID, C_FLOPS, C_FLAGS, C_CPU_SELF, C_CPU_TOTAL, C_GPU_SELF, C_GPU_TOTAL,
-    C_P_ID, C_P_KIND, C_P_THREAD, C_P_START, C_P_END, C_P_PARENT, C_PP_KIND, C_P_FLAGS,
+    C_P_ID, C_P_KIND, C_P_THREAD, C_P_START, C_P_END, C_P_PARENT, C_PP_KIND,
     C_KN, C_GRID, C_BLOCK = C_GRID + 3, C_REGS = C_BLOCK + 3, C_SMEM, C_DSMEM, C_CP, C_COPY,
     C_MS, C_MSV, C_AC, C_CBID
 };
@@ -938,7 +966,7 @@ static const char events_sql[] =
     "SELECT e.id, e.kind, e.name_id, e.start_ns, e.end_ns, e.thread_id, e.stream_id, "
     "e.correlation, e.bytes, e.shape_id, e.stack_id, e.seq, e.op_id, e.flops, e.flags, "
     "e.cpu_self_ns, e.cpu_total_ns, e.gpu_self_ns, e.gpu_total_ns, "
-    "p.id, p.kind, p.thread_id, p.start_ns, p.end_ns, p.parent_id, pp.kind, p.flags"
+    "p.id, p.kind, p.thread_id, p.start_ns, p.end_ns, p.parent_id, pp.kind"
     "%s FROM events e LEFT JOIN events p ON p.id = e.parent_id "
     "LEFT JOIN events pp ON pp.id = p.parent_id AND e.kind IN (7, 8, 9, 15)%s ORDER BY %s";
 /* In id order the detail tables are read beside the events, row for row (a merge join,
@@ -1091,10 +1119,11 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
     const kind_style *ks = &kind_styles[kind > 0 && kind < TR_KIND_COUNT_ ? kind : 0];
     int64_t flags = sqlite3_column_int64(st, C_FLAGS);
 
-    cb_lit(b, ",\n{\"ph\":\"");
-    cb_str(b, ks->instant ? "i" : "X");
-    cb_lit(b, "\",\"cat\":\"");
-    cb_str(b, ks->cat);
+    if (ks->instant)
+        cb_lit(b, ",\n{\"ph\":\"i\",\"cat\":\"");
+    else
+        cb_lit(b, ",\n{\"ph\":\"X\",\"cat\":\"");
+    cb_put(b, ks->cat, ks->cat_len);
     cb_lit(b, "\",\"name\":");
     if (kind == TR_KIND_MEMORY)
         cb_lit(b, "\"[memory]\"");   /* the name Kineto's readers key memory events on */
@@ -1114,7 +1143,13 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
     cb_i64(b, tid);
     cb_lit(b, ",\"args\":{");
     size_t args_at = b->n;
-#define ARG(key) cb_str(b, b->n == args_at ? "\"" key "\":" : ",\"" key "\":")
+#define ARG(key)                              \
+    do {                                      \
+        if (b->n == args_at)                  \
+            cb_lit(b, "\"" key "\":");        \
+        else                                  \
+            cb_lit(b, ",\"" key "\":");       \
+    } while (0)
     /* External id: what ties a launch and its GPU work to the op that made them */
     int64_t ext = -1;
     if (kind == TR_KIND_OP || kind == TR_KIND_RANGE)
@@ -1147,7 +1182,7 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
         /* RecordScope: BACKWARD_FUNCTION is 1; 0 stops readers guessing from the name */
         if (kind == TR_KIND_OP) {
             ARG("Scope");
-            cb_str(b, (flags & TR_FLAG_BACKWARD) ? "1" : "0");
+            cb_put(b, (flags & TR_FLAG_BACKWARD) ? "1" : "0", 1);
         }
         if (sqlite3_column_int64(st, C_SHAPE)) {
             if (b->n != args_at)
@@ -1176,7 +1211,7 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
         cb_i64(b, sqlite3_column_int64(st, C_BYTES));
         /* c10::DeviceType: CPU 0, CUDA 1 */
         ARG("Device Type");
-        cb_str(b, (flags & TR_FLAG_GPU_MEMORY) ? "1" : "0");
+        cb_put(b, (flags & TR_FLAG_GPU_MEMORY) ? "1" : "0", 1);
     }
     sqlite3_stmt *ds;
     int at;
@@ -1222,7 +1257,7 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
             else
                 ARG("block");
             for (int k = 0; k < 3; k++) {
-                cb_str(b, k ? "," : "[");
+                cb_put(b, k ? "," : "[", 1);
                 cb_i64(b, sqlite3_column_int64(ds, at + (g ? C_BLOCK : C_GRID) + k));
             }
             cb_lit(b, "]");
