@@ -430,6 +430,15 @@ tr_status tr_scan_init(tr_scan *sc, sqlite3 *db, const tr_export_opts *o, tr_err
     memset(sc, 0, sizeof *sc);
     sc->db = db;
     sc->o = o;
+    /* the metric the export shows; without --metric, tr_scan_metric() picks one of two */
+    if (o->metric) {
+        sc->sum_m[0] = (int)(o->metric - tr_export_metrics);
+        sc->nsum = 1;
+    } else {
+        sc->sum_m[0] = TR_M_SELF_CPU;
+        sc->sum_m[1] = TR_M_SELF_GPU;
+        sc->nsum = 2;
+    }
     tr_i64map_init(&sc->thread_map);
     tr_i64map_init(&sc->stream_map);
     tr_i64map_init(&sc->event_memo);
@@ -540,9 +549,10 @@ int tr_scan_stream(const tr_scan *sc, int64_t stream_id, int64_t *device, int64_
  * an unnamed temporary file and are merged, so memory stays bounded at any
  * event count. */
 typedef struct {
-    int64_t id, kind, name_id, parent_id, stack_id, start, end, thread_id, stream_id;
-    int64_t cpu_self, cpu_total, gpu_self, gpu_total, mem_cpu_self, mem_gpu_self;
+    int64_t id, name_id, parent_id, stack_id, start, end, thread_id, stream_id;
     int64_t oth, os, oe;      /* thread, start, end of the row the event is ordered by */
+    int64_t val[2];           /* the values of the metrics the export sums (sc->sum_m) */
+    int kind;                 /* as node_child takes it */
     uint8_t on_gpu, vp, has_oth;
 } srec;
 
@@ -624,6 +634,7 @@ typedef struct {
     const srec **scratch;     /* as large as order */
     size_t *bounds;           /* cap + 1 */
     size_t n, cap, at;
+    size_t first;             /* rows of the first chunk (see sorter_plan) */
     FILE *tmp;                /* sorted chunks, one after another */
     char *wbuf;               /* tmp's buffer */
     size_t nruns;
@@ -793,10 +804,19 @@ static size_t chunk_rows(void)
     return rows;
 }
 
+/* All chunks but the last go to the temporary file, so the last is made a full
+ * one: the first takes what is left over.  rows is an estimate from the ids (an
+ * upper bound); when it is wrong, only the chunks' sizes are. */
+static void sorter_plan(sorter *s, uint64_t rows)
+{
+    size_t max = chunk_rows();
+    s->first = rows > max && rows % max ? (size_t)(rows % max) : max;
+}
+
 static tr_status sorter_add(sorter *s, const srec *r, tr_error *err)
 {
     if (s->n == s->cap) {
-        size_t max = chunk_rows();
+        size_t max = s->nruns || !s->first ? chunk_rows() : s->first;
         if (s->cap >= max) {
             tr_status st = sorter_spill(s, err);
             if (st != TR_OK)
@@ -1011,8 +1031,13 @@ static tr_status scan_read(tr_scan *sc, int all, sorter *so, tr_error *err)
         return status;
     }
     /* the memory columns only for a memory metric: most traces have no memory events */
-    const tr_export_metric *m = sc->o->metric;
-    int mem = m == &tr_export_metrics[TR_M_SELF_CPU_MEM] || m == &tr_export_metrics[TR_M_SELF_GPU_MEM];
+    int mem = 0;
+    for (int k = 0; k < sc->nsum; k++)
+        mem |= sc->sum_m[k] == TR_M_SELF_CPU_MEM || sc->sum_m[k] == TR_M_SELF_GPU_MEM;
+    /* ids are all but dense: their span tells the sorter about how many rows come */
+    uint64_t span = (uint64_t)scalar(sc->db, "SELECT max(id) FROM events", 0)
+                    - (uint64_t)scalar(sc->db, "SELECT min(id) FROM events", 0) + 1;
+    sorter_plan(so, span);
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT id, kind, name_id, parent_id, stack_id, start_ns, end_ns, "
              "thread_id, stream_id, cpu_self_ns, cpu_total_ns, gpu_self_ns, gpu_total_ns%s "
@@ -1031,25 +1056,28 @@ static tr_status scan_read(tr_scan *sc, int all, sorter *so, tr_error *err)
     }
     int rc;
     srec r;
+    tr_xrow x;   /* the columns the metrics are read from */
+    memset(&x, 0, sizeof x);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t on_gpu;
         memset(&r, 0, sizeof r);
-        r.kind = sqlite3_column_int64(st, 1);
-        if (!tr_i64map_get(&kinds, r.kind, &on_gpu))
+        int64_t kind = sqlite3_column_int64(st, 1);
+        if (!tr_i64map_get(&kinds, kind, &on_gpu))
             continue;
+        r.kind = (int)kind;
         r.id = sqlite3_column_int64(st, 0);
         r.name_id = sqlite3_column_int64(st, 2);
         r.parent_id = col_or(st, 3, -1);
         r.stack_id = col_or(st, 4, -1);
         r.start = sqlite3_column_int64(st, 5);
         r.end = sqlite3_column_int64(st, 6);
-        r.cpu_self = sqlite3_column_int64(st, 9);
-        r.cpu_total = sqlite3_column_int64(st, 10);
-        r.gpu_self = sqlite3_column_int64(st, 11);
-        r.gpu_total = sqlite3_column_int64(st, 12);
+        x.cpu_self = sqlite3_column_int64(st, 9);
+        x.cpu_total = sqlite3_column_int64(st, 10);
+        x.gpu_self = sqlite3_column_int64(st, 11);
+        x.gpu_total = sqlite3_column_int64(st, 12);
         /* times no trace can hold would inflate every total: left out, and counted */
-        if (!tr_times_ok(r.start, r.end) || !tr_ns_ok(r.cpu_self) || !tr_ns_ok(r.cpu_total)
-            || !tr_ns_ok(r.gpu_self) || !tr_ns_ok(r.gpu_total)) {
+        if (!tr_times_ok(r.start, r.end) || !tr_ns_ok(x.cpu_self) || !tr_ns_ok(x.cpu_total)
+            || !tr_ns_ok(x.gpu_self) || !tr_ns_ok(x.gpu_total)) {
             sc->nbad++;
             continue;
         }
@@ -1057,10 +1085,13 @@ static tr_status scan_read(tr_scan *sc, int all, sorter *so, tr_error *err)
         int th_null = r.thread_id == -1 && sqlite3_column_type(st, 7) == SQLITE_NULL;
         r.stream_id = col_or(st, 8, -1);
         if (mem) {
-            r.mem_cpu_self = sqlite3_column_int64(st, 13);
-            r.mem_gpu_self = sqlite3_column_int64(st, 14);
+            x.mem_cpu_self = sqlite3_column_int64(st, 13);
+            x.mem_gpu_self = sqlite3_column_int64(st, 14);
         }
         r.on_gpu = on_gpu != 0;
+        x.on_gpu = r.on_gpu;
+        for (int k = 0; k < sc->nsum; k++)
+            r.val[k] = tr_export_metrics[sc->sum_m[k]].value(&x);
         /* a parent_id that is not an integer names no event (as a join on it finds none) */
         r.vp = r.on_gpu && sqlite3_column_type(st, 3) == SQLITE_INTEGER
                && tr_idcur_find(&lc, sqlite3_column_int64(st, 3));
@@ -1151,12 +1182,6 @@ tr_status tr_scan_run(tr_scan *sc, int flags, tr_row_fn fn, void *ctx, tr_error 
         r.end = s->end;
         r.thread_id = s->thread_id;
         r.stream_id = s->stream_id;
-        r.cpu_self = s->cpu_self;
-        r.cpu_total = s->cpu_total;
-        r.gpu_self = s->gpu_self;
-        r.gpu_total = s->gpu_total;
-        r.mem_cpu_self = s->mem_cpu_self;
-        r.mem_gpu_self = s->mem_gpu_self;
         r.on_gpu = s->on_gpu;
         r.via_parent = s->vp;
         int64_t oth = s->oth;
@@ -1186,14 +1211,14 @@ tr_status tr_scan_run(tr_scan *sc, int flags, tr_row_fn fn, void *ctx, tr_error 
         else if (r.parent_id >= 0)
             status = event_node(sc, r.parent_id, &parent_node, err);
         if (status != TR_OK
-            || (status = node_child(sc, parent_node, r.name_id, (int)r.kind, &r.node, err)) != TR_OK)
+            || (status = node_child(sc, parent_node, r.name_id, s->kind, &r.node, err)) != TR_OK)
             break;
         r.launcher = r.via_parent && at >= 0 ? &sc->open[at] : NULL;
         r.selected = row_selected(sc, &r, oth, has_oth);
         if (r.selected) {
             tr_fnode *n = &sc->nodes[r.node];
-            for (int m = 0; m < TR_M_COUNT_; m++)
-                tr_sat_acc(&n->v[m], tr_export_metrics[m].value(&r));
+            for (int k = 0; k < sc->nsum; k++)
+                tr_sat_acc(&n->v[sc->sum_m[k]], s->val[k]);
         }
         if (fn && (status = fn(sc, &r, ctx, err)) != TR_OK)
             break;

@@ -28,11 +28,15 @@ typedef struct {
     int8_t match;             /* -1 unknown, 0/1: the path matches --include; +2 if --exclude */
     char *name;               /* resolved name (raw, unescaped) */
     size_t name_len;
-    int64_t v[TR_M_COUNT_];   /* metric sums of the selected events at exactly this stack */
+    int64_t v[TR_M_COUNT_];   /* metric sums of the selected events at exactly this stack
+                               * (only of the metrics in tr_scan.sum_m; the others stay 0) */
     int64_t w;                /* drawn width (flamegraph) */
     int64_t x;                /* drawn offset (flamegraph) */
 } tr_fnode;
 
+/* A row as the metrics read it; tr_scan_run's callback gets it without the metric
+ * columns (0: the scan sums them into the frame tree as it reads) and with the kind
+ * as an int. */
 struct tr_xrow {
     int64_t id, kind, name_id, parent_id, stack_id;   /* parent_id, stack_id: -1 when NULL */
     int64_t start, end, thread_id, stream_id;         /* thread_id, stream_id: -1 when NULL */
@@ -54,6 +58,7 @@ typedef struct tr_open {
 typedef struct {
     sqlite3 *db;
     const tr_export_opts *o;
+    int sum_m[2], nsum;       /* the metrics summed into the nodes: --metric, else self CPU and GPU */
     int use_frames;
     int64_t trace_start;      /* earliest event start (ns), 0 when empty: tr_scan_trace_start() */
     int has_trace_start;
