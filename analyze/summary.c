@@ -5,6 +5,7 @@
 
 #include "analyze/analyze.h"
 #include "analyze/compat_torch.h"
+#include "analyze/radix.h"
 #include "lib/aggregates.h"
 #include "lib/checked.h"
 #include "lib/frames.h"
@@ -249,6 +250,10 @@ typedef struct {
     size_t nframes_nodes;
     int tree_mode;
     int64_t t0;
+    /* t0 is the start of an event thought the first (first_start): t0_seen is the
+     * earliest start the scan met, and the scan's WHERE lets every earlier one in */
+    int t0_guess;
+    int64_t t0_seen;
     sqlite3_stmt *name_stmt;
     tr_i64map folded;       /* name id -> the id it groups under (ProfilerStep#N) */
     tr_i64map hidden;       /* frame string id -> 1 when left out of stacks */
@@ -538,6 +543,9 @@ static tr_status step_error(scan_ctx *c)
                    sqlite3_errmsg(c->db));
 }
 
+/* What of threads and streams a scan reads: the covered host time needs only the
+ * thread; the selection by thread, device, stream or rank needs both. */
+enum { DIMS_NONE, DIMS_THREADS, DIMS_ALL };
 static int needs_dims(const scan_ctx *c);
 
 /* run_query(): every row, not only those the selection's SQL tests pass (the
@@ -550,12 +558,12 @@ static tr_status run_query(scan_ctx *c, const char *where, const char *order, in
                            sqlite3_stmt **out)
 {
     const char *w = c->where && !(q & Q_ALL_ROWS) ? c->where : "";
-    int all = (q & Q_ALL_COLUMNS) != 0, dims_cols = all || needs_dims(c);
+    int all = (q & Q_ALL_COLUMNS) != 0, dim = all ? DIMS_ALL : needs_dims(c);
     char head[sizeof scan_sql + 128];
     snprintf(head, sizeof head, scan_sql,
              all || c->o->group_by_shape ? "e.shape_id" : "NULL",
              all || (c->o->group_by_stack > 0 && !c->tree_mode) ? "e.stack_id" : "NULL",
-             dims_cols ? "e.thread_id" : "NULL", dims_cols ? "e.stream_id" : "NULL",
+             dim >= DIMS_THREADS ? "e.thread_id" : "NULL", dim == DIMS_ALL ? "e.stream_id" : "NULL",
              all ? "e.correlation" : "NULL");
     size_t n = strlen(head) + strlen(where) + strlen(order) + strlen(w) + 32;
     char *sql = malloc(n);
@@ -718,6 +726,9 @@ static void dims_free(dims *d)
  * lacks, which the join left out. */
 static int fill_row(scan_ctx *c, sqlite3_stmt *st, ev_row *r, int need_dims)
 {
+    r->start = sqlite3_column_int64(st, C_START);
+    if (c->t0_guess && r->start < c->t0_seen)
+        c->t0_seen = r->start;
     int64_t kind = sqlite3_column_int64(st, C_KIND);
     if (kind >= 0 && kind < DIM_KINDS) {
         if (!c->d.kind_known[kind])
@@ -735,10 +746,9 @@ static int fill_row(scan_ctx *c, sqlite3_stmt *st, ev_row *r, int need_dims)
     r->flags = sqlite3_column_int(st, C_FLAGS);
     r->has_parent = sqlite3_column_type(st, C_PARENT) != SQLITE_NULL;
     r->parent = r->has_parent ? sqlite3_column_int64(st, C_PARENT) : 0;
-    r->start = sqlite3_column_int64(st, C_START);
     r->has_tid = r->has_stream = r->has_device = r->has_source = 0;
     r->thread_row = r->stream_row = -1;
-    if (!need_dims)
+    if (need_dims == DIMS_NONE)
         return 1;
     if (sqlite3_column_type(st, C_THREAD) != SQLITE_NULL) {
         r->thread_row = sqlite3_column_int64(st, C_THREAD);
@@ -754,6 +764,8 @@ static int fill_row(scan_ctx *c, sqlite3_stmt *st, ev_row *r, int need_dims)
         }
         sqlite3_reset(c->parent_tid);
     }
+    if (need_dims != DIMS_ALL)
+        return 1;
     if (sqlite3_column_type(st, C_STREAM) != SQLITE_NULL) {
         r->stream_row = sqlite3_column_int64(st, C_STREAM);
         int64_t i;
@@ -769,12 +781,14 @@ static int fill_row(scan_ctx *c, sqlite3_stmt *st, ev_row *r, int need_dims)
     return 1;
 }
 
-/* Does the selection read threads, streams or ranks? */
+/* Does the selection read threads, streams or ranks (DIMS_*)? */
 static int needs_dims(const scan_ctx *c)
 {
     const tr_selection *sel = c->sel;
-    return c->cover.on || (sel && (sel->has_thread || sel->has_device || sel->has_stream
-                                   || (sel->rank_map && !c->ranks_all)));
+    if (sel && (sel->has_thread || sel->has_device || sel->has_stream
+                || (sel->rank_map && !c->ranks_all)))
+        return DIMS_ALL;
+    return c->cover.on ? DIMS_THREADS : DIMS_NONE;
 }
 
 /* Can --kind select a host event?  Only then is there host time to cover. */
@@ -877,11 +891,75 @@ static tr_status build_where(scan_ctx *c)
     if (sel->include || sel->exclude)
         W_APPEND("%s" NAME_SQL_FN "(e.name_id)", n ? " AND " : "");
 #undef W_APPEND
+    if (n && c->t0_guess) {
+        /* every event before the guessed first one comes to prove it wrong */
+        size_t m = n + 64;
+        char *g = malloc(m);
+        if (!g) {
+            free(w);
+            return nomem(c);
+        }
+        snprintf(g, m, "(e.start_ns < %lld OR (%s))", (long long)c->t0, w);
+        free(w);
+        w = g;
+    }
     if (n)
         c->where = w;
     else
         free(w);
     return TR_OK;
+}
+
+/* The trace's first start, t0 of --time-range.  min(start_ns) reads every row, as
+ * long as a scan that leaves most of them to SQLite.  With `guess`, t0 is the
+ * earliest start of the events the aggregates name first and of the first event
+ * by id, real events both: the scan then finds any earlier one (fill_row). */
+static void first_start(scan_ctx *c, int guess)
+{
+    static const char *const exact[] = {"SELECT coalesce(min(start_ns), 0) FROM events"};
+    static const char *const guesses[] = {
+        "SELECT min(e.start_ns) FROM aggregates a JOIN events e ON e.id = a.first_id",
+        "SELECT start_ns FROM events ORDER BY id LIMIT 1",
+    };
+    const char *const *q = guess ? guesses : exact;
+    size_t nq = guess ? sizeof guesses / sizeof *guesses : 1;
+    int found = 0;
+    for (size_t i = 0; i < nq; i++) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(c->db, q[i], -1, &st, NULL) == SQLITE_OK
+            && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+            int64_t v = sqlite3_column_int64(st, 0);
+            if (!found || v < c->t0)
+                c->t0 = v;
+            found = 1;
+        }
+        sqlite3_finalize(st);
+    }
+    c->t0_guess = guess && found;
+    c->t0_seen = c->t0;
+}
+
+static void cover_free(cover_sum *cv);
+
+/* Back to before the scan, its groups and sums gone: the caches of names and
+ * stacks hold (they depend on no row). */
+static void scan_reset(scan_ctx *c)
+{
+    tr_summary *s = c->s;
+    for (size_t i = 0; i < s->n; i++)
+        free(s->groups[i].durations);
+    free(s->groups);
+    s->groups = NULL;
+    s->n = s->cap = 0;
+    s->events = s->skipped = s->sum_gpu_self_host = 0;
+    free(c->groups.slots);
+    memset(&c->groups, 0, sizeof c->groups);
+    int on = c->cover.on;
+    cover_free(&c->cover);
+    memset(&c->cover, 0, sizeof c->cover);
+    tr_i64map_init(&c->cover.index);
+    c->cover.on = on;
+    c->unattr.n = 0;
 }
 
 /* ---- the host time the selection covers ---- */
@@ -974,6 +1052,9 @@ static int cmp_span(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+#define SPAN_LO(s) ((s).lo)
+TR_RADIX_SORT_DEFINE(sort_spans, struct cover_span, SPAN_LO)
+
 /* The sum, or 0 and *done 0 when covered_time() must make it. */
 static int64_t cover_finish(cover_sum *cv, int *done)
 {
@@ -993,7 +1074,8 @@ static int64_t cover_finish(cover_sum *cv, int *done)
         if (t->open && cover_push(cv, t) < 0)
             return 0;
         t->open = 0;
-        if (t->unsorted && t->n > 1)
+        /* spans of one start join alike in any order: no order among them is kept */
+        if (t->unsorted && t->n > 1 && sort_spans(t->v, t->n) < 0)
             qsort(t->v, t->n, sizeof *t->v, cmp_span);
         /* the union of closed spans: touching ones join, as in covered_time() */
         for (size_t k = 0; k < t->n;) {
@@ -1171,7 +1253,7 @@ static tr_status unattributed_by_id(scan_ctx *c)
         sqlite3_bind_int64(st, 1, c->unattr.ids[i]);
         int r = sqlite3_step(st);
         if (r == SQLITE_ROW) {
-            if (fill_row(c, st, &er, 1) && selected(c, &er) && times_ok(st, &er))
+            if (fill_row(c, st, &er, DIMS_ALL) && selected(c, &er) && times_ok(st, &er))
                 rc = add_unattributed(c, st, &er);
         } else if (r != SQLITE_DONE) {
             rc = step_error(c);
@@ -1191,7 +1273,7 @@ static tr_status scan_unattributed(scan_ctx *c)
     int r = SQLITE_DONE;
     ev_row er;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
-        if (fill_row(c, st, &er, 1) && selected(c, &er) && times_ok(st, &er))
+        if (fill_row(c, st, &er, DIMS_ALL) && selected(c, &er) && times_ok(st, &er))
             rc = add_unattributed(c, st, &er);
     if (rc == TR_OK && r != SQLITE_DONE)
         rc = step_error(c);
@@ -1398,7 +1480,7 @@ static tr_status covered_time(scan_ctx *c, int64_t *out)
     int open = 0, r = SQLITE_DONE;
     ev_row er;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (!fill_row(c, st, &er, 1) || !selected(c, &er) || !times_ok(st, &er)
+        if (!fill_row(c, st, &er, DIMS_ALL) || !selected(c, &er) || !times_ok(st, &er)
             || (er.flags & TR_FLAG_ASYNC))
             continue;
         int64_t th = er.has_tid ? er.tid : INT64_MIN + 1;
@@ -1695,13 +1777,16 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
     c.need_parent_tid = c.sel && c.sel->has_thread;
     c.cover.on = selection_active(c.sel) && !o->compat_torch && selects_host(&c);
     c.ranks_all = c.sel && rank_map_all(c.sel->rank_map);
-    if (c.sel && c.sel->has_time) {
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db, "SELECT coalesce(min(start_ns), 0) FROM events", -1, &st, NULL) == SQLITE_OK
-            && sqlite3_step(st) == SQLITE_ROW)
-            c.t0 = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
+    if (o->group_by_stack > 0) {
+        if ((rc = load_stack_nodes(&c)) != TR_OK)
+            goto out;
+        c.tree_mode = o->stack_source == TR_STACK_TREE
+                      || (o->stack_source == TR_STACK_AUTO && c.nframes_nodes == 0);
+        s->stack_source = c.tree_mode ? "tree" : "frames";
     }
+    int from_aggregates = !c.tree_mode && aggregates_usable(&c);
+    if (c.sel && c.sel->has_time)
+        first_start(&c, !c.tree_mode && !from_aggregates);
     if (c.sel && (c.sel->include || c.sel->exclude)) {
         if (sqlite3_create_function(db, NAME_SQL_FN, 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, &c,
                                     name_sql_fn, NULL, NULL) != SQLITE_OK) {
@@ -1712,16 +1797,18 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
     }
     if ((rc = build_where(&c)) != TR_OK)
         goto out;
-    if (o->group_by_stack > 0) {
-        if ((rc = load_stack_nodes(&c)) != TR_OK)
-            goto out;
-        c.tree_mode = o->stack_source == TR_STACK_TREE
-                      || (o->stack_source == TR_STACK_AUTO && c.nframes_nodes == 0);
-        s->stack_source = c.tree_mode ? "tree" : "frames";
-    }
-    int from_aggregates = !c.tree_mode && aggregates_usable(&c);
     c.unattr.on = !from_aggregates && !o->compat_torch;
     rc = c.tree_mode ? scan_tree_any(&c) : from_aggregates ? scan_aggregates(&c) : scan_flat(&c);
+    if (rc == TR_OK && c.t0_guess && c.t0_seen < c.t0) {
+        /* an event starts before the guess: the range moves, and the scan starts over */
+        scan_reset(&c);
+        c.t0 = c.t0_seen;
+        c.t0_guess = 0;
+        free(c.where);
+        c.where = NULL;
+        if ((rc = build_where(&c)) == TR_OK)
+            rc = scan_flat(&c);
+    }
     if (rc == TR_OK && !o->compat_torch)
         rc = c.unattr.on ? unattributed_by_id(&c) : scan_unattributed(&c);
     s->filtered = selection_active(c.sel);
@@ -1808,12 +1895,17 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+#define SELF(x) (x)
+TR_RADIX_SORT_DEFINE(sort_i64, int64_t, SELF)
+
 void tr_group_stats_get(const tr_group *g, tr_group_stats *st)
 {
     memset(st, 0, sizeof *st);
     if (!g->ndur)
         return;
-    qsort(g->durations, g->ndur, sizeof *g->durations, cmp_i64);
+    /* the sums below run in sorted order: the same order, the same bits */
+    if (sort_i64(g->durations, g->ndur) < 0)
+        qsort(g->durations, g->ndur, sizeof *g->durations, cmp_i64);
     st->min = g->durations[0];
     st->max = g->durations[g->ndur - 1];
     size_t m = g->ndur / 2;
