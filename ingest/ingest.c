@@ -15,6 +15,7 @@
 #include "lib/output.h"
 #include "lib/ranks.h"
 #include "lib/rundb.h"
+#include "lib/spill.h"
 #include "lib/tree.h"
 
 const tr_reader tr_readers[] = {
@@ -375,6 +376,27 @@ static tr_status write_db(const tr_trace *t, const char *out, tr_error *err)
     return st;
 }
 
+/* Large arrays spill beside the output (lib/spill.h): a directory that takes a
+ * run.db of the trace's size is on a disk, where /tmp may be memory. */
+static void spill_beside(const char *out)
+{
+    if (strcmp(out, "-") == 0)
+        return;
+    const char *slash = strrchr(out, '/');
+    if (!slash) {
+        tr_spill_set_dir(".");
+        return;
+    }
+    size_t len = slash == out ? 1 : (size_t)(slash - out);
+    char *dir = malloc(len + 1);
+    if (!dir)
+        return;
+    memcpy(dir, out, len);
+    dir[len] = '\0';
+    tr_spill_set_dir(dir);
+    free(dir);
+}
+
 tr_status tr_ingest_files(const char *const *paths, size_t npaths, const char *out,
                           const tr_ingest_opts *o, size_t *nevents, tr_error *err)
 {
@@ -390,6 +412,7 @@ tr_status tr_ingest_files(const char *const *paths, size_t npaths, const char *o
     free(check);
     if (st != TR_OK)
         return st;
+    spill_beside(out);
     tr_trace t;
     st = tr_trace_init(&t, err);
     if (st != TR_OK)
@@ -422,5 +445,6 @@ tr_status tr_ingest_files(const char *const *paths, size_t npaths, const char *o
     if (st == TR_OK && o && o->done)
         o->done(o->done_ctx, &t);
     tr_trace_free(&t);
+    tr_spill_set_dir(NULL);
     return st;
 }

@@ -16,6 +16,7 @@
 #include "lib/output.h"
 #include "lib/progress.h"
 #include "lib/ranks.h"
+#include "lib/spill.h"
 #include "lib/suggest.h"
 #include "lib/tree.h"
 #include "lib/version.h"
@@ -37,6 +38,10 @@ static void usage(FILE *f)
             "      --rank N        rank of the first FILE (N+1 of the next, ...) where the\n"
             "                      file gives none (Kineto's distributedInfo); without it,\n"
             "                      the order of the inputs (docs/diff.md)\n"
+            "      --max-memory SIZE\n"
+            "                      keep resident memory near SIZE (256M, 4G; default half\n"
+            "                      the machine's memory): past it, the large arrays move\n"
+            "                      to files beside the output (docs/ingest.md)\n"
             "  -q, --quiet         no progress, no summary and no warnings on stderr\n"
             "  -h, --help          this help\n"
             "      --version       print the version\n"
@@ -325,7 +330,7 @@ int main(int argc, char **argv)
         {"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'F'},
         {"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},      {"rank", required_argument, NULL, 'R'},
-        {NULL, 0, NULL, 0}};
+        {"max-memory", required_argument, NULL, 'M'}, {NULL, 0, NULL, 0}};
     const char *out = "run.db";
     int quiet = 0, c;
     warn_log warnings = {0};
@@ -363,6 +368,15 @@ int main(int argc, char **argv)
                 return TR_ERR_USAGE;
             }
             opts.has_rank = 1;
+            break;
+        }
+        case 'M': {
+            size_t limit;
+            if (tr_spill_parse_size(optarg, &limit) < 0) {
+                fprintf(stderr, "trace-ingest: --max-memory '%s' is not a size such as 256M or 4G\n", optarg);
+                return TR_ERR_USAGE;
+            }
+            tr_spill_set_limit(limit);
             break;
         }
         case 'h': usage(stdout); return 0;

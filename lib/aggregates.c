@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lib/checked.h"
+#include "lib/spill.h"
 
 typedef struct {
     uint32_t name, shape;
@@ -140,6 +141,7 @@ tr_status tr_aggregates_write(sqlite3 *db, const tr_trace *t, tr_error *err)
     size_t skipped = 0;
     tr_status s = TR_OK;
     for (size_t i = 0; i < t->events.n; i++) {
+        tr_spill_tick();
         const tr_event *e = &t->events.v[i];
         if (e->flags & TR_FLAG_MERGED)
             continue;   /* counted in the op it merged into */

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/spill.h"
+
 #define BULK_MODULE "tr_bulk_rows"
 
 typedef struct {
@@ -118,6 +120,7 @@ static int bulk_next(sqlite3_vtab_cursor *cur)
 {
     bulk_cursor *c = (bulk_cursor *)cur;
     c->row++;
+    tr_spill_tick();   /* the rows may be spilled arrays (lib/spill.h) */
     advance(c);
     return SQLITE_OK;
 }

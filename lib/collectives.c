@@ -15,6 +15,7 @@
 #include "lib/clock_align.h"
 #include "lib/i64map.h"
 #include "lib/model.h"
+#include "lib/spill.h"
 
 const char *tr_clock_method_name(tr_clock_method m)
 {
@@ -579,14 +580,14 @@ tr_status tr_coll_ingest(tr_trace *t, tr_error *err)
             x.op = tr_str(t, op);
         }
         if (!x.op || tr_vec_reserve(out, out.n + 1) < 0) {
-            free(out.v);
+            tr_spill_free(out.v);
             tr_i64map_free(&by_event);
             return nomem(err);
         }
         out.v[out.n++] = x;
     }
     tr_i64map_free(&by_event);
-    free(t->comms.v);
+    tr_spill_free(t->comms.v);
     t->comms.v = out.v;
     t->comms.n = out.n;
     t->comms.cap = out.cap;

@@ -3,10 +3,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/spill.h"
+
+/* Keys that are close (correlation ids, marker ids: numbered as they are
+ * made) land in neighbouring slots, so a reader that looks them up in about
+ * the order they were made touches few pages, which matters once the map is
+ * spilled to a file (lib/spill.h); runs of 64 keys are scattered by a full
+ * mix, so keys far apart do not pile up. */
 static size_t slot_of(int64_t key, size_t cap)
 {
-    uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h ^ (h >> 31)) & (cap - 1);
+    uint64_t k = (uint64_t)key, h = (k >> 6) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 29;
+    return (size_t)((h << 6) ^ (k & 63)) & (cap - 1);
 }
 
 void tr_i64map_init(tr_i64map *m)
@@ -16,14 +26,14 @@ void tr_i64map_init(tr_i64map *m)
 
 void tr_i64map_free(tr_i64map *m)
 {
-    free(m->slots);
+    tr_spill_free(m->slots);
     memset(m, 0, sizeof *m);
 }
 
 static int grow(tr_i64map *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : 64;
-    struct tr_i64slot *ns = calloc(ncap, sizeof *ns);
+    struct tr_i64slot *ns = tr_spill_calloc(ncap, sizeof *ns);
     if (!ns)
         return -1;
     for (size_t j = 0; j < m->cap; j++) {
@@ -34,7 +44,7 @@ static int grow(tr_i64map *m)
             i = (i + 1) & (ncap - 1);
         ns[i] = m->slots[j];
     }
-    free(m->slots);
+    tr_spill_free(m->slots);
     m->slots = ns;
     m->cap = ncap;
     return 0;

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/spill.h"
+
 struct tr_arena_block {
     tr_arena_block *next;
     size_t used, cap;
@@ -46,11 +48,11 @@ void tr_intern_free(tr_intern *t)
     tr_arena_block *b = t->arena;
     while (b) {
         tr_arena_block *n = b->next;
-        free(b);
+        tr_spill_free(b);
         b = n;
     }
-    free(t->entries);
-    free(t->slots);
+    tr_spill_free(t->entries);
+    tr_spill_free(t->slots);
     memset(t, 0, sizeof *t);
 }
 
@@ -58,13 +60,17 @@ static char *arena_copy(tr_intern *t, const char *s, size_t len)
 {
     tr_arena_block *b = t->arena;
     if (!b || b->cap - b->used < len + 1) {
-        size_t cap = len + 1 > ARENA_BLOCK ? len + 1 : ARENA_BLOCK;
-        tr_arena_block *nb = malloc(sizeof *nb + cap);
+        /* blocks grow with the strings held, so that a spilled arena
+         * (lib/spill.h) is a few files, not one per 64 KiB */
+        size_t block = t->arena_bytes / 2 > ARENA_BLOCK ? t->arena_bytes / 2 : ARENA_BLOCK;
+        size_t cap = len + 1 > block ? len + 1 : block;
+        tr_arena_block *nb = tr_spill_realloc(NULL, 0, sizeof *nb + cap);
         if (!nb)
             return NULL;
         nb->used = 0;
         nb->cap = cap;
-        if (b && len + 1 > ARENA_BLOCK) {
+        t->arena_bytes += cap;
+        if (b && len + 1 > block) {
             /* keep the current block as the head: it still has room for small strings */
             nb->next = b->next;
             b->next = nb;
@@ -83,7 +89,7 @@ static char *arena_copy(tr_intern *t, const char *s, size_t len)
 
 static int rehash(tr_intern *t, size_t nslots)
 {
-    tr_intern_slot *slots = calloc(nslots, sizeof *slots);
+    tr_intern_slot *slots = tr_spill_calloc(nslots, sizeof *slots);
     if (!slots)
         return -1;
     for (size_t id = 1; id < t->count; id++) {
@@ -93,7 +99,7 @@ static int rehash(tr_intern *t, size_t nslots)
             i = (i + 1) & (nslots - 1);
         slots[i] = (tr_intern_slot){(uint32_t)id, h};
     }
-    free(t->slots);
+    tr_spill_free(t->slots);
     t->slots = slots;
     t->nslots = nslots;
     return 0;
@@ -127,7 +133,7 @@ uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
         return 0;
     if (t->count == 0) {
         t->cap = 1024;
-        t->entries = calloc(t->cap, sizeof *t->entries);
+        t->entries = tr_spill_calloc(t->cap, sizeof *t->entries);
         if (!t->entries || rehash(t, 2048) < 0)
             return 0;
         t->count = 1;
@@ -142,7 +148,7 @@ uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
         i = probe(t, s, len, h);
     }
     if (t->count == t->cap) {
-        tr_intern_entry *ne = realloc(t->entries, t->cap * 2 * sizeof *ne);
+        tr_intern_entry *ne = tr_spill_realloc(t->entries, t->cap * sizeof *ne, t->cap * 2 * sizeof *ne);
         if (!ne)
             return 0;
         t->entries = ne;

@@ -4,6 +4,7 @@
  * Ids start at 1; id 0 means "no string".  Strings live in an arena owned by
  * the table and stay valid (same address) until tr_intern_free().  The table
  * grows as needed; memory is the sum of distinct strings, not of lookups.
+ * Its large arrays live in spill files (lib/spill.h) once they pass a few MB.
  */
 #ifndef TR_LIB_INTERN_H
 #define TR_LIB_INTERN_H
@@ -28,6 +29,7 @@ typedef struct {
     tr_intern_slot *slots;      /* open addressing, at most half full */
     size_t nslots;
     tr_arena_block *arena;
+    size_t arena_bytes;         /* capacity of the arena's blocks */
 } tr_intern;
 
 void tr_intern_init(tr_intern *t);

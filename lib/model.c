@@ -1,5 +1,7 @@
 #include "lib/model.h"
 
+#include "lib/spill.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,7 +112,8 @@ int tr_vec_reserve_(void **v, size_t *cap, size_t need, size_t elsize)
     size_t ncap = *cap ? *cap : 16;
     while (ncap < need)
         ncap *= 2;
-    void *nv = realloc(*v, ncap * elsize);
+    /* large arrays (the events, the detail rows) go to a file: lib/spill.h */
+    void *nv = tr_spill_realloc(*v, *cap * elsize, ncap * elsize);
     if (!nv)
         return -1;
     /* no zeroing: untouched capacity then costs address space, not memory */
@@ -139,21 +142,21 @@ tr_status tr_trace_init(tr_trace *t, tr_error *err)
 void tr_trace_free(tr_trace *t)
 {
     tr_intern_free(&t->strings);
-    free(t->events.v);
-    free(t->mem);
-    free(t->backward.v);
-    free(t->comms.v);
-    free(t->clock_offsets.v);
-    free(t->sources.v);
-    free(t->processes.v);
-    free(t->threads.v);
-    free(t->devices.v);
-    free(t->streams.v);
-    free(t->stack_nodes.v);
-    free(t->kernels.v);
-    free(t->copies.v);
-    free(t->apis.v);
-    free(t->memset_values.v);
+    tr_spill_free(t->events.v);
+    tr_spill_free(t->mem);
+    tr_spill_free(t->backward.v);
+    tr_spill_free(t->comms.v);
+    tr_spill_free(t->clock_offsets.v);
+    tr_spill_free(t->sources.v);
+    tr_spill_free(t->processes.v);
+    tr_spill_free(t->threads.v);
+    tr_spill_free(t->devices.v);
+    tr_spill_free(t->streams.v);
+    tr_spill_free(t->stack_nodes.v);
+    tr_spill_free(t->kernels.v);
+    tr_spill_free(t->copies.v);
+    tr_spill_free(t->apis.v);
+    tr_spill_free(t->memset_values.v);
     idmap_free(t->thread_map);
     idmap_free(t->stream_map);
     idmap_free(t->device_map);
@@ -252,6 +255,7 @@ tr_event *tr_add_event(tr_trace *t, tr_kind kind)
     atomic_store_explicit(&tr_events_added,
                           atomic_load_explicit(&tr_events_added, memory_order_relaxed) + 1,
                           memory_order_relaxed);
+    tr_spill_tick();
     tr_event *e = &t->events.v[t->events.n++];
     memset(e, 0, sizeof *e);
     e->kind = (uint8_t)kind;

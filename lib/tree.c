@@ -1,5 +1,6 @@
 #include "lib/tree.h"
 #include "lib/checked.h"
+#include "lib/spill.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -45,24 +46,89 @@ static int cmp_cpu(const void *pa, const void *pb)
     return ia < ib ? -1 : ia > ib;
 }
 
-/* Correlation map: (source, correlation) -> API event index. */
-/* 16 bytes a slot: the map holds every API call of the trace. */
+/* Correlation index: (source, correlation) -> API event index, an array
+ * sorted by key.  A hash map here was random access over every API call of
+ * the trace; GPU activities come roughly in launch order, so successive
+ * binary searches touch the same few pages, which keeps a spilled index
+ * (lib/spill.h) cheap. */
 typedef struct { int64_t corr; uint32_t source; uint32_t event_plus1; } corr_slot;
-typedef struct { corr_slot *s; size_t cap; } corr_map;
+typedef struct { corr_slot *s; size_t n; } corr_index;
 
-static size_t corr_hash(uint32_t source, int64_t corr, size_t cap)
+static int corr_before(const corr_slot *a, uint32_t source, int64_t corr)
 {
-    uint64_t h = (uint64_t)corr * 0x9e3779b97f4a7c15ull ^ ((uint64_t)source << 32);
-    h ^= h >> 29;
-    return (size_t)h & (cap - 1);
+    return a->source != source ? a->source < source : a->corr < corr;
 }
 
-static corr_slot *corr_find(corr_map *m, uint32_t source, int64_t corr)
+static int cmp_corr_slot(const void *pa, const void *pb)
 {
-    size_t i = corr_hash(source, corr, m->cap);
-    while (m->s[i].event_plus1 && !(m->s[i].source == source && m->s[i].corr == corr))
-        i = (i + 1) & (m->cap - 1);
-    return &m->s[i];
+    const corr_slot *a = pa, *b = pb;
+    if (a->source != b->source)
+        return a->source < b->source ? -1 : 1;
+    if (a->corr != b->corr)
+        return a->corr < b->corr ? -1 : 1;
+    return a->event_plus1 < b->event_plus1 ? -1 : a->event_plus1 > b->event_plus1;
+}
+
+/* The API event (+ 1) of (source, corr), 0 when none. */
+static uint32_t corr_lookup(const corr_index *ix, uint32_t source, int64_t corr)
+{
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (corr_before(&ix->s[mid], source, corr))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ix->n && ix->s[lo].source == source && ix->s[lo].corr == corr ? ix->s[lo].event_plus1 : 0;
+}
+
+/* Sorts s[0..n) by (source, corr, event): an LSD radix sort on the key when
+ * it fits in 64 bits (stable, so events stay in index order), else qsort. */
+static int sort_corr_slots(corr_slot *s, size_t n)
+{
+    uint32_t max_source = 0;
+    int64_t max_corr = 0;
+    for (size_t k = 0; k < n; k++) {
+        tr_spill_tick();
+        max_source = s[k].source > max_source ? s[k].source : max_source;
+        max_corr = s[k].corr > max_corr ? s[k].corr : max_corr;
+    }
+    if (n < 2 || max_source >= (1u << 16) || max_corr >= (INT64_C(1) << 48)) {
+        qsort(s, n, sizeof *s, cmp_corr_slot);
+        return 0;
+    }
+    corr_slot *spare = tr_spill_calloc(n, sizeof *spare);
+    if (!spare)
+        return -1;
+    corr_slot *a = s, *b = spare;
+    uint64_t differ = 0, first = (uint64_t)s[0].source << 48 | (uint64_t)s[0].corr;
+    for (size_t k = 0; k < n; k++) {
+        tr_spill_tick();
+        differ |= ((uint64_t)s[k].source << 48 | (uint64_t)s[k].corr) ^ first;
+    }
+    for (int shift = 0; shift < 64; shift += 8) {
+        if (!((differ >> shift) & 0xff))
+            continue;
+        size_t count[257] = {0};
+        for (size_t k = 0; k < n; k++) {
+            tr_spill_tick();
+            count[((((uint64_t)a[k].source << 48 | (uint64_t)a[k].corr) >> shift) & 0xff) + 1]++;
+        }
+        for (int d = 0; d < 256; d++)
+            count[d + 1] += count[d];
+        for (size_t k = 0; k < n; k++) {
+            tr_spill_tick();
+            b[count[(((uint64_t)a[k].source << 48 | (uint64_t)a[k].corr) >> shift) & 0xff]++] = a[k];
+        }
+        corr_slot *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != s)
+        memcpy(s, a, n * sizeof *s);
+    tr_spill_free(spare);
+    return 0;
 }
 
 typedef struct { size_t event; int64_t frontier, covered; } open_frame;
@@ -82,6 +148,7 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     uint32_t max_thread = 0;
     for (size_t k = 0; k < n; k++) {
+        tr_spill_tick();
         const tr_event *e = &ev[order[k]];
         lo = e->start < lo ? e->start : lo;
         hi = e->start > hi ? e->start : hi;
@@ -92,17 +159,18 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
         qsort(order, n, sizeof *order, cmp_cpu);
         return TR_OK;
     }
-    uint64_t *ka = malloc(n * sizeof *ka), *kb = malloc(n * sizeof *kb);
-    uint32_t *ib = malloc(n * sizeof *ib);
+    uint64_t *ka = tr_spill_calloc(n, sizeof *ka), *kb = tr_spill_calloc(n, sizeof *kb);
+    uint32_t *ib = tr_spill_calloc(n, sizeof *ib);
     if (!ka || !kb || !ib) {
-        free(ka);
-        free(kb);
-        free(ib);
+        tr_spill_free(ka);
+        tr_spill_free(kb);
+        tr_spill_free(ib);
         return tr_fail(err, TR_ERR_RUNTIME, "out of memory while rebuilding the call tree");
     }
     uint32_t *ia = order;
     uint64_t differ = 0;
     for (size_t k = 0; k < n; k++) {
+        tr_spill_tick();
         const tr_event *e = &ev[order[k]];
         ka[k] = (uint64_t)e->thread << time_bits | (uint64_t)(e->start - lo);
         differ |= ka[k] ^ ka[0];
@@ -112,11 +180,14 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
         if (!((differ >> shift) & 0xff))
             continue;
         size_t count[257] = {0};
-        for (size_t k = 0; k < n; k++)
+        for (size_t k = 0; k < n; k++) {
+            tr_spill_tick();
             count[((ka[k] >> shift) & 0xff) + 1]++;
+        }
         for (int d = 0; d < 256; d++)
             count[d + 1] += count[d];
         for (size_t k = 0; k < n; k++) {
+            tr_spill_tick();
             size_t to = count[(ka[k] >> shift) & 0xff]++;
             kb[to] = ka[k];
             ib[to] = ia[k];
@@ -141,9 +212,9 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
             qsort(order + k, end - k, sizeof *order, cmp_cpu);
         k = end;
     }
-    free(ka);
-    free(kb);
-    free(ib);
+    tr_spill_free(ka);
+    tr_spill_free(kb);
+    tr_spill_free(ib);
     return TR_OK;
 }
 
@@ -154,6 +225,7 @@ static tr_status build_cpu_tree(tr_trace *t, const uint32_t *order, size_t n, tr
     size_t depth = 0, cap = 0;
     uint32_t thread = 0;
     for (size_t k = 0; k <= n; k++) {
+        tr_spill_tick();
         tr_event *e = k < n ? &ev[order[k]] : NULL;
         if (!e || e->thread != thread) {
             while (depth) {
@@ -202,21 +274,52 @@ static tr_status build_cpu_tree(tr_trace *t, const uint32_t *order, size_t n, tr
 /* ---- links: correlation map, thread-less syncs, the CPU tree ---------------- */
 
 typedef struct {
-    corr_map cm;
+    corr_index cm;
     uint32_t *order;   /* CPU tree events, per thread, parents before children */
     size_t n;
 } tree_links;
 
 static void links_free(tree_links *l)
 {
-    free(l->cm.s);
-    free(l->order);
+    tr_spill_free(l->cm.s);
+    tr_spill_free(l->order);
     memset(l, 0, sizeof *l);
 }
 
 static tr_status oom(tr_error *err)
 {
     return tr_fail(err, TR_ERR_RUNTIME, "out of memory while rebuilding the call tree");
+}
+
+/* Fills ix (room for every API call) with one entry per (source,
+ * correlation): the first runtime call of the key in event order, else its
+ * first call, since the runtime call is the one the program made. */
+static int index_api_calls(const tr_trace *t, corr_index *ix)
+{
+    const tr_event *ev = t->events.v;
+    size_t n = 0;
+    for (size_t i = 0; i < t->events.n; i++) {
+        tr_spill_tick();
+        if (tr_kinds[ev[i].kind].is_api && ev[i].correlation >= 0)
+            ix->s[n++] = (corr_slot){ev[i].correlation, tr_event_source(t, &ev[i]), (uint32_t)i + 1};
+    }
+    if (sort_corr_slots(ix->s, n) < 0)
+        return -1;
+    size_t out = 0;
+    for (size_t k = 0; k < n;) {
+        size_t end = k + 1, pick = k;
+        while (end < n && ix->s[end].source == ix->s[k].source && ix->s[end].corr == ix->s[k].corr)
+            end++;
+        for (size_t j = k; j < end; j++)
+            if (ev[ix->s[j].event_plus1 - 1].kind == TR_KIND_RUNTIME) {
+                pick = j;
+                break;
+            }
+        ix->s[out++] = ix->s[pick];
+        k = end;
+    }
+    ix->n = out;
+    return 0;
 }
 
 /* Resets the derived fields (so a rebuild gives the same result), maps
@@ -227,6 +330,7 @@ static tr_status build_links(tr_trace *t, tree_links *l, int fresh, tr_error *er
     size_t nev = t->events.n;
     size_t napi = 0;
     for (size_t i = 0; i < nev; i++) {
+        tr_spill_tick();
         tr_event *e = &ev[i];
         e->parent = -1;
         e->depth = 0;
@@ -238,36 +342,27 @@ static tr_status build_links(tr_trace *t, tree_links *l, int fresh, tr_error *er
         if (tr_kinds[e->kind].is_api && e->correlation >= 0)
             napi++;
     }
-    l->cm = (corr_map){NULL, 16};
-    while (l->cm.cap < napi * 2 + 16)
-        l->cm.cap *= 2;
-    l->cm.s = calloc(l->cm.cap, sizeof *l->cm.s);
-    l->order = malloc((nev ? nev : 1) * sizeof *l->order);
+    l->cm.s = tr_spill_calloc(napi ? napi : 1, sizeof *l->cm.s);
+    l->order = tr_spill_calloc(nev ? nev : 1, sizeof *l->order);
     if (!l->cm.s || !l->order)
         return oom(err);
-    for (size_t i = 0; i < nev; i++) {
-        tr_event *e = &ev[i];
-        if (!tr_kinds[e->kind].is_api || e->correlation < 0)
-            continue;
-        corr_slot *s = corr_find(&l->cm, tr_event_source(t, e), e->correlation);
-        if (!s->event_plus1)
-            *s = (corr_slot){e->correlation, tr_event_source(t, e), (uint32_t)i + 1};
-        else if (e->kind == TR_KIND_RUNTIME && ev[s->event_plus1 - 1].kind != TR_KIND_RUNTIME)
-            s->event_plus1 = (uint32_t)i + 1;   /* the runtime call is the one the program made */
-    }
+    if (index_api_calls(t, &l->cm) < 0)
+        return oom(err);
 
     /* Sync waits recorded without a thread take the thread of their API call. */
     for (size_t i = 0; i < nev; i++) {
+        tr_spill_tick();
         tr_event *e = &ev[i];
         if (e->kind != TR_KIND_SYNC || e->thread || e->correlation < 0)
             continue;
-        corr_slot *s = corr_find(&l->cm, tr_event_source(t, e), e->correlation);
-        if (s->event_plus1)
-            e->thread = ev[s->event_plus1 - 1].thread;
+        uint32_t api = corr_lookup(&l->cm, tr_event_source(t, e), e->correlation);
+        if (api)
+            e->thread = ev[api - 1].thread;
     }
 
     l->n = 0;
     for (size_t i = 0; i < nev; i++) {
+        tr_spill_tick();
         const tr_event *e = &ev[i];
         if (!tr_kinds[e->kind].on_gpu && e->thread && !(e->flags & (TR_FLAG_ASYNC | TR_FLAG_MERGED)))
             l->order[l->n++] = (uint32_t)i;
@@ -294,19 +389,21 @@ static tr_status merge_redispatched(tr_trace *t, const tree_links *l, uint32_t *
     size_t nev = t->events.n;
     *merged = 0;
     *outer_out = NULL;
-    uint32_t *children = calloc(nev ? nev : 1, sizeof *children);
-    uint32_t *outer = calloc(nev ? nev : 1, sizeof *outer);
+    uint32_t *children = tr_spill_calloc(nev ? nev : 1, sizeof *children);
+    uint32_t *outer = tr_spill_calloc(nev ? nev : 1, sizeof *outer);
     if (!children || !outer) {
-        free(children);
-        free(outer);
+        tr_spill_free(children);
+        tr_spill_free(outer);
         return oom(err);
     }
     for (size_t k = 0; k < l->n; k++) {
+        tr_spill_tick();
         const tr_event *e = &ev[l->order[k]];
         if (e->parent >= 0 && e->kind != TR_KIND_MEMORY)
             children[e->parent]++;
     }
     for (size_t k = 0; k < l->n; k++) {   /* parents first: a chain folds into its top */
+        tr_spill_tick();
         size_t i = l->order[k];
         tr_event *e = &ev[i];
         if (e->parent < 0 || e->kind != TR_KIND_OP)
@@ -318,9 +415,9 @@ static tr_status merge_redispatched(tr_trace *t, const tree_links *l, uint32_t *
             ++*merged;
         }
     }
-    free(children);
+    tr_spill_free(children);
     if (!*merged)
-        free(outer);
+        tr_spill_free(outer);
     else
         *outer_out = outer;
     return TR_OK;
@@ -331,6 +428,7 @@ static void link_merged(tr_trace *t, const uint32_t *outer)
 {
     tr_event *ev = t->events.v;
     for (size_t i = 0; i < t->events.n; i++) {
+        tr_spill_tick();
         if (!outer[i])
             continue;
         ev[i].parent = (int32_t)outer[i] - 1;
@@ -388,16 +486,16 @@ static tr_status set_backward_stacks(tr_trace *t, const tree_links *l, tr_error 
         return TR_OK;
     tr_event *ev = t->events.v;
     size_t nev = t->events.n;
-    int64_t *fwd_tid = malloc(nev * sizeof *fwd_tid);
-    uint32_t *bw = calloc(nev, sizeof *bw);   /* backward function above, + 1 */
+    int64_t *fwd_tid = tr_spill_calloc(nev, sizeof *fwd_tid);
+    uint32_t *bw = tr_spill_calloc(nev, sizeof *bw);   /* backward function above, + 1 */
     fwd_map m = {NULL, 64, 0};
     while (m.cap < (l->n + t->threads.n) * 4)
         m.cap *= 2;
-    m.s = calloc(m.cap, sizeof *m.s);
+    m.s = tr_spill_calloc(m.cap, sizeof *m.s);
     if (!fwd_tid || !bw || !m.s) {
-        free(fwd_tid);
-        free(bw);
-        free(m.s);
+        tr_spill_free(fwd_tid);
+        tr_spill_free(bw);
+        tr_spill_free(m.s);
         return oom(err);
     }
     for (size_t k = 0; k < t->backward.n; k++)
@@ -405,6 +503,7 @@ static tr_status set_backward_stacks(tr_trace *t, const tree_links *l, tr_error 
     for (size_t th = 1; th < t->threads.n; th++)
         fwd_offer(&m, ev, t->threads.v[th].process, INT64_MIN, t->threads.v[th].tid, 0);
     for (size_t k = 0; k < l->n; k++) {   /* parents come before their children */
+        tr_spill_tick();
         size_t i = l->order[k];
         tr_event *e = &ev[i];
         if (e->flags & TR_FLAG_BACKWARD)
@@ -418,6 +517,7 @@ static tr_status set_backward_stacks(tr_trace *t, const tree_links *l, tr_error 
         fwd_offer(&m, ev, th->process, e->seq, INT64_MIN, i);
     }
     for (size_t k = 0; k < l->n; k++) {
+        tr_spill_tick();
         size_t i = l->order[k];
         if (!bw[i] || ev[i].kind == TR_KIND_MEMORY)
             continue;
@@ -431,9 +531,9 @@ static tr_status set_backward_stacks(tr_trace *t, const tree_links *l, tr_error 
         const fwd_slot *s = tid > 0 || tid == INT64_MIN ? fwd_find(&m, process, b->seq, tid) : NULL;
         ev[i].stack = s && s->event_plus1 ? ev[s->event_plus1 - 1].stack : 0;
     }
-    free(fwd_tid);
-    free(bw);
-    free(m.s);
+    tr_spill_free(fwd_tid);
+    tr_spill_free(bw);
+    tr_spill_free(m.s);
     return TR_OK;
 }
 
@@ -467,17 +567,20 @@ static tr_status attach_memory(tr_trace *t, const tree_links *l, tr_error *err)
 {
     tr_event *ev = t->events.v;
     size_t nmem = 0;
-    for (size_t k = 0; k < l->n; k++)
+    for (size_t k = 0; k < l->n; k++) {
+        tr_spill_tick();
         nmem += ev[l->order[k]].kind == TR_KIND_MEMORY;
+    }
     if (!nmem)
         return TR_OK;
     size_t cap = 64;
     while (cap < l->n * 2)
         cap *= 2;
-    end_slot *s = calloc(cap, sizeof *s);
+    end_slot *s = tr_spill_calloc(cap, sizeof *s);
     if (!s)
         return oom(err);
     for (size_t k = 0; k < l->n; k++) {
+        tr_spill_tick();
         size_t i = l->order[k];
         const tr_event *e = &ev[i];
         if (e->kind == TR_KIND_MEMORY || e->kind == TR_KIND_MARK)
@@ -489,6 +592,7 @@ static tr_status attach_memory(tr_trace *t, const tree_links *l, tr_error *err)
             s[h] = (end_slot){e->thread, e->end, i + 1};
     }
     for (size_t k = 0; k < l->n; k++) {
+        tr_spill_tick();
         tr_event *m = &ev[l->order[k]];
         if (m->kind != TR_KIND_MEMORY)
             continue;
@@ -500,7 +604,7 @@ static tr_status attach_memory(tr_trace *t, const tree_links *l, tr_error *err)
             m->depth = ev[m->parent].depth + 1;
         }
     }
-    free(s);
+    tr_spill_free(s);
     return TR_OK;
 }
 
@@ -517,12 +621,14 @@ static void attribute_gpu(tr_trace *t, tree_links *l)
     for (size_t i = 0; first && i < t->sources.n; i++)
         first[i] = INT64_MAX;
     for (size_t i = 0; first && i < t->events.n; i++) {
+        tr_spill_tick();
         uint32_t src = tr_kinds[ev[i].kind].is_api && ev[i].correlation >= 0 ? tr_event_source(t, &ev[i]) : 0;
         if (src && src < t->sources.n && ev[i].correlation < first[src])
             first[src] = ev[i].correlation;
     }
     memset(t->gpu_unlaunched, 0, sizeof t->gpu_unlaunched);
     for (size_t i = 0; i < t->events.n; i++) {
+        tr_spill_tick();
         tr_event *g = &ev[i];
         if (!tr_kinds[g->kind].on_gpu)
             continue;
@@ -533,14 +639,14 @@ static void attribute_gpu(tr_trace *t, tree_links *l)
             continue;
         }
         uint32_t src = tr_event_source(t, g);
-        corr_slot *s = corr_find(&l->cm, src, g->correlation);
-        if (!s->event_plus1) {
+        uint32_t api_plus1 = corr_lookup(&l->cm, src, g->correlation);
+        if (!api_plus1) {
             t->gpu_unlaunched[first && src < t->sources.n && g->correlation < first[src]
                               ? TR_UNLAUNCHED_BEFORE_CAPTURE : TR_UNLAUNCHED_NOT_FOUND]++;
             continue;
         }
-        tr_event *api = &ev[s->event_plus1 - 1];
-        g->parent = (int32_t)s->event_plus1 - 1;
+        tr_event *api = &ev[api_plus1 - 1];
+        g->parent = (int32_t)api_plus1 - 1;
         g->depth = api->depth + 1;
         tr_event *target = api;
         for (int64_t p = api->parent; p >= 0; p = ev[p].parent) {
@@ -561,6 +667,7 @@ static void sum_totals(tr_trace *t, const tree_links *l)
 {
     tr_event *ev = t->events.v;
     for (size_t k = 0; k < l->n; k++) {
+        tr_spill_tick();
         tr_event *e = &ev[l->order[k]];
         e->gpu_total = e->gpu_self;
         if (e->kind == TR_KIND_MEMORY) {
@@ -572,6 +679,7 @@ static void sum_totals(tr_trace *t, const tree_links *l)
         }
     }
     for (size_t k = l->n; k-- > 0;) {
+        tr_spill_tick();
         tr_event *e = &ev[l->order[k]];
         if (e->parent < 0)
             continue;
@@ -590,6 +698,7 @@ static void sum_totals(tr_trace *t, const tree_links *l)
     /* CPU events outside the tree (a sync whose API call is not in the trace)
      * are their own self time; async ranges have none, as in PyTorch. */
     for (size_t i = 0; i < t->events.n; i++) {
+        tr_spill_tick();
         tr_event *e = &ev[i];
         if (!tr_kinds[e->kind].on_gpu && !e->thread && !(e->flags & (TR_FLAG_ASYNC | TR_FLAG_MERGED)))
             e->cpu_self = span_of(e);
@@ -619,10 +728,12 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
         st = attach_memory(t, &l, err);
     if (st == TR_OK) {
         size_t nmem = 0;
-        for (size_t i = 0; i < t->events.n; i++)
+        for (size_t i = 0; i < t->events.n; i++) {
+            tr_spill_tick();
             nmem += t->events.v[i].kind == TR_KIND_MEMORY;
-        free(t->mem);
-        t->mem = nmem ? calloc(t->events.n, sizeof *t->mem) : NULL;
+        }
+        tr_spill_free(t->mem);
+        t->mem = nmem ? tr_spill_calloc(t->events.n, sizeof *t->mem) : NULL;
         if (nmem && !t->mem)
             st = oom(err);
     }
@@ -631,7 +742,7 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
         sum_totals(t, &l);
         t->tree_built = 1;
     }
-    free(outer);
+    tr_spill_free(outer);
     links_free(&l);
     return st;
 }

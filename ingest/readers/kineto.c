@@ -28,6 +28,7 @@
 #include "ingest/kineto.h"
 #include "lib/i64map.h"
 #include "lib/names.h"
+#include "lib/spill.h"
 
 #define WHAT "Kineto trace"
 #define KIN_BUFSZ (256 * 1024)
@@ -1231,8 +1232,8 @@ static tr_status python_stacks(kin_reader *r)
     qsort(r->py.v, r->py.n, sizeof *r->py.v, py_cmp);
     tr_i64map idx;   /* python id -> index into r->py */
     tr_i64map_init(&idx);
-    uint32_t *node = calloc(r->py.n, sizeof *node);
-    size_t *chain = malloc(r->py.n * sizeof *chain);
+    uint32_t *node = tr_spill_calloc(r->py.n, sizeof *node);
+    size_t *chain = tr_spill_calloc(r->py.n, sizeof *chain);
     tr_status s = TR_OK;
     if (!node || !chain)
         goto nomem;
@@ -1280,8 +1281,8 @@ nomem:
     s = oom(r);
 out:
     tr_i64map_free(&idx);
-    free(node);
-    free(chain);
+    tr_spill_free(node);
+    tr_spill_free(chain);
     return s;
 }
 
@@ -1312,11 +1313,11 @@ static tr_status inherit_stacks(kin_reader *r)
     for (size_t i = r->first_event; i < t->events.n; i++)
         if (t->events.v[i].thread && (t->events.v[i].kind == TR_KIND_PYTHON || !t->events.v[i].stack))
             n++;
-    kin_span *sp = malloc((n ? n : 1) * sizeof *sp);
-    size_t *open = malloc((n ? n : 1) * sizeof *open);
+    kin_span *sp = tr_spill_calloc(n ? n : 1, sizeof *sp);
+    size_t *open = tr_spill_calloc(n ? n : 1, sizeof *open);
     if (!sp || !open) {
-        free(sp);
-        free(open);
+        tr_spill_free(sp);
+        tr_spill_free(open);
         return oom(r);
     }
     n = 0;
@@ -1343,8 +1344,8 @@ static tr_status inherit_stacks(kin_reader *r)
             e->stack = t->events.v[open[depth - 1]].stack;
         }
     }
-    free(sp);
-    free(open);
+    tr_spill_free(sp);
+    tr_spill_free(open);
     return TR_OK;
 }
 
@@ -1418,10 +1419,10 @@ static void reader_free(kin_reader *r)
 {
     free(r->el.v);
     free(r->tmp.v);
-    free(r->pnames.v);
-    free(r->tnames.v);
-    free(r->py.v);
-    free(r->frames.v);
+    tr_spill_free(r->pnames.v);
+    tr_spill_free(r->tnames.v);
+    tr_spill_free(r->py.v);
+    tr_spill_free(r->frames.v);
 }
 
 tr_status tr_kineto_read_mem(tr_trace *t, const char *name, const void *data, size_t len,

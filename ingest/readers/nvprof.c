@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "ingest/readers/cupti_tables.h"
+#include "lib/spill.h"
 
 #define WHAT "nvprof database"
 
@@ -259,7 +260,7 @@ static nv_call *collect_calls(const ct_reader *r, size_t *n)
     size_t cap = 1;
     for (size_t i = r->first_event; i < r->t->events.n; i++)
         cap += tr_kinds[r->t->events.v[i].kind].is_api;
-    nv_call *c = malloc(cap * sizeof *c);
+    nv_call *c = tr_spill_calloc(cap, sizeof *c);
     if (!c)
         return NULL;
     *n = 0;
@@ -327,7 +328,7 @@ static tr_status read_overhead(ct_reader *r, const ct_table *table, tr_error *er
         tr_event *e = tr_add_event(r->t, TR_KIND_OVERHEAD);
         if (!e) {
             sqlite3_finalize(st);
-            free(calls);
+            tr_spill_free(calls);
             return ct_oom(r, err);
         }
         e->name = overhead_name(r, tr_col_i64(st, 0, 0));
@@ -351,7 +352,7 @@ static tr_status read_overhead(ct_reader *r, const ct_table *table, tr_error *er
         ct_note_ts(r, e->end);
     }
     sqlite3_finalize(st);
-    free(calls);
+    tr_spill_free(calls);
     ct_report_bad(r, &bad);
     return rc < 0 ? err->status : TR_OK;
 }

@@ -42,6 +42,7 @@
 #include "lib/cuda_enums.h"
 #include "lib/i64map.h"
 #include "lib/names.h"
+#include "lib/spill.h"
 #include "record/raw_format.h"
 
 typedef struct { size_t event; uint32_t context, stream; } pending_stream;
@@ -214,11 +215,11 @@ static tr_status read_strings(raw_reader *r, const unsigned char *p, size_t n, t
                 nn *= 2;
             if (nn > (1u << 26))
                 return tr_fail(err, TR_ERR_INPUT, "%s: string id %u out of range", r->path, id);
-            uint32_t *a = realloc(r->strs, nn * sizeof *a);
+            uint32_t *a = tr_spill_realloc(r->strs, r->nstrs * sizeof *a, nn * sizeof *a);
             if (!a)
                 return oom(err);
             r->strs = a;
-            uint32_t *b = realloc(r->kname, nn * sizeof *b);
+            uint32_t *b = tr_spill_realloc(r->kname, r->nstrs * sizeof *b, nn * sizeof *b);
             if (!b)
                 return oom(err);
             r->kname = b;
@@ -1071,14 +1072,14 @@ out:
     tr_i64map_free(&r.open_ranges);
     tr_i64map_free(&r.api_corr);
     tr_i64map_free(&r.stack_at);
-    free(r.strs);
-    free(r.kname);
+    tr_spill_free(r.strs);
+    tr_spill_free(r.kname);
     free(r.stack_pcs);
     free(r.refs);
     free(r.maps);
     free(r.modules);
-    free(r.pending.v);
-    free(r.copies.v);
+    tr_spill_free(r.pending.v);
+    tr_spill_free(r.copies.v);
     free(r.not_recorded);
     close_input(&in);
     return s;

@@ -1,0 +1,470 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "lib/spill.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Every array of at least min_bytes: in a file (fd >= 0, len whole pages)
+ * or on the heap (fd -1, len as asked), so the heap's share is known. */
+typedef struct {
+    void *addr;
+    size_t len;
+    int fd;
+} spill_block;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static spill_block *blocks;
+static size_t nblocks, capblocks;
+static char *spill_dir;
+
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static size_t min_bytes = (size_t)4 << 20;
+static size_t page_size = 4096;
+/* Set from the memory limit (tr_spill_set_limit()): large arrays stay on the
+ * heap while their sum is under heap_budget, and the files' mapped pages
+ * are trimmed past rss_limit. */
+static size_t heap_budget, rss_limit;
+static size_t heap_bytes;   /* large arrays on the heap */
+static int limit_set;
+
+static pthread_t trimmer;
+static int trimmer_running, trimmer_stop;
+
+static size_t env_size(const char *name, size_t fallback)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return fallback;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    return errno || *end ? fallback : (size_t)v;
+}
+
+/* Three eighths of the limit for what is not a large array (SQLite's cache
+ * and sorter, the small tables, the program, the trimmer's lag), a quarter
+ * for large arrays on the heap, three eighths for the mapped pages of the
+ * spilled ones. */
+static void apply_limit(size_t limit)
+{
+    heap_budget = limit / 4;
+    rss_limit = limit / 8 * 3;
+    if (rss_limit < ((size_t)16 << 20))
+        rss_limit = (size_t)16 << 20;
+}
+
+int tr_spill_parse_size(const char *s, size_t *out)
+{
+    static const struct { char c; int shift; } units[] = {
+        {'k', 10}, {'K', 10}, {'m', 20}, {'M', 20}, {'g', 30}, {'G', 30}, {'t', 40}, {'T', 40},
+    };
+    if (!s || !(*s >= '0' && *s <= '9'))
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    int shift = 0;
+    for (size_t i = 0; *end && i < sizeof units / sizeof units[0]; i++)
+        if (*end == units[i].c) {
+            shift = units[i].shift;
+            end++;
+            break;
+        }
+    if (shift && *end == 'i')
+        end++;
+    if (*end == 'B')
+        end++;
+    if (*end || v == 0 || v > (SIZE_MAX >> shift))
+        return -1;
+    *out = (size_t)v << shift;
+    return 0;
+}
+
+static void read_config(void)
+{
+#ifdef __GLIBC__
+    /* glibc raises its mmap threshold (up to 32 MiB) each time a mapped block
+     * is freed, after which freed arrays of that size stay in the process:
+     * a fixed threshold gives every large array back when it is freed */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+    min_bytes = env_size("TR_SPILL_MIN_BYTES", min_bytes);
+    long ps = sysconf(_SC_PAGESIZE);
+    if (ps > 0)
+        page_size = (size_t)ps;
+    if (!limit_set) {
+        /* default: half the machine's memory, so that a trace that fits is
+         * never slowed, and one that does not is not killed */
+        long pages = sysconf(_SC_PHYS_PAGES);
+        size_t phys = pages > 0 ? (size_t)pages * page_size : (size_t)8 << 30;
+        size_t limit = phys / 2;
+        const char *env = getenv("TRACEKIT_MAX_MEMORY");
+        if (env && *env && tr_spill_parse_size(env, &limit) < 0)
+            limit = phys / 2;
+        apply_limit(limit);
+    }
+}
+
+void tr_spill_set_limit(size_t bytes)
+{
+    pthread_once(&config_once, read_config);
+    pthread_mutex_lock(&lock);
+    limit_set = 1;
+    apply_limit(bytes);
+    pthread_mutex_unlock(&lock);
+}
+
+/* --- the trimmer ---------------------------------------------------------- */
+
+/* Resident file-backed pages of this process (statm's third field): the
+ * spilled arrays' mapped pages, the input's mapping, the program's text. */
+static size_t file_resident(int statm)
+{
+    char buf[128];
+    ssize_t n = statm >= 0 ? pread(statm, buf, sizeof buf - 1, 0) : -1;
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    unsigned long long size, resident, shared;
+    if (sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) != 3)
+        return 0;
+    return (size_t)shared * page_size;
+}
+
+_Thread_local unsigned tr_spill_ticks_;
+static int poll_statm = -2;   /* -2: not opened yet */
+
+/* Called with the lock held. */
+static void trim_all(void)
+{
+    for (size_t i = 0; i < nblocks; i++)
+        if (blocks[i].fd >= 0)
+            (void)madvise(blocks[i].addr, blocks[i].len, MADV_DONTNEED);
+}
+
+static int any_file_blocks(void)
+{
+    for (size_t i = 0; i < nblocks; i++)
+        if (blocks[i].fd >= 0)
+            return 1;
+    return 0;
+}
+
+/* Polls every millisecond: a pass touching new pages as fast as the memory
+ * allows maps a few tens of MB in that time, which bounds the overshoot. */
+static void *trim_loop(void *arg)
+{
+    (void)arg;
+    int statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    pthread_mutex_lock(&lock);
+    while (!trimmer_stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 1000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&wake, &lock, &until);
+        if (!trimmer_stop && file_resident(statm) > rss_limit)
+            trim_all();
+    }
+    pthread_mutex_unlock(&lock);
+    if (statm >= 0)
+        close(statm);
+    return NULL;
+}
+
+void tr_spill_poll(void)
+{
+    tr_spill_ticks_ = 0;
+    pthread_mutex_lock(&lock);
+    if (trimmer_running) {
+        if (poll_statm == -2)
+            poll_statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+        if (file_resident(poll_statm) > rss_limit)
+            trim_all();
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+/* Called with the lock held, after a block was added. */
+static void start_trimmer(void)
+{
+    if (trimmer_running)
+        return;
+    trimmer_stop = 0;
+    if (pthread_create(&trimmer, NULL, trim_loop, NULL) == 0)
+        trimmer_running = 1;
+}
+
+/* --- blocks --------------------------------------------------------------- */
+
+static size_t round_pages(size_t n)
+{
+    if (n == 0)
+        n = 1;
+    return n > SIZE_MAX - page_size ? 0 : (n + page_size - 1) / page_size * page_size;
+}
+
+static const char *dir_for_spill(void)
+{
+    const char *d = getenv("TRACEKIT_SPILL_DIR");
+    if (d && *d)
+        return d;
+    if (spill_dir)
+        return spill_dir;
+    d = getenv("TMPDIR");
+    return d && *d ? d : "/var/tmp";
+}
+
+/* An unnamed file in the spill directory; -1 when none can be made. */
+static int open_spill_file(void)
+{
+    const char *dir = dir_for_spill();
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        return fd;
+    /* file systems without O_TMPFILE: a named file, unlinked at once */
+    size_t len = strlen(dir) + sizeof "/tracekit-spill-XXXXXX";
+    char *path = malloc(len);
+    if (!path)
+        return -1;
+    snprintf(path, len, "%s/tracekit-spill-XXXXXX", dir);
+    fd = mkstemp(path);
+    if (fd >= 0) {
+        unlink(path);
+        (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    free(path);
+    return fd;
+}
+
+/* Blocks are reserved on disk up front: a page of a sparse file that finds
+ * the disk full when first written raises SIGBUS, where a failed fallocate
+ * is an ordinary error (the caller then keeps the array on the heap). */
+static int reserve(int fd, size_t from, size_t to)
+{
+    int rc;
+    do
+        rc = posix_fallocate(fd, (off_t)from, (off_t)(to - from));
+    while (rc == EINTR);
+    return rc == 0 ? 0 : -1;
+}
+
+static spill_block *find_block(const void *p)
+{
+    for (size_t i = 0; i < nblocks; i++)
+        if (blocks[i].addr == p)
+            return &blocks[i];
+    return NULL;
+}
+
+static int registry_room(void)
+{
+    if (nblocks == capblocks) {
+        size_t ncap = capblocks ? capblocks * 2 : 16;
+        spill_block *nb = realloc(blocks, ncap * sizeof *nb);
+        if (!nb)
+            return -1;
+        blocks = nb;
+        capblocks = ncap;
+    }
+    return 0;
+}
+
+/* A new file block of len bytes (whole pages), zero-filled; NULL when none
+ * can be made.  Called with the lock held. */
+static void *new_block(size_t len)
+{
+    if (registry_room() < 0)
+        return NULL;
+    int fd = open_spill_file();
+    if (fd < 0)
+        return NULL;
+    if (reserve(fd, 0, len) < 0) {
+        close(fd);
+        return NULL;
+    }
+    void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (addr == MAP_FAILED) {
+        close(fd);
+        return NULL;
+    }
+    blocks[nblocks++] = (spill_block){addr, len, fd};
+    start_trimmer();
+    return addr;
+}
+
+static void *resize_block(spill_block *b, size_t len)
+{
+    if (len > b->len && reserve(b->fd, b->len, len) < 0)
+        return NULL;
+    void *addr = mremap(b->addr, b->len, len, MREMAP_MAYMOVE);
+    if (addr == MAP_FAILED)
+        return NULL;
+    if (len < b->len)
+        (void)ftruncate(b->fd, (off_t)len);
+    b->addr = addr;
+    b->len = len;
+    return addr;
+}
+
+static void drop_block(spill_block *b)
+{
+    *b = blocks[--nblocks];
+}
+
+/* Resizes a large array on the heap, keeping the registry and heap_bytes
+ * right; p is NULL or a heap pointer (registered or not), old_size its size.
+ * Called with the lock held. */
+static void *heap_resize(void *p, spill_block *b, size_t new_size)
+{
+    if (!b && registry_room() < 0)
+        return NULL;
+    void *out = realloc(p, new_size);
+    if (!out)
+        return NULL;
+    if (b) {
+        heap_bytes -= b->len;
+        b->addr = out;
+        b->len = new_size;
+    } else {
+        blocks[nblocks++] = (spill_block){out, new_size, -1};
+    }
+    heap_bytes += new_size;
+    return out;
+}
+
+/* Moves a heap array (registered or not) into a new file block. */
+static void *to_file(void *p, spill_block *b, size_t old_size, size_t new_size, size_t len)
+{
+    void *out = new_block(len);
+    if (!out)
+        return NULL;
+    if (p) {
+        memcpy(out, p, old_size < new_size ? old_size : new_size);
+        if (b) {
+            heap_bytes -= b->len;
+            drop_block(b);
+        }
+        free(p);
+    }
+    return out;
+}
+
+void *tr_spill_realloc(void *p, size_t old_size, size_t new_size)
+{
+    pthread_once(&config_once, read_config);
+    if (!new_size)
+        new_size = 1;
+    size_t len = round_pages(new_size);
+    pthread_mutex_lock(&lock);
+    spill_block *b = p ? find_block(p) : NULL;
+    void *out = NULL;
+    if (b && b->fd >= 0) {
+        out = len ? resize_block(b, len) : NULL;
+    } else if (new_size < min_bytes && !b) {
+        out = realloc(p, new_size);
+    } else {
+        size_t held = b ? b->len : 0;
+        if (heap_bytes - held + new_size <= heap_budget || !len
+            || !(out = to_file(p, b, old_size, new_size, len)))
+            /* on the heap: within the budget, or no file could hold it */
+            out = heap_resize(p, b, new_size);
+    }
+    pthread_mutex_unlock(&lock);
+    return out;
+}
+
+void *tr_spill_calloc(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    pthread_once(&config_once, read_config);
+    if (n * size < min_bytes)
+        return calloc(n ? n : 1, size ? size : 1);
+    void *out = tr_spill_realloc(NULL, 0, n * size);
+    /* an array on the heap is not zeroed by realloc */
+    if (out) {
+        pthread_mutex_lock(&lock);
+        const spill_block *b = find_block(out);
+        int on_heap = !b || b->fd < 0;
+        pthread_mutex_unlock(&lock);
+        if (on_heap)
+            memset(out, 0, n * size);
+    }
+    return out;
+}
+
+void tr_spill_free(void *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&lock);
+    spill_block *b = find_block(p);
+    if (!b || b->fd < 0) {
+        if (b) {
+            heap_bytes -= b->len;
+            drop_block(b);
+        }
+        pthread_mutex_unlock(&lock);
+        free(p);
+        return;
+    }
+    munmap(b->addr, b->len);
+    close(b->fd);
+    drop_block(b);
+    int stop = trimmer_running && !any_file_blocks();
+    if (stop) {
+        trimmer_stop = 1;
+        trimmer_running = 0;
+        pthread_cond_signal(&wake);
+    }
+    if (stop && poll_statm >= 0) {
+        close(poll_statm);
+        poll_statm = -2;
+    }
+    if (nblocks == 0) {
+        free(blocks);
+        blocks = NULL;
+        capblocks = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    if (stop)
+        pthread_join(trimmer, NULL);
+}
+
+void tr_spill_set_dir(const char *dir)
+{
+    char *copy = dir ? strdup(dir) : NULL;
+    pthread_mutex_lock(&lock);
+    free(spill_dir);
+    spill_dir = copy;
+    pthread_mutex_unlock(&lock);
+}
+
+size_t tr_spill_files(void)
+{
+    pthread_mutex_lock(&lock);
+    size_t n = 0;
+    for (size_t i = 0; i < nblocks; i++)
+        n += blocks[i].fd >= 0;
+    pthread_mutex_unlock(&lock);
+    return n;
+}

@@ -1,0 +1,64 @@
+/*
+ * spill.h - large arrays that move to a file on disk when memory is short,
+ * so that an ingest's resident memory stays within a limit however many
+ * events a trace has.
+ *
+ * An array smaller than TR_SPILL_MIN_BYTES (default 4 MiB) is ordinary heap
+ * memory.  Larger ones stay on the heap while their sum is within a budget
+ * set from the memory limit (tr_spill_set_limit(), else $TRACEKIT_MAX_MEMORY,
+ * else half the machine's memory); past it, an array that grows or is made
+ * becomes a shared mapping of an unnamed file in the spill directory
+ * ($TRACEKIT_SPILL_DIR, else tr_spill_set_dir()'s, else $TMPDIR, else
+ * /var/tmp).  Its contents then live in the kernel's page cache, which writes
+ * them out when memory is short, and the pages mapped into the process are
+ * dropped (madvise MADV_DONTNEED; the data stays in the file) whenever the
+ * process's file-backed resident memory passes its share of the limit.
+ * docs/ingest.md says what this costs and which passes read such arrays in
+ * which order.
+ *
+ * Ownership: a pointer from tr_spill_realloc() or tr_spill_calloc() is freed
+ * with tr_spill_free() (never free()), and resized only with
+ * tr_spill_realloc(), which needs the old size.  Memory beyond the old size
+ * is undefined, as with realloc().  Every function is thread-safe; an
+ * array's address changes only when it is resized.
+ */
+#ifndef TR_LIB_SPILL_H
+#define TR_LIB_SPILL_H
+
+#include <stddef.h>
+
+/* Resizes p (old_size bytes, NULL for none) to new_size bytes, keeping the
+ * first min(old_size, new_size); NULL on failure, with p left as it was. */
+void *tr_spill_realloc(void *p, size_t old_size, size_t new_size);
+/* A zeroed array of n * size bytes; NULL on failure or overflow. */
+void *tr_spill_calloc(size_t n, size_t size);
+void tr_spill_free(void *p);
+
+/* The directory for spill files (copied); NULL restores the default.  A
+ * directory on tmpfs saves nothing: its pages are memory too. */
+void tr_spill_set_dir(const char *dir);
+/* The memory limit in bytes: a quarter for large arrays on the heap, three
+ * eighths for the spilled arrays' mapped pages, three eighths for the rest. */
+void tr_spill_set_limit(size_t bytes);
+/* Reads a size: whole digits, then an optional K, M, G or T (powers of
+ * 1024), "i" and "B", as in 256M or 2GiB; -1 when s is not one or is zero. */
+int tr_spill_parse_size(const char *s, size_t *out);
+
+/* Arrays now in files, for tests. */
+size_t tr_spill_files(void);
+
+/* Loops over spilled arrays call tr_spill_tick() once an element: every few
+ * thousand calls it measures the process's file-backed resident memory and
+ * trims the spilled arrays when it is over the limit.  The helper thread
+ * does the same every millisecond, but a busy machine can keep it waiting
+ * long enough for a fast pass to map hundreds of MB; the tick bounds that
+ * on the thread doing the touching. */
+extern _Thread_local unsigned tr_spill_ticks_;
+void tr_spill_poll(void);
+static inline void tr_spill_tick(void)
+{
+    if (++tr_spill_ticks_ >= 4096)
+        tr_spill_poll();
+}
+
+#endif

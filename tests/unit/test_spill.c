@@ -1,0 +1,118 @@
+/* Large arrays in spill files (lib/spill.h): contents kept across every move
+ * between the heap and a file, zeroed calloc, trimming that loses nothing,
+ * and the size parser. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/spill.h"
+#include "tests/unit/unit.h"
+
+static int filled(const unsigned char *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i += 4093)
+        if (p[i] != (unsigned char)(i * 31 + seed))
+            return 0;
+    return 1;
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i += 4093)
+        p[i] = (unsigned char)(i * 31 + seed);
+}
+
+/* With a 16 MiB limit, a 4 MiB heap budget: the array starts on the heap,
+ * moves to a file as it grows, grows and shrinks there, and keeps its bytes. */
+static void test_spill_moves(void)
+{
+    tr_spill_set_dir(tr_unit_tmpdir());
+    tr_spill_set_limit((size_t)16 << 20);
+    size_t before = tr_spill_files();
+    unsigned char *small = tr_spill_realloc(NULL, 0, 1000);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(small);
+    CU_ASSERT_EQUAL(tr_spill_files(), before);   /* small: plain heap */
+    size_t n = (size_t)2 << 20;
+    unsigned char *p = tr_spill_realloc(NULL, 0, n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    fill(p, n, 7);
+    for (int step = 0; step < 4; step++) {   /* 4, 8, 16, 32 MiB */
+        unsigned char *q = tr_spill_realloc(p, n, n * 2);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+        CU_ASSERT(filled(q, n, 7));
+        p = q;
+        n *= 2;
+        fill(p, n, 7);
+    }
+    CU_ASSERT(tr_spill_files() > before);   /* past the budget: in a file */
+    tr_spill_poll();   /* trimming drops mapped pages, never data */
+    CU_ASSERT(filled(p, n, 7));
+    unsigned char *r = tr_spill_realloc(p, n, n / 4);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    CU_ASSERT(filled(r, n / 4, 7));
+    tr_spill_free(r);
+    tr_spill_free(small);
+    tr_spill_free(NULL);
+    CU_ASSERT_EQUAL(tr_spill_files(), before);
+    tr_spill_set_dir(NULL);
+}
+
+static void test_spill_calloc(void)
+{
+    tr_spill_set_dir(tr_unit_tmpdir());
+    tr_spill_set_limit((size_t)8 << 20);
+    size_t n = (size_t)24 << 20;
+    uint32_t *a = tr_spill_calloc(n / 4, 4), *b = tr_spill_calloc(10, 4);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    int zero = 1;
+    for (size_t i = 0; i < n / 4; i += 1021)
+        zero &= a[i] == 0;
+    CU_ASSERT(zero);
+    CU_ASSERT(b[9] == 0);
+    CU_ASSERT_PTR_NULL(tr_spill_calloc(SIZE_MAX / 2, 4));   /* overflow */
+    tr_spill_free(a);
+    tr_spill_free(b);
+    tr_spill_set_dir(NULL);
+}
+
+/* No spill file can be made: the array stays on the heap and works. */
+static void test_spill_no_dir(void)
+{
+    tr_spill_set_dir("/nonexistent-spill-dir/x");
+    tr_spill_set_limit((size_t)1 << 20);
+    size_t before = tr_spill_files(), n = (size_t)8 << 20;
+    unsigned char *p = tr_spill_calloc(n, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tr_spill_files(), before);
+    fill(p, n, 3);
+    unsigned char *q = tr_spill_realloc(p, n, 2 * n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    CU_ASSERT(filled(q, n, 3));
+    tr_spill_free(q);
+    tr_spill_set_dir(NULL);
+}
+
+static void test_spill_sizes(void)
+{
+    static const struct { const char *s; size_t v; } ok[] = {
+        {"1", 1}, {"256M", (size_t)256 << 20}, {"4G", (size_t)4 << 30}, {"2GiB", (size_t)2 << 30},
+        {"512k", 512 << 10}, {"100MB", (size_t)100 << 20}, {"7B", 7},
+    };
+    static const char *const bad[] = {"", "0", "M", "-1", "1.5G", "12x", "1MM", "99999999999999999999",
+                                      "16777216T", " 1M"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        size_t v = 0;
+        CU_ASSERT_EQUAL(tr_spill_parse_size(ok[i].s, &v), 0);
+        CU_ASSERT_EQUAL(v, ok[i].v);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t v = 0;
+        CU_ASSERT_EQUAL(tr_spill_parse_size(bad[i], &v), -1);
+    }
+}
+
+TR_SUITE(spill, {"an array moves from the heap to a file and keeps its bytes", test_spill_moves},
+         {"calloc is zeroed on the heap and in a file", test_spill_calloc},
+         {"no spill directory: arrays stay on the heap", test_spill_no_dir},
+         {"sizes: digits and a binary unit", test_spill_sizes})
