@@ -558,7 +558,8 @@ typedef struct {
 
 #define SORT_CHUNK_BYTES ((size_t)64 << 20)
 #define RUN_BUF 512   /* records read at a time from each sorted chunk */
-#define SPILL_BUF ((size_t)1 << 20)
+#define SPILL_BUF ((size_t)1 << 20)   /* bytes written to the temporary file at a time */
+#define RUN_BYTES ((size_t)64 << 10)  /* bytes read from it at a time, for each run */
 
 /* The scan's order: thread (none first), start, end descending, then the ordering
  * event's id, so a GPU activity comes right after its launching call. */
@@ -635,11 +636,21 @@ typedef struct {
     size_t *bounds;           /* cap + 1 */
     size_t n, cap, at;
     size_t first;             /* rows of the first chunk (see sorter_plan) */
-    FILE *tmp;                /* sorted chunks, one after another */
-    char *wbuf;               /* tmp's buffer */
+    int tmp;                  /* sorted chunks, one after another (rec_put); -1: none yet */
+    unsigned char *wbuf;      /* what is not yet written of it */
+    size_t wlen;
+    off_t tmp_size;           /* bytes of the file, written or in wbuf */
     size_t nruns;
-    /* a run in the file, or (mem) the last chunk, still in memory */
-    struct srun { off_t off; size_t left, n, at; srec *buf; int mem; } *runs;
+    /* a run in the file (its bytes [off, end)), or (mem) the last chunk, still in memory */
+    struct srun {
+        off_t off, end;
+        size_t left, n, at;
+        srec *buf;
+        int mem;
+        unsigned char *bytes;     /* read from the file, not yet decoded: [bpos, blen) */
+        size_t bpos, blen;
+        srec prev;                /* the record decoded last */
+    } *runs;
     size_t *heap, nheap;
 } sorter;
 
@@ -649,14 +660,17 @@ static void sorter_free(sorter *s)
     free(s->order);
     free(s->scratch);
     free(s->bounds);
-    if (s->tmp)
-        fclose(s->tmp);
+    if (s->tmp >= 0)
+        close(s->tmp);
     free(s->wbuf);
-    for (size_t i = 0; i < s->nruns; i++)
+    for (size_t i = 0; i < s->nruns; i++) {
         free(s->runs[i].buf);
+        free(s->runs[i].bytes);
+    }
     free(s->runs);
     free(s->heap);
     memset(s, 0, sizeof *s);
+    s->tmp = -1;
 }
 
 /* The rows of the chunk in order: parted by thread (a stable counting sort over the
@@ -741,7 +755,7 @@ static tr_status tmp_fail(tr_error *err)
 
 /* An unnamed file in $TMPDIR (else /tmp), as SQLite's own sorter would use: removed
  * as soon as it is made, so no signal or crash can leave it behind. */
-static FILE *scan_tmpfile(void)
+static int scan_tmpfile(void)
 {
     const char *dir = getenv("TMPDIR");
     char path[4096];
@@ -749,43 +763,154 @@ static FILE *scan_tmpfile(void)
         dir = "/tmp";
     if ((size_t)snprintf(path, sizeof path, "%s/tracekit-scan-XXXXXX", dir) >= sizeof path) {
         errno = ENAMETOOLONG;
-        return NULL;
+        return -1;
     }
     int fd = mkstemp(path);
-    if (fd < 0)
-        return NULL;
-    unlink(path);
-    FILE *f = fdopen(fd, "w+b");
-    if (!f)
-        close(fd);
-    return f;
+    if (fd >= 0)
+        unlink(path);
+    return fd;
+}
+
+static int tmp_flush(sorter *s)
+{
+    for (size_t done = 0; done < s->wlen;) {
+        ssize_t w = write(s->tmp, s->wbuf + done, s->wlen - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            return -1;
+        }
+        done += (size_t)w;
+    }
+    s->wlen = 0;
+    return 0;
+}
+
+/* Records go to the file as differences from the record before them in their
+ * run, each a zigzag LEB128 varint: sorted by thread and start, most are one or
+ * two bytes, and the file is a third of the records' size.  Differences wrap
+ * (uint64_t), so every value round-trips. */
+enum { REC_VALS = 14, REC_MAX = REC_VALS * 10 + 1 };
+
+static void rec_vals(const srec *r, const srec *p, uint64_t v[REC_VALS])
+{
+#define D(a, b) ((uint64_t)(a) - (uint64_t)(b))
+    v[0] = D(r->oth, p->oth);
+    v[1] = D(r->os, p->os);
+    v[2] = D(r->oe, r->os);
+    v[3] = D(r->start, r->os);
+    v[4] = D(r->end, r->start);
+    v[5] = D(r->thread_id, r->oth);
+    v[6] = D(r->id, p->id);
+    v[7] = D(r->parent_id, r->id);
+    v[8] = (uint64_t)r->name_id;
+    v[9] = (uint64_t)r->stack_id;
+    v[10] = (uint64_t)r->stream_id;
+    v[11] = (uint64_t)r->val[0];
+    v[12] = (uint64_t)r->val[1];
+    v[13] = (uint64_t)(int64_t)r->kind;
+#undef D
+}
+
+static void rec_from_vals(srec *r, const srec *p, const uint64_t v[REC_VALS])
+{
+    r->oth = (int64_t)((uint64_t)p->oth + v[0]);
+    r->os = (int64_t)((uint64_t)p->os + v[1]);
+    r->oe = (int64_t)((uint64_t)r->os + v[2]);
+    r->start = (int64_t)((uint64_t)r->os + v[3]);
+    r->end = (int64_t)((uint64_t)r->start + v[4]);
+    r->thread_id = (int64_t)((uint64_t)r->oth + v[5]);
+    r->id = (int64_t)((uint64_t)p->id + v[6]);
+    r->parent_id = (int64_t)((uint64_t)r->id + v[7]);
+    r->name_id = (int64_t)v[8];
+    r->stack_id = (int64_t)v[9];
+    r->stream_id = (int64_t)v[10];
+    r->val[0] = (int64_t)v[11];
+    r->val[1] = (int64_t)v[12];
+    r->kind = (int)(int64_t)v[13];
+}
+
+/* The bytes of r after p into out (at most REC_MAX); their count. */
+static size_t rec_put(unsigned char *out, const srec *r, const srec *p)
+{
+    uint64_t v[REC_VALS];
+    rec_vals(r, p, v);
+    size_t n = 0;
+    for (int i = 0; i < REC_VALS; i++) {
+        uint64_t z = (v[i] << 1) ^ ((uint64_t)0 - (v[i] >> 63));
+        while (z >= 0x80) {
+            out[n++] = (unsigned char)(z | 0x80);
+            z >>= 7;
+        }
+        out[n++] = (unsigned char)z;
+    }
+    out[n++] = (unsigned char)(r->on_gpu | r->vp << 1 | r->has_oth << 2);
+    return n;
+}
+
+/* The record after p from in[0, len) into r; the bytes used, 0 when they are not one. */
+static size_t rec_get(const unsigned char *in, size_t len, srec *r, const srec *p)
+{
+    uint64_t v[REC_VALS];
+    size_t n = 0;
+    for (int i = 0; i < REC_VALS; i++) {
+        uint64_t z = 0;
+        for (unsigned shift = 0;; shift += 7) {
+            if (n == len || shift > 63)
+                return 0;
+            unsigned char c = in[n++];
+            z |= (uint64_t)(c & 0x7f) << shift;
+            if (!(c & 0x80))
+                break;
+        }
+        v[i] = (z >> 1) ^ ((uint64_t)0 - (z & 1));
+    }
+    if (n == len)
+        return 0;
+    unsigned char f = in[n++];
+    memset(r, 0, sizeof *r);
+    rec_from_vals(r, p, v);
+    r->on_gpu = f & 1;
+    r->vp = f >> 1 & 1;
+    r->has_oth = f >> 2 & 1;
+    return n;
 }
 
 /* The filled chunk, sorted, appended to the temporary file as one run. */
 static tr_status sorter_spill(sorter *s, tr_error *err)
 {
-    if (!s->tmp) {
-        /* a chunk is tens of MB: written in large pieces, not stdio's few kB */
-        if (!(s->wbuf = malloc(SPILL_BUF)))
+    if (s->tmp < 0) {
+        /* a chunk is tens of MB: written in large pieces */
+        if (!s->wbuf && !(s->wbuf = malloc(SPILL_BUF)))
             return nomem(err);
-        if (!(s->tmp = scan_tmpfile()))
+        if ((s->tmp = scan_tmpfile()) < 0)
             return tmp_fail(err);
-        setvbuf(s->tmp, s->wbuf, _IOFBF, SPILL_BUF);
     }
     struct srun *nr = realloc(s->runs, (s->nruns + 1) * sizeof *nr);
     if (!nr)
         return nomem(err);
     s->runs = nr;
-    off_t off = ftello(s->tmp);
-    if (off < 0)
-        return tmp_fail(err);
-    s->runs[s->nruns++] = (struct srun){off, s->n, 0, 0, NULL, 0};
+    struct srun *run = &s->runs[s->nruns++];
+    memset(run, 0, sizeof *run);
+    run->off = s->tmp_size;
+    run->left = s->n;
     tr_status st = sorter_sort(s, err);
     if (st != TR_OK)
         return st;
-    for (size_t i = 0; i < s->n; i++)
-        if (fwrite(s->order[i], sizeof(srec), 1, s->tmp) != 1)
+    srec zero;
+    memset(&zero, 0, sizeof zero);
+    const srec *prev = &zero;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->wlen + REC_MAX > SPILL_BUF && tmp_flush(s) < 0)
             return tmp_fail(err);
+        size_t k = rec_put(s->wbuf + s->wlen, s->order[i], prev);
+        s->wlen += k;
+        s->tmp_size += (off_t)k;
+        prev = s->order[i];
+    }
+    run->end = s->tmp_size;
     s->n = 0;
     return TR_OK;
 }
@@ -883,13 +1008,31 @@ static int run_fill(sorter *s, struct srun *r, tr_error *err, tr_status *st)
         r->at = 0;
         return 1;
     }
-    ssize_t got = pread(fileno(s->tmp), r->buf, n * sizeof(srec), r->off);
-    if (got != (ssize_t)(n * sizeof(srec))) {
-        *st = tr_fail(err, TR_ERR_RUNTIME, "cannot read the scan's temporary file: %s",
-                      got < 0 ? strerror(errno) : "short read");
-        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (r->blen - r->bpos < REC_MAX && r->off < r->end) {
+            size_t keep = r->blen - r->bpos, want = RUN_BYTES - keep;
+            memmove(r->bytes, r->bytes + r->bpos, keep);
+            if ((uint64_t)(r->end - r->off) < want)
+                want = (size_t)(r->end - r->off);
+            ssize_t got = pread(s->tmp, r->bytes + keep, want, r->off);
+            if (got != (ssize_t)want) {
+                *st = tr_fail(err, TR_ERR_RUNTIME, "cannot read the scan's temporary file: %s",
+                              got < 0 ? strerror(errno) : "short read");
+                return 0;
+            }
+            r->off += (off_t)got;
+            r->bpos = 0;
+            r->blen = keep + want;
+        }
+        size_t used = rec_get(r->bytes + r->bpos, r->blen - r->bpos, &r->buf[i], &r->prev);
+        if (!used) {
+            *st = tr_fail(err, TR_ERR_RUNTIME, "cannot read the scan's temporary file: %s",
+                          "bad record");
+            return 0;
+        }
+        r->bpos += used;
+        r->prev = r->buf[i];
     }
-    r->off += (off_t)got;
     r->left -= n;
     r->n = n;
     r->at = 0;
@@ -902,7 +1045,7 @@ static tr_status sorter_finish(sorter *s, tr_error *err)
     if (!s->nruns)
         return sorter_sort(s, err);
     tr_status st = TR_OK;
-    if (fflush(s->tmp) != 0)
+    if (tmp_flush(s) < 0)
         return tmp_fail(err);
     if (s->n) {   /* the last chunk is merged from memory, not written */
         struct srun *nr = realloc(s->runs, (s->nruns + 1) * sizeof *nr);
@@ -911,12 +1054,16 @@ static tr_status sorter_finish(sorter *s, tr_error *err)
         s->runs = nr;
         if ((st = sorter_sort(s, err)) != TR_OK)
             return st;
-        s->runs[s->nruns++] = (struct srun){0, s->n, 0, 0, NULL, 1};
+        struct srun *run = &s->runs[s->nruns++];
+        memset(run, 0, sizeof *run);
+        run->left = s->n;
+        run->mem = 1;
     }
     if (!(s->heap = malloc(s->nruns * sizeof *s->heap)))
         return nomem(err);
     for (size_t i = 0; i < s->nruns; i++) {
-        if (!(s->runs[i].buf = malloc(RUN_BUF * sizeof(srec))))
+        if (!(s->runs[i].buf = malloc(RUN_BUF * sizeof(srec)))
+            || (!s->runs[i].mem && !(s->runs[i].bytes = malloc(RUN_BYTES))))
             return nomem(err);
         if (run_fill(s, &s->runs[i], err, &st))
             s->heap[s->nheap++] = i;
@@ -1163,6 +1310,7 @@ tr_status tr_scan_run(tr_scan *sc, int flags, tr_row_fn fn, void *ctx, tr_error 
      * the chrome trace, which shows every span, keeps it */
     sorter so;
     memset(&so, 0, sizeof so);
+    so.tmp = -1;
     tr_status status = scan_read(sc, (flags & TR_SCAN_ALL) != 0, &so, err);
     if (status == TR_OK)
         status = sorter_finish(&so, err);
