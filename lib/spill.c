@@ -352,12 +352,13 @@ static void *heap_resize(void *p, spill_block *b, size_t new_size)
 }
 
 /* Moves a heap array (registered or not) into a new file block. */
-static void *to_file(void *p, spill_block *b, size_t old_size, size_t new_size, size_t len)
+static void *to_file(void *p, size_t old_size, size_t new_size, size_t len)
 {
     void *out = new_block(len);
     if (!out)
         return NULL;
     if (p) {
+        spill_block *b = find_block(p);   /* after new_block(), which may move the registry */
         memcpy(out, p, old_size < new_size ? old_size : new_size);
         if (b) {
             heap_bytes -= b->len;
@@ -384,9 +385,9 @@ void *tr_spill_realloc(void *p, size_t old_size, size_t new_size)
     } else {
         size_t held = b ? b->len : 0;
         if (heap_bytes - held + new_size <= heap_budget || !len
-            || !(out = to_file(p, b, old_size, new_size, len)))
+            || !(out = to_file(p, old_size, new_size, len)))
             /* on the heap: within the budget, or no file could hold it */
-            out = heap_resize(p, b, new_size);
+            out = heap_resize(p, p ? find_block(p) : NULL, new_size);
     }
     pthread_mutex_unlock(&lock);
     return out;

@@ -57,6 +57,36 @@ static void test_spill_moves(void)
     tr_spill_set_dir(NULL);
 }
 
+/* A heap array moves to a file just as the registry of arrays is full and
+ * must grow: the move must not use the registry's old address. */
+static void test_spill_move_full_registry(void)
+{
+    tr_spill_set_dir(tr_unit_tmpdir());
+    tr_spill_set_limit((size_t)64 << 20);   /* 16 MiB of large arrays on the heap */
+    size_t mib4 = (size_t)4 << 20;
+    unsigned char *a[40];
+    size_t n = 0;
+    for (; n < 3; n++) {
+        CU_ASSERT_PTR_NOT_NULL_FATAL(a[n] = tr_spill_realloc(NULL, 0, mib4));
+        fill(a[n], mib4, (unsigned)n);
+    }
+    size_t before = tr_spill_files();
+    for (int round = 0; round < 2; round++) {
+        /* fill the registry to a power of two, then move a heap array */
+        for (; n < (round ? 32u : 16u); n++)
+            CU_ASSERT_PTR_NOT_NULL_FATAL(a[n] = tr_spill_realloc(NULL, 0, mib4));
+        unsigned char *q = tr_spill_realloc(a[round], mib4, 3 * mib4);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+        CU_ASSERT(filled(q, mib4, (unsigned)round));
+        a[round] = q;
+    }
+    CU_ASSERT(tr_spill_files() > before);
+    CU_ASSERT(filled(a[2], mib4, 2));
+    for (size_t i = 0; i < n; i++)
+        tr_spill_free(a[i]);
+    tr_spill_set_dir(NULL);
+}
+
 static void test_spill_calloc(void)
 {
     tr_spill_set_dir(tr_unit_tmpdir());
@@ -113,6 +143,7 @@ static void test_spill_sizes(void)
 }
 
 TR_SUITE(spill, {"an array moves from the heap to a file and keeps its bytes", test_spill_moves},
+         {"a move while the registry grows", test_spill_move_full_registry},
          {"calloc is zeroed on the heap and in a file", test_spill_calloc},
          {"no spill directory: arrays stay on the heap", test_spill_no_dir},
          {"sizes: digits and a binary unit", test_spill_sizes})
