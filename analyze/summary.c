@@ -187,9 +187,10 @@ enum { C_ID, C_KIND, C_NAME, C_SHAPE, C_STACK, C_PARENT, C_FLAGS, C_THREAD, C_ST
 /* The columns a scan may leave out are NULL in their place: a column costs SQLite
  * a step of its own for every row (run_query). */
 static const char scan_sql[] =
-    "SELECT e.id, e.kind, e.name_id, %s, %s, e.parent_id, e.flags, %s, %s, e.start_ns, e.end_ns, "
+    "SELECT %se.id, e.kind, e.name_id, %s, %s, e.parent_id, e.flags, %s, %s, e.start_ns, e.end_ns, "
     "e.cpu_total_ns, e.cpu_self_ns, e.gpu_total_ns, e.gpu_self_ns, e.cpu_mem_total, "
-    "e.cpu_mem_self, e.gpu_mem_total, e.gpu_mem_self, e.flops, %s FROM events e";
+    "e.cpu_mem_self, e.gpu_mem_total, e.gpu_mem_self, e.flops, %s%s FROM events e";
+#define SCAN_SQL_COLUMNS (C_CORR + 1)
 
 /* kinds, threads, streams and their devices, by row id, as the joins read them. */
 #define DIM_KINDS 64   /* kind ids below this by array, any others by map */
@@ -216,6 +217,23 @@ typedef struct {
     /* read_times(): each column is asked once, a call to SQLite costs as much as the test */
     int64_t end, cpu_total, cpu_self, gpu_total, gpu_self;
 } ev_row;
+
+/* A row of the scan's columns: a statement's result row, or the arguments SQLite
+ * hands scan_step() (scan_flat), read without the cost of a call per column. */
+typedef struct {
+    sqlite3_stmt *st;
+    sqlite3_value **v;
+} row_src;
+
+static inline int64_t rs_int64(const row_src *rs, int i)
+{
+    return rs->v ? sqlite3_value_int64(rs->v[i]) : sqlite3_column_int64(rs->st, i);
+}
+
+static inline int rs_type(const row_src *rs, int i)
+{
+    return rs->v ? sqlite3_value_type(rs->v[i]) : sqlite3_column_type(rs->st, i);
+}
 
 /* The host time covered by the selected host events, gathered as the scan goes:
  * per thread row, the unions of its runs of events in start order (cover_add). */
@@ -265,6 +283,8 @@ typedef struct {
     int need_parent_tid;
     int ranks_all;              /* --rank selects every rank here: no test per event */
     int name_fn;                /* NAME_SQL_FN is registered */
+    tr_status step_rc;          /* scan_step(): the first error, which stops the scan */
+    int step_need;              /* scan_step(): needs_dims() */
     char *where;                /* the selection's simple tests, as SQL (NULL: none) */
     cover_sum cover;
     /* the scan of every event meets the GPU activities without a launching call
@@ -409,13 +429,13 @@ static int64_t stack_key(scan_ctx *c, int64_t node)
 
 /* Times a trace can hold: the event's own, and the stored totals derived from them.
  * Reads them into r for what follows, only for a selected row. */
-static int times_ok(sqlite3_stmt *st, ev_row *r)
+static int times_ok(const row_src *rs, ev_row *r)
 {
-    r->end = sqlite3_column_int64(st, C_END);
-    r->cpu_total = sqlite3_column_int64(st, C_CPU_TOTAL);
-    r->cpu_self = sqlite3_column_int64(st, C_CPU_SELF);
-    r->gpu_total = sqlite3_column_int64(st, C_GPU_TOTAL);
-    r->gpu_self = sqlite3_column_int64(st, C_GPU_SELF);
+    r->end = rs_int64(rs, C_END);
+    r->cpu_total = rs_int64(rs, C_CPU_TOTAL);
+    r->cpu_self = rs_int64(rs, C_CPU_SELF);
+    r->gpu_total = rs_int64(rs, C_GPU_TOTAL);
+    r->gpu_self = rs_int64(rs, C_GPU_SELF);
     return tr_times_ok(r->start, r->end) && tr_ns_ok(r->cpu_total) && tr_ns_ok(r->cpu_self)
            && tr_ns_ok(r->gpu_total) && tr_ns_ok(r->gpu_self);
 }
@@ -475,12 +495,12 @@ static tr_group *group_of(scan_ctx *c, const ev_row *r, int64_t name, int gpu, i
 static void cover_add(scan_ctx *c, const ev_row *r);
 static tr_status note_unattributed(scan_ctx *c, const ev_row *r);
 
-static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, ev_row *r, int64_t path)
+static tr_status add_event(scan_ctx *c, const row_src *rs, ev_row *r, int64_t path)
 {
     if (!selected(c, r))
         return TR_OK;
     tr_summary *s = c->s;
-    if (!times_ok(st, r)) {
+    if (!times_ok(rs, r)) {
         s->skipped++;   /* its times would inflate every total: left out, and counted */
         return TR_OK;
     }
@@ -490,7 +510,7 @@ static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, ev_row *r, int64_t pat
         return nomem(c);
     int64_t name = group_name(c, r->name);
     int gpu = r->gpu != 0;
-    int64_t shape = c->o->group_by_shape ? sqlite3_column_int64(st, C_SHAPE) : 0;
+    int64_t shape = c->o->group_by_shape ? rs_int64(rs, C_SHAPE) : 0;
     int64_t key = stack_key(c, path);
     if (key < 0)
         return nomem(c);
@@ -515,12 +535,12 @@ static tr_status add_event(scan_ctx *c, sqlite3_stmt *st, ev_row *r, int64_t pat
         tr_sat_acc(&g->gpu_mem_self, tm->gpu_mem_self);
     } else {
         tr_sat_acc(&g->cpu_self, r->cpu_self);
-        tr_sat_acc(&g->cpu_mem, sqlite3_column_int64(st, C_CMEM));
-        tr_sat_acc(&g->cpu_mem_self, sqlite3_column_int64(st, C_CMEM_SELF));
-        tr_sat_acc(&g->gpu_mem, sqlite3_column_int64(st, C_GMEM));
-        tr_sat_acc(&g->gpu_mem_self, sqlite3_column_int64(st, C_GMEM_SELF));
+        tr_sat_acc(&g->cpu_mem, rs_int64(rs, C_CMEM));
+        tr_sat_acc(&g->cpu_mem_self, rs_int64(rs, C_CMEM_SELF));
+        tr_sat_acc(&g->gpu_mem, rs_int64(rs, C_GMEM));
+        tr_sat_acc(&g->gpu_mem_self, rs_int64(rs, C_GMEM_SELF));
     }
-    tr_sat_acc(&g->flops, sqlite3_column_int64(st, C_FLOPS));   /* NULL reads 0: adds nothing */
+    tr_sat_acc(&g->flops, rs_int64(rs, C_FLOPS));   /* NULL reads 0: adds nothing */
     if (c->o->stats) {
         if (g->ndur == g->capdur) {
             size_t nc = g->capdur ? g->capdur * 2 : 8;
@@ -551,7 +571,11 @@ static int needs_dims(const scan_ctx *c);
 /* run_query(): every row, not only those the selection's SQL tests pass (the
  * tree's ancestors count, selected or not); every column (for the rows without a
  * launching call: their correlation and device). */
-enum { Q_ALL_ROWS = 1, Q_ALL_COLUMNS = 2 };
+enum { Q_ALL_ROWS = 1, Q_ALL_COLUMNS = 2, Q_THROUGH_STEP = 4 };
+
+/* Q_THROUGH_STEP: the columns are the arguments of this aggregate (scan_step),
+ * and the statement gives one row at the end. */
+#define SCAN_STEP_FN "tr_scan_rows"
 
 /* The scan with `where` and `order` added, and the selection's own tests unless Q_ALL_ROWS. */
 static tr_status run_query(scan_ctx *c, const char *where, const char *order, int q,
@@ -559,12 +583,13 @@ static tr_status run_query(scan_ctx *c, const char *where, const char *order, in
 {
     const char *w = c->where && !(q & Q_ALL_ROWS) ? c->where : "";
     int all = (q & Q_ALL_COLUMNS) != 0, dim = all ? DIMS_ALL : needs_dims(c);
+    int fn = (q & Q_THROUGH_STEP) != 0;
     char head[sizeof scan_sql + 128];
-    snprintf(head, sizeof head, scan_sql,
+    snprintf(head, sizeof head, scan_sql, fn ? SCAN_STEP_FN "(" : "",
              all || c->o->group_by_shape ? "e.shape_id" : "NULL",
              all || (c->o->group_by_stack > 0 && !c->tree_mode) ? "e.stack_id" : "NULL",
              dim >= DIMS_THREADS ? "e.thread_id" : "NULL", dim == DIMS_ALL ? "e.stream_id" : "NULL",
-             all ? "e.correlation" : "NULL");
+             all ? "e.correlation" : "NULL", fn ? ")" : "");
     size_t n = strlen(head) + strlen(where) + strlen(order) + strlen(w) + 32;
     char *sql = malloc(n);
     if (!sql)
@@ -724,12 +749,12 @@ static void dims_free(dims *d)
 
 /* The row's columns the selection reads; 0 for an event of a kind the kinds table
  * lacks, which the join left out. */
-static int fill_row(scan_ctx *c, sqlite3_stmt *st, ev_row *r, int need_dims)
+static int fill_row(scan_ctx *c, const row_src *rs, ev_row *r, int need_dims)
 {
-    r->start = sqlite3_column_int64(st, C_START);
+    r->start = rs_int64(rs, C_START);
     if (c->t0_guess && r->start < c->t0_seen)
         c->t0_seen = r->start;
-    int64_t kind = sqlite3_column_int64(st, C_KIND);
+    int64_t kind = rs_int64(rs, C_KIND);
     if (kind >= 0 && kind < DIM_KINDS) {
         if (!c->d.kind_known[kind])
             return 0;
@@ -741,17 +766,17 @@ static int fill_row(scan_ctx *c, sqlite3_stmt *st, ev_row *r, int need_dims)
         r->gpu = (int)v;
     }
     r->kind = (int)kind;
-    r->id = sqlite3_column_int64(st, C_ID);
-    r->name = sqlite3_column_int64(st, C_NAME);
-    r->flags = sqlite3_column_int(st, C_FLAGS);
-    r->has_parent = sqlite3_column_type(st, C_PARENT) != SQLITE_NULL;
-    r->parent = r->has_parent ? sqlite3_column_int64(st, C_PARENT) : 0;
+    r->id = rs_int64(rs, C_ID);
+    r->name = rs_int64(rs, C_NAME);
+    r->flags = (int)rs_int64(rs, C_FLAGS);
+    r->has_parent = rs_type(rs, C_PARENT) != SQLITE_NULL;
+    r->parent = r->has_parent ? rs_int64(rs, C_PARENT) : 0;
     r->has_tid = r->has_stream = r->has_device = r->has_source = 0;
     r->thread_row = r->stream_row = -1;
     if (need_dims == DIMS_NONE)
         return 1;
-    if (sqlite3_column_type(st, C_THREAD) != SQLITE_NULL) {
-        r->thread_row = sqlite3_column_int64(st, C_THREAD);
+    if (rs_type(rs, C_THREAD) != SQLITE_NULL) {
+        r->thread_row = rs_int64(rs, C_THREAD);
         r->has_tid = (unsigned char)dims_get(&c->d.threads, c->d.thread_tid, c->d.thread_has,
                                              c->d.nthread_ids, r->thread_row, &r->tid);
     } else if (c->need_parent_tid && r->has_parent) {
@@ -766,8 +791,8 @@ static int fill_row(scan_ctx *c, sqlite3_stmt *st, ev_row *r, int need_dims)
     }
     if (need_dims != DIMS_ALL)
         return 1;
-    if (sqlite3_column_type(st, C_STREAM) != SQLITE_NULL) {
-        r->stream_row = sqlite3_column_int64(st, C_STREAM);
+    if (rs_type(rs, C_STREAM) != SQLITE_NULL) {
+        r->stream_row = rs_int64(rs, C_STREAM);
         int64_t i;
         if (dims_get(&c->d.streams, c->d.stream_index, c->d.stream_has, c->d.nstream_ids,
                      r->stream_row, &i)) {
@@ -1131,13 +1156,13 @@ static tr_status load_first_calls(scan_ctx *c)
 
 /* A selected GPU activity without a launching call: counted with its reason, and
  * its time given to the host row "[no launching call]". */
-static tr_status add_unattributed(scan_ctx *c, sqlite3_stmt *st, const ev_row *er)
+static tr_status add_unattributed(scan_ctx *c, const row_src *rs, const ev_row *er)
 {
     tr_summary *s = c->s;
     int64_t dur = er->gpu_self;
     s->unattributed++;
     tr_sat_acc(&s->unattributed_ns, dur);
-    if (sqlite3_column_type(st, C_CORR) == SQLITE_NULL) {
+    if (rs_type(rs, C_CORR) == SQLITE_NULL) {
         s->unattributed_no_corr++;
     } else {
         if (!c->first_call_loaded) {
@@ -1147,7 +1172,7 @@ static tr_status add_unattributed(scan_ctx *c, sqlite3_stmt *st, const ev_row *e
         }
         int64_t first;
         if (er->has_source && tr_i64map_get(&c->first_call, er->source, &first)
-            && sqlite3_column_int64(st, C_CORR) < first)
+            && rs_int64(rs, C_CORR) < first)
             s->unattributed_before++;
         else
             s->unattributed_not_found++;
@@ -1249,12 +1274,13 @@ static tr_status unattributed_by_id(scan_ctx *c)
     sqlite3_stmt *st = NULL;
     tr_status rc = run_query(c, "e.id = ?1", "", Q_ALL_ROWS | Q_ALL_COLUMNS, &st);
     ev_row er;
+    row_src rs = {st, NULL};
     for (size_t i = 0; rc == TR_OK && i < c->unattr.n; i++) {
         sqlite3_bind_int64(st, 1, c->unattr.ids[i]);
         int r = sqlite3_step(st);
         if (r == SQLITE_ROW) {
-            if (fill_row(c, st, &er, DIMS_ALL) && selected(c, &er) && times_ok(st, &er))
-                rc = add_unattributed(c, st, &er);
+            if (fill_row(c, &rs, &er, DIMS_ALL) && selected(c, &er) && times_ok(&rs, &er))
+                rc = add_unattributed(c, &rs, &er);
         } else if (r != SQLITE_DONE) {
             rc = step_error(c);
         }
@@ -1272,9 +1298,10 @@ static tr_status scan_unattributed(scan_ctx *c)
     tr_status rc = run_kinds_query(c, 1, "e.parent_id IS NULL", "", Q_ALL_COLUMNS, &st);
     int r = SQLITE_DONE;
     ev_row er;
+    row_src rs = {st, NULL};
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
-        if (fill_row(c, st, &er, DIMS_ALL) && selected(c, &er) && times_ok(st, &er))
-            rc = add_unattributed(c, st, &er);
+        if (fill_row(c, &rs, &er, DIMS_ALL) && selected(c, &er) && times_ok(&rs, &er))
+            rc = add_unattributed(c, &rs, &er);
     if (rc == TR_OK && r != SQLITE_DONE)
         rc = step_error(c);
     sqlite3_finalize(st);
@@ -1322,14 +1349,15 @@ static tr_status scan_tree(scan_ctx *c)
     ev_row er;
     tr_status rc = run_kinds_query(c, 0, "", "ORDER BY e.thread_id, e.start_ns, e.end_ns DESC, e.depth, e.id", Q_ALL_ROWS, &st);
     int r = SQLITE_DONE;
+    row_src rs = {st, NULL};
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (!fill_row(c, st, &er, need))
+        if (!fill_row(c, &rs, &er, need))
             continue;
         int64_t id = er.id;
         int has_parent = er.has_parent;
         int64_t parent = er.parent;
         if (er.flags & TR_FLAG_ASYNC) {
-            rc = add_event(c, st, &er, 0);
+            rc = add_event(c, &rs, &er, 0);
             continue;
         }
         int64_t anc = open_stack_parent(&stack, has_parent, parent);
@@ -1343,7 +1371,7 @@ static tr_status scan_tree(scan_ctx *c)
             rc = nomem(c);
             break;
         }
-        rc = add_event(c, st, &er, anc);
+        rc = add_event(c, &rs, &er, anc);
     }
     if (rc == TR_OK && r != SQLITE_DONE)
         rc = step_error(c);
@@ -1352,13 +1380,14 @@ static tr_status scan_tree(scan_ctx *c)
     free(stack.v);
     if (rc == TR_OK)
         rc = run_kinds_query(c, 1, "", "", 0, &st);
+    rs.st = st;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (!fill_row(c, st, &er, need))
+        if (!fill_row(c, &rs, &er, need))
             continue;
         int64_t anc = 0;
         if (er.has_parent)
             tr_i64map_get(&api_path, er.parent, &anc);
-        rc = add_event(c, st, &er, anc);
+        rc = add_event(c, &rs, &er, anc);
     }
     if (rc == TR_OK && st && r != SQLITE_DONE)
         rc = step_error(c);
@@ -1423,8 +1452,9 @@ static tr_status scan_tree_ids(scan_ctx *c, int64_t max_id)
         rc = run_query(c, "", "", 0, &st);
     int need = needs_dims(c);
     ev_row er;
+    row_src rs = {st, NULL};
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (!fill_row(c, st, &er, need))
+        if (!fill_row(c, &rs, &er, need))
             continue;
         int64_t path;
         if (er.gpu == 0)
@@ -1433,7 +1463,7 @@ static tr_status scan_tree_ids(scan_ctx *c, int64_t max_id)
             path = er.has_parent && er.parent >= 0 && er.parent <= max_id ? api[er.parent] : 0;
         else
             continue;   /* neither pass of scan_tree() reads it */
-        rc = add_event(c, st, &er, path);
+        rc = add_event(c, &rs, &er, path);
     }
     if (rc == TR_OK && st && r != SQLITE_DONE)
         rc = step_error(c);
@@ -1479,8 +1509,9 @@ static tr_status covered_time(scan_ctx *c, int64_t *out)
     int64_t total = 0, thread = INT64_MIN, lo = 0, hi = 0;
     int open = 0, r = SQLITE_DONE;
     ev_row er;
+    row_src rs = {st, NULL};
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (!fill_row(c, st, &er, DIMS_ALL) || !selected(c, &er) || !times_ok(st, &er)
+        if (!fill_row(c, &rs, &er, DIMS_ALL) || !selected(c, &er) || !times_ok(&rs, &er)
             || (er.flags & TR_FLAG_ASYNC))
             continue;
         int64_t th = er.has_tid ? er.tid : INT64_MIN + 1;
@@ -1593,18 +1624,45 @@ static tr_status scan_aggregates(scan_ctx *c)
     return rc;
 }
 
+/* One event of scan_flat(), its columns the arguments: SQLite calls it for each
+ * row its WHERE passes, and the rows are never handed over one by one, nor their
+ * columns read through a call each.  An error stops the statement. */
+static void scan_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    scan_ctx *c = sqlite3_user_data(ctx);
+    if (c->step_rc != TR_OK || argc != SCAN_SQL_COLUMNS)
+        return;
+    row_src rs = {NULL, argv};
+    ev_row er;
+    if (fill_row(c, &rs, &er, c->step_need))
+        c->step_rc = add_event(c, &rs, &er, c->o->group_by_stack > 0 ? rs_int64(&rs, C_STACK) : 0);
+    if (c->step_rc != TR_OK)
+        sqlite3_result_error(ctx, "the scan stopped", -1);
+}
+
+static void scan_final(sqlite3_context *ctx)
+{
+    sqlite3_result_null(ctx);
+}
+
 static tr_status scan_flat(scan_ctx *c)
 {
+    if (sqlite3_create_function(c->db, SCAN_STEP_FN, SCAN_SQL_COLUMNS, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+                                c, NULL, scan_step, scan_final) != SQLITE_OK)
+        return step_error(c);
     sqlite3_stmt *st = NULL;
-    tr_status rc = run_query(c, "", "", 0, &st);
-    int r = SQLITE_DONE, need = needs_dims(c);
-    ev_row er;
+    c->step_rc = TR_OK;
+    c->step_need = needs_dims(c);
+    tr_status rc = run_query(c, "", "", Q_THROUGH_STEP, &st);
+    int r = SQLITE_DONE;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW)
-        if (fill_row(c, st, &er, need))
-            rc = add_event(c, st, &er, c->o->group_by_stack > 0 ? sqlite3_column_int64(st, C_STACK) : 0);
-    if (rc == TR_OK && r != SQLITE_DONE)
-        rc = step_error(c);
+        ;
+    if (rc == TR_OK)
+        rc = c->step_rc != TR_OK ? c->step_rc : r != SQLITE_DONE ? step_error(c) : TR_OK;
     sqlite3_finalize(st);
+    /* the function points at c: gone with it */
+    sqlite3_create_function(c->db, SCAN_STEP_FN, SCAN_SQL_COLUMNS, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+                            NULL, NULL, NULL, NULL);
     return rc;
 }
 
