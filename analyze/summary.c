@@ -285,6 +285,9 @@ typedef struct {
     int name_fn;                /* NAME_SQL_FN is registered */
     tr_status step_rc;          /* scan_step(): the first error, which stops the scan */
     int step_need;              /* scan_step(): needs_dims() */
+    /* scan_tree_ids(): each host event's ancestry path and each call's own, by id */
+    const int32_t *tree_anc, *tree_api;
+    int64_t tree_max_id;
     char *where;                /* the selection's simple tests, as SQL (NULL: none) */
     cover_sum cover;
     /* the scan of every event meets the GPU activities without a launching call
@@ -1396,6 +1399,8 @@ static tr_status scan_tree(scan_ctx *c)
     return rc;
 }
 
+static tr_status scan_flat(scan_ctx *c);
+
 /* Up to this many event ids, scan_tree_ids() keeps two int32 per id (64 MiB). */
 #define TREE_IDS_MAX ((int64_t)1 << 23)
 
@@ -1448,26 +1453,13 @@ static tr_status scan_tree_ids(scan_ctx *c, int64_t max_id)
     sqlite3_finalize(st);
     st = NULL;
     free(stack.v);
-    if (rc == TR_OK)
-        rc = run_query(c, "", "", 0, &st);
-    int need = needs_dims(c);
-    ev_row er;
-    row_src rs = {st, NULL};
-    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        if (!fill_row(c, &rs, &er, need))
-            continue;
-        int64_t path;
-        if (er.gpu == 0)
-            path = er.id >= 0 && er.id <= max_id ? anc[er.id] : 0;
-        else if (er.gpu == 1)
-            path = er.has_parent && er.parent >= 0 && er.parent <= max_id ? api[er.parent] : 0;
-        else
-            continue;   /* neither pass of scan_tree() reads it */
-        rc = add_event(c, &rs, &er, path);
+    if (rc == TR_OK) {
+        c->tree_anc = anc;
+        c->tree_api = api;
+        c->tree_max_id = max_id;
+        rc = scan_flat(c);
+        c->tree_anc = c->tree_api = NULL;
     }
-    if (rc == TR_OK && st && r != SQLITE_DONE)
-        rc = step_error(c);
-    sqlite3_finalize(st);
     free(anc);
     free(api);
     return rc;
@@ -1634,8 +1626,20 @@ static void scan_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
         return;
     row_src rs = {NULL, argv};
     ev_row er;
-    if (fill_row(c, &rs, &er, c->step_need))
-        c->step_rc = add_event(c, &rs, &er, c->o->group_by_stack > 0 ? rs_int64(&rs, C_STACK) : 0);
+    if (!fill_row(c, &rs, &er, c->step_need))
+        return;
+    int64_t path = c->o->group_by_stack > 0 ? rs_int64(&rs, C_STACK) : 0;
+    if (c->tree_anc) {
+        /* scan_tree_ids(): host events by their own id, device activities by their call's */
+        int64_t max_id = c->tree_max_id;
+        if (er.gpu == 0)
+            path = er.id >= 0 && er.id <= max_id ? c->tree_anc[er.id] : 0;
+        else if (er.gpu == 1)
+            path = er.has_parent && er.parent >= 0 && er.parent <= max_id ? c->tree_api[er.parent] : 0;
+        else
+            return;   /* neither pass of scan_tree() reads it */
+    }
+    c->step_rc = add_event(c, &rs, &er, path);
     if (c->step_rc != TR_OK)
         sqlite3_result_error(ctx, "the scan stopped", -1);
 }
