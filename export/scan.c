@@ -1167,102 +1167,157 @@ void tr_idcur_close(tr_idcur *c)
     memset(c, 0, sizeof *c);
 }
 
+/* scan_read's state, for read_step(), which SQLite calls with each event's columns */
+typedef struct {
+    tr_scan *sc;
+    sorter *so;
+    tr_i64map kinds;
+    tr_idcur lc;              /* each GPU activity's launching call */
+    int mem;                  /* the memory columns are read */
+    tr_xrow x;                /* the columns the metrics are read from */
+    tr_status st;             /* the first failure, which stops the scan */
+    tr_error *err;
+} read_ctx;
+
+enum { R_ID, R_KIND, R_NAME, R_PARENT, R_STACK, R_START, R_END, R_THREAD, R_STREAM, R_CPU_SELF,
+       R_CPU_TOTAL, R_GPU_SELF, R_GPU_TOTAL, R_COLS, R_MEM_CPU = R_COLS, R_MEM_GPU, R_COLS_MEM };
+
+/* NULL reads as 0, so only a 0 needs its type asked */
+static int64_t val_or(sqlite3_value *v, int64_t dflt)
+{
+    int64_t i = sqlite3_value_int64(v);
+    return i == 0 && sqlite3_value_type(v) == SQLITE_NULL ? dflt : i;
+}
+
+static tr_status read_row(read_ctx *c, sqlite3_value **v)
+{
+    tr_scan *sc = c->sc;
+    int64_t on_gpu, kind = sqlite3_value_int64(v[R_KIND]);
+    if (!tr_i64map_get(&c->kinds, kind, &on_gpu))
+        return TR_OK;
+    srec r;
+    memset(&r, 0, sizeof r);
+    tr_xrow *x = &c->x;
+    r.kind = (int)kind;
+    r.id = sqlite3_value_int64(v[R_ID]);
+    r.name_id = sqlite3_value_int64(v[R_NAME]);
+    r.parent_id = val_or(v[R_PARENT], -1);
+    r.stack_id = val_or(v[R_STACK], -1);
+    r.start = sqlite3_value_int64(v[R_START]);
+    r.end = sqlite3_value_int64(v[R_END]);
+    x->cpu_self = sqlite3_value_int64(v[R_CPU_SELF]);
+    x->cpu_total = sqlite3_value_int64(v[R_CPU_TOTAL]);
+    x->gpu_self = sqlite3_value_int64(v[R_GPU_SELF]);
+    x->gpu_total = sqlite3_value_int64(v[R_GPU_TOTAL]);
+    /* times no trace can hold would inflate every total: left out, and counted */
+    if (!tr_times_ok(r.start, r.end) || !tr_ns_ok(x->cpu_self) || !tr_ns_ok(x->cpu_total)
+        || !tr_ns_ok(x->gpu_self) || !tr_ns_ok(x->gpu_total)) {
+        sc->nbad++;
+        return TR_OK;
+    }
+    r.thread_id = val_or(v[R_THREAD], -1);
+    int th_null = r.thread_id == -1 && sqlite3_value_type(v[R_THREAD]) == SQLITE_NULL;
+    r.stream_id = val_or(v[R_STREAM], -1);
+    if (c->mem) {
+        x->mem_cpu_self = sqlite3_value_int64(v[R_MEM_CPU]);
+        x->mem_gpu_self = sqlite3_value_int64(v[R_MEM_GPU]);
+    }
+    r.on_gpu = on_gpu != 0;
+    x->on_gpu = r.on_gpu;
+    for (int k = 0; k < sc->nsum; k++)
+        r.val[k] = tr_export_metrics[sc->sum_m[k]].value(x);
+    /* a parent_id that is not an integer names no event (as a join on it finds none) */
+    r.vp = r.on_gpu && sqlite3_value_type(v[R_PARENT]) == SQLITE_INTEGER
+           && tr_idcur_find(&c->lc, sqlite3_value_int64(v[R_PARENT]));
+    if (c->lc.rc != SQLITE_OK)
+        return dberr(sc, c->err, "events");
+    if (r.vp) {
+        sqlite3_stmt *q = c->lc.q;
+        r.oth = col_or(q, 1, -1);
+        r.has_oth = r.oth != -1 || sqlite3_column_type(q, 1) != SQLITE_NULL;
+        r.os = sqlite3_column_int64(q, 2);
+        r.oe = sqlite3_column_int64(q, 3);
+    } else {
+        r.has_oth = !th_null;
+        r.oth = r.thread_id;
+        r.os = r.start;
+        r.oe = r.end;
+    }
+    return sorter_add(c->so, &r, c->err);
+}
+
+/* An aggregate of SQLite's that the events are handed to as arguments: read as
+ * values, not through a sqlite3_column_* call each, which cost more than the rest
+ * of the read.  A failure stops the statement. */
+static void read_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    read_ctx *c = sqlite3_user_data(ctx);
+    if (c->st == TR_OK && argc != (c->mem ? R_COLS_MEM : R_COLS))
+        c->st = tr_fail(c->err, TR_ERR_RUNTIME, "internal error: the scan's row has %d columns", argc);
+    if (c->st == TR_OK)
+        c->st = read_row(c, argv);
+    if (c->st != TR_OK)
+        sqlite3_result_error(ctx, "the export scan stopped", -1);
+}
+
+static void read_final(sqlite3_context *ctx)
+{
+    sqlite3_result_null(ctx);
+}
+
+#define READ_FN "tr_export_scan_rows"
+
 /* Reads every event (but the merged redispatches, unless all) into the sorter. */
 static tr_status scan_read(tr_scan *sc, int all, sorter *so, tr_error *err)
 {
-    tr_i64map kinds;
-    tr_i64map_init(&kinds);
-    tr_status status = load_kinds(sc, &kinds, err);
+    read_ctx c;
+    memset(&c, 0, sizeof c);
+    c.sc = sc;
+    c.so = so;
+    c.err = err;
+    tr_i64map_init(&c.kinds);
+    tr_status status = load_kinds(sc, &c.kinds, err);
     if (status != TR_OK) {
-        tr_i64map_free(&kinds);
+        tr_i64map_free(&c.kinds);
         return status;
     }
     /* the memory columns only for a memory metric: most traces have no memory events */
-    int mem = 0;
     for (int k = 0; k < sc->nsum; k++)
-        mem |= sc->sum_m[k] == TR_M_SELF_CPU_MEM || sc->sum_m[k] == TR_M_SELF_GPU_MEM;
+        c.mem |= sc->sum_m[k] == TR_M_SELF_CPU_MEM || sc->sum_m[k] == TR_M_SELF_GPU_MEM;
     /* ids are all but dense: their span tells the sorter about how many rows come */
     uint64_t span = (uint64_t)scalar(sc->db, "SELECT max(id) FROM events", 0)
                     - (uint64_t)scalar(sc->db, "SELECT min(id) FROM events", 0) + 1;
     sorter_plan(so, span);
     char sql[512];
-    snprintf(sql, sizeof sql, "SELECT id, kind, name_id, parent_id, stack_id, start_ns, end_ns, "
-             "thread_id, stream_id, cpu_self_ns, cpu_total_ns, gpu_self_ns, gpu_total_ns%s "
-             "FROM events%s", mem ? ", cpu_mem_self, gpu_mem_self" : "",
+    snprintf(sql, sizeof sql, "SELECT " READ_FN "(id, kind, name_id, parent_id, stack_id, start_ns, "
+             "end_ns, thread_id, stream_id, cpu_self_ns, cpu_total_ns, gpu_self_ns, gpu_total_ns%s) "
+             "FROM events%s", c.mem ? ", cpu_mem_self, gpu_mem_self" : "",
              all ? "" : " WHERE (flags & 32) = 0");
     sqlite3_stmt *st = NULL;
-    tr_idcur lc;   /* each GPU activity's launching call */
-    if ((status = tr_idcur_open(&lc, sc->db, "thread_id, start_ns, end_ns", err)) != TR_OK) {
-        tr_i64map_free(&kinds);
+    if ((status = tr_idcur_open(&c.lc, sc->db, "thread_id, start_ns, end_ns", err)) != TR_OK) {
+        tr_i64map_free(&c.kinds);
         return status;
     }
-    if (sqlite3_prepare_v2(sc->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        tr_idcur_close(&lc);
-        tr_i64map_free(&kinds);
-        return dberr(sc, err, "events");
-    }
-    int rc;
-    srec r;
-    tr_xrow x;   /* the columns the metrics are read from */
-    memset(&x, 0, sizeof x);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t on_gpu;
-        memset(&r, 0, sizeof r);
-        int64_t kind = sqlite3_column_int64(st, 1);
-        if (!tr_i64map_get(&kinds, kind, &on_gpu))
-            continue;
-        r.kind = (int)kind;
-        r.id = sqlite3_column_int64(st, 0);
-        r.name_id = sqlite3_column_int64(st, 2);
-        r.parent_id = col_or(st, 3, -1);
-        r.stack_id = col_or(st, 4, -1);
-        r.start = sqlite3_column_int64(st, 5);
-        r.end = sqlite3_column_int64(st, 6);
-        x.cpu_self = sqlite3_column_int64(st, 9);
-        x.cpu_total = sqlite3_column_int64(st, 10);
-        x.gpu_self = sqlite3_column_int64(st, 11);
-        x.gpu_total = sqlite3_column_int64(st, 12);
-        /* times no trace can hold would inflate every total: left out, and counted */
-        if (!tr_times_ok(r.start, r.end) || !tr_ns_ok(x.cpu_self) || !tr_ns_ok(x.cpu_total)
-            || !tr_ns_ok(x.gpu_self) || !tr_ns_ok(x.gpu_total)) {
-            sc->nbad++;
-            continue;
-        }
-        r.thread_id = col_or(st, 7, -1);
-        int th_null = r.thread_id == -1 && sqlite3_column_type(st, 7) == SQLITE_NULL;
-        r.stream_id = col_or(st, 8, -1);
-        if (mem) {
-            x.mem_cpu_self = sqlite3_column_int64(st, 13);
-            x.mem_gpu_self = sqlite3_column_int64(st, 14);
-        }
-        r.on_gpu = on_gpu != 0;
-        x.on_gpu = r.on_gpu;
-        for (int k = 0; k < sc->nsum; k++)
-            r.val[k] = tr_export_metrics[sc->sum_m[k]].value(&x);
-        /* a parent_id that is not an integer names no event (as a join on it finds none) */
-        r.vp = r.on_gpu && sqlite3_column_type(st, 3) == SQLITE_INTEGER
-               && tr_idcur_find(&lc, sqlite3_column_int64(st, 3));
-        if (r.vp) {
-            r.oth = col_or(lc.q, 1, -1);
-            r.has_oth = r.oth != -1 || sqlite3_column_type(lc.q, 1) != SQLITE_NULL;
-            r.os = sqlite3_column_int64(lc.q, 2);
-            r.oe = sqlite3_column_int64(lc.q, 3);
-        } else {
-            r.has_oth = !th_null;
-            r.oth = r.thread_id;
-            r.os = r.start;
-            r.oe = r.end;
-        }
-        if (lc.rc != SQLITE_OK)
-            break;
-        if ((status = sorter_add(so, &r, err)) != TR_OK)
-            break;
-    }
-    if (status == TR_OK && (lc.rc != SQLITE_OK || rc != SQLITE_DONE))
+    /* SQLITE_DIRECTONLY: a run.db's own views and triggers cannot call it */
+    if (sqlite3_create_function(sc->db, READ_FN, -1, SQLITE_UTF8 | SQLITE_DIRECTONLY, &c, NULL,
+                                read_step, read_final) != SQLITE_OK)
         status = dberr(sc, err, "events");
+    else if (sqlite3_prepare_v2(sc->db, sql, -1, &st, NULL) != SQLITE_OK)
+        status = dberr(sc, err, "events");
+    else {
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            ;
+        if (c.st != TR_OK)
+            status = c.st;   /* err says why */
+        else if (rc != SQLITE_DONE)
+            status = dberr(sc, err, "events");
+    }
     sqlite3_finalize(st);
-    tr_idcur_close(&lc);
-    tr_i64map_free(&kinds);
+    /* the function knows c, which is about to go */
+    sqlite3_create_function(sc->db, READ_FN, -1, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, NULL, NULL, NULL);
+    tr_idcur_close(&c.lc);
+    tr_i64map_free(&c.kinds);
     return status;
 }
 
