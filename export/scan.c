@@ -543,7 +543,7 @@ int tr_scan_stream(const tr_scan *sc, int64_t stream_id, int64_t *device, int64_
 }
 
 /* The scan reads the events in table order, with the launching call of each GPU
- * activity joined in, and sorts them here: SQLite's sorter would carry every
+ * activity read beside them (tr_idcur), and sorts them here: SQLite's sorter would carry every
  * column through its records and compare them as records, which costs more
  * than reading the table.  Rows are sorted a chunk at a time; the chunks go to
  * an unnamed temporary file and are merged, so memory stays bounded at any
