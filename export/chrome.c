@@ -1066,10 +1066,12 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
     int64_t p_id = col(st, C_P_ID, -1), p_kind = col(st, C_P_KIND, 0);
     int gpu = is_gpu_kind(c, kind);
     /* the launching call: the parent of GPU work, when it is a host event */
-    int has_launch = gpu && p_id >= 0 && !is_gpu_kind(c, p_kind)
-                     && sqlite3_column_type(st, C_P_THREAD) != SQLITE_NULL;
+    int64_t l_thread = sqlite3_column_int64(st, C_P_THREAD);
+    int has_l_thread = l_thread != 0 || sqlite3_column_type(st, C_P_THREAD) != SQLITE_NULL;
+    if (!has_l_thread)
+        l_thread = -1;
+    int has_launch = gpu && p_id >= 0 && !is_gpu_kind(c, p_kind) && has_l_thread;
     int64_t l_start = sqlite3_column_int64(st, C_P_START), l_end = sqlite3_column_int64(st, C_P_END);
-    int64_t l_thread = col(st, C_P_THREAD, -1);
     int launch_sel = has_launch && tr_times_ok(l_start, l_end)
                      && host_selected(c, p_id, p_kind, l_start, l_end, l_thread);
     int64_t dev = 0, stream = 0, pid = 0, tid = 0;
@@ -1156,24 +1158,30 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
         ext = id;
     else if (p_kind == TR_KIND_OP || p_kind == TR_KIND_RANGE)
         ext = p_id;
-    else if (has_launch && (col(st, C_PP_KIND, 0) == TR_KIND_OP || col(st, C_PP_KIND, 0) == TR_KIND_RANGE))
-        ext = col(st, C_P_PARENT, -1);
+    else if (has_launch) {
+        int64_t pp_kind = sqlite3_column_int64(st, C_PP_KIND);   /* NULL: 0, no kind */
+        if (pp_kind == TR_KIND_OP || pp_kind == TR_KIND_RANGE)
+            ext = col(st, C_P_PARENT, -1);
+    }
     if (ext >= 0 && kind != TR_KIND_MEMORY && kind != TR_KIND_PYTHON) {
         ARG("External id");
         cb_i64(b, ext);
     }
     if (kind == TR_KIND_OP || kind == TR_KIND_RANGE) {
-        if (sqlite3_column_type(st, C_SEQ) != SQLITE_NULL && sqlite3_column_int64(st, C_SEQ) >= 0) {
+        /* each column read once: NULL reads as 0, so only a 0 needs its type asked */
+        int64_t seq = col(st, C_SEQ, -1), opid = sqlite3_column_int64(st, C_OPID);
+        int64_t flops = col(st, C_FLOPS, -1);
+        if (seq >= 0) {
             ARG("Sequence number");
-            cb_i64(b, sqlite3_column_int64(st, C_SEQ));
+            cb_i64(b, seq);
         }
-        if (sqlite3_column_type(st, C_OPID) != SQLITE_NULL && sqlite3_column_int64(st, C_OPID) > 0) {
+        if (opid > 0) {
             ARG("Record function id");
-            cb_i64(b, sqlite3_column_int64(st, C_OPID));
+            cb_i64(b, opid);
         }
-        if (sqlite3_column_type(st, C_FLOPS) != SQLITE_NULL && sqlite3_column_int64(st, C_FLOPS) >= 0) {
+        if (flops >= 0) {
             ARG("flops");
-            cb_i64(b, sqlite3_column_int64(st, C_FLOPS));
+            cb_i64(b, flops);
         }
         if (flags & TR_FLAG_ASYNC) {
             ARG("Async");
@@ -1230,9 +1238,10 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
         ARG("stream");
         cb_i64(b, stream);
     }
-    if (sqlite3_column_type(st, C_CORR) != SQLITE_NULL) {
+    int64_t corr = sqlite3_column_int64(st, C_CORR);
+    if (corr != 0 || sqlite3_column_type(st, C_CORR) != SQLITE_NULL) {
         ARG("correlation");
-        cb_i64(b, sqlite3_column_int64(st, C_CORR));
+        cb_i64(b, corr);
     }
     if (detail(c, st, D_KN, id, &ds, &at)) {
         at -= C_KN;   /* the columns below are numbered as in events_sql */
