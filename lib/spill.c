@@ -190,17 +190,32 @@ static void *trim_loop(void *arg)
     return NULL;
 }
 
+/* Trims when the mapped pages are over their share.  Called with the lock held. */
+static void trim_if_over(void)
+{
+    if (!trimmer_running)
+        return;
+    if (poll_statm == -2)
+        poll_statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (file_resident(poll_statm) > rss_limit)
+        trim_all();
+}
+
 void tr_spill_poll(void)
 {
     tr_spill_ticks_ = 0;
     pthread_mutex_lock(&lock);
-    if (trimmer_running) {
-        if (poll_statm == -2)
-            poll_statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-        if (file_resident(poll_statm) > rss_limit)
-            trim_all();
-    }
+    trim_if_over();
     pthread_mutex_unlock(&lock);
+}
+
+void tr_spill_copy(void *dst, const void *src, size_t n)
+{
+    const size_t chunk = (size_t)4 << 20;
+    for (size_t at = 0; at < n; at += chunk) {
+        memcpy((char *)dst + at, (const char *)src + at, n - at < chunk ? n - at : chunk);
+        tr_spill_poll();
+    }
 }
 
 /* Called with the lock held, after a block was added. */
@@ -288,6 +303,19 @@ static int registry_room(void)
     return 0;
 }
 
+/* A read fault on a file mapping maps up to 16 pages around it that are in
+ * the page cache: a saving for a sequential pass, but a random lookup (a
+ * hash table's slots, a walk through the events in another order) then maps
+ * 16 pages for the one it needs, which fills the limit many times as fast,
+ * so each trim drops the pages every other pass is working in.  One page a
+ * fault keeps the resident pages those touched (measured at 10^7 raw events
+ * held to 86 MB: peak RSS 141 -> 95 MB, a third of the trims, the same page
+ * faults and time). */
+static void advise(const spill_block *b)
+{
+    (void)madvise(b->addr, b->len, MADV_RANDOM);
+}
+
 /* A new file block of len bytes (whole pages), zero-filled; NULL when none
  * can be made.  Called with the lock held. */
 static void *new_block(size_t len)
@@ -306,7 +334,8 @@ static void *new_block(size_t len)
         close(fd);
         return NULL;
     }
-    blocks[nblocks++] = (spill_block){addr, len, fd};
+    blocks[nblocks] = (spill_block){addr, len, fd};
+    advise(&blocks[nblocks++]);
     start_trimmer();
     return addr;
 }
@@ -322,6 +351,7 @@ static void *resize_block(spill_block *b, size_t len)
         (void)ftruncate(b->fd, (off_t)len);
     b->addr = addr;
     b->len = len;
+    advise(b);
     return addr;
 }
 
@@ -351,6 +381,18 @@ static void *heap_resize(void *p, spill_block *b, size_t new_size)
     return out;
 }
 
+/* memcpy into a file block, trimmed as it goes: a heap array moved to a file
+ * can be a quarter of the limit, which one memcpy would map at once while
+ * this thread holds the lock that the trimmer needs. */
+static void copy_trimmed(char *dst, const char *src, size_t n)
+{
+    const size_t chunk = (size_t)4 << 20;
+    for (size_t at = 0; at < n; at += chunk) {
+        memcpy(dst + at, src + at, n - at < chunk ? n - at : chunk);
+        trim_if_over();
+    }
+}
+
 /* Moves a heap array (registered or not) into a new file block. */
 static void *to_file(void *p, size_t old_size, size_t new_size, size_t len)
 {
@@ -359,7 +401,7 @@ static void *to_file(void *p, size_t old_size, size_t new_size, size_t len)
         return NULL;
     if (p) {
         spill_block *b = find_block(p);   /* after new_block(), which may move the registry */
-        memcpy(out, p, old_size < new_size ? old_size : new_size);
+        copy_trimmed(out, p, old_size < new_size ? old_size : new_size);
         if (b) {
             heap_bytes -= b->len;
             drop_block(b);

@@ -61,4 +61,8 @@ static inline void tr_spill_tick(void)
         tr_spill_poll();
 }
 
+/* memcpy for large arrays: the copy is trimmed as it goes, as a loop with
+ * ticks would be. */
+void tr_spill_copy(void *dst, const void *src, size_t n);
+
 #endif

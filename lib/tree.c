@@ -126,7 +126,7 @@ static int sort_corr_slots(corr_slot *s, size_t n)
         b = t;
     }
     if (a != s)
-        memcpy(s, a, n * sizeof *s);
+        tr_spill_copy(s, a, n * sizeof *s);
     tr_spill_free(spare);
     return 0;
 }
@@ -200,7 +200,7 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
         ib = it;
     }
     if (ia != order) {   /* an odd number of passes: the sorted indices are in the spare */
-        memcpy(order, ia, n * sizeof *order);
+        tr_spill_copy(order, ia, n * sizeof *order);
         ib = ia;
     }
     /* stable passes kept equal keys in index order; finish each run properly */
