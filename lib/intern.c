@@ -87,18 +87,44 @@ static char *arena_copy(tr_intern *t, const char *s, size_t len)
     return p;
 }
 
+/* Places the entries in the order of their home slot's top 8 bits (a
+ * counting sort of (id, hash) pairs), so that each group's writes stay
+ * within 1/256 of the new slots: for a table in a spill file (lib/spill.h)
+ * the slots are then written in one sweep, where entry order would cost a
+ * page fault an entry. */
 static int rehash(tr_intern *t, size_t nslots)
 {
+    size_t n = t->count ? t->count - 1 : 0;
     tr_intern_slot *slots = tr_spill_calloc(nslots, sizeof *slots);
-    if (!slots)
+    tr_intern_slot *by_home = tr_spill_calloc(n ? n : 1, sizeof *by_home);
+    if (!slots || !by_home) {
+        tr_spill_free(slots);
+        tr_spill_free(by_home);
         return -1;
-    for (size_t id = 1; id < t->count; id++) {
+    }
+    int shift = 0;
+    while ((nslots >> shift) > 256)
+        shift++;
+    size_t count[257] = {0};
+    for (size_t id = 1; id <= n; id++) {
+        tr_spill_tick();
+        count[((t->entries[id].hash & (nslots - 1)) >> shift) + 1]++;
+    }
+    for (int b = 0; b < 256; b++)
+        count[b + 1] += count[b];
+    for (size_t id = 1; id <= n; id++) {
+        tr_spill_tick();
         uint32_t h = t->entries[id].hash;
-        size_t i = h & (nslots - 1);
+        by_home[count[(h & (nslots - 1)) >> shift]++] = (tr_intern_slot){(uint32_t)id, h};
+    }
+    for (size_t k = 0; k < n; k++) {
+        tr_spill_tick();
+        size_t i = by_home[k].hash & (nslots - 1);
         while (slots[i].id)
             i = (i + 1) & (nslots - 1);
-        slots[i] = (tr_intern_slot){(uint32_t)id, h};
+        slots[i] = by_home[k];
     }
+    tr_spill_free(by_home);
     tr_spill_free(t->slots);
     t->slots = slots;
     t->nslots = nslots;
@@ -139,6 +165,8 @@ uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
         t->count = 1;
     }
     uint32_t h = hash_bytes(s, len);
+    /* the slot is written when s is new: ask for its page writable at once */
+    __atomic_fetch_or(&t->slots[h & (t->nslots - 1)].hash, 0, __ATOMIC_RELAXED);
     size_t i = probe(t, s, len, h);
     if (t->slots[i].id)
         return t->slots[i].id;
