@@ -31,7 +31,8 @@ static agg_row *agg_find(agg_map *m, uint32_t name, uint32_t shape, int gpu)
 {
     if ((m->n + 1) * 2 > m->cap) {
         size_t ncap = m->cap ? m->cap * 2 : 1024;
-        agg_row *nr = calloc(ncap, sizeof *nr);
+        /* a group a distinct name: as many as a third of the events */
+        agg_row *nr = tr_spill_calloc(ncap, sizeof *nr);
         if (!nr)
             return NULL;
         for (size_t i = 0; i < m->cap; i++) {
@@ -42,7 +43,7 @@ static agg_row *agg_find(agg_map *m, uint32_t name, uint32_t shape, int gpu)
                 j = (j + 1) & (ncap - 1);
             nr[j] = m->r[i];
         }
-        free(m->r);
+        tr_spill_free(m->r);
         m->r = nr;
         m->cap = ncap;
     }
@@ -162,6 +163,6 @@ tr_status tr_aggregates_write(sqlite3 *db, const tr_trace *t, tr_error *err)
     }
     if (s == TR_OK)
         s = insert_rows(db, &m, skipped, err);
-    free(m.r);
+    tr_spill_free(m.r);
     return s;
 }

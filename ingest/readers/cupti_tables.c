@@ -9,6 +9,7 @@
 
 #include "ingest/readers/cupti_tables.h"
 #include "lib/checked.h"
+#include "lib/spill.h"
 
 tr_status ct_oom(const ct_reader *r, tr_error *err)
 {
@@ -234,12 +235,16 @@ tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err)
     int rc, vc = w.col[CT_TEXT], sorted = 1;
     size_t cap = r->nstr;
     while ((rc = tr_sql_next(&r->in, w.st, tab->name, err)) == 1) {
+        tr_spill_tick();
         if (r->nstr == cap) {
-            cap = cap ? cap * 2 : 256;
-            struct ct_string *n = realloc(r->str, cap * sizeof *n);
+            size_t ncap = cap ? cap * 2 : 256;
+            /* one a distinct string of the trace: 16 bytes each, spilled
+             * with the other large arrays (lib/spill.h) */
+            struct ct_string *n = tr_spill_realloc(r->str, cap * sizeof *n, ncap * sizeof *n);
             if (!n)
                 return fail_oom(r, &w, err);
             r->str = n;
+            cap = ncap;
         }
         const char *v = (const char *)sqlite3_column_text(w.st, vc);
         int len = sqlite3_column_bytes(w.st, vc);
@@ -536,7 +541,7 @@ tr_status ct_read_file(tr_trace *t, const char *path, const tr_ingest_opts *o, c
 out:
     tr_nvtx_parser_free(r.nvtx);
     tr_sql_close(&r.in);
-    free(r.str);
+    tr_spill_free(r.str);
     tr_i64map_free(&r.ctx_device);
     return s;
 }

@@ -508,7 +508,7 @@ static tr_status read_record(raw_reader *r, unsigned kind, const unsigned char *
     case TR_RAW_REC_STACKREF:
         if (r->nrefs == r->cap_refs) {
             size_t nc = r->cap_refs ? r->cap_refs * 2 : 256;
-            tr_raw_stackref *a = realloc(r->refs, nc * sizeof *a);
+            tr_raw_stackref *a = tr_spill_realloc(r->refs, r->cap_refs * sizeof *a, nc * sizeof *a);
             if (!a)
                 return oom(err);
             r->refs = a;
@@ -1075,7 +1075,7 @@ out:
     tr_spill_free(r.strs);
     tr_spill_free(r.kname);
     free(r.stack_pcs);
-    free(r.refs);
+    tr_spill_free(r.refs);
     free(r.maps);
     free(r.modules);
     tr_spill_free(r.pending.v);
