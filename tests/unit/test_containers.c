@@ -22,6 +22,14 @@ static void test_intern(void)
         snprintf(buf, sizeof buf, "s%d", i);
         tr_intern_cstr(&t, buf);
     }
+    /* ids are handed out in order; after the table's rehashes (placed by home
+     * slot, not by id) every string is still found under its own */
+    int lost = 0;
+    for (int i = 0; i < 100000; i++) {
+        int len = snprintf(buf, sizeof buf, "s%d", i);
+        lost += tr_intern_find(&t, buf, (size_t)len) != (uint32_t)(i + 4);
+    }
+    CU_ASSERT_EQUAL(lost, 0);
     CU_ASSERT_STRING_EQUAL(tr_intern_str(&t, a), "alpha");
     CU_ASSERT_EQUAL(tr_intern_find(&t, "s99999", 6), tr_intern_cstr(&t, "s99999"));
     CU_ASSERT_EQUAL(tr_intern_count(&t), 100003);
