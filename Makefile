@@ -135,7 +135,8 @@ demo: setup
 	$(Q)$(BUILD)/bin/trace-analyze --limit 15 $(BUILD)/demo.db
 	$(Q)$(if $(wildcard export/main.c),$(BUILD)/bin/trace-export --flamegraph -o $(BUILD)/demo.svg $(BUILD)/demo.db && echo "flamegraph: $(BUILD)/demo.svg")
 
-bench: setup
+bench:
+	$(Q)WITH_BENCH_TOOLS=1 scripts/setup-deps.sh
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)BIN=$(BUILD)/bin bench/run.sh
 

@@ -5,6 +5,8 @@ set -eu
 pkgs="build-essential pkg-config sqlite3 libsqlite3-dev libcjson-dev libpcre2-dev libcunit1-dev zlib1g-dev libdw-dev clang libclang-rt-dev"
 # the browser test of the flamegraph needs a real browser
 [ "${WITH_TEST_TOOLS:-0}" = 1 ] && pkgs="$pkgs chromium"
+# the benchmark's PyTorch 1.13 pipeline runs on Debian's own PyTorch
+[ "${WITH_BENCH_TOOLS:-0}" = 1 ] && pkgs="$pkgs python3-torch"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
