@@ -209,13 +209,20 @@ void tr_spill_poll(void)
     pthread_mutex_unlock(&lock);
 }
 
-void tr_spill_copy(void *dst, const void *src, size_t n)
+/* memcpy in 4 MiB pieces with a check after each: one memcpy of a large
+ * array would map all of it between two checks. */
+static void copy_checked(void *dst, const void *src, size_t n, void (*check)(void))
 {
     const size_t chunk = (size_t)4 << 20;
     for (size_t at = 0; at < n; at += chunk) {
         memcpy((char *)dst + at, (const char *)src + at, n - at < chunk ? n - at : chunk);
-        tr_spill_poll();
+        check();
     }
+}
+
+void tr_spill_copy(void *dst, const void *src, size_t n)
+{
+    copy_checked(dst, src, n, tr_spill_poll);
 }
 
 /* Called with the lock held, after a block was added. */
@@ -381,18 +388,6 @@ static void *heap_resize(void *p, spill_block *b, size_t new_size)
     return out;
 }
 
-/* memcpy into a file block, trimmed as it goes: a heap array moved to a file
- * can be a quarter of the limit, which one memcpy would map at once while
- * this thread holds the lock that the trimmer needs. */
-static void copy_trimmed(char *dst, const char *src, size_t n)
-{
-    const size_t chunk = (size_t)4 << 20;
-    for (size_t at = 0; at < n; at += chunk) {
-        memcpy(dst + at, src + at, n - at < chunk ? n - at : chunk);
-        trim_if_over();
-    }
-}
-
 /* Moves a heap array (registered or not) into a new file block. */
 static void *to_file(void *p, size_t old_size, size_t new_size, size_t len)
 {
@@ -401,7 +396,9 @@ static void *to_file(void *p, size_t old_size, size_t new_size, size_t len)
         return NULL;
     if (p) {
         spill_block *b = find_block(p);   /* after new_block(), which may move the registry */
-        copy_trimmed(out, p, old_size < new_size ? old_size : new_size);
+        /* up to a quarter of the limit, copied while this thread holds the
+         * lock the trimmer needs: the copy trims for it */
+        copy_checked(out, p, old_size < new_size ? old_size : new_size, trim_if_over);
         if (b) {
             heap_bytes -= b->len;
             drop_block(b);
