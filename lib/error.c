@@ -44,3 +44,10 @@ void tr_error_clear(tr_error *err)
         err->msg[0] = '\0';
     }
 }
+
+tr_status tr_error_copy(tr_error *err, const tr_error *from)
+{
+    if (err)
+        *err = *from;
+    return from->status;
+}

@@ -37,4 +37,7 @@ tr_status tr_error_prefix(tr_error *err, const char *fmt, ...)
 
 void tr_error_clear(tr_error *err);
 
+/* Copies an error recorded elsewhere (another thread's) into err; returns its status. */
+tr_status tr_error_copy(tr_error *err, const tr_error *from);
+
 #endif

@@ -16,6 +16,7 @@
  * docs/formats.md lists how each category maps to the model and what is skipped.
  */
 #include <ctype.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,12 @@ typedef struct {
     size_t n, cap;
 } kin_buf;
 
+typedef struct arena_block { struct arena_block *next; size_t used, cap; max_align_t data[]; } arena_block;
+typedef struct { arena_block *head, *cur; size_t bytes; } kin_arena;   /* see arena_alloc() */
+
 typedef struct { int64_t pid, tid; uint32_t name; } kin_tname;
+/* One parsed trace event, and its text (ts and dur are read from the text). */
+typedef struct { const cJSON *ev; uint64_t off; const char *text; size_t len; } kin_item;
 typedef struct { int64_t pyid, parent; size_t event; } kin_py;
 
 typedef struct {
@@ -62,6 +68,7 @@ typedef struct {
     kin_in in;
     kin_buf el;             /* the current element */
     kin_buf tmp;            /* shape strings */
+    kin_arena arena;        /* cJSON's nodes of the top-level values */
     uint32_t source;
     size_t first_event;
     size_t nevents_seen;
@@ -92,12 +99,18 @@ static uint64_t in_offset(const kin_in *in)
     return in->base + in->pos;
 }
 
-static tr_status bad(kin_reader *r, uint64_t off, const char *fmt, const char *arg)
+static tr_status bad_at(tr_error *err, const char *path, uint64_t off, const char *fmt,
+                        const char *arg)
 {
     char msg[256];
     snprintf(msg, sizeof msg, fmt, arg ? arg : "");
-    return tr_fail(r->err, TR_ERR_INPUT, "Cannot read " WHAT ": path=\"%s\", offset=%llu: %s",
-                   r->path, (unsigned long long)off, msg);
+    return tr_fail(err, TR_ERR_INPUT, "Cannot read " WHAT ": path=\"%s\", offset=%llu: %s", path,
+                   (unsigned long long)off, msg);
+}
+
+static tr_status bad(kin_reader *r, uint64_t off, const char *fmt, const char *arg)
+{
+    return bad_at(r->err, r->path, off, fmt, arg);
 }
 
 /* Refills the buffer; 1 if bytes are available, 0 at end, -1 on error. */
@@ -251,61 +264,94 @@ static tr_status scan_value(kin_reader *r)
     }
 }
 
-/* ---- cJSON's memory: an arena emptied after each event --------------------
+/* ---- cJSON's memory: arenas emptied in bulk --------------------------------
  *
  * cJSON allocates every node and string of an event separately; malloc and
  * free were a sixth of the read time.  While a document is read, cJSON's
- * (process-wide) hooks point at this bump allocator, which is emptied after
- * each top-level value; nothing parsed outlives its value.  The reader is
- * therefore not reentrant across threads, like the rest of the ingest. */
-typedef struct arena_block { struct arena_block *next; size_t used, cap; max_align_t data[]; } arena_block;
-static arena_block *arena_head;
+ * (process-wide) hooks point at a bump allocator.  Each thread allocates from
+ * its own current arena (a thread-local pointer): the top-level values from
+ * the reader's arena, emptied after each value; the events from the arena of
+ * the batch that holds them (see "the traceEvents array" below), emptied when
+ * the batch is refilled.  Nothing parsed outlives its arena.  One document is
+ * read at a time in a process, like the rest of the ingest. */
+#define KIN_ARENA_BLOCK ((size_t)256 * 1024)
+
+
+static _Thread_local kin_arena *cur_arena;
 
 static void *arena_alloc(size_t n)
 {
+    kin_arena *a = cur_arena;
     n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
-    arena_block *b = arena_head;
-    if (!b || b->cap - b->used < n) {
-        size_t cap = n > 256 * 1024 ? n : 256 * 1024;
-        arena_block *nb = malloc(sizeof *nb + cap);
-        if (!nb)
+    arena_block *b = a->cur;
+    while (b && b->cap - b->used < n)
+        b = b->next;   /* after a reset, the blocks kept from before */
+    if (!b) {
+        size_t cap = n > KIN_ARENA_BLOCK ? n : KIN_ARENA_BLOCK;
+        b = malloc(sizeof *b + cap);
+        if (!b)
             return NULL;
-        nb->next = b;
-        nb->used = 0;
-        nb->cap = cap;
-        arena_head = b = nb;
+        b->used = 0;
+        b->cap = cap;
+        b->next = NULL;
+        if (a->cur) {
+            b->next = a->cur->next;
+            a->cur->next = b;
+        } else {
+            a->head = b;
+        }
     }
+    a->cur = b;
     void *p = (char *)b->data + b->used;
     b->used += n;
+    a->bytes += n;
     return p;
 }
 
 static void arena_free_one(void *p) { (void)p; }
 
-/* Keeps the first block (the usual event fits in it) and frees the rest. */
-static void arena_reset(void)
+/* Empties the arena; keeps its standard-size blocks for reuse and frees the
+ * larger ones a huge value needed. */
+static void arena_reset(kin_arena *a)
 {
-    while (arena_head && arena_head->next) {
-        arena_block *next = arena_head->next;
-        free(arena_head);
-        arena_head = next;
+    arena_block **link = &a->head;
+    while (*link) {
+        arena_block *b = *link;
+        if (b->cap > KIN_ARENA_BLOCK) {
+            *link = b->next;
+            free(b);
+            continue;
+        }
+        b->used = 0;
+        link = &b->next;
     }
-    if (arena_head)
-        arena_head->used = 0;
+    a->cur = a->head;
+    a->bytes = 0;
 }
 
-static void arena_begin(void)
+static void arena_free(kin_arena *a)
 {
+    while (a->head) {
+        arena_block *next = a->head->next;
+        free(a->head);
+        a->head = next;
+    }
+    a->cur = NULL;
+    a->bytes = 0;
+}
+
+static void arena_begin(kin_arena *a)
+{
+    cur_arena = a;
     cJSON_Hooks hooks = {arena_alloc, arena_free_one};
     cJSON_InitHooks(&hooks);
 }
 
-static void arena_end(void)
+static void arena_end(kin_arena *a)
 {
     cJSON_InitHooks(NULL);
-    arena_reset();
-    free(arena_head);
-    arena_head = NULL;
+    arena_free(a);
+    cur_arena = NULL;
 }
 
 /* A NUL escaped inside a string (\u0000) would end the C string cJSON hands
@@ -335,28 +381,32 @@ static int keep_nul_escapes(kin_reader *r)
     return 0;
 }
 
+/* Parses one value's text (len bytes, NUL-terminated) into the current
+ * arena; NULL with err filled if it is not exactly one JSON value.  Touches
+ * no reader state, so the parser thread can run it. */
+static cJSON *parse_text(const char *path, const char *text, size_t len, uint64_t start,
+                         tr_error *err)
+{
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(text ? text : "", len, &end, 0);
+    if (j && (!end || (size_t)(end - text) >= len))
+        return j;
+    /* on failure cJSON leaves `end` at the error (its global error pointer
+     * is shared by every thread, so it is not read) */
+    uint64_t off = start;
+    if (end && text && end >= text && end <= text + len)
+        off += (uint64_t)(end - text);
+    bad_at(err, path, off, "%s", "invalid JSON");
+    return NULL;
+}
+
 static cJSON *parse_el(kin_reader *r, uint64_t start)
 {
     if (keep_nul_escapes(r) < 0) {
         oom(r);
         return NULL;
     }
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(r->el.v ? r->el.v : "", r->el.n, &end, 0);
-    if (!j) {
-        const char *ep = cJSON_GetErrorPtr();
-        uint64_t off = start;
-        if (ep && r->el.v && ep >= r->el.v && ep <= r->el.v + r->el.n)
-            off += (uint64_t)(ep - r->el.v);
-        bad(r, off, "%s", "invalid JSON");
-        return NULL;
-    }
-    if (end && (size_t)(end - r->el.v) < r->el.n) {
-        cJSON_Delete(j);
-        bad(r, start + (uint64_t)(end - r->el.v), "%s", "invalid JSON");
-        return NULL;
-    }
-    return j;
+    return parse_text(r->path, r->el.v, r->el.n, start, r->err);
 }
 
 /* ---- numbers and strings ------------------------------------------------ */
@@ -928,23 +978,23 @@ static const kin_category *classify(kin_reader *r, const cJSON *ev, const char *
 }
 
 /* ts and dur in ns; 0 = skip the event (counted), or an error status. */
-static tr_status event_times(kin_reader *r, int complete, uint64_t off, int64_t *ts, int64_t *dur,
-                             int *ok)
+static tr_status event_times(kin_reader *r, const kin_item *it, int complete, int64_t *ts,
+                             int64_t *dur, int *ok)
 {
     static const char *const time_keys[] = {"ts", "dur"};
     const char *tv[2];
     size_t tn[2];
     *ts = *dur = 0;
     *ok = 0;
-    unsigned have = top_numbers(r->el.v, r->el.n, time_keys, complete ? 2 : 1, tv, tn);
+    unsigned have = top_numbers(it->text, it->len, time_keys, complete ? 2 : 1, tv, tn);
     if (!(have & 1) || tr_kineto_us_to_ns(tv[0], tn[0], ts) < 0) {
         r->no_ts++;
         return TR_OK;
     }
     if (complete && (have & 2) && (tr_kineto_us_to_ns(tv[1], tn[1], dur) < 0 || *dur < 0))
-        return bad(r, off, "%s", "bad event duration");
+        return bad(r, it->off, "%s", "bad event duration");
     if (*ts > INT64_MAX - *dur)
-        return bad(r, off, "%s", "event time out of range");
+        return bad(r, it->off, "%s", "event time out of range");
     *ok = 1;
     return TR_OK;
 }
@@ -987,8 +1037,9 @@ static tr_status comm_args(kin_reader *r, size_t idx, const cJSON *args)
     return TR_OK;
 }
 
-static tr_status handle_event(kin_reader *r, const cJSON *ev, uint64_t off)
+static tr_status handle_event(kin_reader *r, const kin_item *it)
 {
+    const cJSON *ev = it->ev;
     r->nevents_seen++;
     const char *ph = jstr(ev, "ph");
     const char *name = jstr(ev, "name");
@@ -1008,7 +1059,7 @@ static tr_status handle_event(kin_reader *r, const cJSON *ev, uint64_t off)
         return TR_OK;
     int64_t ts, dur;
     int ok;
-    tr_status s = event_times(r, ph[0] == 'X', off, &ts, &dur, &ok);
+    tr_status s = event_times(r, it, ph[0] == 'X', &ts, &dur, &ok);
     if (s != TR_OK || !ok)
         return s;
 
@@ -1036,44 +1087,232 @@ static tr_status handle_event(kin_reader *r, const cJSON *ev, uint64_t off)
 
 /* ---- the document -------------------------------------------------------- */
 
-static tr_status read_events(kin_reader *r)
+/* ---- the traceEvents array: parsed on a second thread -----------------------
+ *
+ * cJSON's parse is half of reading a Kineto trace; cutting each event out of
+ * the document and handle_event() (the model, in document order) are the
+ * other half.  So the reading thread cuts batches of events, copying their
+ * texts, and hands each batch to a parser thread, which fills in the parsed
+ * values in the batch's own arena; the reading thread then handles the
+ * parsed batches in order, while the parser works on the next.  The queue
+ * holds KIN_NBATCH batches of at most KIN_BATCH_EVENTS events and about
+ * KIN_BATCH_BYTES of text each: a few MB whatever the file.
+ *
+ * Errors surface in document order, as when one thread did it all: a cutting
+ * error (truncated input, bad separator) ends its batch and is reported after
+ * the batch's events are handled; a parse error stops its batch at the event
+ * that failed.  Without a second thread (pthread_create failed), the reading
+ * thread parses each batch itself. */
+#define KIN_NBATCH 4
+#define KIN_BATCH_EVENTS 512
+#define KIN_BATCH_BYTES ((size_t)1024 * 1024)
+
+typedef struct {
+    kin_item items[KIN_BATCH_EVENTS];
+    size_t text_at[KIN_BATCH_EVENTS];   /* each item's offset in `text` */
+    size_t n;            /* events cut */
+    size_t parsed;       /* events parsed: n, or the index of the one that failed */
+    kin_buf text;
+    kin_arena arena;     /* the parsed values */
+    int last;            /* the array ended, or cutting failed, after these events */
+    tr_status cut_status;
+} kin_batch;
+
+typedef struct {
+    const char *path;
+    kin_batch batch[KIN_NBATCH];
+    tr_error cut_err, parse_err;   /* the first of each */
+    int opened;          /* the array's '[' has been consumed */
+    int parse_failed;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    size_t cut, parsed, handled;   /* batch k is batch[k % KIN_NBATCH] */
+    int stop;            /* the parser is no longer needed */
+} kin_pipe;
+
+/* Cuts the next element into b; *end = 1 after the closing ']'. */
+static tr_status cut_element(kin_reader *r, kin_batch *b, int *end)
 {
-    r->in.pos++;   /* '[' */
     int c = skip_ws(r);
-    if (c == ']') {
+    if (c < 0)
+        return eof_error(r, "the traceEvents array");
+    uint64_t start = in_offset(&r->in);
+    if (c != '{')
+        return bad(r, start, "%s", "trace event is not a JSON object");
+    tr_status s = scan_value(r);
+    if (s != TR_OK)
+        return s;
+    if (keep_nul_escapes(r) < 0)
+        return oom(r);
+    b->text_at[b->n] = b->text.n;
+    if (buf_add(&b->text, r->el.v, r->el.n) < 0 || buf_add(&b->text, "", 1) < 0)
+        return oom(r);
+    b->items[b->n++] = (kin_item){NULL, start, NULL, r->el.n};
+    c = skip_ws(r);
+    if (c == ',') {
         r->in.pos++;
         return TR_OK;
     }
-    for (;;) {
-        c = skip_ws(r);
-        if (c < 0)
-            return eof_error(r, "the traceEvents array");
-        uint64_t start = in_offset(&r->in);
-        if (c != '{')
-            return bad(r, start, "%s", "trace event is not a JSON object");
-        tr_status s = scan_value(r);
-        if (s != TR_OK)
-            return s;
-        cJSON *ev = parse_el(r, start);
-        if (!ev)
-            return TR_ERR_INPUT;
-        s = handle_event(r, ev, start);
-        arena_reset();
-        if (s != TR_OK)
-            return s;
-        c = skip_ws(r);
-        if (c == ',') {
-            r->in.pos++;
-            continue;
-        }
-        if (c == ']') {
-            r->in.pos++;
-            return TR_OK;
-        }
-        if (c < 0)
-            return eof_error(r, "the traceEvents array");
-        return bad(r, in_offset(&r->in), "%s", "invalid JSON: expected ',' or ']' after an event");
+    if (c == ']') {
+        r->in.pos++;
+        *end = 1;
+        return TR_OK;
     }
+    if (c < 0)
+        return eof_error(r, "the traceEvents array");
+    return bad(r, in_offset(&r->in), "%s", "invalid JSON: expected ',' or ']' after an event");
+}
+
+/* Cuts the next batch; its cutting error, if any, goes to p->cut_err. */
+static void cut_batch(kin_reader *r, kin_pipe *p, kin_batch *b)
+{
+    tr_error *saved = r->err;
+    r->err = &p->cut_err;
+    b->n = b->parsed = b->text.n = 0;
+    b->cut_status = TR_OK;
+    int end = 0;
+    if (!p->opened) {
+        p->opened = 1;
+        r->in.pos++;   /* '[' */
+        if (skip_ws(r) == ']') {
+            r->in.pos++;
+            end = 1;
+        }
+    }
+    while (!end && b->n < KIN_BATCH_EVENTS && b->text.n < KIN_BATCH_BYTES) {
+        b->cut_status = cut_element(r, b, &end);
+        if (b->cut_status != TR_OK)
+            end = 1;
+    }
+    b->last = end;
+    for (size_t i = 0; i < b->n; i++)
+        b->items[i].text = b->text.v + b->text_at[i];
+    r->err = saved;
+}
+
+static void parse_batch(kin_pipe *p, kin_batch *b)
+{
+    kin_arena *saved = cur_arena;
+    cur_arena = &b->arena;
+    arena_reset(&b->arena);
+    tr_error err;
+    for (b->parsed = 0; b->parsed < b->n; b->parsed++) {
+        kin_item *it = &b->items[b->parsed];
+        it->ev = parse_text(p->path, it->text, it->len, it->off, &err);
+        if (!it->ev) {
+            if (!p->parse_failed)   /* batches are parsed in order: the first is the earliest */
+                p->parse_err = err;
+            p->parse_failed = 1;
+            break;
+        }
+    }
+    cur_arena = saved;
+}
+
+static void *parser_thread(void *arg)
+{
+    kin_pipe *p = arg;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->stop && p->parsed == p->cut)
+            pthread_cond_wait(&p->changed, &p->lock);
+        if (p->stop)
+            break;
+        kin_batch *b = &p->batch[p->parsed % KIN_NBATCH];
+        pthread_mutex_unlock(&p->lock);
+        parse_batch(p, b);
+        pthread_mutex_lock(&p->lock);
+        p->parsed++;
+        pthread_cond_broadcast(&p->changed);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* Cuts batches until the queue is full or the array has ended. */
+static void cut_ahead(kin_reader *r, kin_pipe *p, int *ended)
+{
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        int room = !*ended && p->cut - p->handled < KIN_NBATCH;
+        pthread_mutex_unlock(&p->lock);
+        if (!room)
+            return;
+        kin_batch *b = &p->batch[p->cut % KIN_NBATCH];   /* handled: the parser is done with it */
+        cut_batch(r, p, b);
+        *ended = b->last;
+        pthread_mutex_lock(&p->lock);
+        p->cut++;
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
+/* The next batch in order, once parsed (here, without a parser thread). */
+static kin_batch *next_parsed(kin_pipe *p, int threaded)
+{
+    kin_batch *b = &p->batch[p->handled % KIN_NBATCH];
+    if (!threaded) {
+        parse_batch(p, b);
+        p->parsed++;
+        return b;
+    }
+    pthread_mutex_lock(&p->lock);
+    while (p->parsed == p->handled)
+        pthread_cond_wait(&p->changed, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    return b;
+}
+
+static tr_status handle_batches(kin_reader *r, kin_pipe *p, int threaded)
+{
+    int ended = 0;
+    for (;;) {
+        cut_ahead(r, p, &ended);
+        kin_batch *b = next_parsed(p, threaded);
+        for (size_t i = 0; i < b->parsed; i++) {
+            tr_status s = handle_event(r, &b->items[i]);
+            if (s != TR_OK)
+                return s;
+        }
+        if (b->parsed < b->n)
+            return tr_error_copy(r->err, &p->parse_err);
+        if (b->cut_status != TR_OK)
+            return tr_error_copy(r->err, &p->cut_err);
+        if (b->last)
+            return TR_OK;
+        pthread_mutex_lock(&p->lock);
+        p->handled++;
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
+static tr_status read_events(kin_reader *r)
+{
+    kin_pipe *p = calloc(1, sizeof *p);
+    if (!p)
+        return oom(r);
+    p->path = r->path;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->changed, NULL);
+    pthread_t th;
+    int threaded = pthread_create(&th, NULL, parser_thread, p) == 0;
+    tr_status s = handle_batches(r, p, threaded);
+    if (threaded) {
+        pthread_mutex_lock(&p->lock);
+        p->stop = 1;
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        pthread_join(th, NULL);
+    }
+    for (int i = 0; i < KIN_NBATCH; i++) {
+        free(p->batch[i].text.v);
+        arena_free(&p->batch[i].arena);
+    }
+    pthread_cond_destroy(&p->changed);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+    return s;
 }
 
 static tr_status top_value(kin_reader *r, const char *key, cJSON *v)
@@ -1185,7 +1424,7 @@ static tr_status read_document(kin_reader *r)
                     if (!v)
                         return TR_ERR_INPUT;
                     s = top_value(r, key, v);
-                    arena_reset();
+                    arena_reset(&r->arena);
                     if (s != TR_OK)
                         return s;
                 }
@@ -1407,9 +1646,9 @@ static tr_status read_common(kin_reader *r)
     r->source = tr_add_source(r->t, r->path, "kineto", "");
     if (!r->source)
         return oom(r);
-    arena_begin();
+    arena_begin(&r->arena);
     tr_status s = read_document(r);
-    arena_end();
+    arena_end(&r->arena);
     if (s == TR_OK)
         s = finish(r);
     return s;
