@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,8 +341,9 @@ static void check_ranks(const tr_trace *t, const tr_ingest_opts *o)
 /* The meta rows of an ingest: the generator, and `time_base_ns.N` for each
  * Kineto source: the ns its times were shifted by (baseTimeNanoseconds, 0
  * when the file has none), from which gpu-time recomputes the file's own
- * float microseconds as TraceLens reads them. */
-static tr_status write_db(const tr_trace *t, const char *out, tr_error *err)
+ * float microseconds as TraceLens reads them.  Ends the write w began (and
+ * frees it). */
+static tr_status write_db(tr_rundb_writer *w, const tr_trace *t, tr_error *err)
 {
     size_t nsrc = t->sources.n ? t->sources.n - 1 : 0;
     tr_meta_kv *meta = calloc(1 + 2 * nsrc, sizeof *meta);
@@ -349,6 +351,7 @@ static tr_status write_db(const tr_trace *t, const char *out, tr_error *err)
     if (!meta || !kv) {
         free(meta);
         free(kv);
+        tr_rundb_write_abort(w);
         return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
     }
     size_t n = 0;
@@ -365,15 +368,57 @@ static tr_status write_db(const tr_trace *t, const char *out, tr_error *err)
     for (size_t i = 1; i < t->sources.n; i++) {
         if (t->sources.v[i].world_size <= 0)
             continue;
-        char (*w)[48] = kv[nsrc + i - 1];
-        snprintf(w[0], sizeof w[0], "world_size.%zu", i);
-        snprintf(w[1], sizeof w[1], "%lld", (long long)t->sources.v[i].world_size);
-        meta[n++] = (tr_meta_kv){w[0], w[1]};
+        char (*ws)[48] = kv[nsrc + i - 1];
+        snprintf(ws[0], sizeof ws[0], "world_size.%zu", i);
+        snprintf(ws[1], sizeof ws[1], "%lld", (long long)t->sources.v[i].world_size);
+        meta[n++] = (tr_meta_kv){ws[0], ws[1]};
     }
-    tr_status st = tr_rundb_write(t, out, meta, n, err);
+    tr_status st = tr_rundb_write_end(w, t, meta, n, err);
     free(meta);
     free(kv);
     return st;
+}
+
+/* The part of run.db the call tree leaves unchanged is written on a second
+ * thread while the tree is built (lib/rundb.h says what it reads). */
+typedef struct {
+    const tr_trace *t;
+    const char *out;
+    tr_rundb_writer *w;
+    tr_status st;
+    tr_error err;
+} early_write;
+
+static void *write_early(void *arg)
+{
+    early_write *e = arg;
+    e->st = tr_rundb_write_begin(&e->w, e->t, e->out, &e->err);
+    return NULL;
+}
+
+static tr_status build_and_write(tr_trace *t, const char *out, tr_progress *pg, tr_error *err)
+{
+    early_write ew = {.t = t, .out = out};
+    pthread_t th;
+    int threaded = pthread_create(&th, NULL, write_early, &ew) == 0;
+    if (!threaded)
+        write_early(&ew);
+    tr_progress_phase(pg, "building the call tree", 0);
+    tr_status st = tr_tree_build(t, err);
+    if (threaded)
+        pthread_join(th, NULL);
+    if (st == TR_OK && ew.st != TR_OK)
+        st = tr_error_copy(err, &ew.err);
+    if (st == TR_OK)
+        st = tr_coll_ingest(t, err);   /* collectives onto their kernels; clock offsets */
+    if (st != TR_OK) {
+        tr_rundb_write_abort(ew.w);
+        return st;
+    }
+    char label[600];
+    snprintf(label, sizeof label, "writing %s", strcmp(out, "-") == 0 ? "the run database" : out);
+    tr_progress_phase(pg, label, 0);
+    return write_db(ew.w, t, err);
 }
 
 /* Large arrays spill beside the output (lib/spill.h): a directory that takes a
@@ -428,18 +473,8 @@ tr_status tr_ingest_files(const char *const *paths, size_t npaths, const char *o
     }
     if (st == TR_OK)
         check_ranks(&t, o);
-    if (st == TR_OK) {
-        tr_progress_phase(pg, "building the call tree", 0);
-        st = tr_tree_build(&t, err);
-        if (st == TR_OK)
-            st = tr_coll_ingest(&t, err);   /* collectives onto their kernels; clock offsets */
-    }
-    if (st == TR_OK) {
-        char label[600];
-        snprintf(label, sizeof label, "writing %s", strcmp(out, "-") == 0 ? "the run database" : out);
-        tr_progress_phase(pg, label, 0);
-        st = write_db(&t, out, err);
-    }
+    if (st == TR_OK)
+        st = build_and_write(&t, out, pg, err);
     if (nevents)
         *nevents = t.events.n;
     if (st == TR_OK && o && o->done)

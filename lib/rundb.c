@@ -346,16 +346,35 @@ static const struct {
     const char *table;
     int ncols;
     tr_row_fill fill;
-} bulk_tables[] = {
-    {"events", 26, fill_event},
+} detail_tables[] = {
     {"kernels", 10, fill_kernel},
     {"copies", 4, fill_copy},
     {"memsets", 2, fill_memset},
     {"api_calls", 3, fill_api_call},
 };
 
-static tr_status write_all(sqlite3 *db, const tr_trace *t, const tr_meta_kv *meta,
-                           size_t nmeta, tr_error *err)
+/* Strings first..last-1 (ids), through the bulk insert. */
+typedef struct { const tr_trace *t; size_t first; } string_range;
+
+static int fill_string_in(const void *ctx, size_t i, tr_cell *c)
+{
+    const string_range *r = ctx;
+    return fill_string(r->t, r->first - 1 + i, c);
+}
+
+static tr_status write_strings(sqlite3 *db, const tr_trace *t, size_t first, size_t last,
+                               tr_error *err)
+{
+    string_range r = {t, first};
+    return last > first ? tr_bulk_insert(db, "strings", 2, last - first, fill_string_in, &r, err)
+                        : TR_OK;
+}
+
+/* What the call tree leaves as it is: the strings interned so far (*nstrings
+ * of them; a trace of distinct NVTX names has nearly a string per event), the
+ * kinds, processes, threads, devices, streams, stack nodes and the detail
+ * tables.  Reads only the event's kind and detail. */
+static tr_status write_before_tree(sqlite3 *db, const tr_trace *t, size_t *nstrings, tr_error *err)
 {
     tr_status st = TR_OK;
     ins s = {0};
@@ -363,41 +382,8 @@ static tr_status write_all(sqlite3 *db, const tr_trace *t, const tr_meta_kv *met
 #define STEP() do { if ((st = step(db, &s, err)) != TR_OK) goto out; } while (0)
 #define DONE() do { sqlite3_finalize(s.st); s.st = NULL; } while (0)
 
-    PREP("INSERT INTO meta(key, value) VALUES(?, ?)");
-    char ver[16];
-    snprintf(ver, sizeof ver, "%d", TR_RUNDB_SCHEMA_VERSION);
-    const tr_meta_kv fixed[] = {
-        {"schema_version", ver},
-        {"tool_version", TR_VERSION},
-        {"time_unit", "ns"},
-    };
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
-        b_text(&s, fixed[i].key);
-        b_text(&s, fixed[i].value);
-        STEP();
-    }
-    for (size_t i = 0; i < nmeta; i++) {
-        b_text(&s, meta[i].key);
-        b_text(&s, meta[i].value);
-        STEP();
-    }
-    /* GPU activities without a launching call, by reason, where there are some */
-    static const char *const unlaunched[] = {"gpu_unlaunched_no_correlation",
-                                             "gpu_unlaunched_before_capture", "gpu_unlaunched_not_found"};
-    for (size_t i = 0; i < sizeof unlaunched / sizeof unlaunched[0]; i++) {
-        if (!t->gpu_unlaunched[i])
-            continue;
-        char n[32];
-        snprintf(n, sizeof n, "%zu", t->gpu_unlaunched[i]);
-        b_text(&s, unlaunched[i]);
-        b_text(&s, n);
-        STEP();
-    }
-    DONE();
-
-    /* a trace of distinct NVTX names has nearly a string per event */
-    if ((st = tr_bulk_insert(db, "strings", 2, tr_intern_count(&t->strings), fill_string, t, err))
-        != TR_OK)
+    *nstrings = tr_intern_count(&t->strings);
+    if ((st = write_strings(db, t, 1, *nstrings + 1, err)) != TR_OK)
         goto out;
 
     PREP("INSERT INTO kinds(id, name, on_gpu) VALUES(?, ?, ?)");
@@ -405,21 +391,6 @@ static tr_status write_all(sqlite3 *db, const tr_trace *t, const tr_meta_kv *met
         b_int(&s, k);
         b_text(&s, tr_kinds[k].name);
         b_int(&s, tr_kinds[k].on_gpu);
-        STEP();
-    }
-    DONE();
-
-    PREP("INSERT INTO sources(id, path, format, format_version, host, rank, event_count) "
-         "VALUES(?,?,?,?,?,?,?)");
-    for (size_t i = 1; i < t->sources.n; i++) {
-        const tr_source *src = &t->sources.v[i];
-        b_int(&s, (int64_t)i);
-        b_text(&s, tr_str_of(t, src->path));
-        b_text(&s, tr_str_of(t, src->format));
-        b_text(&s, src->format_version ? tr_str_of(t, src->format_version) : NULL);
-        b_text(&s, src->host ? tr_str_of(t, src->host) : NULL);
-        b_opt(&s, src->rank, -1);
-        b_int(&s, src->events);
         STEP();
     }
     DONE();
@@ -482,10 +453,83 @@ static tr_status write_all(sqlite3 *db, const tr_trace *t, const tr_meta_kv *met
     }
     DONE();
 
-    for (size_t i = 0; i < sizeof bulk_tables / sizeof bulk_tables[0]; i++)
-        if ((st = tr_bulk_insert(db, bulk_tables[i].table, bulk_tables[i].ncols, t->events.n,
-                                 bulk_tables[i].fill, t, err)) != TR_OK)
+    for (size_t i = 0; i < sizeof detail_tables / sizeof detail_tables[0]; i++)
+        if ((st = tr_bulk_insert(db, detail_tables[i].table, detail_tables[i].ncols, t->events.n,
+                                 detail_tables[i].fill, t, err)) != TR_OK)
             goto out;
+out:
+    if (s.st)
+        sqlite3_finalize(s.st);
+    return st;
+#undef PREP
+#undef STEP
+#undef DONE
+}
+
+/* The rest, once the tree is built: the meta rows (the tree counts GPU
+ * activities without a launching call), strings interned since, sources,
+ * events, aggregates, collectives and the index. */
+static tr_status write_after_tree(sqlite3 *db, const tr_trace *t, size_t nstrings,
+                                  const tr_meta_kv *meta, size_t nmeta, tr_error *err)
+{
+    tr_status st = TR_OK;
+    ins s = {0};
+#define PREP(sql) do { if ((st = prep(db, (sql), &s, err)) != TR_OK) goto out; } while (0)
+#define STEP() do { if ((st = step(db, &s, err)) != TR_OK) goto out; } while (0)
+#define DONE() do { sqlite3_finalize(s.st); s.st = NULL; } while (0)
+
+    PREP("INSERT INTO meta(key, value) VALUES(?, ?)");
+    char ver[16];
+    snprintf(ver, sizeof ver, "%d", TR_RUNDB_SCHEMA_VERSION);
+    const tr_meta_kv fixed[] = {
+        {"schema_version", ver},
+        {"tool_version", TR_VERSION},
+        {"time_unit", "ns"},
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        b_text(&s, fixed[i].key);
+        b_text(&s, fixed[i].value);
+        STEP();
+    }
+    for (size_t i = 0; i < nmeta; i++) {
+        b_text(&s, meta[i].key);
+        b_text(&s, meta[i].value);
+        STEP();
+    }
+    /* GPU activities without a launching call, by reason, where there are some */
+    static const char *const unlaunched[] = {"gpu_unlaunched_no_correlation",
+                                             "gpu_unlaunched_before_capture", "gpu_unlaunched_not_found"};
+    for (size_t i = 0; i < sizeof unlaunched / sizeof unlaunched[0]; i++) {
+        if (!t->gpu_unlaunched[i])
+            continue;
+        char n[32];
+        snprintf(n, sizeof n, "%zu", t->gpu_unlaunched[i]);
+        b_text(&s, unlaunched[i]);
+        b_text(&s, n);
+        STEP();
+    }
+    DONE();
+
+    if ((st = write_strings(db, t, nstrings + 1, tr_intern_count(&t->strings) + 1, err)) != TR_OK)
+        goto out;
+
+    PREP("INSERT INTO sources(id, path, format, format_version, host, rank, event_count) "
+         "VALUES(?,?,?,?,?,?,?)");
+    for (size_t i = 1; i < t->sources.n; i++) {
+        const tr_source *src = &t->sources.v[i];
+        b_int(&s, (int64_t)i);
+        b_text(&s, tr_str_of(t, src->path));
+        b_text(&s, tr_str_of(t, src->format));
+        b_text(&s, src->format_version ? tr_str_of(t, src->format_version) : NULL);
+        b_text(&s, src->host ? tr_str_of(t, src->host) : NULL);
+        b_opt(&s, src->rank, -1);
+        b_int(&s, src->events);
+        STEP();
+    }
+    DONE();
+
+    if ((st = tr_bulk_insert(db, "events", 26, t->events.n, fill_event, t, err)) != TR_OK)
+        goto out;
 
     if ((st = tr_aggregates_write(db, t, err)) != TR_OK || (st = tr_coll_write(db, t, err)) != TR_OK)
         goto out;
@@ -501,45 +545,87 @@ out:
 #undef DONE
 }
 
-tr_status tr_rundb_write(const tr_trace *t, const char *path,
-                         const tr_meta_kv *meta, size_t nmeta, tr_error *err)
-{
+struct tr_rundb_writer {
     tr_output af;
-    tr_status st = tr_output_begin(&af, path, TR_OUTPUT_NEED_FILE, err);
-    if (st != TR_OK)
+    sqlite3 *db;
+    size_t nstrings;   /* written by tr_rundb_write_begin() */
+};
+
+void tr_rundb_write_abort(tr_rundb_writer *w)
+{
+    if (!w)
+        return;
+    if (w->db)
+        sqlite3_close(w->db);
+    tr_output_abort(&w->af);
+    free(w);
+}
+
+tr_status tr_rundb_write_begin(tr_rundb_writer **out, const tr_trace *t, const char *path,
+                               tr_error *err)
+{
+    *out = NULL;
+    tr_rundb_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    tr_status st = tr_output_begin(&w->af, path, TR_OUTPUT_NEED_FILE, err);
+    if (st != TR_OK) {
+        free(w);
         return st;
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(af.tmp_path, &db,
+    }
+    if (sqlite3_open_v2(w->af.tmp_path, &w->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL)
         != SQLITE_OK) {
         st = tr_fail(err, TR_ERR_RUNTIME, "cannot create %s: %s", path,
-                     db ? sqlite3_errmsg(db) : "out of memory");
-        goto fail;
+                     w->db ? sqlite3_errmsg(w->db) : "out of memory");
+        tr_rundb_write_abort(w);
+        return st;
     }
     /* The file is a temporary one until its rename: no journal, no syncs.
      * 16 KiB pages make the events table's appends a few percent cheaper than
      * 8 KiB ones at the same peak RSS; 64 KiB ones were cheaper still but
      * grew the index build's sorter by 20 MiB. */
-    if ((st = sql_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
-                           "PRAGMA page_size=16384; BEGIN", err)) != TR_OK
-        || (st = tr_rundb_create_schema(db, err)) != TR_OK
-        || (st = write_all(db, t, meta, nmeta, err)) != TR_OK
-        || (st = sql_exec(db, "COMMIT", err)) != TR_OK) {
+    if ((st = sql_exec(w->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
+                              "PRAGMA page_size=16384; BEGIN", err)) != TR_OK
+        || (st = tr_rundb_create_schema(w->db, err)) != TR_OK
+        || (st = write_before_tree(w->db, t, &w->nstrings, err)) != TR_OK) {
         tr_error_prefix(err, "cannot write %s: ", path);
-        goto fail;
+        tr_rundb_write_abort(w);
+        return st;
     }
-    if (sqlite3_close(db) != SQLITE_OK) {
-        st = tr_fail(err, TR_ERR_RUNTIME, "cannot write %s: %s", path, sqlite3_errmsg(db));
-        db = NULL;
-        goto fail;
+    *out = w;
+    return TR_OK;
+}
+
+tr_status tr_rundb_write_end(tr_rundb_writer *w, const tr_trace *t, const tr_meta_kv *meta,
+                             size_t nmeta, tr_error *err)
+{
+    const char *path = w->af.path;
+    tr_status st;
+    if ((st = write_after_tree(w->db, t, w->nstrings, meta, nmeta, err)) != TR_OK
+        || (st = sql_exec(w->db, "COMMIT", err)) != TR_OK) {
+        tr_error_prefix(err, "cannot write %s: ", path);
+        tr_rundb_write_abort(w);
+        return st;
     }
-    db = NULL;
-    return tr_output_commit(&af, err);
-fail:
-    if (db)
-        sqlite3_close(db);
-    tr_output_abort(&af);
+    if (sqlite3_close(w->db) != SQLITE_OK) {
+        st = tr_fail(err, TR_ERR_RUNTIME, "cannot write %s: %s", path, sqlite3_errmsg(w->db));
+        w->db = NULL;
+        tr_rundb_write_abort(w);
+        return st;
+    }
+    w->db = NULL;
+    st = tr_output_commit(&w->af, err);
+    free(w);
     return st;
+}
+
+tr_status tr_rundb_write(const tr_trace *t, const char *path,
+                         const tr_meta_kv *meta, size_t nmeta, tr_error *err)
+{
+    tr_rundb_writer *w;
+    tr_status st = tr_rundb_write_begin(&w, t, path, err);
+    return st == TR_OK ? tr_rundb_write_end(w, t, meta, nmeta, err) : st;
 }
 
 /* ---- opening a run.db for reading ----

@@ -46,6 +46,22 @@ tr_status tr_rundb_create_schema(sqlite3 *db, tr_error *err);
 tr_status tr_rundb_write(const tr_trace *t, const char *path,
                          const tr_meta_kv *meta, size_t nmeta, tr_error *err);
 
+/* The same in two parts, so that the first can run on another thread while
+ * tr_tree_build() runs: tr_rundb_write_begin() creates the temporary file and
+ * writes what the tree leaves unchanged (the strings interned so far, the
+ * threads, devices, streams, stack nodes and detail tables), reading of the
+ * events only their kind and detail.  Until it returns, the trace may change
+ * in nothing it reads: no events, strings, detail rows or stack nodes added.
+ * tr_rundb_write_end() writes the rest (strings added since included),
+ * commits and renames; tr_rundb_write_abort() removes the temporary file.
+ * Either frees the writer. */
+typedef struct tr_rundb_writer tr_rundb_writer;
+tr_status tr_rundb_write_begin(tr_rundb_writer **w, const tr_trace *t, const char *path,
+                               tr_error *err);
+tr_status tr_rundb_write_end(tr_rundb_writer *w, const tr_trace *t, const tr_meta_kv *meta,
+                             size_t nmeta, tr_error *err);
+void tr_rundb_write_abort(tr_rundb_writer *w);
+
 /* Opens a run.db read-only after checking it is one and of a version we read.
  * The file is treated as hostile: it must be a regular file; every table the
  * tools read must be a plain table with the schema's columns; views and
