@@ -49,4 +49,34 @@ static inline int64_t tr_col_i64(sqlite3_stmt *st, int i, int64_t def)
     return sqlite3_column_type(st, i) == SQLITE_NULL ? def : sqlite3_column_int64(st, i);
 }
 
+/* Reading ahead: a helper thread steps a statement and keeps each row's
+ * cells in a bounded queue of batches, while the caller handles the rows
+ * before.  A cell holds the column's type and what sqlite3_column_int64()
+ * gives for it and, for the columns `bytes` marks 't' (text) or 'b' (blob),
+ * what sqlite3_column_text() or _blob() and _bytes() give; its bytes live
+ * until the next call.  Nothing else may use the connection until
+ * tr_sql_ahead_stop().  Without a thread the caller's thread steps the
+ * statement itself, batch by batch. */
+typedef struct {
+    int type;    /* SQLITE_INTEGER, SQLITE_NULL, ... */
+    int len;     /* bytes of p */
+    int64_t i;
+    const char *p;   /* NULL for NULL, or where bytes were not asked for */
+} tr_sql_cell;
+
+typedef struct tr_sql_ahead tr_sql_ahead;
+
+/* bytes: one letter per column ('i' integer only, 't' text, 'b' blob), or NULL for all 'i'. */
+tr_status tr_sql_ahead_start(tr_sql_ahead **ahead, tr_sql_input *in, sqlite3_stmt *st,
+                             const char *table, int ncols, const char *bytes, tr_error *err);
+/* The next row's ncols cells; NULL at the end (*rc 0) or on error (*rc -1, err filled). */
+const tr_sql_cell *tr_sql_ahead_next(tr_sql_ahead *ahead, int *rc, tr_error *err);
+/* Stops the helper (it may be ahead of the caller) and frees; st stays the caller's. */
+void tr_sql_ahead_stop(tr_sql_ahead *ahead);
+
+static inline int64_t tr_cell_i64(const tr_sql_cell *c, int64_t def)
+{
+    return c->type == SQLITE_NULL ? def : c->i;
+}
+
 #endif

@@ -21,19 +21,27 @@ int ct_time_ok(int64_t v)
     return v >= -TR_NS_SPAN_MAX && v <= TR_NS_SPAN_MAX;
 }
 
-int ct_interval(ct_bad *b, sqlite3_stmt *st, int cs, int ce, int64_t *start, int64_t *end)
+/* ct_interval() on values already read: their SQLite types and integers. */
+static int interval_of(ct_bad *b, int stype, int64_t s, int etype, int64_t e, int64_t *start,
+                       int64_t *end)
 {
-    if (sqlite3_column_type(st, cs) != SQLITE_INTEGER || sqlite3_column_type(st, ce) != SQLITE_INTEGER) {
+    if (stype != SQLITE_INTEGER || etype != SQLITE_INTEGER) {
         b->no_time++;
         return 0;
     }
-    *start = sqlite3_column_int64(st, cs);
-    *end = sqlite3_column_int64(st, ce);
+    *start = s;
+    *end = e;
     if (!ct_time_ok(*start) || !ct_time_ok(*end) || !tr_span_ok(*start, *end)) {
         b->bad_span++;
         return 0;
     }
     return 1;
+}
+
+int ct_interval(ct_bad *b, sqlite3_stmt *st, int cs, int ce, int64_t *start, int64_t *end)
+{
+    return interval_of(b, sqlite3_column_type(st, cs), sqlite3_column_int64(st, cs),
+                       sqlite3_column_type(st, ce), sqlite3_column_int64(st, ce), start, end);
 }
 
 void ct_report_bad(const ct_reader *r, const ct_bad *b)
@@ -99,12 +107,11 @@ static ssize_t str_index(const ct_reader *r, int64_t id)
     return lo < r->nstr && r->str[lo].id == id ? (ssize_t)lo : -1;
 }
 
-/* The index of the string in column col, or -1 when NULL, null or unknown. */
-static ssize_t col_string(const ct_reader *r, sqlite3_stmt *st, int col)
+/* The index of string id `id` (of SQLite type `type`), or -1 when NULL, null or unknown. */
+static ssize_t string_index(const ct_reader *r, int type, int64_t id)
 {
-    if (col < 0 || sqlite3_column_type(st, col) == SQLITE_NULL)
+    if (type == SQLITE_NULL)
         return -1;
-    int64_t id = sqlite3_column_int64(st, col);
     if (id <= 0 && (r->fmt->flags & CT_ZERO_ID_NULL))
         return -1;
     return str_index(r, id);
@@ -112,7 +119,8 @@ static ssize_t col_string(const ct_reader *r, sqlite3_stmt *st, int col)
 
 uint32_t ct_string(const ct_reader *r, sqlite3_stmt *st, int col)
 {
-    ssize_t i = col_string(r, st, col);
+    ssize_t i = col < 0 ? -1 : string_index(r, sqlite3_column_type(st, col),
+                                            sqlite3_column_int64(st, col));
     return i < 0 ? 0 : r->str[i].raw;
 }
 
@@ -147,6 +155,7 @@ int ct_probe_open(tr_sql_input *in, const char *path, const unsigned char *head,
 static tr_status select_row(ct_reader *r, const ct_table *tab, ct_row *w, tr_error *err)
 {
     tr_col cols[CT_NFIELDS];
+    w->cells = NULL;
     for (int f = 0; f < CT_NFIELDS; f++)
         w->col[f] = -1;
     for (size_t i = 0; i < tab->ncols; i++) {
@@ -156,18 +165,54 @@ static tr_status select_row(ct_reader *r, const ct_table *tab, ct_row *w, tr_err
     return tr_sql_select(&r->in, tab->name, cols, tab->ncols, tab->tail, &w->st, err);
 }
 
+/* Column c of the current row (read ahead, or from the statement); an absent
+ * column (c < 0) reads as NULL, as SQLite reads a column out of range. */
+static int row_type(const ct_row *w, int c)
+{
+    if (c < 0)
+        return SQLITE_NULL;
+    return w->cells ? w->cells[c].type : sqlite3_column_type(w->st, c);
+}
+
+static int64_t row_int(const ct_row *w, int c)
+{
+    if (c < 0)
+        return 0;
+    return w->cells ? w->cells[c].i : sqlite3_column_int64(w->st, c);
+}
+
 int64_t ct_i64(const ct_row *w, ct_field f, int64_t def)
 {
-    return w->col[f] < 0 ? def : tr_col_i64(w->st, w->col[f], def);
+    int c = w->col[f];
+    return row_type(w, c) == SQLITE_NULL ? def : row_int(w, c);
+}
+
+static ssize_t row_string_index(const ct_reader *r, const ct_row *w, int col)
+{
+    return string_index(r, row_type(w, col), row_int(w, col));
+}
+
+uint32_t ct_cell_string(const ct_reader *r, const tr_sql_cell *c)
+{
+    ssize_t i = string_index(r, c->type, c->i);
+    return i < 0 ? 0 : r->str[i].raw;
+}
+
+uint32_t ct_row_string(const ct_reader *r, const ct_row *w, ct_field f)
+{
+    ssize_t i = row_string_index(r, w, w->col[f]);
+    return i < 0 ? 0 : r->str[i].raw;
 }
 
 /* The row's start and end; 0 (counted in bad) when the format checks them and they are unusable. */
 static int row_times(const ct_reader *r, const ct_row *w, ct_bad *bad, int64_t *start, int64_t *end)
 {
+    int cs = w->col[CT_START], ce = w->col[CT_END];
     if (r->fmt->flags & CT_CHECK_TIMES)
-        return ct_interval(bad, w->st, w->col[CT_START], w->col[CT_END], start, end);
-    *start = sqlite3_column_int64(w->st, w->col[CT_START]);
-    *end = sqlite3_column_int64(w->st, w->col[CT_END]);
+        return interval_of(bad, row_type(w, cs), row_int(w, cs), row_type(w, ce), row_int(w, ce),
+                           start, end);
+    *start = row_int(w, cs);
+    *end = row_int(w, ce);
     return 1;
 }
 
@@ -201,6 +246,41 @@ static tr_status fail_oom(ct_reader *r, ct_row *w, tr_error *err)
     return ct_oom(r, err);
 }
 
+/* Selects the table and starts reading its rows ahead on a second thread
+ * (ingest/sql_input.h): stepping SQLite was most of each loop.  Text columns
+ * come with their bytes.  *a is NULL (and TR_OK) when the file lacks the table. */
+static tr_status select_ahead(ct_reader *r, const ct_table *tab, ct_row *w, tr_sql_ahead **a,
+                              tr_error *err)
+{
+    *a = NULL;
+    tr_status s = select_row(r, tab, w, err);
+    if (s != TR_OK || !w->st)
+        return s;
+    char bytes[CT_NFIELDS + 1] = "";
+    for (size_t i = 0; i < tab->ncols && i < CT_NFIELDS; i++)
+        bytes[i] = tab->cols[i].field == CT_TEXT ? 't' : 'i';
+    s = tr_sql_ahead_start(a, &r->in, w->st, tab->name, (int)tab->ncols, bytes, err);
+    if (s != TR_OK) {
+        sqlite3_finalize(w->st);
+        *a = NULL;
+    }
+    return s;
+}
+
+/* Ends a loop of select_ahead(); status as finish(). */
+static tr_status end_ahead(ct_reader *r, ct_row *w, tr_sql_ahead *a, const ct_bad *bad, int rc,
+                           tr_error *err)
+{
+    tr_sql_ahead_stop(a);
+    return finish(r, w, bad, rc, err);
+}
+
+static tr_status ahead_oom(ct_reader *r, ct_row *w, tr_sql_ahead *a, tr_error *err)
+{
+    tr_sql_ahead_stop(a);
+    return fail_oom(r, w, err);
+}
+
 static int cmp_string(const void *pa, const void *pb)
 {
     const struct ct_string *a = pa, *b = pb;
@@ -229,12 +309,13 @@ static void sort_strings(ct_reader *r)
 tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err)
 {
     ct_row w;
-    tr_status s = select_row(r, tab, &w, err);
-    if (s != TR_OK || !w.st)
+    tr_sql_ahead *a;
+    tr_status s = select_ahead(r, tab, &w, &a, err);
+    if (s != TR_OK || !a)
         return s;
     int rc, vc = w.col[CT_TEXT], sorted = 1;
     size_t cap = r->nstr;
-    while ((rc = tr_sql_next(&r->in, w.st, tab->name, err)) == 1) {
+    while ((w.cells = tr_sql_ahead_next(a, &rc, err)) != NULL) {
         tr_spill_tick();
         if (r->nstr == cap) {
             size_t ncap = cap ? cap * 2 : 256;
@@ -242,18 +323,18 @@ tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err)
              * with the other large arrays (lib/spill.h) */
             struct ct_string *n = tr_spill_realloc(r->str, cap * sizeof *n, ncap * sizeof *n);
             if (!n)
-                return fail_oom(r, &w, err);
+                return ahead_oom(r, &w, a, err);
             r->str = n;
             cap = ncap;
         }
-        const char *v = (const char *)sqlite3_column_text(w.st, vc);
-        int len = sqlite3_column_bytes(w.st, vc);
+        const char *v = w.cells[vc].p;
+        int len = w.cells[vc].len;
         struct ct_string *x = &r->str[r->nstr];
-        x->id = sqlite3_column_int64(w.st, w.col[CT_ID]);
+        x->id = row_int(&w, w.col[CT_ID]);
         x->raw = tr_intern_add(&r->t->strings, v ? v : "", v ? (size_t)len : 0);
         x->kernel = 0;
         if (!x->raw)
-            return fail_oom(r, &w, err);
+            return ahead_oom(r, &w, a, err);
         if (r->nstr && x[-1].id >= x->id)
             sorted = 0;
         r->nstr++;
@@ -261,7 +342,7 @@ tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err)
     if (!sorted)
         sort_strings(r);
     r->str_dense = r->nstr && (uint64_t)r->str[r->nstr - 1].id - (uint64_t)r->str[0].id == r->nstr - 1;
-    return finish(r, &w, NULL, rc, err);
+    return end_ahead(r, &w, a, NULL, rc, err);
 }
 
 /* A device's number is its CUDA ordinal where the format gives one apart from the row id. */
@@ -298,29 +379,30 @@ tr_status ct_read_events(ct_reader *r, const ct_table *tab, const char *name, ct
                          tr_error *err)
 {
     ct_row w;
-    tr_status s = select_row(r, tab, &w, err);
-    if (s != TR_OK || !w.st)
+    tr_sql_ahead *a;
+    tr_status s = select_ahead(r, tab, &w, &a, err);
+    if (s != TR_OK || !a)
         return s;
     ct_bad bad = {tab->name, 0, 0};
     uint32_t name_id = name ? tr_str(r->t, name) : 0;
     int rc;
-    while ((rc = tr_sql_next(&r->in, w.st, tab->name, err)) == 1) {
+    while ((w.cells = tr_sql_ahead_next(a, &rc, err)) != NULL) {
         int64_t start, end;
         if (!row_times(r, &w, &bad, &start, &end))
             continue;
         tr_event *e = tr_add_event(r->t, tab->kind);
         if (!e)
-            return fail_oom(r, &w, err);
+            return ahead_oom(r, &w, a, err);
         e->name = name_id;
         e->start = start;
         e->end = end;
         if ((s = fill(r, tab, &w, e, err)) != TR_OK) {
-            sqlite3_finalize(w.st);
+            end_ahead(r, &w, a, NULL, 0, err);
             return s;
         }
         ct_note_ts(r, e->end);
     }
-    return finish(r, &w, &bad, rc, err);
+    return end_ahead(r, &w, a, &bad, rc, err);
 }
 
 /* By callback id, as CUPTI names it ("cudaLaunchKernel"), cached per id. */
@@ -360,11 +442,11 @@ static tr_status fill_api(ct_reader *r, const ct_table *tab, const ct_row *w, tr
 {
     (void)err;
     int cbc = w->col[CT_CBID];
-    int cbid = cbc >= 0 ? sqlite3_column_int(w->st, cbc) : 0;
+    int cbid = cbc >= 0 ? (int)row_int(w, cbc) : 0;
     if (cbc >= 0)
         e->name = cbid_name(r, tab->kind == TR_KIND_DRIVER, cbid);
     else
-        versioned_name(r, ct_string(r, w->st, w->col[CT_NAME]), e);
+        versioned_name(r, ct_row_string(r, w, CT_NAME), e);
     e->thread = row_thread(r, w);
     e->correlation = ct_i64(w, CT_CORRELATION, -1);
     if (cbc >= 0) {
@@ -378,11 +460,11 @@ static tr_status fill_api(ct_reader *r, const ct_table *tab, const ct_row *w, tr
  * demangled here (once per name); the mangled name is kept as raw_name. */
 static tr_status kernel_name(ct_reader *r, const ct_row *w, tr_event *e, tr_error *err)
 {
-    ssize_t m = col_string(r, w->st, w->col[CT_MANGLED]);
+    ssize_t m = row_string_index(r, w, w->col[CT_MANGLED]);
     uint32_t mang = m < 0 ? 0 : r->str[m].raw;
-    uint32_t name = ct_string(r, w->st, w->col[CT_DEMANGLED]);
+    uint32_t name = ct_row_string(r, w, CT_DEMANGLED);
     if (!name)
-        name = ct_string(r, w->st, w->col[CT_SHORT]);
+        name = ct_row_string(r, w, CT_SHORT);
     if (!name && mang) {
         if (!r->str[m].kernel) {
             char *d = tr_demangle(tr_str_of(r->t, mang));
@@ -397,7 +479,7 @@ static tr_status kernel_name(ct_reader *r, const ct_row *w, tr_event *e, tr_erro
         char buf[48] = "[unknown kernel]";
         if (r->fmt->flags & CT_KERNEL_ID)
             snprintf(buf, sizeof buf, "[unknown kernel %lld]",
-                     (long long)sqlite3_column_int64(w->st, w->col[CT_MANGLED]));
+                     (long long)row_int(w, w->col[CT_MANGLED]));
         name = tr_str(r->t, buf);
     }
     e->name = name;
@@ -433,8 +515,7 @@ static tr_status fill_kernel(ct_reader *r, const ct_table *tab, const ct_row *w,
 static uint32_t memory_kind(ct_reader *r, const ct_row *w, ct_field f)
 {
     int c = w->col[f];
-    return c < 0 || sqlite3_column_type(w->st, c) == SQLITE_NULL
-               ? 0 : tr_enum_str(r->t, r->fmt->memory_kinds, sqlite3_column_int64(w->st, c));
+    return row_type(w, c) == SQLITE_NULL ? 0 : tr_enum_str(r->t, r->fmt->memory_kinds, row_int(w, c));
 }
 
 static tr_status fill_memcpy(ct_reader *r, const ct_table *tab, const ct_row *w, tr_event *e,

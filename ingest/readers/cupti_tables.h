@@ -115,10 +115,12 @@ struct ct_reader {
     struct { int64_t device, context, stream; uint32_t id; } last_stream;
 };
 
-/* A selected table: the statement and where each field is in it (-1: absent). */
+/* A selected table: the statement and where each field is in it (-1: absent);
+ * where its rows are read ahead, the current row's cells. */
 typedef struct {
     sqlite3_stmt *st;
     int col[CT_NFIELDS];
+    const tr_sql_cell *cells;
 } ct_row;
 
 /* Rows of one table whose times cannot be used: skipped, counted, reported once. */
@@ -166,6 +168,9 @@ uint32_t ct_thread(ct_reader *r, int64_t pid, int64_t tid);
 uint32_t ct_stream(ct_reader *r, int64_t device, int64_t context, int64_t stream);
 /* Our string id for the file's string id in column col; 0 when NULL, null or unknown. */
 uint32_t ct_string(const ct_reader *r, sqlite3_stmt *st, int col);
+/* The same for field f of a table's current row, and for a cell read ahead. */
+uint32_t ct_row_string(const ct_reader *r, const ct_row *w, ct_field f);
+uint32_t ct_cell_string(const ct_reader *r, const tr_sql_cell *c);
 /* Names e from an NVTX message: an annotated op (name, seq, shapes) when op_ok, else the text. */
 void ct_nvtx_name(ct_reader *r, tr_event *e, uint32_t raw, int op_ok);
 

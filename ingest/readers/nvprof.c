@@ -42,12 +42,21 @@ static uint32_t raw_string(ct_reader *r, sqlite3_stmt *st, int col)
     return s ? s : tr_str(r->t, "");
 }
 
-/* CUpti_ActivityObjectKindId: {u32 processId; u32 threadId} for processes and threads. */
-static void object_pid_tid(sqlite3_stmt *st, int kind_col, int blob_col, int64_t *pid, int64_t *tid)
+static uint32_t cell_raw_string(ct_reader *r, const tr_sql_cell *c)
 {
-    int kind = sqlite3_column_int(st, kind_col);
-    const unsigned char *b = sqlite3_column_blob(st, blob_col);
-    int n = sqlite3_column_bytes(st, blob_col);
+    uint32_t s = ct_cell_string(r, c);
+    return s ? s : tr_str(r->t, "");
+}
+
+static uint32_t row_raw_string(ct_reader *r, const ct_row *w, ct_field f)
+{
+    uint32_t s = ct_row_string(r, w, f);
+    return s ? s : tr_str(r->t, "");
+}
+
+/* CUpti_ActivityObjectKindId: {u32 processId; u32 threadId} for processes and threads. */
+static void pid_tid_of(int kind, const unsigned char *b, int n, int64_t *pid, int64_t *tid)
+{
     uint32_t v[2] = {0, 0};
     if (b && n >= 4)
         memcpy(&v[0], b, 4);
@@ -55,6 +64,13 @@ static void object_pid_tid(sqlite3_stmt *st, int kind_col, int blob_col, int64_t
         memcpy(&v[1], b + 4, 4);
     *pid = (kind == 1 || kind == 2) ? v[0] : 0;
     *tid = v[1];
+}
+
+static void object_pid_tid(sqlite3_stmt *st, int kind_col, int blob_col, int64_t *pid, int64_t *tid)
+{
+    int kind = sqlite3_column_int(st, kind_col);
+    const unsigned char *b = sqlite3_column_blob(st, blob_col);
+    pid_tid_of(kind, b, sqlite3_column_bytes(st, blob_col), pid, tid);
 }
 
 static tr_status read_contexts(ct_reader *r, const ct_table *table, tr_error *err)
@@ -193,8 +209,8 @@ static uint32_t acc_name(ct_reader *r, const ct_row *w)
         snprintf(ev, sizeof ev, "acc_event_%lld", (long long)kind);
         event = ev;
     }
-    const char *file = tr_str_of(r->t, raw_string(r, w->st, w->col[CT_SRC_FILE]));
-    const char *detail = tr_str_of(r->t, raw_string(r, w->st, w->col[CT_DETAIL]));
+    const char *file = tr_str_of(r->t, row_raw_string(r, w, CT_SRC_FILE));
+    const char *detail = tr_str_of(r->t, row_raw_string(r, w, CT_DETAIL));
     const char *cons = construct > 0
                            && (uint64_t)construct < sizeof acc_construct_names / sizeof acc_construct_names[0]
                            ? acc_construct_names[construct] : NULL;
@@ -367,15 +383,22 @@ static tr_status read_markers(ct_reader *r, const ct_table *table, tr_error *err
     tr_status s = tr_sql_select(&r->in, tab, cols, 6, " ORDER BY _id_", &st, err);
     if (s != TR_OK || !st)
         return s;
+    /* read ahead on a second thread (ingest/sql_input.h), objectId's bytes with them */
+    tr_sql_ahead *ahead;
+    if ((s = tr_sql_ahead_start(&ahead, &r->in, st, tab, 6, "iiiibi", err)) != TR_OK) {
+        sqlite3_finalize(st);
+        return s;
+    }
     tr_i64map open;
     tr_i64map_init(&open);
     size_t orphan_ends = 0, restarted = 0;
     ct_bad bad = {tab, 0, 0};
     int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        int64_t flags = sqlite3_column_int64(st, 0);
-        int64_t ts = sqlite3_column_int64(st, 1);
-        if (sqlite3_column_type(st, 1) != SQLITE_INTEGER) {
+    const tr_sql_cell *c;
+    while ((c = tr_sql_ahead_next(ahead, &rc, err)) != NULL) {
+        int64_t flags = c[0].i;
+        int64_t ts = c[1].i;
+        if (c[1].type != SQLITE_INTEGER) {
             bad.no_time++;
             continue;
         }
@@ -383,9 +406,9 @@ static tr_status read_markers(ct_reader *r, const ct_table *table, tr_error *err
             bad.bad_span++;
             continue;
         }
-        int64_t id = sqlite3_column_int64(st, 2);
+        int64_t id = c[2].i;
         int64_t pid, tid;
-        object_pid_tid(st, 3, 4, &pid, &tid);
+        pid_tid_of((int)c[3].i, (const unsigned char *)c[4].p, c[4].len, &pid, &tid);
         uint32_t thread = ct_thread(r, pid, tid);
         ct_note_ts(r, ts);
         if (flags & 4) {
@@ -412,7 +435,7 @@ static tr_status read_markers(ct_reader *r, const ct_table *table, tr_error *err
             goto nomem;
         e->start = e->end = ts;
         e->thread = thread;
-        uint32_t raw = raw_string(r, st, 5);
+        uint32_t raw = cell_raw_string(r, &c[5]);
         ct_nvtx_name(r, e, raw, 1);
         if (flags & 2) {
             int64_t prev;
@@ -422,6 +445,8 @@ static tr_status read_markers(ct_reader *r, const ct_table *table, tr_error *err
                 goto nomem;
         }
     }
+    tr_sql_ahead_stop(ahead);
+    ahead = NULL;
     sqlite3_finalize(st);
     st = NULL;
     if (rc < 0) {
@@ -448,6 +473,7 @@ static tr_status read_markers(ct_reader *r, const ct_table *table, tr_error *err
         tr_ingest_warn(r->o, "%s: %zu NVTX range id(s) started twice", r->in.path, restarted);
     return TR_OK;
 nomem:
+    tr_sql_ahead_stop(ahead);
     sqlite3_finalize(st);
     tr_i64map_free(&open);
     return ct_oom(r, err);
