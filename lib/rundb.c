@@ -371,6 +371,12 @@ static tr_status write_strings(sqlite3 *db, const tr_trace *t, size_t first, siz
                         : TR_OK;
 }
 
+/* The small tables go through prepared statements, a row at a time; each
+ * macro leaves the function through `out` on failure. */
+#define PREP(sql) do { if ((st = prep(db, (sql), &s, err)) != TR_OK) goto out; } while (0)
+#define STEP() do { if ((st = step(db, &s, err)) != TR_OK) goto out; } while (0)
+#define DONE() do { sqlite3_finalize(s.st); s.st = NULL; } while (0)
+
 /* What the call tree leaves as it is: the strings interned so far (*nstrings
  * of them; a trace of distinct NVTX names has nearly a string per event), the
  * kinds, processes, threads, devices, streams, stack nodes and the detail
@@ -379,9 +385,6 @@ static tr_status write_before_tree(sqlite3 *db, const tr_trace *t, size_t *nstri
 {
     tr_status st = TR_OK;
     ins s = {0};
-#define PREP(sql) do { if ((st = prep(db, (sql), &s, err)) != TR_OK) goto out; } while (0)
-#define STEP() do { if ((st = step(db, &s, err)) != TR_OK) goto out; } while (0)
-#define DONE() do { sqlite3_finalize(s.st); s.st = NULL; } while (0)
 
     *nstrings = tr_intern_count(&t->strings);
     if ((st = write_strings(db, t, 1, *nstrings + 1, err)) != TR_OK)
@@ -462,9 +465,6 @@ out:
     if (s.st)
         sqlite3_finalize(s.st);
     return st;
-#undef PREP
-#undef STEP
-#undef DONE
 }
 
 /* ---- the events table, in two halves at once ----
@@ -573,9 +573,6 @@ static tr_status write_after_tree(sqlite3 *db, const char *tmp_path, const tr_tr
 {
     tr_status st = TR_OK;
     ins s = {0};
-#define PREP(sql) do { if ((st = prep(db, (sql), &s, err)) != TR_OK) goto out; } while (0)
-#define STEP() do { if ((st = step(db, &s, err)) != TR_OK) goto out; } while (0)
-#define DONE() do { sqlite3_finalize(s.st); s.st = NULL; } while (0)
 
     PREP("INSERT INTO meta(key, value) VALUES(?, ?)");
     char ver[16];
@@ -639,10 +636,11 @@ out:
     if (s.st)
         sqlite3_finalize(s.st);
     return st;
+}
+
 #undef PREP
 #undef STEP
 #undef DONE
-}
 
 struct tr_rundb_writer {
     tr_output af;
