@@ -31,6 +31,47 @@ expect_one_line_error
 expect_grep 'trunc.json.gz' "$TMP/err"
 expect_no_file trunc.db
 
+# --- errors come out in document order, across the batches the parser thread works on:
+# each case has two errors in different batches (512 events each); the first one wins ---
+python3 - <<'PY'
+import json
+def doc(bad):
+    parts, offs = [], []
+    pos = len('{"traceEvents": [')
+    for i in range(3000):
+        e = json.dumps({"ph": "X", "cat": "cpu_op", "name": "op%d" % i, "pid": 1, "tid": 1,
+                        "ts": i * 10, "dur": 5})
+        e = bad.get(i, lambda t: t)(e)
+        offs.append(pos)
+        parts.append(e)
+        pos += len(e) + 2
+    return '{"traceEvents": [' + ", ".join(parts) + "]}", offs
+neg_dur = lambda t: t.replace('"dur": 5', '"dur": -5')
+bad_json = lambda t: t.replace('"dur": 5', '"dur": 5x')
+for name, bad in (("order1", {1000: neg_dur, 2000: bad_json}),
+                  ("order2", {1000: bad_json, 2000: neg_dur}),
+                  ("order3", {700: neg_dur, 2900: bad_json})):
+    text, offs = doc(bad)
+    open(name + ".json", "w").write(text)
+    first = min(bad)
+    open(name + ".range", "w").write("%d %d\n" % (offs[first], offs[first + 1]))
+PY
+for c in order1 order3; do
+    expect_status 3 "$BIN/trace-ingest" -o "$c.db" "$c.json"
+    expect_one_line_error
+    read -r from _ <"$c.range"
+    expect_grep "offset=$from: bad event duration" "$TMP/err"
+    expect_no_file "$c.db"
+done
+expect_status 3 "$BIN/trace-ingest" -o order2.db order2.json
+expect_one_line_error
+expect_grep 'invalid JSON' "$TMP/err"
+read -r from to <order2.range
+off=$(sed -n 's/.*offset=\([0-9]*\):.*/\1/p' "$TMP/err")
+[ -n "$off" ] && [ "$off" -ge "$from" ] && [ "$off" -lt "$to" ] \
+    || fail "invalid JSON reported at offset '$off', not in event 1000 ($from..$to)"
+expect_no_file order2.db
+
 need_traces || return 0
 K=$TRACES/kineto
 
