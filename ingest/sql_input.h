@@ -5,7 +5,9 @@
  * tr_sql_select() builds "SELECT <cols> FROM <table>" from a column list in
  * which optional columns that the file lacks read as NULL, and reports a
  * missing table or a missing required column as bad input with the path and
- * table named.  Ownership: the caller finalizes the returned statement.
+ * table named.  tr_sql_ahead steps a statement on a helper thread, a few
+ * batches of rows ahead of the caller.  Ownership: the caller finalizes the
+ * returned statement, after tr_sql_ahead_stop() where it was read ahead.
  */
 #ifndef TR_INGEST_SQL_INPUT_H
 #define TR_INGEST_SQL_INPUT_H

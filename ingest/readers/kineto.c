@@ -3,8 +3,9 @@
  *
  * Streaming: a small tokenizer walks the document (string/escape state and
  * bracket depth only), cuts out each element of the traceEvents array and
- * hands that one object to cJSON.  Memory is bounded by the largest event and
- * the model, never by the file.  Both the {"traceEvents": [...]} wrapper and the
+ * hands that one object to cJSON, on a second thread for the events (see "the
+ * traceEvents array" below).  Memory is bounded by the largest event and the
+ * model, never by the file.  Both the {"traceEvents": [...]} wrapper and the
  * bare top-level array of the 2020 era are read; other top-level values
  * (deviceProperties, baseTimeNanoseconds, schemaVersion) are parsed one by one.
  *
