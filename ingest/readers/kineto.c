@@ -54,7 +54,7 @@ typedef struct {
 } kin_buf;
 
 typedef struct arena_block { struct arena_block *next; size_t used, cap; max_align_t data[]; } arena_block;
-typedef struct { arena_block *head, *cur; size_t bytes; } kin_arena;   /* see arena_alloc() */
+typedef struct { arena_block *head, *cur; } kin_arena;   /* see arena_alloc() */
 
 typedef struct { int64_t pid, tid; uint32_t name; } kin_tname;
 /* One parsed trace event, and its text (ts and dur are read from the text). */
@@ -305,7 +305,6 @@ static void *arena_alloc(size_t n)
     a->cur = b;
     void *p = (char *)b->data + b->used;
     b->used += n;
-    a->bytes += n;
     return p;
 }
 
@@ -327,7 +326,6 @@ static void arena_reset(kin_arena *a)
         link = &b->next;
     }
     a->cur = a->head;
-    a->bytes = 0;
 }
 
 static void arena_free(kin_arena *a)
@@ -338,7 +336,6 @@ static void arena_free(kin_arena *a)
         a->head = next;
     }
     a->cur = NULL;
-    a->bytes = 0;
 }
 
 static void arena_begin(kin_arena *a)

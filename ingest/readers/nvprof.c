@@ -35,22 +35,9 @@ int tr_nvprof_probe(const char *path, const unsigned char *head, size_t headlen)
     return yes;
 }
 
-/* The string for an nvprof string id in column col; "" for 0 (nvprof's null) or unknown. */
-static uint32_t raw_string(ct_reader *r, sqlite3_stmt *st, int col)
+/* An nvprof string as found by ct_string() and its kin, "" for 0 (nvprof's null) or unknown. */
+static uint32_t or_empty(ct_reader *r, uint32_t s)
 {
-    uint32_t s = ct_string(r, st, col);
-    return s ? s : tr_str(r->t, "");
-}
-
-static uint32_t cell_raw_string(ct_reader *r, const tr_sql_cell *c)
-{
-    uint32_t s = ct_cell_string(r, c);
-    return s ? s : tr_str(r->t, "");
-}
-
-static uint32_t row_raw_string(ct_reader *r, const ct_row *w, ct_field f)
-{
-    uint32_t s = ct_row_string(r, w, f);
     return s ? s : tr_str(r->t, "");
 }
 
@@ -104,7 +91,7 @@ static tr_status read_names(ct_reader *r, const ct_table *table, tr_error *err)
         int kind = sqlite3_column_int(st, 0);
         int64_t pid, tid;
         object_pid_tid(st, 0, 1, &pid, &tid);
-        uint32_t name = raw_string(r, st, 2);
+        uint32_t name = or_empty(r, ct_string(r, st, 2));
         if (kind == 1) {
             uint32_t p = tr_process_get(r->t, r->source, pid);
             if (p)
@@ -209,8 +196,8 @@ static uint32_t acc_name(ct_reader *r, const ct_row *w)
         snprintf(ev, sizeof ev, "acc_event_%lld", (long long)kind);
         event = ev;
     }
-    const char *file = tr_str_of(r->t, row_raw_string(r, w, CT_SRC_FILE));
-    const char *detail = tr_str_of(r->t, row_raw_string(r, w, CT_DETAIL));
+    const char *file = tr_str_of(r->t, or_empty(r, ct_row_string(r, w, CT_SRC_FILE)));
+    const char *detail = tr_str_of(r->t, or_empty(r, ct_row_string(r, w, CT_DETAIL)));
     const char *cons = construct > 0
                            && (uint64_t)construct < sizeof acc_construct_names / sizeof acc_construct_names[0]
                            ? acc_construct_names[construct] : NULL;
@@ -435,7 +422,7 @@ static tr_status read_markers(ct_reader *r, const ct_table *table, tr_error *err
             goto nomem;
         e->start = e->end = ts;
         e->thread = thread;
-        uint32_t raw = cell_raw_string(r, &c[5]);
+        uint32_t raw = or_empty(r, ct_cell_string(r, &c[5]));
         ct_nvtx_name(r, e, raw, 1);
         if (flags & 2) {
             int64_t prev;
