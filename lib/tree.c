@@ -133,29 +133,34 @@ static int sort_corr_slots(corr_slot *s, size_t n)
 
 typedef struct { size_t event; int64_t frontier, covered; } open_frame;
 
-/* Sorts order[0..n) by cmp_cpu.  A radix sort on (thread, start) does most of
- * the work in a few linear passes (qsort through an index into the events was
- * a tenth of the ingest time); runs of equal (thread, start) are then
- * finished with cmp_cpu.  Falls back to qsort when the key does not fit.
- * Keys and event indices sit in separate arrays (24 bytes an event for both
- * buffers, not the 32 of a padded key-index pair): this sort sets the peak
- * RSS of the whole ingest. */
-static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, tr_error *err)
+/* Sorts order[0..n) so that each thread's events are in cmp_cpu order, the
+ * threads interleaved by start time: a radix sort on (start, thread) does
+ * most of the work in a few linear passes (qsort through an index into the
+ * events was a tenth of the ingest time); runs of equal (start, thread) are
+ * then finished with cmp_cpu.  Falls back to qsort by cmp_cpu (one thread
+ * after the other) when the key does not fit; every walk over the order
+ * needs only each thread's events in cmp_cpu order.  Time first, because a
+ * thread's events are spread over the whole event array (nvprof stores each
+ * table's rows together, the threads interleaved), so a walk one thread
+ * after the other reads every page of the array once a thread, where a walk
+ * in time order reads it about once: once the array is in a file (lib/spill.h)
+ * each read of a dropped page is a page fault.  Keys and event indices sit in
+ * separate arrays (24 bytes an event for both buffers, not the 32 of a padded
+ * key-index pair): this sort sets the peak RSS of the whole ingest. */
+/* The range of the sort key, gathered while the order is collected. */
+typedef struct { int64_t lo, hi; uint32_t max_thread; } cpu_key_range;
+
+static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, cpu_key_range r,
+                                 tr_error *err)
 {
     sort_events = ev;
     if (n < 2)
         return TR_OK;
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    uint32_t max_thread = 0;
-    for (size_t k = 0; k < n; k++) {
-        tr_spill_tick();
-        const tr_event *e = &ev[order[k]];
-        lo = e->start < lo ? e->start : lo;
-        hi = e->start > hi ? e->start : hi;
-        max_thread = e->thread > max_thread ? e->thread : max_thread;
-    }
+    int64_t lo = r.lo, hi = r.hi;
+    uint32_t max_thread = r.max_thread;
     const int time_bits = 44;   /* 4.9 hours of nanoseconds */
-    if ((uint64_t)hi - (uint64_t)lo >= (1ull << time_bits) || max_thread >= (1u << (64 - time_bits))) {
+    const int thread_bits = 64 - time_bits;
+    if ((uint64_t)hi - (uint64_t)lo >= (1ull << time_bits) || max_thread >= (1u << thread_bits)) {
         qsort(order, n, sizeof *order, cmp_cpu);
         return TR_OK;
     }
@@ -172,7 +177,7 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
     for (size_t k = 0; k < n; k++) {
         tr_spill_tick();
         const tr_event *e = &ev[order[k]];
-        ka[k] = (uint64_t)e->thread << time_bits | (uint64_t)(e->start - lo);
+        ka[k] = (uint64_t)(e->start - lo) << thread_bits | e->thread;
         differ |= ka[k] ^ ka[0];
     }
     /* LSD radix, 8 bits a pass, skipping bytes that are the same in every key */
@@ -205,6 +210,7 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
     }
     /* stable passes kept equal keys in index order; finish each run properly */
     for (size_t k = 0; k < n;) {
+        tr_spill_tick();
         size_t end = k + 1;
         while (end < n && ka[end] == ka[k])
             end++;
@@ -218,71 +224,92 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
     return TR_OK;
 }
 
+/* The open frames of one thread, innermost last. */
+typedef struct { open_frame *v; size_t depth, cap; } frame_stack;
+
+static void close_frame(tr_event *ev, const open_frame *f)
+{
+    ev[f->event].cpu_self = tr_sat_sub(span_of(&ev[f->event]), f->covered);
+}
+
+/* Nests event e (index i) in its thread's open frames: the frames it is not
+ * inside close, the innermost left is its parent, and it opens its own. */
+static int nest_event(tr_event *ev, frame_stack *st, tr_event *e, uint32_t i)
+{
+    while (st->depth) {
+        open_frame *f = &st->v[st->depth - 1];
+        tr_event *p = &ev[f->event];
+        if (e->start >= p->end || e->end > p->end) {
+            close_frame(ev, f);
+            st->depth--;
+            continue;
+        }
+        e->parent = (int32_t)f->event;
+        e->depth = p->depth + 1;
+        if (e->start >= f->frontier) {
+            f->covered = tr_sat_add(f->covered, span_of(e));
+            f->frontier = e->end;
+        } else if (e->end > f->frontier) {
+            f->covered = tr_sat_add(f->covered, tr_sat_sub(e->end, f->frontier));
+            f->frontier = e->end;
+        }
+        break;
+    }
+    if (st->depth == st->cap) {
+        size_t ncap = st->cap ? st->cap * 2 : 16;
+        open_frame *ns = realloc(st->v, ncap * sizeof *ns);
+        if (!ns)
+            return -1;
+        st->v = ns;
+        st->cap = ncap;
+    }
+    st->v[st->depth++] = (open_frame){i, e->start, 0};
+    return 0;
+}
+
+/* Walks the order with one stack of open frames a thread: a thread's events
+ * come in cmp_cpu order, so each one's parent is the innermost open frame
+ * that encloses it. */
 static tr_status build_cpu_tree(tr_trace *t, const uint32_t *order, size_t n, tr_error *err)
 {
     tr_event *ev = t->events.v;
-    open_frame *stack = NULL;
-    size_t depth = 0, cap = 0;
-    uint32_t thread = 0;
-    for (size_t k = 0; k <= n; k++) {
+    frame_stack *stacks = calloc(t->threads.n ? t->threads.n : 1, sizeof *stacks);
+    int failed = !stacks;
+    for (size_t k = 0; k < n && !failed; k++) {
         tr_spill_tick();
-        tr_event *e = k < n ? &ev[order[k]] : NULL;
-        if (!e || e->thread != thread) {
-            while (depth) {
-                open_frame *f = &stack[--depth];
-                ev[f->event].cpu_self = tr_sat_sub(span_of(&ev[f->event]), f->covered);
-            }
-            if (!e)
-                break;
-            thread = e->thread;
-        }
-        while (depth) {
-            open_frame *f = &stack[depth - 1];
-            tr_event *p = &ev[f->event];
-            if (e->start >= p->end || e->end > p->end) {
-                p->cpu_self = tr_sat_sub(span_of(p), f->covered);
-                depth--;
-                continue;
-            }
-            e->parent = (int32_t)f->event;
-            e->depth = p->depth + 1;
-            if (e->start >= f->frontier) {
-                f->covered = tr_sat_add(f->covered, span_of(e));
-                f->frontier = e->end;
-            } else if (e->end > f->frontier) {
-                f->covered = tr_sat_add(f->covered, tr_sat_sub(e->end, f->frontier));
-                f->frontier = e->end;
-            }
-            break;
-        }
-        if (depth == cap) {
-            size_t ncap = cap ? cap * 2 : 64;
-            open_frame *ns = realloc(stack, ncap * sizeof *ns);
-            if (!ns) {
-                free(stack);
-                return tr_fail(err, TR_ERR_RUNTIME, "out of memory while rebuilding the call tree");
-            }
-            stack = ns;
-            cap = ncap;
-        }
-        stack[depth++] = (open_frame){order[k], e->start, 0};
+        tr_event *e = &ev[order[k]];
+        failed = nest_event(ev, &stacks[e->thread], e, order[k]) < 0;
     }
-    free(stack);
-    return TR_OK;
+    for (size_t th = 0; stacks && th < t->threads.n; th++) {
+        for (size_t d = stacks[th].depth; d-- > 0;)
+            close_frame(ev, &stacks[th].v[d]);
+        free(stacks[th].v);
+    }
+    free(stacks);
+    return failed ? tr_fail(err, TR_ERR_RUNTIME, "out of memory while rebuilding the call tree") : TR_OK;
 }
 
 /* ---- links: correlation map, thread-less syncs, the CPU tree ---------------- */
 
+/* What the passes over the whole event array gather for the later steps.
+ * Each pass over the events costs a page fault a page once the array is in a
+ * file (lib/spill.h), so build_links() reads the array twice and collects
+ * here what other steps used to read it again for. */
 typedef struct {
     corr_index cm;
-    uint32_t *order;   /* CPU tree events, per thread, parents before children */
+    size_t cm_cap;
+    uint32_t *order;      /* CPU tree events, per thread, parents before children */
     size_t n;
+    int64_t *first_corr;  /* per source: its lowest API-call correlation, INT64_MAX none */
+    size_t nmem;          /* memory events in the trace */
+    size_t nmem_in_tree;  /* of them, in order */
 } tree_links;
 
 static void links_free(tree_links *l)
 {
     tr_spill_free(l->cm.s);
     tr_spill_free(l->order);
+    free(l->first_corr);
     memset(l, 0, sizeof *l);
 }
 
@@ -291,22 +318,33 @@ static tr_status oom(tr_error *err)
     return tr_fail(err, TR_ERR_RUNTIME, "out of memory while rebuilding the call tree");
 }
 
-/* Fills ix (room for every API call) with one entry per (source,
- * correlation): the first runtime call of the key in event order, else its
- * first call, since the runtime call is the one the program made. */
+static int add_corr_slot(tree_links *l, corr_slot slot)
+{
+    if (l->cm.n == l->cm_cap) {
+        size_t ncap = l->cm_cap ? l->cm_cap * 2 : 4096;
+        corr_slot *ns = tr_spill_realloc(l->cm.s, l->cm_cap * sizeof *ns, ncap * sizeof *ns);
+        if (!ns)
+            return -1;
+        l->cm.s = ns;
+        l->cm_cap = ncap;
+    }
+    l->cm.s[l->cm.n++] = slot;
+    return 0;
+}
+
+/* Sorts the slots (every API call with a correlation, in event order) and
+ * keeps one per (source, correlation): the first runtime call of the key in
+ * event order, else its first call, since the runtime call is the one the
+ * program made. */
 static int index_api_calls(const tr_trace *t, corr_index *ix)
 {
     const tr_event *ev = t->events.v;
-    size_t n = 0;
-    for (size_t i = 0; i < t->events.n; i++) {
-        tr_spill_tick();
-        if (tr_kinds[ev[i].kind].is_api && ev[i].correlation >= 0)
-            ix->s[n++] = (corr_slot){ev[i].correlation, tr_event_source(t, &ev[i]), (uint32_t)i + 1};
-    }
+    size_t n = ix->n;
     if (sort_corr_slots(ix->s, n) < 0)
         return -1;
     size_t out = 0;
     for (size_t k = 0; k < n;) {
+        tr_spill_tick();
         size_t end = k + 1, pick = k;
         while (end < n && ix->s[end].source == ix->s[k].source && ix->s[end].corr == ix->s[k].corr)
             end++;
@@ -322,14 +360,19 @@ static int index_api_calls(const tr_trace *t, corr_index *ix)
     return 0;
 }
 
-/* Resets the derived fields (so a rebuild gives the same result), maps
- * correlation ids to API calls and nests the CPU events of each thread. */
-static tr_status build_links(tr_trace *t, tree_links *l, int fresh, tr_error *err)
+/* First pass: resets the derived fields (so a rebuild gives the same
+ * result), lists the API calls for the correlation index and counts what
+ * later steps need counted. */
+static tr_status reset_and_list_calls(tr_trace *t, tree_links *l, int fresh, tr_error *err)
 {
     tr_event *ev = t->events.v;
-    size_t nev = t->events.n;
-    size_t napi = 0;
-    for (size_t i = 0; i < nev; i++) {
+    size_t nsrc = t->sources.n;
+    l->first_corr = malloc((nsrc + 1) * sizeof *l->first_corr);
+    if (!l->first_corr)
+        return oom(err);
+    for (size_t i = 0; i <= nsrc; i++)
+        l->first_corr[i] = INT64_MAX;
+    for (size_t i = 0; i < t->events.n; i++) {
         tr_spill_tick();
         tr_event *e = &ev[i];
         e->parent = -1;
@@ -339,35 +382,61 @@ static tr_status build_links(tr_trace *t, tree_links *l, int fresh, tr_error *er
             e->flags &= (uint8_t)~TR_FLAG_MERGED;
         if (e->end < e->start)
             e->end = e->start;
-        if (tr_kinds[e->kind].is_api && e->correlation >= 0)
-            napi++;
+        l->nmem += e->kind == TR_KIND_MEMORY;
+        if (!tr_kinds[e->kind].is_api || e->correlation < 0)
+            continue;
+        uint32_t src = tr_event_source(t, e);
+        if (add_corr_slot(l, (corr_slot){e->correlation, src, (uint32_t)i + 1}) < 0)
+            return oom(err);
+        if (src && src < nsrc && e->correlation < l->first_corr[src])
+            l->first_corr[src] = e->correlation;
     }
-    l->cm.s = tr_spill_calloc(napi ? napi : 1, sizeof *l->cm.s);
-    l->order = tr_spill_calloc(nev ? nev : 1, sizeof *l->order);
-    if (!l->cm.s || !l->order)
-        return oom(err);
-    if (index_api_calls(t, &l->cm) < 0)
-        return oom(err);
+    return TR_OK;
+}
 
-    /* Sync waits recorded without a thread take the thread of their API call. */
-    for (size_t i = 0; i < nev; i++) {
+/* Second pass: sync waits recorded without a thread take the thread of their
+ * API call; the CPU events of a thread go into the order for the tree, and
+ * those outside it (a sync whose API call is not in the trace) are their own
+ * self time (async ranges have none, as in PyTorch). */
+static void list_cpu_events(tr_trace *t, tree_links *l, cpu_key_range *r)
+{
+    tr_event *ev = t->events.v;
+    *r = (cpu_key_range){INT64_MAX, INT64_MIN, 0};
+    l->n = 0;
+    for (size_t i = 0; i < t->events.n; i++) {
         tr_spill_tick();
         tr_event *e = &ev[i];
-        if (e->kind != TR_KIND_SYNC || e->thread || e->correlation < 0)
+        if (e->kind == TR_KIND_SYNC && !e->thread && e->correlation >= 0) {
+            uint32_t api = corr_lookup(&l->cm, tr_event_source(t, e), e->correlation);
+            if (api)
+                e->thread = ev[api - 1].thread;
+        }
+        if (tr_kinds[e->kind].on_gpu || (e->flags & (TR_FLAG_ASYNC | TR_FLAG_MERGED)))
             continue;
-        uint32_t api = corr_lookup(&l->cm, tr_event_source(t, e), e->correlation);
-        if (api)
-            e->thread = ev[api - 1].thread;
+        if (!e->thread) {
+            e->cpu_self = span_of(e);
+            continue;
+        }
+        l->order[l->n++] = (uint32_t)i;
+        l->nmem_in_tree += e->kind == TR_KIND_MEMORY;
+        r->lo = e->start < r->lo ? e->start : r->lo;
+        r->hi = e->start > r->hi ? e->start : r->hi;
+        r->max_thread = e->thread > r->max_thread ? e->thread : r->max_thread;
     }
+}
 
-    l->n = 0;
-    for (size_t i = 0; i < nev; i++) {
-        tr_spill_tick();
-        const tr_event *e = &ev[i];
-        if (!tr_kinds[e->kind].on_gpu && e->thread && !(e->flags & (TR_FLAG_ASYNC | TR_FLAG_MERGED)))
-            l->order[l->n++] = (uint32_t)i;
-    }
-    tr_status st = sort_cpu_events(ev, l->order, l->n, err);
+/* Maps correlation ids to API calls and nests the CPU events of each thread. */
+static tr_status build_links(tr_trace *t, tree_links *l, int fresh, tr_error *err)
+{
+    tr_status st = reset_and_list_calls(t, l, fresh, err);
+    if (st != TR_OK)
+        return st;
+    l->order = tr_spill_calloc(t->events.n ? t->events.n : 1, sizeof *l->order);
+    if (!l->order || index_api_calls(t, &l->cm) < 0)
+        return oom(err);
+    cpu_key_range r;
+    list_cpu_events(t, l, &r);
+    st = sort_cpu_events(t->events.v, l->order, l->n, r, err);
     if (st == TR_OK)
         st = build_cpu_tree(t, l->order, l->n, err);
     return st;
@@ -566,12 +635,7 @@ static int owns_before(const tr_event *ev, size_t a, int64_t b)
 static tr_status attach_memory(tr_trace *t, const tree_links *l, tr_error *err)
 {
     tr_event *ev = t->events.v;
-    size_t nmem = 0;
-    for (size_t k = 0; k < l->n; k++) {
-        tr_spill_tick();
-        nmem += ev[l->order[k]].kind == TR_KIND_MEMORY;
-    }
-    if (!nmem)
+    if (!l->nmem_in_tree)
         return TR_OK;
     size_t cap = 64;
     while (cap < l->n * 2)
@@ -617,15 +681,7 @@ static void attribute_gpu(tr_trace *t, tree_links *l)
     tr_event *ev = t->events.v;
     /* each source's lowest API-call correlation: CUPTI numbers launches in order,
      * so an activity below it was launched before the capture began */
-    int64_t *first = malloc((t->sources.n + 1) * sizeof *first);
-    for (size_t i = 0; first && i < t->sources.n; i++)
-        first[i] = INT64_MAX;
-    for (size_t i = 0; first && i < t->events.n; i++) {
-        tr_spill_tick();
-        uint32_t src = tr_kinds[ev[i].kind].is_api && ev[i].correlation >= 0 ? tr_event_source(t, &ev[i]) : 0;
-        if (src && src < t->sources.n && ev[i].correlation < first[src])
-            first[src] = ev[i].correlation;
-    }
+    const int64_t *first = l->first_corr;
     memset(t->gpu_unlaunched, 0, sizeof t->gpu_unlaunched);
     for (size_t i = 0; i < t->events.n; i++) {
         tr_spill_tick();
@@ -641,7 +697,7 @@ static void attribute_gpu(tr_trace *t, tree_links *l)
         uint32_t src = tr_event_source(t, g);
         uint32_t api_plus1 = corr_lookup(&l->cm, src, g->correlation);
         if (!api_plus1) {
-            t->gpu_unlaunched[first && src < t->sources.n && g->correlation < first[src]
+            t->gpu_unlaunched[src < t->sources.n && g->correlation < first[src]
                               ? TR_UNLAUNCHED_BEFORE_CAPTURE : TR_UNLAUNCHED_NOT_FOUND]++;
             continue;
         }
@@ -657,36 +713,32 @@ static void attribute_gpu(tr_trace *t, tree_links *l)
         }
         target->gpu_self = tr_sat_add(target->gpu_self, dur);
     }
-    free(first);
 }
 
-/* Memory events: own bytes; then totals bottom-up.  In the sorted order a
- * parent precedes all its descendants, so a reverse walk sees every child
- * complete before its parent. */
+/* Totals bottom-up, with memory events' own bytes.  In the order a parent
+ * precedes all its descendants, so a reverse walk sees every child complete
+ * before its parent: an event's total is its children's (added as each was
+ * seen) plus its own.  The sums saturate and add non-negative times, so their
+ * order does not change them. */
 static void sum_totals(tr_trace *t, const tree_links *l)
 {
     tr_event *ev = t->events.v;
-    for (size_t k = 0; k < l->n; k++) {
-        tr_spill_tick();
-        tr_event *e = &ev[l->order[k]];
-        e->gpu_total = e->gpu_self;
-        if (e->kind == TR_KIND_MEMORY) {
-            tr_event_mem *m = &t->mem[l->order[k]];
-            if (e->flags & TR_FLAG_GPU_MEMORY)
-                m->gpu_total = m->gpu_self = e->bytes;
-            else
-                m->cpu_total = m->cpu_self = e->bytes;
-        }
-    }
     for (size_t k = l->n; k-- > 0;) {
         tr_spill_tick();
         tr_event *e = &ev[l->order[k]];
+        e->gpu_total = tr_sat_add(e->gpu_total, e->gpu_self);
+        tr_event_mem *m = t->mem ? &t->mem[l->order[k]] : NULL;
+        if (m && e->kind == TR_KIND_MEMORY) {
+            int64_t *self = e->flags & TR_FLAG_GPU_MEMORY ? &m->gpu_self : &m->cpu_self;
+            int64_t *total = e->flags & TR_FLAG_GPU_MEMORY ? &m->gpu_total : &m->cpu_total;
+            *self += e->bytes;
+            *total += e->bytes;
+        }
         if (e->parent < 0)
             continue;
         ev[e->parent].gpu_total = tr_sat_add(ev[e->parent].gpu_total, e->gpu_total);
-        if (!t->mem)
+        if (!m)
             continue;
-        const tr_event_mem *m = &t->mem[l->order[k]];
         tr_event_mem *pm = &t->mem[e->parent];
         pm->cpu_total += m->cpu_total;
         pm->gpu_total += m->gpu_total;
@@ -694,14 +746,6 @@ static void sum_totals(tr_trace *t, const tree_links *l)
             pm->cpu_self += m->cpu_self;
             pm->gpu_self += m->gpu_self;
         }
-    }
-    /* CPU events outside the tree (a sync whose API call is not in the trace)
-     * are their own self time; async ranges have none, as in PyTorch. */
-    for (size_t i = 0; i < t->events.n; i++) {
-        tr_spill_tick();
-        tr_event *e = &ev[i];
-        if (!tr_kinds[e->kind].on_gpu && !e->thread && !(e->flags & (TR_FLAG_ASYNC | TR_FLAG_MERGED)))
-            e->cpu_self = span_of(e);
     }
 }
 
@@ -727,11 +771,7 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
     if (st == TR_OK)
         st = attach_memory(t, &l, err);
     if (st == TR_OK) {
-        size_t nmem = 0;
-        for (size_t i = 0; i < t->events.n; i++) {
-            tr_spill_tick();
-            nmem += t->events.v[i].kind == TR_KIND_MEMORY;
-        }
+        size_t nmem = l.nmem;
         tr_spill_free(t->mem);
         t->mem = nmem ? tr_spill_calloc(t->events.n, sizeof *t->mem) : NULL;
         if (nmem && !t->mem)
