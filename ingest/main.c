@@ -236,6 +236,7 @@ static void print_summary(void *ctx, const tr_trace *t)
     for (size_t s = 0; lo && hi && s <= nsrc; s++)
         lo[s] = INT64_MAX, hi[s] = INT64_MIN;
     for (size_t i = 0; i < t->events.n; i++) {
+        tr_spill_tick();
         const tr_event *e = &t->events.v[i];
         if (e->kind >= TR_KIND_COUNT_)
             continue;

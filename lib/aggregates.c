@@ -36,6 +36,7 @@ static agg_row *agg_find(agg_map *m, uint32_t name, uint32_t shape, int gpu)
         if (!nr)
             return NULL;
         for (size_t i = 0; i < m->cap; i++) {
+            tr_spill_tick();
             if (!m->r[i].used)
                 continue;
             size_t j = agg_hash(m->r[i].name, m->r[i].shape, m->r[i].gpu, ncap);
@@ -110,6 +111,7 @@ static tr_status insert_rows(sqlite3 *db, const agg_map *m, size_t skipped, tr_e
         return db_fail(db, err);
     tr_status s = TR_OK;
     for (size_t i = 0; i < m->cap && s == TR_OK; i++) {
+        tr_spill_tick();
         const agg_row *a = &m->r[i];
         if (!a->used)
             continue;

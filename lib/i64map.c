@@ -37,6 +37,7 @@ static int grow(tr_i64map *m)
     if (!ns)
         return -1;
     for (size_t j = 0; j < m->cap; j++) {
+        tr_spill_tick();
         if (!m->slots[j].used)
             continue;
         size_t i = slot_of(m->slots[j].key, ncap);

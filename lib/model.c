@@ -77,6 +77,7 @@ static int idmap_put(tr_idmap **mp, const int64_t k[3], uint32_t val)
         if (!ns)
             return -1;
         for (size_t j = 0; j < m->cap; j++) {
+            tr_spill_tick();
             if (!m->slots[j].val)
                 continue;
             size_t i = mix3(m->slots[j].k) & (ncap - 1);

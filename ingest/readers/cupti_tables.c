@@ -302,8 +302,10 @@ static void sort_strings(ct_reader *r)
         r->str[n++] = r->str[i];
     }
     r->nstr = n;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        tr_spill_tick();
         r->str[i].kernel = 0;
+    }
 }
 
 tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err)

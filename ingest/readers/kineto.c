@@ -1547,9 +1547,11 @@ static tr_status inherit_stacks(kin_reader *r)
         return TR_OK;
     tr_trace *t = r->t;
     size_t n = 0;
-    for (size_t i = r->first_event; i < t->events.n; i++)
+    for (size_t i = r->first_event; i < t->events.n; i++) {
+        tr_spill_tick();
         if (t->events.v[i].thread && (t->events.v[i].kind == TR_KIND_PYTHON || !t->events.v[i].stack))
             n++;
+    }
     kin_span *sp = tr_spill_calloc(n ? n : 1, sizeof *sp);
     size_t *open = tr_spill_calloc(n ? n : 1, sizeof *open);
     if (!sp || !open) {
@@ -1559,6 +1561,7 @@ static tr_status inherit_stacks(kin_reader *r)
     }
     n = 0;
     for (size_t i = r->first_event; i < t->events.n; i++) {
+        tr_spill_tick();
         const tr_event *e = &t->events.v[i];
         if (e->thread && (e->kind == TR_KIND_PYTHON || !e->stack))
             sp[n++] = (kin_span){e->thread, e->start, e->end, e->kind == TR_KIND_PYTHON, i};
@@ -1567,6 +1570,7 @@ static tr_status inherit_stacks(kin_reader *r)
     size_t depth = 0;
     uint32_t thread = 0;
     for (size_t k = 0; k < n; k++) {
+        tr_spill_tick();
         if (sp[k].thread != thread) {
             depth = 0;
             thread = sp[k].thread;
@@ -1607,6 +1611,7 @@ static tr_status finish(kin_reader *r)
     tr_trace *t = r->t;
     if (r->have_base && r->base_ns) {
         for (size_t i = r->first_event; i < t->events.n; i++) {
+            tr_spill_tick();
             tr_event *e = &t->events.v[i];
             if ((r->base_ns > 0 && e->end > INT64_MAX - r->base_ns)
                 || (r->base_ns < 0 && e->start < INT64_MIN - r->base_ns))

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "ingest/readers/cupti_tables.h"
+#include "lib/spill.h"
 
 #define WHAT "nsys export"
 
@@ -149,6 +150,7 @@ static tr_status read_nvtx(ct_reader *r, const ct_table *table, tr_error *err)
         return err->status;
     if (unterminated) {
         for (size_t i = 0; i < r->t->events.n; i++) {
+            tr_spill_tick();
             tr_event *e = &r->t->events.v[i];
             if (e->end == -1 && (e->kind == TR_KIND_RANGE || e->kind == TR_KIND_OP)
                 && i >= r->first_event) {

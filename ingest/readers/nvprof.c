@@ -131,6 +131,7 @@ static tr_status read_cuda_events(ct_reader *r, const ct_table *table, tr_error 
     if (rc < 0)
         goto out;
     for (size_t i = r->first_event; when.n && i < r->t->events.n; i++) {
+        tr_spill_tick();
         const tr_event *a = &r->t->events.v[i];
         int64_t t;
         if (tr_kinds[a->kind].is_api && tr_i64map_get(&when, a->correlation, &t) && t == INT64_MIN
@@ -261,13 +262,16 @@ static int cmp_call(const void *pa, const void *pb)
 static nv_call *collect_calls(const ct_reader *r, size_t *n)
 {
     size_t cap = 1;
-    for (size_t i = r->first_event; i < r->t->events.n; i++)
+    for (size_t i = r->first_event; i < r->t->events.n; i++) {
+        tr_spill_tick();
         cap += tr_kinds[r->t->events.v[i].kind].is_api;
+    }
     nv_call *c = tr_spill_calloc(cap, sizeof *c);
     if (!c)
         return NULL;
     *n = 0;
     for (size_t i = r->first_event; i < r->t->events.n; i++) {
+        tr_spill_tick();
         const tr_event *e = &r->t->events.v[i];
         if (tr_kinds[e->kind].is_api && e->thread)
             c[(*n)++] = (nv_call){e->start, e->end, e->thread};

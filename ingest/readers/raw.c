@@ -980,6 +980,7 @@ static void close_ranges(raw_reader *r)
 {
     size_t unterminated = r->open_ranges.n;
     for (size_t i = 0; i < r->open_ranges.cap; i++) {
+        tr_spill_tick();
         if (!r->open_ranges.slots[i].used)
             continue;
         tr_event *e = &r->t->events.v[r->open_ranges.slots[i].val];
