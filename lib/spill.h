@@ -6,13 +6,14 @@
  * An array smaller than TR_SPILL_MIN_BYTES (default 4 MiB) is ordinary heap
  * memory.  Larger ones stay on the heap while their sum is within a budget
  * set from the memory limit (tr_spill_set_limit(), else $TRACEKIT_MAX_MEMORY,
- * else half the machine's memory); past it, an array that grows or is made
+ * else TR_SPILL_DEFAULT_LIMIT or half the machine's memory, whichever is
+ * less); past it, an array that grows or is made
  * becomes a shared mapping of an unnamed file in the spill directory
  * ($TRACEKIT_SPILL_DIR, else tr_spill_set_dir()'s, else $TMPDIR, else
  * /var/tmp).  Its contents then live in the kernel's page cache, which writes
  * them out when memory is short, and the pages mapped into the process are
  * dropped (madvise MADV_DONTNEED; the data stays in the file) whenever the
- * process's file-backed resident memory passes its share of the limit.
+ * process's resident memory nears the limit.
  * docs/ingest.md says what this costs and which passes read such arrays in
  * which order.
  *
@@ -37,9 +38,11 @@ void tr_spill_free(void *p);
 /* The directory for spill files (copied); NULL restores the default.  A
  * directory on tmpfs saves nothing: its pages are memory too. */
 void tr_spill_set_dir(const char *dir);
-/* The memory limit in bytes: a quarter for large arrays on the heap, three
- * eighths for the spilled arrays' mapped pages, three eighths for the rest. */
+/* The memory limit in bytes: a quarter for large arrays on the heap; the
+ * spilled arrays' mapped pages are dropped when the process passes seven
+ * eighths of it (or they alone pass an eighth). */
 void tr_spill_set_limit(size_t bytes);
+#define TR_SPILL_DEFAULT_LIMIT ((size_t)256 << 20)
 /* Reads a size: whole digits, then an optional K, M, G or T (powers of
  * 1024), "i" and "B", as in 256M or 2GiB; -1 when s is not one or is zero. */
 int tr_spill_parse_size(const char *s, size_t *out);
