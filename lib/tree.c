@@ -87,6 +87,8 @@ static uint32_t corr_lookup(const corr_index *ix, uint32_t source, int64_t corr)
  * it fits in 64 bits (stable, so events stay in index order), else qsort. */
 static int sort_corr_slots(corr_slot *s, size_t n)
 {
+    if (n < 2)   /* s is NULL when the trace has no API call */
+        return 0;
     uint32_t max_source = 0;
     int64_t max_corr = 0;
     for (size_t k = 0; k < n; k++) {
@@ -94,7 +96,7 @@ static int sort_corr_slots(corr_slot *s, size_t n)
         max_source = s[k].source > max_source ? s[k].source : max_source;
         max_corr = s[k].corr > max_corr ? s[k].corr : max_corr;
     }
-    if (n < 2 || max_source >= (1u << 16) || max_corr >= (INT64_C(1) << 48)) {
+    if (max_source >= (1u << 16) || max_corr >= (INT64_C(1) << 48)) {
         qsort(s, n, sizeof *s, cmp_corr_slot);
         return 0;
     }
