@@ -503,6 +503,78 @@ void tr_spill_free(void *p)
         pthread_join(trimmer, NULL);
 }
 
+/* Sorts [lo, hi) of a in place by insertion, stably; one is scratch room
+ * for an element. */
+static void insertion_sort(char *a, size_t lo, size_t hi, size_t size, char *one,
+                           int (*cmp)(const void *, const void *))
+{
+    for (size_t i = lo + 1; i < hi; i++) {
+        tr_spill_tick();
+        size_t j = i;
+        if (cmp(a + (j - 1) * size, a + i * size) <= 0)
+            continue;
+        memcpy(one, a + i * size, size);
+        while (j > lo && cmp(a + (j - 1) * size, one) > 0) {
+            memcpy(a + j * size, a + (j - 1) * size, size);
+            j--;
+        }
+        memcpy(a + j * size, one, size);
+    }
+}
+
+/* Merges the sorted runs [lo, mid) and [mid, hi) of src into dst, the left
+ * run first among equals. */
+static void merge_runs(const char *src, char *dst, size_t lo, size_t mid, size_t hi, size_t size,
+                       int (*cmp)(const void *, const void *))
+{
+    size_t i = lo, j = mid, k = lo;
+    while (i < mid && j < hi) {
+        tr_spill_tick();
+        const char *take = cmp(src + i * size, src + j * size) <= 0 ? src + i++ * size : src + j++ * size;
+        memcpy(dst + k++ * size, take, size);
+    }
+    if (i < mid)
+        tr_spill_copy(dst + k * size, src + i * size, (mid - i) * size);
+    else if (j < hi)
+        tr_spill_copy(dst + k * size, src + j * size, (hi - j) * size);
+}
+
+void tr_spill_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n < 2 || !size)
+        return;
+    char *one = size <= 256 ? NULL : malloc(size);
+    char local[256];
+    char *buf = n <= SIZE_MAX / size ? tr_spill_realloc(NULL, 0, n * size) : NULL;
+    if (!buf || (size > 256 && !one)) {
+        tr_spill_free(buf);
+        free(one);
+        qsort(base, n, size, cmp);
+        return;
+    }
+    if (!one)
+        one = local;
+    const size_t run = 32;
+    char *src = base, *dst = buf;
+    for (size_t lo = 0; lo < n; lo += run)
+        insertion_sort(src, lo, n - lo < run ? n : lo + run, size, one, cmp);
+    for (size_t width = run; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = n - lo < width ? n : lo + width;
+            size_t hi = n - lo < 2 * width ? n : lo + 2 * width;
+            merge_runs(src, dst, lo, mid, hi, size, cmp);
+        }
+        char *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != base)
+        tr_spill_copy(base, src, n * size);
+    tr_spill_free(buf);
+    if (one != local)
+        free(one);
+}
+
 void tr_spill_set_dir(const char *dir)
 {
     char *copy = dir ? strdup(dir) : NULL;

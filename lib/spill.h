@@ -64,6 +64,14 @@ static inline void tr_spill_tick(void)
         tr_spill_poll();
 }
 
+/* A stable sort of n elements of size bytes, for large arrays: glibc's qsort
+ * (a merge sort) mallocs a buffer the size of the array and runs without
+ * ticks, so sorting a spilled array could take the process far past its
+ * limit.  This one merges through a spill buffer, with ticks.  Stable like
+ * glibc's, so the order is the same as qsort's on every comparison
+ * function; falls back to qsort when the buffer cannot be had. */
+void tr_spill_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
 /* memcpy for large arrays: the copy is trimmed as it goes, as a loop with
  * ticks would be. */
 void tr_spill_copy(void *dst, const void *src, size_t n);

@@ -294,7 +294,7 @@ static void sort_strings(ct_reader *r)
 {
     for (size_t i = 0; i < r->nstr; i++)
         r->str[i].kernel = (uint32_t)i;   /* the row's place, to keep the last of equal ids */
-    qsort(r->str, r->nstr, sizeof r->str[0], cmp_string);
+    tr_spill_sort(r->str, r->nstr, sizeof r->str[0], cmp_string);
     size_t n = 0;
     for (size_t i = 0; i < r->nstr; i++) {
         if (n && r->str[n - 1].id == r->str[i].id)

@@ -1466,7 +1466,7 @@ static tr_status python_stacks(kin_reader *r)
 {
     if (!r->py.n)
         return TR_OK;
-    qsort(r->py.v, r->py.n, sizeof *r->py.v, py_cmp);
+    tr_spill_sort(r->py.v, r->py.n, sizeof *r->py.v, py_cmp);
     tr_i64map idx;   /* python id -> index into r->py */
     tr_i64map_init(&idx);
     uint32_t *node = tr_spill_calloc(r->py.n, sizeof *node);
@@ -1474,11 +1474,14 @@ static tr_status python_stacks(kin_reader *r)
     tr_status s = TR_OK;
     if (!node || !chain)
         goto nomem;
-    for (size_t i = 0; i < r->py.n; i++)
+    for (size_t i = 0; i < r->py.n; i++) {
+        tr_spill_tick();
         if (tr_i64map_put(&idx, r->py.v[i].pyid, (int64_t)i) < 0)
             goto nomem;
+    }
     size_t missing = 0;
     for (size_t i = 0; i < r->py.n; i++) {
+        tr_spill_tick();
         if (node[i])
             continue;
         /* walk up to a resolved ancestor or the root */
@@ -1566,7 +1569,7 @@ static tr_status inherit_stacks(kin_reader *r)
         if (e->thread && (e->kind == TR_KIND_PYTHON || !e->stack))
             sp[n++] = (kin_span){e->thread, e->start, e->end, e->kind == TR_KIND_PYTHON, i};
     }
-    qsort(sp, n, sizeof *sp, span_cmp);
+    tr_spill_sort(sp, n, sizeof *sp, span_cmp);
     size_t depth = 0;
     uint32_t thread = 0;
     for (size_t k = 0; k < n; k++) {

@@ -276,7 +276,7 @@ static nv_call *collect_calls(const ct_reader *r, size_t *n)
         if (tr_kinds[e->kind].is_api && e->thread)
             c[(*n)++] = (nv_call){e->start, e->end, e->thread};
     }
-    qsort(c, *n, sizeof *c, cmp_call);
+    tr_spill_sort(c, *n, sizeof *c, cmp_call);
     return c;
 }
 

@@ -142,8 +142,44 @@ static void test_spill_sizes(void)
     }
 }
 
+typedef struct { uint32_t key, at; char pad[24]; } sort_item;
+
+static int by_key(const void *pa, const void *pb)
+{
+    const sort_item *a = pa, *b = pb;
+    return (a->key > b->key) - (a->key < b->key);
+}
+
+/* tr_spill_sort is stable and sorts, in a file or on the heap, for sizes
+ * that end inside and at the edges of its runs of 32. */
+static void test_spill_sort(void)
+{
+    tr_spill_set_dir(tr_unit_tmpdir());
+    tr_spill_set_limit((size_t)1 << 20);   /* every large buffer in a file */
+    static const size_t sizes[] = {0, 1, 2, 31, 32, 33, 64, 1000, 250007};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        sort_item *v = tr_spill_calloc(n ? n : 1, sizeof *v);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+        uint32_t x = 12345;
+        for (size_t i = 0; i < n; i++) {
+            x = x * 1103515245u + 12345u;
+            v[i] = (sort_item){(x >> 16) % (n / 4 + 1), (uint32_t)i, {0}};   /* many ties */
+        }
+        tr_spill_sort(v, n, sizeof *v, by_key);
+        int ok = 1;
+        for (size_t i = 1; i < n; i++)
+            ok &= v[i - 1].key < v[i].key || (v[i - 1].key == v[i].key && v[i - 1].at < v[i].at);
+        CU_ASSERT(ok);
+        tr_spill_free(v);
+    }
+    tr_spill_set_limit((size_t)256 << 20);
+    tr_spill_set_dir(NULL);
+}
+
 TR_SUITE(spill, {"an array moves from the heap to a file and keeps its bytes", test_spill_moves},
          {"a move while the registry grows", test_spill_move_full_registry},
          {"calloc is zeroed on the heap and in a file", test_spill_calloc},
          {"no spill directory: arrays stay on the heap", test_spill_no_dir},
-         {"sizes: digits and a binary unit", test_spill_sizes})
+         {"sizes: digits and a binary unit", test_spill_sizes},
+         {"the sort is stable, in a file and on the heap", test_spill_sort})
