@@ -543,17 +543,16 @@ void tr_spill_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, c
 {
     if (n < 2 || !size)
         return;
-    char *one = size <= 256 ? NULL : malloc(size);
     char local[256];
+    char *one = size <= sizeof local ? local : malloc(size);
     char *buf = n <= SIZE_MAX / size ? tr_spill_realloc(NULL, 0, n * size) : NULL;
-    if (!buf || (size > 256 && !one)) {
+    if (!buf || !one) {
         tr_spill_free(buf);
-        free(one);
+        if (one != local)
+            free(one);
         qsort(base, n, size, cmp);
         return;
     }
-    if (!one)
-        one = local;
     const size_t run = 32;
     char *src = base, *dst = buf;
     for (size_t lo = 0; lo < n; lo += run)

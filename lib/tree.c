@@ -23,6 +23,11 @@ uint32_t tr_event_source(const tr_trace *t, const tr_event *e)
     return 0;
 }
 
+static tr_status oom(tr_error *err)
+{
+    return tr_fail(err, TR_ERR_RUNTIME, "out of memory while rebuilding the call tree");
+}
+
 /* end - start, saturating: extreme but legal times must not wrap a duration negative */
 static int64_t span_of(const tr_event *e)
 {
@@ -135,6 +140,9 @@ static int sort_corr_slots(corr_slot *s, size_t n)
 
 typedef struct { size_t event; int64_t frontier, covered; } open_frame;
 
+/* The range of the sort key, gathered while the order is collected. */
+typedef struct { int64_t lo, hi; uint32_t max_thread; } cpu_key_range;
+
 /* Sorts order[0..n) so that each thread's events are in cmp_cpu order, the
  * threads interleaved by start time: a radix sort on (start, thread) does
  * most of the work in a few linear passes (qsort through an index into the
@@ -149,20 +157,15 @@ typedef struct { size_t event; int64_t frontier, covered; } open_frame;
  * each read of a dropped page is a page fault.  Keys and event indices sit in
  * separate arrays (24 bytes an event for both buffers, not the 32 of a padded
  * key-index pair): this sort sets the peak RSS of the whole ingest. */
-/* The range of the sort key, gathered while the order is collected. */
-typedef struct { int64_t lo, hi; uint32_t max_thread; } cpu_key_range;
-
 static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, cpu_key_range r,
                                  tr_error *err)
 {
     sort_events = ev;
     if (n < 2)
         return TR_OK;
-    int64_t lo = r.lo, hi = r.hi;
-    uint32_t max_thread = r.max_thread;
     const int time_bits = 44;   /* 4.9 hours of nanoseconds */
     const int thread_bits = 64 - time_bits;
-    if ((uint64_t)hi - (uint64_t)lo >= (1ull << time_bits) || max_thread >= (1u << thread_bits)) {
+    if ((uint64_t)r.hi - (uint64_t)r.lo >= (1ull << time_bits) || r.max_thread >= (1u << thread_bits)) {
         qsort(order, n, sizeof *order, cmp_cpu);
         return TR_OK;
     }
@@ -172,14 +175,14 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
         tr_spill_free(ka);
         tr_spill_free(kb);
         tr_spill_free(ib);
-        return tr_fail(err, TR_ERR_RUNTIME, "out of memory while rebuilding the call tree");
+        return oom(err);
     }
     uint32_t *ia = order;
     uint64_t differ = 0;
     for (size_t k = 0; k < n; k++) {
         tr_spill_tick();
         const tr_event *e = &ev[order[k]];
-        ka[k] = (uint64_t)(e->start - lo) << thread_bits | e->thread;
+        ka[k] = (uint64_t)(e->start - r.lo) << thread_bits | e->thread;
         differ |= ka[k] ^ ka[0];
     }
     /* LSD radix, 8 bits a pass, skipping bytes that are the same in every key */
@@ -227,7 +230,7 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
 }
 
 /* The open frames of one thread, innermost last. */
-typedef struct { open_frame *v; size_t depth, cap; } frame_stack;
+typedef TR_VEC(open_frame) frame_stack;
 
 static void close_frame(tr_event *ev, const open_frame *f)
 {
@@ -238,12 +241,12 @@ static void close_frame(tr_event *ev, const open_frame *f)
  * inside close, the innermost left is its parent, and it opens its own. */
 static int nest_event(tr_event *ev, frame_stack *st, tr_event *e, uint32_t i)
 {
-    while (st->depth) {
-        open_frame *f = &st->v[st->depth - 1];
+    while (st->n) {
+        open_frame *f = &st->v[st->n - 1];
         tr_event *p = &ev[f->event];
         if (e->start >= p->end || e->end > p->end) {
             close_frame(ev, f);
-            st->depth--;
+            st->n--;
             continue;
         }
         e->parent = (int32_t)f->event;
@@ -257,15 +260,9 @@ static int nest_event(tr_event *ev, frame_stack *st, tr_event *e, uint32_t i)
         }
         break;
     }
-    if (st->depth == st->cap) {
-        size_t ncap = st->cap ? st->cap * 2 : 16;
-        open_frame *ns = realloc(st->v, ncap * sizeof *ns);
-        if (!ns)
-            return -1;
-        st->v = ns;
-        st->cap = ncap;
-    }
-    st->v[st->depth++] = (open_frame){i, e->start, 0};
+    if (tr_vec_reserve(*st, st->n + 1) < 0)
+        return -1;
+    st->v[st->n++] = (open_frame){i, e->start, 0};
     return 0;
 }
 
@@ -283,12 +280,12 @@ static tr_status build_cpu_tree(tr_trace *t, const uint32_t *order, size_t n, tr
         failed = nest_event(ev, &stacks[e->thread], e, order[k]) < 0;
     }
     for (size_t th = 0; stacks && th < t->threads.n; th++) {
-        for (size_t d = stacks[th].depth; d-- > 0;)
+        for (size_t d = stacks[th].n; d-- > 0;)
             close_frame(ev, &stacks[th].v[d]);
-        free(stacks[th].v);
+        tr_spill_free(stacks[th].v);
     }
     free(stacks);
-    return failed ? tr_fail(err, TR_ERR_RUNTIME, "out of memory while rebuilding the call tree") : TR_OK;
+    return failed ? oom(err) : TR_OK;
 }
 
 /* ---- links: correlation map, thread-less syncs, the CPU tree ---------------- */
@@ -315,21 +312,10 @@ static void links_free(tree_links *l)
     memset(l, 0, sizeof *l);
 }
 
-static tr_status oom(tr_error *err)
-{
-    return tr_fail(err, TR_ERR_RUNTIME, "out of memory while rebuilding the call tree");
-}
-
 static int add_corr_slot(tree_links *l, corr_slot slot)
 {
-    if (l->cm.n == l->cm_cap) {
-        size_t ncap = l->cm_cap ? l->cm_cap * 2 : 4096;
-        corr_slot *ns = tr_spill_realloc(l->cm.s, l->cm_cap * sizeof *ns, ncap * sizeof *ns);
-        if (!ns)
-            return -1;
-        l->cm.s = ns;
-        l->cm_cap = ncap;
-    }
+    if (tr_vec_reserve_((void **)&l->cm.s, &l->cm_cap, l->cm.n + 1, sizeof *l->cm.s) < 0)
+        return -1;
     l->cm.s[l->cm.n++] = slot;
     return 0;
 }
@@ -730,11 +716,12 @@ static void sum_totals(tr_trace *t, const tree_links *l)
         tr_event *e = &ev[l->order[k]];
         e->gpu_total = tr_sat_add(e->gpu_total, e->gpu_self);
         tr_event_mem *m = t->mem ? &t->mem[l->order[k]] : NULL;
-        if (m && e->kind == TR_KIND_MEMORY) {
-            int64_t *self = e->flags & TR_FLAG_GPU_MEMORY ? &m->gpu_self : &m->cpu_self;
-            int64_t *total = e->flags & TR_FLAG_GPU_MEMORY ? &m->gpu_total : &m->cpu_total;
-            *self += e->bytes;
-            *total += e->bytes;
+        if (m && e->kind == TR_KIND_MEMORY && (e->flags & TR_FLAG_GPU_MEMORY)) {
+            m->gpu_self += e->bytes;
+            m->gpu_total += e->bytes;
+        } else if (m && e->kind == TR_KIND_MEMORY) {
+            m->cpu_self += e->bytes;
+            m->cpu_total += e->bytes;
         }
         if (e->parent < 0)
             continue;
@@ -773,10 +760,9 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
     if (st == TR_OK)
         st = attach_memory(t, &l, err);
     if (st == TR_OK) {
-        size_t nmem = l.nmem;
         tr_spill_free(t->mem);
-        t->mem = nmem ? tr_spill_calloc(t->events.n, sizeof *t->mem) : NULL;
-        if (nmem && !t->mem)
+        t->mem = l.nmem ? tr_spill_calloc(t->events.n, sizeof *t->mem) : NULL;
+        if (l.nmem && !t->mem)
             st = oom(err);
     }
     if (st == TR_OK) {
