@@ -1,7 +1,8 @@
 #!/bin/sh
 # make bench: speed and memory of every step at 10^5..10^7 events, on an nvprof
 # database, a Kineto JSON trace and a trace-record raw file of the same size (made
-# by gen-nvprof, gen-kineto and gen-raw), beside the PyTorch 1.13 pipeline, a bare
+# by gen-nvprof, gen-kineto and gen-raw), and the ingest of an Nsight Systems export
+# of the nvprof database's events (gen-nvprof -f nsys), beside the PyTorch 1.13 pipeline, a bare
 # sqlite3 GROUP BY and a plain read of the input.  The ingest of a raw file is
 # measured again on a `trace-record --backtrace` file of the same events (gen-raw
 # --stacks), whose launch calls carry native stacks the ingest names from the
@@ -128,6 +129,7 @@ dbsize() {
 make_input() {
     case $1 in
         nvprof) in=$W/t.nvvp && "$BIN/gen-nvprof" -n "$2" -o "$in" ;;
+        nsys) in=$W/t.sqlite && "$BIN/gen-nvprof" -f nsys -n "$2" -o "$in" ;;
         kineto) in=$W/t.json && "$BIN/gen-kineto" -n "$2" -o "$in" ;;
         raw) in=$W/t.ctr && "$BIN/gen-raw" -n "$2" -o "$in" ;;
     esac
@@ -135,18 +137,25 @@ make_input() {
 
 for size in $SIZES; do
     echo "bench: $size events" >&2
-    for fmt in nvprof kineto raw; do
+    for fmt in nvprof nsys kineto raw; do
         make_input "$fmt" "$size"
         bytes=$(stat -c %s "$in")
         step "$fmt" "read input (I/O floor)" 0 "$bytes" sh -c "cat '$in' > /dev/null"
         step "$fmt" "trace-ingest" 0 "$bytes" "$BIN/trace-ingest" -q -o "$W/run.db" "$in"
         n=$(sqlite3 "$W/run.db" 'SELECT count(*) FROM events')
         set_events "$n" "$bytes"
+        dbsize "$fmt" "$n"
         # the same ingest with every array on the heap: what the default 256 MiB limit
         # costs in time and saves in memory (docs/ingest.md)
+        events=$n
         step "$fmt" "$IN_MEMORY" 0 "$bytes" "$BIN/trace-ingest" --max-memory "$HALF_RAM" -q -o "$W/runmem.db" "$in"
+        n=$events   # step() sets n
         rm -f "$W/runmem.db"
-        dbsize "$fmt" "$n"
+        # nsys's events are nvprof's: what reads run.db would only repeat nvprof's rows
+        if [ "$fmt" = nsys ]; then
+            rm -f "$in"
+            continue
+        fi
         step "$fmt" "sqlite3 GROUP BY (floor)" "$n" 0 sqlite3 "$W/run.db" \
             "SELECT name_id, kind IN (7,8,9), count(*), sum(cpu_total_ns), sum(cpu_self_ns), sum(gpu_total_ns), sum(gpu_self_ns) FROM events GROUP BY 1, 2"
         step "$fmt" "trace-analyze" "$n" 0 sh -c "'$BIN/trace-analyze' '$W/run.db' > /dev/null"
@@ -253,7 +262,7 @@ fi
 # Ingest's peak memory where it matters most: the largest sizes, ingest only.
 for size in $RSS_SIZES; do
     echo "bench: $size events, ingest peak RSS" >&2
-    for fmt in nvprof kineto raw; do
+    for fmt in nvprof nsys kineto raw; do
         make_input "$fmt" "$size"
         bytes=$(stat -c %s "$in")
         step "$fmt" "trace-ingest" 0 "$bytes" "$BIN/trace-ingest" -q -o "$W/run.db" "$in"
@@ -360,10 +369,10 @@ fi
     END {
         ns = 0; for (s in sizes) list[++ns] = s + 0
         for (i = 1; i <= ns; i++) for (j = i + 1; j <= ns; j++) if (list[j] < list[i]) { t = list[i]; list[i] = list[j]; list[j] = t }
-        split("nvprof raw", ef, " ")
+        nef = split("nvprof nsys raw", ef, " ")
         base["nvprof", 1000000] = "0.56M/s"; base["nvprof", 10000000] = "0.42M/s"
         base["raw", 1000000] = "0.55M/s"
-        for (i = 1; i <= ns; i++) for (e = 1; e <= 2; e++) {
+        for (i = 1; i <= ns; i++) for (e = 1; e <= nef; e++) {
             s = list[i]; f = ef[e]
             if (!has(s, f, "trace-ingest") || w(s, f, "trace-ingest") <= 0) continue
             k = s SUBSEP f SUBSEP "trace-ingest"
@@ -376,8 +385,8 @@ fi
             b = (s == 1000000) ? "97 MB/s" : (s == 10000000) ? "80 MB/s" : ""
             row("Kineto JSON ingest, MB/s", s, b, sprintf("%.0f MB/s", by[s SUBSEP "kineto" SUBSEP "trace-ingest"] / 1e6 / w(s, "kineto", "trace-ingest")), ">= 200 MB/s")
         }
-        split("nvprof kineto raw", af, " ")
-        for (i = 1; i <= ns; i++) for (e = 1; e <= 3; e++) {
+        naf = split("nvprof nsys kineto raw", af, " ")
+        for (i = 1; i <= ns; i++) for (e = 1; e <= naf; e++) {
             s = list[i]; f = af[e]
             if (s < 1000000 || !has(s, f, "trace-ingest")) continue
             b = (f == "nvprof" && s == 1000000) ? "217 MB" : (f == "nvprof" && s == 10000000) ? "2227 MB" : ""

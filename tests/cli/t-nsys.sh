@@ -81,3 +81,26 @@ n=$(q dl.db "select count(*) from events e join strings s on s.id = e.name_id wh
 expect_status 0 "$BIN/trace-ingest" -q -o pp.db "$TRACES/nsys/pipit__saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
 n=$(q pp.db "select count(*) from events e join strings s on s.id = e.name_id where e.kind = 1 and s.value = 'MPI_Send'")
 [ "$n" -gt 0 ] || fail "pipit: NVTX text via textId"
+
+# --- one workload, two formats: gen-nvprof writes the same rows as an nvprof database
+# and as an nsys export (nsys's table and column names, StringIds, packed globalTids,
+# NVTX ranges as one row each with inline text, memory kinds counted from 0), so every
+# table and report agrees; only the source line and the thread names nsys carries differ
+expect_status 0 "$BIN/gen-nvprof" -n 30000 -o same.nvvp
+expect_status 0 "$BIN/gen-nvprof" -f nsys -n 30000 -o same.sqlite
+expect_status 0 "$BIN/trace-ingest" -q -o same-nvprof.db same.nvvp
+expect_status 0 "$BIN/trace-ingest" -q -o same-nsys.db same.sqlite
+expect_eq "$(q same-nsys.db 'SELECT format FROM sources')" "nsys" "format of the generated export"
+expect_eq "$(q same-nsys.db 'SELECT count(*) FROM events')" "$(q same-nvprof.db 'SELECT count(*) FROM events')" "events"
+for opts in "-n -1" "-n -1 --group-by-shape" "--report gpu-time" "--report kernels" "--report api" \
+            "--report launch" "--report gaps"; do
+    "$BIN/trace-analyze" $opts same-nvprof.db > same-nvprof.txt 2>&1 || fail "analyze $opts (nvprof)"
+    "$BIN/trace-analyze" $opts same-nsys.db > same-nsys.txt 2>&1 || fail "analyze $opts (nsys)"
+    cmp -s same-nvprof.txt same-nsys.txt || fail "trace-analyze $opts differs between the nvprof and nsys forms"
+done
+"$BIN/trace-export" --stacks -o same-nvprof.folded same-nvprof.db || fail "stacks (nvprof)"
+"$BIN/trace-export" --stacks -o same-nsys.folded same-nsys.db || fail "stacks (nsys)"
+cmp -s same-nvprof.folded same-nsys.folded || fail "--stacks differs between the nvprof and nsys forms"
+expect_status 0 "$BIN/trace-analyze" --report summary same-nsys.db
+expect_grep 'pt_autograd_0' "$TMP/out"
+expect_status 2 "$BIN/gen-nvprof" -f nvtx -o never.db
