@@ -286,8 +286,9 @@ typedef struct {
     int name_fn;                /* NAME_SQL_FN is registered */
     tr_status step_rc;          /* scan_step(): the first error, which stops the scan */
     int step_need;              /* scan_step(): needs_dims() */
-    /* scan_tree_ids(): each host event's ancestry path and each call's own, by id */
-    const int32_t *tree_anc, *tree_api;
+    /* scan_tree_ids(): each host event's ancestry path and its own (stored_path()), by id */
+    const int32_t *tree_anc;
+    const uint32_t *tree_self;
     int64_t tree_max_id;
     char *where;                /* the selection's simple tests, as SQL (NULL: none) */
     cover_sum cover;
@@ -1312,43 +1313,24 @@ static tr_status scan_unattributed(scan_ctx *c)
     return rc;
 }
 
-/* The open ancestors of a walk of host events in tree order: ids and paths. */
-typedef struct {
-    struct open_event { int64_t id, path; } *v;
-    size_t n, cap;
-} open_stack;
-
-/* Closes the events that are not the parent's ancestors; the parent's path, 0 at a root. */
-static int64_t open_stack_parent(open_stack *s, int has_parent, int64_t parent)
+/* A host event's path: the trie node of its ancestors' names and its own.  An
+ * event's ancestry is its parent's path when the parent is a host event met
+ * before it in tree order (thread, start, longer first, depth, id), else the
+ * root: so the paths follow parent_id, as the ingest's stack aggregates do
+ * (lib/aggregates.h), and a parent_id cycle ends at the root. */
+#define PATH_API 1   /* the low bit of a stored path: the event is an API call */
+static int64_t stored_path(int64_t self, int kind)
 {
-    while (s->n && (!has_parent || s->v[s->n - 1].id != parent))
-        s->n--;
-    return s->n ? s->v[s->n - 1].path : 0;
+    return self << 1 | (tr_kinds[(unsigned)kind % TR_KIND_COUNT_].is_api ? PATH_API : 0);
 }
 
-static int open_stack_push(open_stack *s, int64_t id, int64_t path)
-{
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 64;
-        struct open_event *nv = realloc(s->v, nc * sizeof *nv);
-        if (!nv)
-            return -1;
-        s->v = nv;
-        s->cap = nc;
-    }
-    s->v[s->n++] = (struct open_event){id, path};
-    return 0;
-}
-
-/* Host events in tree order, keeping the open ancestors on a stack so each
- * event's ancestry path is known without lookups; then device activities,
- * whose ancestry is their launching call's. */
+/* Host events in tree order, their paths kept by id, then device activities,
+ * whose ancestry is their launching call's path. */
 static tr_status scan_tree(scan_ctx *c)
 {
     sqlite3_stmt *st = NULL;
-    tr_i64map api_path;
-    tr_i64map_init(&api_path);
-    open_stack stack = {NULL, 0, 0};
+    tr_i64map paths;   /* host event id -> stored_path() */
+    tr_i64map_init(&paths);
     int need = needs_dims(c);
     ev_row er;
     tr_status rc = run_kinds_query(c, 0, "", "ORDER BY e.thread_id, e.start_ns, e.end_ns DESC, e.depth, e.id", Q_ALL_ROWS, &st);
@@ -1357,21 +1339,15 @@ static tr_status scan_tree(scan_ctx *c)
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
         if (!fill_row(c, &rs, &er, need))
             continue;
-        int64_t id = er.id;
-        int has_parent = er.has_parent;
-        int64_t parent = er.parent;
         if (er.flags & TR_FLAG_ASYNC) {
             rc = add_event(c, &rs, &er, 0);
             continue;
         }
-        int64_t anc = open_stack_parent(&stack, has_parent, parent);
+        int64_t anc = 0;
+        if (er.has_parent && tr_i64map_get(&paths, er.parent, &anc))
+            anc >>= 1;
         int64_t self = trie_get(&c->paths, anc, er.name);
-        if (self < 0 || open_stack_push(&stack, id, self) != 0) {
-            rc = nomem(c);
-            break;
-        }
-        if (tr_kinds[(unsigned)er.kind % TR_KIND_COUNT_].is_api
-            && tr_i64map_put(&api_path, id, self) < 0) {
+        if (self < 0 || tr_i64map_put(&paths, er.id, stored_path(self, er.kind)) < 0) {
             rc = nomem(c);
             break;
         }
@@ -1381,22 +1357,21 @@ static tr_status scan_tree(scan_ctx *c)
         rc = step_error(c);
     sqlite3_finalize(st);
     st = NULL;   /* a failed scan leaves no second statement to finalize */
-    free(stack.v);
     if (rc == TR_OK)
         rc = run_kinds_query(c, 1, "", "", 0, &st);
     rs.st = st;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
         if (!fill_row(c, &rs, &er, need))
             continue;
-        int64_t anc = 0;
-        if (er.has_parent)
-            tr_i64map_get(&api_path, er.parent, &anc);
-        rc = add_event(c, &rs, &er, anc);
+        int64_t p = 0;
+        if (er.has_parent && tr_i64map_get(&paths, er.parent, &p))
+            p = p & PATH_API ? p >> 1 : 0;
+        rc = add_event(c, &rs, &er, p);
     }
     if (rc == TR_OK && st && r != SQLITE_DONE)
         rc = step_error(c);
     sqlite3_finalize(st);
-    tr_i64map_free(&api_path);
+    tr_i64map_free(&paths);
     return rc;
 }
 
@@ -1411,24 +1386,23 @@ static tr_status scan_flat(scan_ctx *c);
 #define TREE_IDS_MAX ((int64_t)1 << 27)
 
 /* scan_tree()'s paths without sorting every column of every event: a sort of the
- * host events' ids, parents and names alone gives each event its ancestry path,
- * kept by id; then one scan in id order, as scan_flat().  For ids from 0 to
- * max_id, at most TREE_IDS_MAX. */
+ * host events' ids, parents and names alone gives each event its path, kept by
+ * id; then one scan in id order, as scan_flat().  For ids from 0 to max_id, at
+ * most TREE_IDS_MAX. */
 static tr_status scan_tree_ids(scan_ctx *c, int64_t max_id)
 {
     size_t n = (size_t)max_id + 1;
-    int32_t *anc = tr_spill_calloc(n, sizeof *anc);   /* host event -> its ancestry path */
-    int32_t *api = tr_spill_calloc(n, sizeof *api);   /* API call -> its own path, for what it launched */
-    if (!anc || !api) {
+    int32_t *anc = tr_spill_calloc(n, sizeof *anc);     /* host event -> its ancestry path */
+    uint32_t *self = tr_spill_calloc(n, sizeof *self);  /* host event -> stored_path() */
+    if (!anc || !self) {
         tr_spill_free(anc);
-        tr_spill_free(api);
+        tr_spill_free(self);
         return TR_ERR_USAGE;   /* the caller sorts all, in SQLite's bounded memory */
     }
-    open_stack stack = {NULL, 0, 0};
     sqlite3_stmt *st = NULL;
     tr_status rc = TR_OK;
-    char *k = rc == TR_OK ? kinds_where(c, 0) : NULL;
-    if (rc == TR_OK && !k)
+    char *k = kinds_where(c, 0);
+    if (!k)
         rc = nomem(c);
     if (rc == TR_OK) {
         char sql[1024 + 64];
@@ -1446,33 +1420,32 @@ static tr_status scan_tree_ids(scan_ctx *c, int64_t max_id)
         if (id < 0 || id > max_id)
             continue;   /* not so: max(id) and min(id) bound them */
         if (sqlite3_column_int(st, 4) & TR_FLAG_ASYNC)
-            continue;   /* its path is 0 and it opens none */
-        int has_parent = sqlite3_column_type(st, 1) != SQLITE_NULL;
+            continue;   /* its path is 0 and it is no one's ancestry */
         int64_t parent = sqlite3_column_int64(st, 1);
-        int64_t a = open_stack_parent(&stack, has_parent, parent);
-        int64_t self = trie_get(&c->paths, a, sqlite3_column_int64(st, 2));
-        if (self < 0 || self > INT32_MAX || open_stack_push(&stack, id, self) != 0) {
+        int64_t a = sqlite3_column_type(st, 1) != SQLITE_NULL && parent >= 0 && parent <= max_id
+                        ? (int64_t)(self[parent] >> 1) : 0;
+        int64_t node = trie_get(&c->paths, a, sqlite3_column_int64(st, 2));
+        if (node < 0 || node > INT32_MAX) {
             rc = nomem(c);
             break;
         }
         anc[id] = (int32_t)a;
-        if (tr_kinds[(unsigned)sqlite3_column_int(st, 3) % TR_KIND_COUNT_].is_api)
-            api[id] = (int32_t)self;
+        self[id] = (uint32_t)stored_path(node, sqlite3_column_int(st, 3));
     }
     if (rc == TR_OK && r != SQLITE_DONE)
         rc = step_error(c);
     sqlite3_finalize(st);
     st = NULL;
-    free(stack.v);
     if (rc == TR_OK) {
         c->tree_anc = anc;
-        c->tree_api = api;
+        c->tree_self = self;
         c->tree_max_id = max_id;
         rc = scan_flat(c);
-        c->tree_anc = c->tree_api = NULL;
+        c->tree_anc = NULL;
+        c->tree_self = NULL;
     }
     tr_spill_free(anc);
-    tr_spill_free(api);
+    tr_spill_free(self);
     return rc;
 }
 
@@ -1545,10 +1518,12 @@ static tr_status covered_time(scan_ctx *c, int64_t *out)
  * (the tests compare the two paths). */
 #define AGGREGATES_MIN_EVENTS 200000
 
-static int aggregates_usable(scan_ctx *c)
+/* Whether the ingest-time table `table` may stand for a scan: it is there, no
+ * option needs the events themselves, and the run is large enough for it to pay. */
+static int aggregates_table_usable(scan_ctx *c, const char *table)
 {
     const tr_analyze_opts *o = c->o;
-    if (selection_active(c->sel) || o->group_by_stack > 0 || o->stats || o->compat_torch)
+    if (selection_active(c->sel) || o->stats || o->compat_torch)
         return 0;
     const char *env = getenv("TR_NO_AGGREGATES");
     if (env && *env && strcmp(env, "0") != 0)
@@ -1557,7 +1532,8 @@ static int aggregates_usable(scan_ctx *c)
     int64_t min = env && *env ? strtoll(env, NULL, 10) : AGGREGATES_MIN_EVENTS;
     sqlite3_stmt *st = NULL;
     int found = sqlite3_prepare_v2(c->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' "
-                                   "AND name = 'aggregates'", -1, &st, NULL) == SQLITE_OK
+                                   "AND name = ?1", -1, &st, NULL) == SQLITE_OK
+                && sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC) == SQLITE_OK
                 && sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
     if (found && min > 0) {
@@ -1570,60 +1546,150 @@ static int aggregates_usable(scan_ctx *c)
     return found;
 }
 
+static int aggregates_usable(scan_ctx *c)
+{
+    return c->o->group_by_stack <= 0 && aggregates_table_usable(c, "aggregates");
+}
+
+/* --group-by-stack's table from stack_aggregates, in either stack source */
+static int stack_aggregates_usable(scan_ctx *c)
+{
+    return c->o->group_by_stack > 0 && aggregates_table_usable(c, "stack_aggregates")
+           && (!c->tree_mode || aggregates_table_usable(c, "stack_paths"));
+}
+
 enum { A_NAME, A_GPU, A_SHAPE, A_EVENTS, A_CPU_TOTAL, A_CPU_SELF, A_GPU_TOTAL, A_GPU_SELF,
        A_CMEM, A_CMEM_SELF, A_GMEM, A_GMEM_SELF, A_FLOPS, A_FIRST_START, A_FIRST_END, A_FIRST_ID,
        A_FIRST_ASYNC };
 
-static tr_status add_aggregate(scan_ctx *c, sqlite3_stmt *st)
+/* One row of aggregates (its columns from `at` on) into the group of its name,
+ * side, shape and stack key. */
+static tr_status add_aggregate(scan_ctx *c, sqlite3_stmt *st, int at, int64_t key)
 {
     tr_summary *s = c->s;
-    int64_t name = group_name(c, sqlite3_column_int64(st, A_NAME));
-    int gpu = sqlite3_column_int(st, A_GPU) != 0;
-    int64_t shape = c->o->group_by_shape ? sqlite3_column_int64(st, A_SHAPE) : 0;
-    tr_group *g = group_get(c, name, gpu, shape, 0);
+#define COL(i) sqlite3_column_int64(st, at + (i))
+    int64_t name = group_name(c, COL(A_NAME));
+    int gpu = COL(A_GPU) != 0;
+    int64_t shape = c->o->group_by_shape ? COL(A_SHAPE) : 0;
+    tr_group *g = group_get(c, name, gpu, shape, key);
     if (!g)
         return nomem(c);
-    note_first(g, sqlite3_column_int64(st, A_FIRST_START), sqlite3_column_int64(st, A_FIRST_END),
-               sqlite3_column_int64(st, A_FIRST_ID), sqlite3_column_int(st, A_FIRST_ASYNC) != 0);
-    int64_t n = sqlite3_column_int64(st, A_EVENTS);
+    note_first(g, COL(A_FIRST_START), COL(A_FIRST_END), COL(A_FIRST_ID), COL(A_FIRST_ASYNC) != 0);
+    int64_t n = COL(A_EVENTS);
     g->count += n;
-    tr_sat_acc(&g->cpu_total, sqlite3_column_int64(st, A_CPU_TOTAL));
-    tr_sat_acc(&g->cpu_self, sqlite3_column_int64(st, A_CPU_SELF));
-    tr_sat_acc(&g->gpu_total, sqlite3_column_int64(st, A_GPU_TOTAL));
-    tr_sat_acc(&g->gpu_self, sqlite3_column_int64(st, A_GPU_SELF));
+    tr_sat_acc(&g->cpu_total, COL(A_CPU_TOTAL));
+    tr_sat_acc(&g->cpu_self, COL(A_CPU_SELF));
+    tr_sat_acc(&g->gpu_total, COL(A_GPU_TOTAL));
+    tr_sat_acc(&g->gpu_self, COL(A_GPU_SELF));
     if (!gpu)
-        tr_sat_acc(&s->sum_gpu_self_host, sqlite3_column_int64(st, A_GPU_SELF));
-    tr_sat_acc(&g->cpu_mem, sqlite3_column_int64(st, A_CMEM));
-    tr_sat_acc(&g->cpu_mem_self, sqlite3_column_int64(st, A_CMEM_SELF));
-    tr_sat_acc(&g->gpu_mem, sqlite3_column_int64(st, A_GMEM));
-    tr_sat_acc(&g->gpu_mem_self, sqlite3_column_int64(st, A_GMEM_SELF));
-    if (sqlite3_column_type(st, A_FLOPS) != SQLITE_NULL)
-        tr_sat_acc(&g->flops, sqlite3_column_int64(st, A_FLOPS));
+        tr_sat_acc(&s->sum_gpu_self_host, COL(A_GPU_SELF));
+    tr_sat_acc(&g->cpu_mem, COL(A_CMEM));
+    tr_sat_acc(&g->cpu_mem_self, COL(A_CMEM_SELF));
+    tr_sat_acc(&g->gpu_mem, COL(A_GMEM));
+    tr_sat_acc(&g->gpu_mem_self, COL(A_GMEM_SELF));
+    if (sqlite3_column_type(st, at + A_FLOPS) != SQLITE_NULL)
+        tr_sat_acc(&g->flops, COL(A_FLOPS));
+#undef COL
     s->events += n;
     return TR_OK;
 }
 
+static tr_status aggregates_error(scan_ctx *c, const char *table)
+{
+    return tr_fail(c->err, TR_ERR_INPUT, "%s: cannot read table %s: %s", tr_rundb_name(c->db),
+                   table, sqlite3_errmsg(c->db));
+}
+
+#define AGGREGATE_COLUMNS "name_id, on_gpu, shape_id, events, cpu_total_ns, cpu_self_ns, " \
+    "gpu_total_ns, gpu_self_ns, cpu_mem_total, cpu_mem_self, gpu_mem_total, gpu_mem_self, " \
+    "flops, first_start_ns, first_end_ns, first_id, first_async"
+
 static tr_status scan_aggregates(scan_ctx *c)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(c->db, "SELECT name_id, on_gpu, shape_id, events, cpu_total_ns, "
-                           "cpu_self_ns, gpu_total_ns, gpu_self_ns, cpu_mem_total, cpu_mem_self, "
-                           "gpu_mem_total, gpu_mem_self, flops, first_start_ns, first_end_ns, "
-                           "first_id, first_async FROM aggregates", -1, &st, NULL) != SQLITE_OK)
-        return tr_fail(c->err, TR_ERR_INPUT, "%s: cannot read table aggregates: %s",
-                       tr_rundb_name(c->db), sqlite3_errmsg(c->db));
+    if (sqlite3_prepare_v2(c->db, "SELECT " AGGREGATE_COLUMNS " FROM aggregates", -1, &st, NULL)
+        != SQLITE_OK)
+        return aggregates_error(c, "aggregates");
     tr_status rc = TR_OK;
     int r;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
         if (sqlite3_column_int(st, A_GPU) == TR_AGG_SKIPPED)
             c->s->skipped += sqlite3_column_int64(st, A_EVENTS);
         else
-            rc = add_aggregate(c, st);
+            rc = add_aggregate(c, st, 0, 0);
     }
     if (rc == TR_OK && r != SQLITE_DONE)
-        rc = tr_fail(c->err, TR_ERR_INPUT, "%s: cannot read table aggregates: %s",
-                     tr_rundb_name(c->db), sqlite3_errmsg(c->db));
+        rc = aggregates_error(c, "aggregates");
     sqlite3_finalize(st);
+    return rc;
+}
+
+/* stack_paths' nodes as nodes of c->paths, the trie scan_tree() makes: the
+ * same (ancestor path, name) pairs give the same stack keys.  A parent is
+ * numbered below its children. */
+static tr_status load_stack_paths(scan_ctx *c, tr_i64map *node_of)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(c->db, "SELECT id, parent_id, name_id FROM stack_paths ORDER BY id", -1,
+                           &st, NULL) != SQLITE_OK)
+        return aggregates_error(c, "stack_paths");
+    tr_status rc = TR_OK;
+    int r;
+    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t up = 0;
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL
+            && !tr_i64map_get(node_of, sqlite3_column_int64(st, 1), &up)) {
+            rc = tr_fail(c->err, TR_ERR_INPUT, "%s: table stack_paths: node %lld has an unknown "
+                         "parent (drop the table to have the events scanned)", tr_rundb_name(c->db),
+                         (long long)sqlite3_column_int64(st, 0));
+            break;
+        }
+        int64_t node = trie_get(&c->paths, up, sqlite3_column_int64(st, 2));
+        if (node < 0 || tr_i64map_put(node_of, sqlite3_column_int64(st, 0), node) < 0)
+            rc = nomem(c);
+    }
+    if (rc == TR_OK && r != SQLITE_DONE)
+        rc = aggregates_error(c, "stack_paths");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* --group-by-stack from stack_aggregates: each row's key from its tree path or
+ * its recorded stack, as the scan takes it from the event's. */
+static tr_status scan_stack_aggregates(scan_ctx *c)
+{
+    tr_i64map node_of;   /* stack_paths.id -> c->paths node */
+    tr_i64map_init(&node_of);
+    tr_status rc = c->tree_mode ? load_stack_paths(c, &node_of) : TR_OK;
+    sqlite3_stmt *st = NULL;
+    if (rc == TR_OK && sqlite3_prepare_v2(c->db, "SELECT path_id, stack_id, " AGGREGATE_COLUMNS
+                                          " FROM stack_aggregates", -1, &st, NULL) != SQLITE_OK)
+        rc = aggregates_error(c, "stack_aggregates");
+    int r = SQLITE_DONE;
+    while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sqlite3_column_int(st, 2 + A_GPU) == TR_AGG_SKIPPED) {
+            c->s->skipped += sqlite3_column_int64(st, 2 + A_EVENTS);
+            continue;
+        }
+        int64_t node = 0;
+        if (c->tree_mode) {
+            int64_t path = sqlite3_column_int64(st, 0);
+            if (path && !tr_i64map_get(&node_of, path, &node)) {
+                rc = tr_fail(c->err, TR_ERR_INPUT, "%s: table stack_aggregates: unknown path %lld "
+                             "(drop the table to have the events scanned)", tr_rundb_name(c->db),
+                             (long long)path);
+                break;
+            }
+        } else {
+            node = sqlite3_column_int64(st, 1);
+        }
+        int64_t key = stack_key(c, node);
+        rc = key < 0 ? nomem(c) : add_aggregate(c, st, 2, key);
+    }
+    if (rc == TR_OK && st && r != SQLITE_DONE)
+        rc = aggregates_error(c, "stack_aggregates");
+    sqlite3_finalize(st);
+    tr_i64map_free(&node_of);
     return rc;
 }
 
@@ -1645,8 +1711,10 @@ static void scan_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
         int64_t max_id = c->tree_max_id;
         if (er.gpu == 0)
             path = er.id >= 0 && er.id <= max_id ? c->tree_anc[er.id] : 0;
-        else if (er.gpu == 1)
-            path = er.has_parent && er.parent >= 0 && er.parent <= max_id ? c->tree_api[er.parent] : 0;
+        else if (er.gpu == 1) {
+            int64_t p = er.has_parent && er.parent >= 0 && er.parent <= max_id ? c->tree_self[er.parent] : 0;
+            path = p & PATH_API ? p >> 1 : 0;
+        }
         else
             return;   /* neither pass of scan_tree() reads it */
     }
@@ -1857,7 +1925,8 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
                       || (o->stack_source == TR_STACK_AUTO && c.nframes_nodes == 0);
         s->stack_source = c.tree_mode ? "tree" : "frames";
     }
-    int from_aggregates = !c.tree_mode && aggregates_usable(&c);
+    int from_stack_aggregates = stack_aggregates_usable(&c);
+    int from_aggregates = from_stack_aggregates || (!c.tree_mode && aggregates_usable(&c));
     if (c.sel && c.sel->has_time)
         first_start(&c, !c.tree_mode && !from_aggregates);
     if (c.sel && (c.sel->include || c.sel->exclude)) {
@@ -1871,7 +1940,10 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
     if ((rc = build_where(&c)) != TR_OK)
         goto out;
     c.unattr.on = !from_aggregates && !o->compat_torch;
-    rc = c.tree_mode ? scan_tree_any(&c) : from_aggregates ? scan_aggregates(&c) : scan_flat(&c);
+    rc = from_stack_aggregates ? scan_stack_aggregates(&c)
+         : c.tree_mode          ? scan_tree_any(&c)
+         : from_aggregates      ? scan_aggregates(&c)
+                                : scan_flat(&c);
     if (rc == TR_OK && c.t0_guess && c.t0_seen < c.t0) {
         /* an event starts before the guess: the range moves, and the scan starts over */
         scan_reset(&c);

@@ -9,6 +9,7 @@
 
 typedef struct {
     uint32_t name, shape;
+    uint32_t path, stack;   /* stack aggregates only: tree path node, events.stack_id */
     int gpu, used;
     int64_t count, cpu_total, cpu_self, gpu_total, gpu_self, cmem, cmem_self, gmem, gmem_self;
     int64_t flops;
@@ -19,15 +20,23 @@ typedef struct {
 
 typedef struct { agg_row *r; size_t n, cap; } agg_map;
 
-static size_t agg_hash(uint32_t name, uint32_t shape, int gpu, size_t cap)
+static size_t agg_hash(const agg_row *k, size_t cap)
 {
-    uint64_t h = ((uint64_t)name * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)shape * 0xff51afd7ed558ccdull)
-                 ^ (uint64_t)gpu;
+    uint64_t h = ((uint64_t)k->name * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)k->shape * 0xff51afd7ed558ccdull)
+                 ^ ((uint64_t)k->path * 0xc4ceb9fe1a85ec53ull) ^ ((uint64_t)k->stack * 0x2545f4914f6cdd1dull)
+                 ^ (uint64_t)k->gpu;
     h ^= h >> 29;
     return (size_t)h & (cap - 1);
 }
 
-static agg_row *agg_find(agg_map *m, uint32_t name, uint32_t shape, int gpu)
+static int agg_same(const agg_row *a, const agg_row *k)
+{
+    return a->name == k->name && a->shape == k->shape && a->gpu == k->gpu && a->path == k->path
+           && a->stack == k->stack;
+}
+
+/* The row of key k (its name, shape, gpu, path and stack), made on first use. */
+static agg_row *agg_find(agg_map *m, const agg_row *k)
 {
     if ((m->n + 1) * 2 > m->cap) {
         size_t ncap = m->cap ? m->cap * 2 : 1024;
@@ -39,7 +48,7 @@ static agg_row *agg_find(agg_map *m, uint32_t name, uint32_t shape, int gpu)
             tr_spill_tick();
             if (!m->r[i].used)
                 continue;
-            size_t j = agg_hash(m->r[i].name, m->r[i].shape, m->r[i].gpu, ncap);
+            size_t j = agg_hash(&m->r[i], ncap);
             while (nr[j].used)
                 j = (j + 1) & (ncap - 1);
             nr[j] = m->r[i];
@@ -48,12 +57,12 @@ static agg_row *agg_find(agg_map *m, uint32_t name, uint32_t shape, int gpu)
         m->r = nr;
         m->cap = ncap;
     }
-    size_t j = agg_hash(name, shape, gpu, m->cap);
-    while (m->r[j].used && !(m->r[j].name == name && m->r[j].shape == shape && m->r[j].gpu == gpu))
+    size_t j = agg_hash(k, m->cap);
+    while (m->r[j].used && !agg_same(&m->r[j], k))
         j = (j + 1) & (m->cap - 1);
     if (!m->r[j].used) {
-        m->r[j] = (agg_row){.name = name, .shape = shape, .gpu = gpu, .used = 1,
-                            .first_start = INT64_MAX};
+        m->r[j] = (agg_row){.name = k->name, .shape = k->shape, .path = k->path, .stack = k->stack,
+                            .gpu = k->gpu, .used = 1, .first_start = INT64_MAX};
         m->n++;
     }
     return &m->r[j];
@@ -98,52 +107,243 @@ static void agg_add(agg_row *a, const tr_trace *t, size_t i, int64_t cpu_total)
     }
 }
 
-static tr_status db_fail(sqlite3 *db, tr_error *err)
+static tr_status db_fail(sqlite3 *db, const char *table, tr_error *err)
 {
-    return tr_fail(err, TR_ERR_RUNTIME, "SQLite: %s (writing table aggregates)", sqlite3_errmsg(db));
+    return tr_fail(err, TR_ERR_RUNTIME, "SQLite: %s (writing table %s)", sqlite3_errmsg(db), table);
 }
 
-static tr_status insert_rows(sqlite3 *db, const agg_map *m, size_t skipped, tr_error *err)
+/* The rows of m into `table`, whose columns are those of aggregates, after
+ * path_id and stack_id when `stacked`; then the skipped events' row. */
+static tr_status insert_rows(sqlite3 *db, const char *table, int stacked, const agg_map *m,
+                             size_t skipped, tr_error *err)
 {
+    char sql[160];
+    snprintf(sql, sizeof sql, "INSERT INTO %s VALUES(%s?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", table,
+             stacked ? "?,?," : "");
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "INSERT INTO aggregates VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                           -1, &st, NULL) != SQLITE_OK)
-        return db_fail(db, err);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_fail(db, table, err);
+    const int at = stacked ? 2 : 0;
     tr_status s = TR_OK;
     for (size_t i = 0; i < m->cap && s == TR_OK; i++) {
         tr_spill_tick();
         const agg_row *a = &m->r[i];
         if (!a->used)
             continue;
+        if (stacked) {
+            sqlite3_bind_int64(st, 1, a->path);
+            if (a->stack)
+                sqlite3_bind_int64(st, 2, a->stack);
+            else
+                sqlite3_bind_null(st, 2);
+        }
         const int64_t v[] = {a->name, a->gpu, a->shape, a->count, a->cpu_total, a->cpu_self,
                              a->gpu_total, a->gpu_self, a->cmem, a->cmem_self, a->gmem,
                              a->gmem_self, a->flops, a->first_start, a->first_end, a->first_id,
                              a->first_async};
         for (int k = 0; k < (int)(sizeof v / sizeof v[0]); k++) {
             if ((k == 2 && !a->shape) || (k == 12 && !a->has_flops))
-                sqlite3_bind_null(st, k + 1);
+                sqlite3_bind_null(st, at + k + 1);
             else
-                sqlite3_bind_int64(st, k + 1, v[k]);
+                sqlite3_bind_int64(st, at + k + 1, v[k]);
         }
         if (sqlite3_step(st) != SQLITE_DONE)
-            s = db_fail(db, err);
+            s = db_fail(db, table, err);
         sqlite3_reset(st);
     }
     sqlite3_finalize(st);
     if (s != TR_OK || !skipped)
         return s;
-    char sql[160];
-    snprintf(sql, sizeof sql, "INSERT INTO aggregates VALUES(0, %d, NULL, %zu, 0,0,0,0,0,0,0,0, "
-             "NULL, 0, 0, 0, 0)", TR_AGG_SKIPPED, skipped);
-    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? TR_OK : db_fail(db, err);
+    snprintf(sql, sizeof sql, "INSERT INTO %s VALUES(%s0, %d, NULL, %zu, 0,0,0,0,0,0,0,0, "
+             "NULL, 0, 0, 0, 0)", table, stacked ? "0, NULL, " : "", TR_AGG_SKIPPED, skipped);
+    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? TR_OK : db_fail(db, table, err);
+}
+
+/* ---- tree paths ---------------------------------------------------------- */
+
+/* The nodes of the range tree's ancestry paths: node = (parent node, name),
+ * numbered from 1 as they are made, so a parent's number is below its
+ * children's. */
+typedef struct { uint32_t parent, name, id; } path_slot;
+typedef struct {
+    path_slot *slots;
+    size_t cap, n;
+    uint32_t *parent, *name;   /* by node number */
+    size_t arr_cap;
+} path_trie;
+
+static void path_trie_free(path_trie *p)
+{
+    tr_spill_free(p->slots);
+    tr_spill_free(p->parent);
+    tr_spill_free(p->name);
+}
+
+static size_t path_hash(uint32_t parent, uint32_t name, size_t cap)
+{
+    uint64_t h = ((uint64_t)parent << 32 | name) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h ^ h >> 31) & (cap - 1);
+}
+
+static int path_grow(path_trie *p)
+{
+    size_t ncap = p->cap ? p->cap * 2 : 1024;
+    path_slot *ns = tr_spill_calloc(ncap, sizeof *ns);
+    if (!ns)
+        return -1;
+    for (size_t i = 0; i < p->cap; i++) {
+        tr_spill_tick();
+        if (!p->slots[i].id)
+            continue;
+        size_t j = path_hash(p->slots[i].parent, p->slots[i].name, ncap);
+        while (ns[j].id)
+            j = (j + 1) & (ncap - 1);
+        ns[j] = p->slots[i];
+    }
+    tr_spill_free(p->slots);
+    p->slots = ns;
+    p->cap = ncap;
+    return 0;
+}
+
+/* The node (parent, name), made on first use; 0 when out of memory. */
+static uint32_t path_node(path_trie *p, uint32_t parent, uint32_t name)
+{
+    if ((p->n + 1) * 2 > p->cap && path_grow(p) < 0)
+        return 0;
+    size_t j = path_hash(parent, name, p->cap);
+    while (p->slots[j].id) {
+        if (p->slots[j].parent == parent && p->slots[j].name == name)
+            return p->slots[j].id;
+        j = (j + 1) & (p->cap - 1);
+    }
+    if (p->n + 2 > p->arr_cap) {
+        size_t nc = p->arr_cap ? p->arr_cap * 2 : 1024;
+        uint32_t *np = tr_spill_realloc(p->parent, p->arr_cap * sizeof *np, nc * sizeof *np);
+        if (!np)
+            return 0;
+        p->parent = np;
+        uint32_t *nn = tr_spill_realloc(p->name, p->arr_cap * sizeof *nn, nc * sizeof *nn);
+        if (!nn)
+            return 0;
+        p->name = nn;
+        p->arr_cap = nc;
+    }
+    if (p->n >= UINT32_MAX - 1)
+        return 0;
+    uint32_t id = (uint32_t)++p->n;
+    p->slots[j] = (path_slot){parent, name, id};
+    p->parent[id] = parent;
+    p->name[id] = name;
+    return id;
+}
+
+/* A host event that is some event's ancestry: not async (analyze/summary.c
+ * leaves those out of every path). */
+static int path_holder(const tr_event *e)
+{
+    return !tr_kinds[e->kind].on_gpu && !(e->flags & TR_FLAG_ASYNC);
+}
+
+/* The events of a parent chain whose paths are not known yet, innermost first. */
+typedef struct { size_t *v; size_t n, cap; } path_chain;
+
+/* self[i]: the path of host event i, its ancestors' names and its own (0: not
+ * known yet); made down the parent chain from the highest ancestor not known.
+ * The chain is bounded by the event count, so a cycle ends at the root. */
+static uint32_t self_path(const tr_trace *t, path_trie *p, path_chain *ch, uint32_t *self, size_t i)
+{
+    const tr_event *ev = t->events.v;
+    ch->n = 0;
+    uint32_t base = 0;
+    for (size_t k = i; !self[k];) {
+        if (ch->n == ch->cap) {
+            size_t nc = ch->cap ? ch->cap * 2 : 64;
+            size_t *nv = realloc(ch->v, nc * sizeof *nv);
+            if (!nv)
+                return 0;
+            ch->v = nv;
+            ch->cap = nc;
+        }
+        ch->v[ch->n++] = k;
+        int32_t up = ev[k].parent;
+        if (up < 0 || !path_holder(&ev[up]) || ch->n > t->events.n)
+            break;
+        k = (size_t)up;
+        base = self[k];
+    }
+    if (!ch->n)
+        return self[i];
+    while (ch->n) {
+        size_t k = ch->v[--ch->n];
+        if (!(base = path_node(p, base, ev[k].name)))
+            return 0;
+        self[k] = base;
+    }
+    return base;
+}
+
+/* The stack aggregates' path of event i: a host event's ancestors' path, a
+ * device activity's launching call's own path (analyze/summary.c's scan_tree()). */
+static int event_path(const tr_trace *t, path_trie *p, path_chain *ch, uint32_t *self, size_t i,
+                      uint32_t *out)
+{
+    const tr_event *e = &t->events.v[i];
+    *out = 0;
+    if (e->parent < 0 || !path_holder(&t->events.v[e->parent]))
+        return 0;
+    const tr_event *up = &t->events.v[e->parent];
+    if (tr_kinds[e->kind].on_gpu && !tr_kinds[up->kind].is_api)
+        return 0;
+    if (!tr_kinds[e->kind].on_gpu && (e->flags & TR_FLAG_ASYNC))
+        return 0;
+    *out = self_path(t, p, ch, self, (size_t)e->parent);
+    return *out ? 0 : -1;
+}
+
+static tr_status write_paths(sqlite3 *db, const path_trie *p, tr_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "INSERT INTO stack_paths VALUES(?,?,?)", -1, &st, NULL) != SQLITE_OK)
+        return db_fail(db, "stack_paths", err);
+    tr_status s = TR_OK;
+    for (size_t id = 1; id <= p->n && s == TR_OK; id++) {
+        tr_spill_tick();
+        sqlite3_bind_int64(st, 1, (int64_t)id);
+        if (p->parent[id])
+            sqlite3_bind_int64(st, 2, p->parent[id]);
+        else
+            sqlite3_bind_null(st, 2);
+        sqlite3_bind_int64(st, 3, p->name[id]);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            s = db_fail(db, "stack_paths", err);
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* ---- the pass ------------------------------------------------------------ */
+
+/* Past this many stack rows an event, a --group-by-stack scan costs about what
+ * reading them would, and the table is left out. */
+#define STACK_ROWS_MAX_SHARE 4
+
+static tr_status oom_agg(tr_error *err)
+{
+    return tr_fail(err, TR_ERR_RUNTIME, "out of memory while writing table aggregates");
 }
 
 tr_status tr_aggregates_write(sqlite3 *db, const tr_trace *t, tr_error *err)
 {
-    agg_map m = {0};
+    agg_map m = {0}, sm = {0};
+    path_trie paths = {0};
+    path_chain chain = {0};
+    uint32_t *self = tr_spill_calloc(t->events.n ? t->events.n : 1, sizeof *self);
     size_t skipped = 0;
+    int stacked = self != NULL;
     tr_status s = TR_OK;
-    for (size_t i = 0; i < t->events.n; i++) {
+    for (size_t i = 0; i < t->events.n && s == TR_OK; i++) {
         tr_spill_tick();
         const tr_event *e = &t->events.v[i];
         if (e->flags & TR_FLAG_MERGED)
@@ -156,15 +356,34 @@ tr_status tr_aggregates_write(sqlite3 *db, const tr_trace *t, tr_error *err)
             skipped++;
             continue;
         }
-        agg_row *a = agg_find(&m, e->name, e->shape, gpu);
+        agg_row key = {.name = e->name, .shape = e->shape, .gpu = gpu};
+        agg_row *a = agg_find(&m, &key);
         if (!a) {
-            s = tr_fail(err, TR_ERR_RUNTIME, "out of memory while writing table aggregates");
+            s = oom_agg(err);
             break;
         }
         agg_add(a, t, i, cpu_total);
+        if (!stacked)
+            continue;
+        key.stack = e->stack;
+        if (event_path(t, &paths, &chain, self, i, &key.path) < 0 || !(a = agg_find(&sm, &key))) {
+            stacked = 0;   /* the scan serves --group-by-stack */
+            continue;
+        }
+        agg_add(a, t, i, cpu_total);
+        stacked = sm.n <= t->events.n / STACK_ROWS_MAX_SHARE + 1024;
     }
+    tr_spill_free(self);
+    free(chain.v);
     if (s == TR_OK)
-        s = insert_rows(db, &m, skipped, err);
+        s = insert_rows(db, "aggregates", 0, &m, skipped, err);
+    if (s == TR_OK && stacked && (s = write_paths(db, &paths, err)) == TR_OK)
+        s = insert_rows(db, "stack_aggregates", 1, &sm, skipped, err);
+    if (s == TR_OK && !stacked && sqlite3_exec(db, "DROP TABLE stack_aggregates; DROP TABLE stack_paths",
+                                               NULL, NULL, NULL) != SQLITE_OK)
+        s = db_fail(db, "stack_aggregates", err);
     tr_spill_free(m.r);
+    tr_spill_free(sm.r);
+    path_trie_free(&paths);
     return s;
 }

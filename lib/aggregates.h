@@ -9,6 +9,14 @@
  * of the stored per-event metrics and its first event in (start, -end, id)
  * order, so the tables built from it are byte-identical to a scan.
  *
+ * The same rows again per tree path and recorded stack (tables stack_paths and
+ * stack_aggregates) make trace-analyze --group-by-stack N a read of those rows:
+ * a host event's path is (its parent's path, its own name) when the parent is
+ * a host event that is not async, else the root; a device activity takes its
+ * launching API call's own path, as analyze/summary.c's tree scan does.  The
+ * two tables are dropped when they would hold more than a quarter as many rows
+ * as there are events (analyze then scans).
+ *
  * Ownership: reads the trace, writes through the caller's open transaction.
  */
 #ifndef TR_LIB_AGGREGATES_H

@@ -1,5 +1,6 @@
-# The default tables read the aggregates written at ingest instead of every event:
-# byte for byte the same output as the scan (TR_NO_AGGREGATES=1) on every input we have.
+# The default tables read the aggregates written at ingest instead of every event, and
+# --group-by-stack the stack aggregates (per tree path and recorded stack): byte for
+# byte the same output as the scan (TR_NO_AGGREGATES=1) on every input we have.
 # TR_AGGREGATES_MIN=0: use them however small the run (the default waits for 200,000 events).
 export TR_AGGREGATES_MIN=0
 inputs="$GOLDEN_DIR/../../../sample-traces/lm-step.nvvp"
@@ -17,8 +18,15 @@ for f in $inputs; do
     "$BIN/trace-ingest" -q -o "a$n.db" "$f" 2>/dev/null || continue
     [ "$(q "a$n.db" 'select count(*) from events')" = 0 ] \
         || [ "$(q "a$n.db" 'select count(*) from aggregates')" -gt 0 ] || fail "$f: no aggregates written"
+    # a table of stack rows about as many as the events is left out (the scan is as quick)
+    [ "$(q "a$n.db" "select count(*) from sqlite_master where name = 'stack_aggregates'")" = 0 ] \
+        || [ "$(q "a$n.db" 'select count(*) from events')" = 0 ] \
+        || [ "$(q "a$n.db" 'select count(*) from stack_aggregates')" -gt 0 ] || fail "$f: no stack aggregates"
     for args in "" "--group-by-shape" "--sort none" "--sort cpu_time_total" "--sort count -n 5" \
-                "--format csv -n -1" "--format json -n -1 --group-by-shape" "--format markdown"; do
+                "--format csv -n -1" "--format json -n -1 --group-by-shape" "--format markdown" \
+                "--group-by-stack 1" "--group-by-stack 3 --group-by-shape -n -1" \
+                "--group-by-stack 50 --stack-source tree --format csv -n -1" \
+                "--group-by-stack 2 --stack-source frames --sort count --format json -n -1"; do
         # shellcheck disable=SC2086
         "$BIN/trace-analyze" $args "a$n.db" > agg.out 2>agg.err
         # shellcheck disable=SC2086
@@ -37,3 +45,9 @@ done
 q old.db 'DROP TABLE aggregates'
 expect_status 0 "$BIN/trace-analyze" old.db
 cmp -s with.out "$TMP/out" || fail "a run.db without aggregates gives another table"
+# the same for the stack aggregates; the sample's tree has them
+[ "$(q old.db 'select count(*) from stack_paths')" -gt 0 ] || fail "the sample has no stack paths"
+"$BIN/trace-analyze" --group-by-stack 3 old.db > with.out
+q old.db 'DROP TABLE stack_aggregates; DROP TABLE stack_paths'
+expect_status 0 "$BIN/trace-analyze" --group-by-stack 3 old.db
+cmp -s with.out "$TMP/out" || fail "a run.db without stack aggregates gives another table"
