@@ -162,6 +162,8 @@ for size in $SIZES; do
         step "$fmt" "trace-analyze --group-by-shape" "$n" 0 sh -c "'$BIN/trace-analyze' --group-by-shape '$W/run.db' > /dev/null"
         # the same table from every event instead of the ingest-time aggregates (docs/schema.md)
         step "$fmt" "trace-analyze, scanning the events" "$n" 0 sh -c "TR_NO_AGGREGATES=1 '$BIN/trace-analyze' '$W/run.db' > /dev/null"
+        step "$fmt" "trace-analyze --group-by-stack 3" "$n" 0 sh -c "'$BIN/trace-analyze' --group-by-stack 3 '$W/run.db' > /dev/null"
+        step "$fmt" "trace-analyze --group-by-stack 3, scanning the events" "$n" 0 sh -c "TR_NO_AGGREGATES=1 '$BIN/trace-analyze' --group-by-stack 3 '$W/run.db' > /dev/null"
         # the reports, beside sqlite3 reading the GPU activities in start order (gpu-time's scan)
         step "$fmt" "sqlite3 GPU activities by start (report floor)" "$n" 0 sqlite3 "$W/run.db" \
             "SELECT count(*), sum(end_ns - start_ns) FROM (SELECT start_ns, end_ns FROM events WHERE kind IN (7,8,9) ORDER BY start_ns)"
@@ -401,6 +403,11 @@ fi
             if (s < 1000000) continue
             if (has(s, "nvprof", "trace-analyze"))
                 row("trace-analyze (default table), nvprof", s, s == 10000000 ? "7.51 s" : s == 1000000 ? "0.68 s" : "", sprintf("%.2f s", w(s, "nvprof", "trace-analyze")), "< 0.5 s at 10^7")
+            if (has(s, "nvprof", "trace-analyze --group-by-stack 3") && has(s, "nvprof", "sqlite3 GROUP BY (floor)"))
+                row("trace-analyze --group-by-stack 3, nvprof (aggregates; scanning)", s, "",
+                    sprintf("%.2f s; %.2f s (sqlite3 GROUP BY: %.2f s)", w(s, "nvprof", "trace-analyze --group-by-stack 3"),
+                            w(s, "nvprof", "trace-analyze --group-by-stack 3, scanning the events"), w(s, "nvprof", "sqlite3 GROUP BY (floor)")),
+                    "within 1.0x of the sqlite3 floor")
             if (has(s, "nvprof", "trace-export --chrome"))
                 row("trace-export --chrome, nvprof", s, s == 10000000 ? "52.0 s" : s == 1000000 ? "4.90 s" : "", sprintf("%.2f s", w(s, "nvprof", "trace-export --chrome")), "a third of the first")
             if (has(s, "nvprof", "PyTorch 1.13 pipeline") && has(s, "nvprof", "trace-ingest") && has(s, "nvprof", "trace-analyze")) {
