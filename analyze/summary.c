@@ -286,9 +286,9 @@ typedef struct {
     int name_fn;                /* NAME_SQL_FN is registered */
     tr_status step_rc;          /* scan_step(): the first error, which stops the scan */
     int step_need;              /* scan_step(): needs_dims() */
-    /* scan_tree_ids(): each host event's ancestry path and its own (stored_path()), by id */
+    /* scan_tree_ids(): each event's path (a host event's ancestry, a device
+     * activity's launching call's own), by id */
     const int32_t *tree_anc;
-    const uint32_t *tree_self;
     int64_t tree_max_id;
     char *where;                /* the selection's simple tests, as SQL (NULL: none) */
     cover_sum cover;
@@ -1377,75 +1377,147 @@ static tr_status scan_tree(scan_ctx *c)
 
 static tr_status scan_flat(scan_ctx *c);
 
-/* Up to this many event ids, scan_tree_ids() keeps two int32 per id (1 GiB at
- * most, in arrays that move to files past the memory limit: lib/spill.h).  Its
- * sort reads five columns of the host events where scan_tree() sorts every
- * column of every event through SQLite's sorter: at 10^7 nvprof events 9.8 s and
- * 62 MB against 15.7 s and 230 MB.  Sparse ids past it (a hand-made run.db) go to
- * scan_tree(). */
+/* scan_tree_ids() keeps 17 bytes an event id, in arrays that move to files past
+ * the memory limit (lib/spill.h): it serves ids up to TREE_IDS_MAX, and past
+ * TREE_IDS_DENSE only where the ids are dense (at most 4 a counted event), so a
+ * sparse id (a hand-made run.db) costs no file of its size.  It reads five
+ * columns of every event where scan_tree() sorts every column of every event
+ * through SQLite's sorter: --group-by-stack 3 at 10^7 nvprof events in 5.4 s and
+ * 155 MB against 15.7 s and 230 MB. */
+#define TREE_IDS_DENSE ((int64_t)1 << 23)
 #define TREE_IDS_MAX ((int64_t)1 << 27)
 
-/* scan_tree()'s paths without sorting every column of every event: a sort of the
- * host events' ids, parents and names alone gives each event its path, kept by
- * id; then one scan in id order, as scan_flat().  For ids from 0 to max_id, at
- * most TREE_IDS_MAX. */
-static tr_status scan_tree_ids(scan_ctx *c, int64_t max_id)
+/* The events by id, for scan_tree_ids(): each one's parent and name, and what
+ * its kind makes it. */
+enum { TREE_HOLDER = 1, TREE_API = 2, TREE_DEVICE = 4 };
+typedef struct {
+    int64_t max_id;
+    int32_t *up;        /* parent id + 1, 0 none */
+    uint32_t *name;     /* name id */
+    uint8_t *what;      /* TREE_*: a host event not async (a path holder), an API call, a device activity */
+    uint32_t *self;     /* stored_path() of a holder, 0 not made yet */
+    int32_t *chain;     /* self_of()'s walk */
+    size_t nchain;
+} tree_ids;
+
+static void tree_ids_free(tree_ids *t)
 {
-    size_t n = (size_t)max_id + 1;
-    int32_t *anc = tr_spill_calloc(n, sizeof *anc);     /* host event -> its ancestry path */
-    uint32_t *self = tr_spill_calloc(n, sizeof *self);  /* host event -> stored_path() */
-    if (!anc || !self) {
-        tr_spill_free(anc);
-        tr_spill_free(self);
-        return TR_ERR_USAGE;   /* the caller sorts all, in SQLite's bounded memory */
+    tr_spill_free(t->up);
+    tr_spill_free(t->name);
+    tr_spill_free(t->what);
+    tr_spill_free(t->self);
+    free(t->chain);
+}
+
+/* The path of holder id, made up its parent chain (each holder's ancestry is its
+ * parent's path when the parent is a holder, else the root); -1 out of memory.
+ * A chain longer than the ids is a cycle, and ends at the root. */
+static int64_t self_of(scan_ctx *c, tree_ids *t, int64_t id)
+{
+    size_t n = 0;
+    int64_t base = 0;
+    for (int64_t k = id; !t->self[k];) {
+        if (n == t->nchain) {
+            size_t nc = n ? n * 2 : 64;
+            int32_t *nv = realloc(t->chain, nc * sizeof *nv);
+            if (!nv)
+                return -1;
+            t->chain = nv;
+            t->nchain = nc;
+        }
+        t->chain[n++] = (int32_t)k;
+        int64_t up = (int64_t)t->up[k] - 1;
+        if (up < 0 || !(t->what[up] & TREE_HOLDER) || n > (size_t)t->max_id + 1)
+            break;
+        k = up;
+        base = t->self[k] >> 1;
     }
+    while (n) {
+        int64_t k = t->chain[--n];
+        base = trie_get(&c->paths, base, t->name[k]);
+        if (base < 0 || base > INT32_MAX)
+            return -1;
+        t->self[k] = (uint32_t)(base << 1 | ((t->what[k] & TREE_API) ? PATH_API : 0));
+    }
+    return t->self[id] >> 1;
+}
+
+/* Reads each event's parent, name, kind and flags into t; TR_ERR_USAGE when a
+ * value does not fit (the caller sorts all instead). */
+static tr_status load_tree_ids(scan_ctx *c, tree_ids *t)
+{
     sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(c->db, "SELECT id, parent_id, name_id, kind, flags FROM events", -1, &st,
+                           NULL) != SQLITE_OK)
+        return step_error(c);
     tr_status rc = TR_OK;
-    char *k = kinds_where(c, 0);
-    if (!k)
-        rc = nomem(c);
-    if (rc == TR_OK) {
-        char sql[1024 + 64];
-        if ((size_t)snprintf(sql, sizeof sql, "SELECT e.id, e.parent_id, e.name_id, e.kind, e.flags "
-                             "FROM events e WHERE %s ORDER BY e.thread_id, e.start_ns, "
-                             "e.end_ns DESC, e.depth, e.id", k) >= sizeof sql)
-            rc = TR_ERR_USAGE;   /* too many kinds for the buffer: the caller sorts all */
-        else if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK)
-            rc = step_error(c);
-    }
-    free(k);
-    int r = SQLITE_DONE;
+    int r;
     while (rc == TR_OK && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        if (id < 0 || id > max_id)
+        int64_t id = sqlite3_column_int64(st, 0), parent = sqlite3_column_int64(st, 1);
+        int64_t name = sqlite3_column_int64(st, 2), kind = sqlite3_column_int64(st, 3);
+        if (id < 0 || id > t->max_id)
             continue;   /* not so: max(id) and min(id) bound them */
-        if (sqlite3_column_int(st, 4) & TR_FLAG_ASYNC)
-            continue;   /* its path is 0 and it is no one's ancestry */
-        int64_t parent = sqlite3_column_int64(st, 1);
-        int64_t a = sqlite3_column_type(st, 1) != SQLITE_NULL && parent >= 0 && parent <= max_id
-                        ? (int64_t)(self[parent] >> 1) : 0;
-        int64_t node = trie_get(&c->paths, a, sqlite3_column_int64(st, 2));
-        if (node < 0 || node > INT32_MAX) {
-            rc = nomem(c);
+        if (name < 0 || name > UINT32_MAX) {
+            rc = TR_ERR_USAGE;
             break;
         }
-        anc[id] = (int32_t)a;
-        self[id] = (uint32_t)stored_path(node, sqlite3_column_int(st, 3));
+        int64_t on_gpu = -1;
+        if (kind >= 0 && kind < DIM_KINDS)
+            on_gpu = c->d.kind_known[kind] ? c->d.kind_on_gpu[kind] : -1;
+        else if (!tr_i64map_get(&c->d.kinds, kind, &on_gpu))
+            on_gpu = -1;
+        uint8_t w = 0;
+        if (on_gpu == 0 && !(sqlite3_column_int64(st, 4) & TR_FLAG_ASYNC))
+            w = TREE_HOLDER | (tr_kinds[(unsigned)kind % TR_KIND_COUNT_].is_api ? TREE_API : 0);
+        else if (on_gpu == 1)
+            w = TREE_DEVICE;
+        t->what[id] = w;
+        t->name[id] = (uint32_t)name;
+        t->up[id] = sqlite3_column_type(st, 1) != SQLITE_NULL && parent >= 0 && parent <= t->max_id
+                        ? (int32_t)(parent + 1) : 0;
     }
     if (rc == TR_OK && r != SQLITE_DONE)
         rc = step_error(c);
     sqlite3_finalize(st);
-    st = NULL;
+    return rc;
+}
+
+/* scan_tree()'s paths without sorting: one read of each event's parent, name and
+ * kind, by id; each path made up the parent chain; then one scan in id order, as
+ * scan_flat().  For ids from 0 to max_id, at most TREE_IDS_MAX.  Where each
+ * parent comes before its children in tree order (as the ingest writes them),
+ * the paths are scan_tree()'s. */
+static tr_status scan_tree_ids(scan_ctx *c, int64_t max_id)
+{
+    size_t n = (size_t)max_id + 1;
+    tree_ids t = {.max_id = max_id};
+    t.up = tr_spill_calloc(n, sizeof *t.up);
+    t.name = tr_spill_calloc(n, sizeof *t.name);
+    t.what = tr_spill_calloc(n, sizeof *t.what);
+    t.self = tr_spill_calloc(n, sizeof *t.self);
+    int32_t *anc = tr_spill_calloc(n, sizeof *anc);    /* host event -> its ancestry path */
+    tr_status rc = t.up && t.name && t.what && t.self && anc ? load_tree_ids(c, &t) : TR_ERR_USAGE;
+    for (int64_t id = 0; rc == TR_OK && id <= max_id; id++) {
+        /* a holder's ancestry, a device activity's launching call's own path */
+        int64_t up = (int64_t)t.up[id] - 1;
+        if (!(t.what[id] & (TREE_HOLDER | TREE_DEVICE)) || up < 0 || !(t.what[up] & TREE_HOLDER))
+            continue;
+        if ((t.what[id] & TREE_DEVICE) && !(t.what[up] & TREE_API))
+            continue;
+        int64_t p = self_of(c, &t, up);
+        if (p < 0)
+            rc = nomem(c);
+        else
+            anc[id] = (int32_t)p;
+    }
+    tree_ids_free(&t);
     if (rc == TR_OK) {
         c->tree_anc = anc;
-        c->tree_self = self;
         c->tree_max_id = max_id;
         rc = scan_flat(c);
         c->tree_anc = NULL;
-        c->tree_self = NULL;
     }
     tr_spill_free(anc);
-    tr_spill_free(self);
     return rc;
 }
 
@@ -1461,7 +1533,15 @@ static tr_status scan_tree_any(scan_ctx *c)
         hi = sqlite3_column_int64(st, 1);
     }
     sqlite3_finalize(st);
-    if (lo < 0 || hi > TREE_IDS_MAX)
+    int64_t counted = 0;   /* the events the sources count: a hint, read only when it matters */
+    if (hi > TREE_IDS_DENSE
+        && sqlite3_prepare_v2(c->db, "SELECT coalesce(sum(event_count), 0) FROM sources", -1, &st, NULL)
+               == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            counted = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    if (lo < 0 || hi > TREE_IDS_MAX || (hi > TREE_IDS_DENSE && hi / 4 > counted))
         return scan_tree(c);
     tr_status rc = scan_tree_ids(c, hi);
     return rc == TR_ERR_USAGE ? scan_tree(c) : rc;
@@ -1709,12 +1789,8 @@ static void scan_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     if (c->tree_anc) {
         /* scan_tree_ids(): host events by their own id, device activities by their call's */
         int64_t max_id = c->tree_max_id;
-        if (er.gpu == 0)
+        if (er.gpu == 0 || er.gpu == 1)
             path = er.id >= 0 && er.id <= max_id ? c->tree_anc[er.id] : 0;
-        else if (er.gpu == 1) {
-            int64_t p = er.has_parent && er.parent >= 0 && er.parent <= max_id ? c->tree_self[er.parent] : 0;
-            path = p & PATH_API ? p >> 1 : 0;
-        }
         else
             return;   /* neither pass of scan_tree() reads it */
     }
