@@ -1406,7 +1406,7 @@ static void tree_ids_free(tree_ids *t)
     tr_spill_free(t->name);
     tr_spill_free(t->what);
     tr_spill_free(t->self);
-    free(t->chain);
+    tr_spill_free(t->chain);
 }
 
 /* The path of holder id, made up its parent chain (each holder's ancestry is its
@@ -1417,14 +1417,8 @@ static int64_t self_of(scan_ctx *c, tree_ids *t, int64_t id)
     size_t n = 0;
     int64_t base = 0;
     for (int64_t k = id; !t->self[k];) {
-        if (n == t->nchain) {
-            size_t nc = n ? n * 2 : 64;
-            int32_t *nv = realloc(t->chain, nc * sizeof *nv);
-            if (!nv)
-                return -1;
-            t->chain = nv;
-            t->nchain = nc;
-        }
+        if (tr_vec_reserve_((void **)&t->chain, &t->nchain, n + 1, sizeof *t->chain) < 0)
+            return -1;
         t->chain[n++] = (int32_t)k;
         int64_t up = (int64_t)t->up[k] - 1;
         if (up < 0 || !(t->what[up] & TREE_HOLDER) || n > (size_t)t->max_id + 1)

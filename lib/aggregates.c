@@ -257,14 +257,8 @@ static uint32_t self_path(const tr_trace *t, path_trie *p, path_chain *ch, uint3
     ch->n = 0;
     uint32_t base = 0;
     for (size_t k = i; !self[k];) {
-        if (ch->n == ch->cap) {
-            size_t nc = ch->cap ? ch->cap * 2 : 64;
-            size_t *nv = realloc(ch->v, nc * sizeof *nv);
-            if (!nv)
-                return 0;
-            ch->v = nv;
-            ch->cap = nc;
-        }
+        if (tr_vec_reserve(*ch, ch->n + 1) < 0)
+            return 0;
         ch->v[ch->n++] = k;
         int32_t up = ev[k].parent;
         if (up < 0 || !path_holder(&ev[up]) || ch->n > t->events.n)
@@ -374,7 +368,7 @@ tr_status tr_aggregates_write(sqlite3 *db, const tr_trace *t, tr_error *err)
         stacked = sm.n <= t->events.n / STACK_ROWS_MAX_SHARE + 1024;
     }
     tr_spill_free(self);
-    free(chain.v);
+    tr_spill_free(chain.v);
     if (s == TR_OK)
         s = insert_rows(db, "aggregates", 0, &m, skipped, err);
     if (s == TR_OK && stacked && (s = write_paths(db, &paths, err)) == TR_OK)

@@ -18,6 +18,18 @@
 #include "lib/bulk_insert.h"
 #include "lib/version.h"
 
+/* the columns of aggregates, and of stack_aggregates after its own two */
+#define AGGREGATE_COLUMNS \
+    "name_id INTEGER NOT NULL REFERENCES strings(id), " \
+    "on_gpu INTEGER NOT NULL, shape_id INTEGER REFERENCES strings(id), " \
+    "events INTEGER NOT NULL, cpu_total_ns INTEGER NOT NULL, " \
+    "cpu_self_ns INTEGER NOT NULL, gpu_total_ns INTEGER NOT NULL, " \
+    "gpu_self_ns INTEGER NOT NULL, cpu_mem_total INTEGER NOT NULL, " \
+    "cpu_mem_self INTEGER NOT NULL, gpu_mem_total INTEGER NOT NULL, " \
+    "gpu_mem_self INTEGER NOT NULL, flops INTEGER, first_start_ns INTEGER NOT NULL, " \
+    "first_end_ns INTEGER NOT NULL, first_id INTEGER NOT NULL, " \
+    "first_async INTEGER NOT NULL"
+
 const tr_rundb_table tr_rundb_tables[] = {
     {"meta", "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"},
     {"strings", "CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT NOT NULL)"},
@@ -68,30 +80,13 @@ const tr_rundb_table tr_rundb_tables[] = {
     {"api_calls", "CREATE TABLE api_calls(event_id INTEGER PRIMARY KEY REFERENCES events(id), "
                   "cbid INTEGER NOT NULL, return_value INTEGER)"},
     /* per-group totals for the default tables (lib/aggregates.h) */
-    {"aggregates", "CREATE TABLE aggregates(name_id INTEGER NOT NULL REFERENCES strings(id), "
-                   "on_gpu INTEGER NOT NULL, shape_id INTEGER REFERENCES strings(id), "
-                   "events INTEGER NOT NULL, cpu_total_ns INTEGER NOT NULL, "
-                   "cpu_self_ns INTEGER NOT NULL, gpu_total_ns INTEGER NOT NULL, "
-                   "gpu_self_ns INTEGER NOT NULL, cpu_mem_total INTEGER NOT NULL, "
-                   "cpu_mem_self INTEGER NOT NULL, gpu_mem_total INTEGER NOT NULL, "
-                   "gpu_mem_self INTEGER NOT NULL, flops INTEGER, first_start_ns INTEGER NOT NULL, "
-                   "first_end_ns INTEGER NOT NULL, first_id INTEGER NOT NULL, "
-                   "first_async INTEGER NOT NULL)", 1},
+    {"aggregates", "CREATE TABLE aggregates(" AGGREGATE_COLUMNS ")", 1},
     /* the same per (tree path, recorded stack) too, for --group-by-stack (lib/aggregates.h) */
     {"stack_paths", "CREATE TABLE stack_paths(id INTEGER PRIMARY KEY, "
                     "parent_id INTEGER REFERENCES stack_paths(id), "
                     "name_id INTEGER NOT NULL REFERENCES strings(id))", 1},
     {"stack_aggregates", "CREATE TABLE stack_aggregates(path_id INTEGER NOT NULL, "
-                         "stack_id INTEGER REFERENCES stack_nodes(id), "
-                         "name_id INTEGER NOT NULL REFERENCES strings(id), "
-                         "on_gpu INTEGER NOT NULL, shape_id INTEGER REFERENCES strings(id), "
-                         "events INTEGER NOT NULL, cpu_total_ns INTEGER NOT NULL, "
-                         "cpu_self_ns INTEGER NOT NULL, gpu_total_ns INTEGER NOT NULL, "
-                         "gpu_self_ns INTEGER NOT NULL, cpu_mem_total INTEGER NOT NULL, "
-                         "cpu_mem_self INTEGER NOT NULL, gpu_mem_total INTEGER NOT NULL, "
-                         "gpu_mem_self INTEGER NOT NULL, flops INTEGER, first_start_ns INTEGER NOT NULL, "
-                         "first_end_ns INTEGER NOT NULL, first_id INTEGER NOT NULL, "
-                         "first_async INTEGER NOT NULL)", 1},
+                         "stack_id INTEGER REFERENCES stack_nodes(id), " AGGREGATE_COLUMNS ")", 1},
     /* NCCL/RCCL collective kernels and their parameters (lib/collectives.h) */
     {"collectives", "CREATE TABLE collectives(event_id INTEGER PRIMARY KEY REFERENCES events(id), "
                     "op TEXT NOT NULL, pg TEXT, pg_desc TEXT, pg_ranks TEXT, seq INTEGER, in_nelems INTEGER, "
