@@ -11,6 +11,7 @@
 #include "lib/frames.h"
 #include "lib/i64map.h"
 #include "lib/model.h"
+#include "lib/pair_trie.h"
 #include "lib/rundb.h"
 #include "lib/spill.h"
 
@@ -61,74 +62,6 @@ const tr_sort_key *tr_sort_key_lookup(const char *name)
     return NULL;
 }
 
-/* ---- an interner of (parent, label) pairs: the nodes of a path trie ---- */
-typedef struct {
-    struct pair_slot { int64_t parent, label; int64_t id; } *slots;
-    size_t cap, n;
-    int64_t *parent, *label;   /* by id (1-based) */
-    size_t arr_cap;
-} pair_trie;
-
-static uint64_t pair_hash(int64_t a, int64_t b)
-{
-    uint64_t h = (uint64_t)a * 0x9e3779b97f4a7c15ull ^ ((uint64_t)b + 0x7f4a7c159e3779b9ull);
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ull;
-    return h ^ (h >> 32);
-}
-
-static int64_t trie_get(pair_trie *t, int64_t parent, int64_t label)
-{
-    if ((t->n + 1) * 2 > t->cap) {
-        size_t ncap = t->cap ? t->cap * 2 : 1024;
-        struct pair_slot *ns = calloc(ncap, sizeof *ns);
-        if (!ns)
-            return -1;
-        for (size_t i = 0; i < t->cap; i++) {
-            if (!t->slots[i].id)
-                continue;
-            size_t j = pair_hash(t->slots[i].parent, t->slots[i].label) & (ncap - 1);
-            while (ns[j].id)
-                j = (j + 1) & (ncap - 1);
-            ns[j] = t->slots[i];
-        }
-        free(t->slots);
-        t->slots = ns;
-        t->cap = ncap;
-    }
-    size_t j = pair_hash(parent, label) & (t->cap - 1);
-    while (t->slots[j].id) {
-        if (t->slots[j].parent == parent && t->slots[j].label == label)
-            return t->slots[j].id;
-        j = (j + 1) & (t->cap - 1);
-    }
-    int64_t id = (int64_t)++t->n;
-    if ((size_t)id >= t->arr_cap) {
-        size_t nc = t->arr_cap ? t->arr_cap * 2 : 1024;
-        int64_t *np = realloc(t->parent, nc * sizeof *np);
-        if (!np)
-            return -1;
-        t->parent = np;
-        int64_t *nl = realloc(t->label, nc * sizeof *nl);
-        if (!nl)
-            return -1;
-        t->label = nl;
-        t->arr_cap = nc;
-    }
-    t->parent[id] = parent;
-    t->label[id] = label;
-    t->slots[j] = (struct pair_slot){parent, label, id};
-    return id;
-}
-
-static void trie_free(pair_trie *t)
-{
-    free(t->slots);
-    free(t->parent);
-    free(t->label);
-    memset(t, 0, sizeof *t);
-}
-
 /* ---- group index: (name, host/device, shape, stack key) -> group ---- */
 typedef struct {
     struct gslot { int64_t name, shape, stack; int gpu; int64_t idx; int used; } *slots;
@@ -138,7 +71,7 @@ typedef struct {
 /* Ids come from the file and may be any int64: mixed as unsigned, never overflowing. */
 static uint64_t group_hash(int64_t name, int gpu, int64_t shape, int64_t stack)
 {
-    return pair_hash((int64_t)((uint64_t)name * 2 + (uint64_t)gpu),
+    return tr_pair_hash((int64_t)((uint64_t)name * 2 + (uint64_t)gpu),
                      (int64_t)((uint64_t)shape * 31 + (uint64_t)stack));
 }
 
@@ -259,8 +192,8 @@ typedef struct {
     tr_summary *s;
     tr_error *err;
     group_map groups;
-    pair_trie paths;        /* tree mode: (ancestor path, name) */
-    pair_trie keys;         /* innermost-first frame lists, at most N long */
+    tr_pair_trie paths;        /* tree mode: (ancestor path, name) */
+    tr_pair_trie keys;         /* innermost-first frame lists, at most N long */
     tr_i64map key_cache;    /* path node -> key node */
     tr_i64map name_ok;      /* name id -> 1 pass / 0 fail */
     /* frames mode: stack_nodes rows, by index; ids may be sparse (any int64) */
@@ -422,7 +355,7 @@ static int64_t stack_key(scan_ctx *c, int64_t node)
                 continue;
             }
         }
-        key = trie_get(&c->keys, key, label);
+        key = tr_pair_trie_get(&c->keys, key, label);
         if (key < 0)
             return -1;
         n = up;
@@ -1346,7 +1279,7 @@ static tr_status scan_tree(scan_ctx *c)
         int64_t anc = 0;
         if (er.has_parent && tr_i64map_get(&paths, er.parent, &anc))
             anc >>= 1;
-        int64_t self = trie_get(&c->paths, anc, er.name);
+        int64_t self = tr_pair_trie_get(&c->paths, anc, er.name);
         if (self < 0 || tr_i64map_put(&paths, er.id, stored_path(self, er.kind)) < 0) {
             rc = nomem(c);
             break;
@@ -1428,7 +1361,7 @@ static int64_t self_of(scan_ctx *c, tree_ids *t, int64_t id)
     }
     while (n) {
         int64_t k = t->chain[--n];
-        base = trie_get(&c->paths, base, t->name[k]);
+        base = tr_pair_trie_get(&c->paths, base, t->name[k]);
         if (base < 0 || base > INT32_MAX)
             return -1;
         t->self[k] = (uint32_t)(base << 1 | ((t->what[k] & TREE_API) ? PATH_API : 0));
@@ -1718,7 +1651,7 @@ static tr_status load_stack_paths(scan_ctx *c, tr_i64map *node_of)
                          (long long)sqlite3_column_int64(st, 0));
             break;
         }
-        int64_t node = trie_get(&c->paths, up, sqlite3_column_int64(st, 2));
+        int64_t node = tr_pair_trie_get(&c->paths, up, sqlite3_column_int64(st, 2));
         if (node < 0 || tr_i64map_put(node_of, sqlite3_column_int64(st, 0), node) < 0)
             rc = nomem(c);
     }
@@ -2060,8 +1993,8 @@ out:
     free(c.unattr.ids);
     cover_free(&c.cover);
     free(c.groups.slots);
-    trie_free(&c.paths);
-    trie_free(&c.keys);
+    tr_pair_trie_free(&c.paths);
+    tr_pair_trie_free(&c.keys);
     tr_i64map_free(&c.key_cache);
     tr_i64map_free(&c.name_ok);
     free(c.frame_parent);

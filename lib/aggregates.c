@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lib/checked.h"
+#include "lib/pair_trie.h"
 #include "lib/spill.h"
 
 typedef struct {
@@ -161,83 +162,6 @@ static tr_status insert_rows(sqlite3 *db, const char *table, int stacked, const 
 
 /* ---- tree paths ---------------------------------------------------------- */
 
-/* The nodes of the range tree's ancestry paths: node = (parent node, name),
- * numbered from 1 as they are made, so a parent's number is below its
- * children's. */
-typedef struct { uint32_t parent, name, id; } path_slot;
-typedef struct {
-    path_slot *slots;
-    size_t cap, n;
-    uint32_t *parent, *name;   /* by node number */
-    size_t arr_cap;
-} path_trie;
-
-static void path_trie_free(path_trie *p)
-{
-    tr_spill_free(p->slots);
-    tr_spill_free(p->parent);
-    tr_spill_free(p->name);
-}
-
-static size_t path_hash(uint32_t parent, uint32_t name, size_t cap)
-{
-    uint64_t h = ((uint64_t)parent << 32 | name) * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h ^ h >> 31) & (cap - 1);
-}
-
-static int path_grow(path_trie *p)
-{
-    size_t ncap = p->cap ? p->cap * 2 : 1024;
-    path_slot *ns = tr_spill_calloc(ncap, sizeof *ns);
-    if (!ns)
-        return -1;
-    for (size_t i = 0; i < p->cap; i++) {
-        tr_spill_tick();
-        if (!p->slots[i].id)
-            continue;
-        size_t j = path_hash(p->slots[i].parent, p->slots[i].name, ncap);
-        while (ns[j].id)
-            j = (j + 1) & (ncap - 1);
-        ns[j] = p->slots[i];
-    }
-    tr_spill_free(p->slots);
-    p->slots = ns;
-    p->cap = ncap;
-    return 0;
-}
-
-/* The node (parent, name), made on first use; 0 when out of memory. */
-static uint32_t path_node(path_trie *p, uint32_t parent, uint32_t name)
-{
-    if ((p->n + 1) * 2 > p->cap && path_grow(p) < 0)
-        return 0;
-    size_t j = path_hash(parent, name, p->cap);
-    while (p->slots[j].id) {
-        if (p->slots[j].parent == parent && p->slots[j].name == name)
-            return p->slots[j].id;
-        j = (j + 1) & (p->cap - 1);
-    }
-    if (p->n + 2 > p->arr_cap) {
-        size_t nc = p->arr_cap ? p->arr_cap * 2 : 1024;
-        uint32_t *np = tr_spill_realloc(p->parent, p->arr_cap * sizeof *np, nc * sizeof *np);
-        if (!np)
-            return 0;
-        p->parent = np;
-        uint32_t *nn = tr_spill_realloc(p->name, p->arr_cap * sizeof *nn, nc * sizeof *nn);
-        if (!nn)
-            return 0;
-        p->name = nn;
-        p->arr_cap = nc;
-    }
-    if (p->n >= UINT32_MAX - 1)
-        return 0;
-    uint32_t id = (uint32_t)++p->n;
-    p->slots[j] = (path_slot){parent, name, id};
-    p->parent[id] = parent;
-    p->name[id] = name;
-    return id;
-}
-
 /* A host event that is some event's ancestry: not async (analyze/summary.c
  * leaves those out of every path). */
 static int path_holder(const tr_event *e)
@@ -251,7 +175,7 @@ typedef struct { size_t *v; size_t n, cap; } path_chain;
 /* self[i]: the path of host event i, its ancestors' names and its own (0: not
  * known yet); made down the parent chain from the highest ancestor not known.
  * The chain is bounded by the event count, so a cycle ends at the root. */
-static uint32_t self_path(const tr_trace *t, path_trie *p, path_chain *ch, uint32_t *self, size_t i)
+static uint32_t self_path(const tr_trace *t, tr_pair_trie *p, path_chain *ch, uint32_t *self, size_t i)
 {
     const tr_event *ev = t->events.v;
     ch->n = 0;
@@ -270,32 +194,32 @@ static uint32_t self_path(const tr_trace *t, path_trie *p, path_chain *ch, uint3
         return self[i];
     while (ch->n) {
         size_t k = ch->v[--ch->n];
-        if (!(base = path_node(p, base, ev[k].name)))
+        int64_t node = tr_pair_trie_get(p, base, ev[k].name);
+        if (node <= 0 || node > UINT32_MAX)
             return 0;
-        self[k] = base;
+        self[k] = base = (uint32_t)node;
     }
     return base;
 }
 
 /* The stack aggregates' path of event i: a host event's ancestors' path, a
  * device activity's launching call's own path (analyze/summary.c's scan_tree()). */
-static int event_path(const tr_trace *t, path_trie *p, path_chain *ch, uint32_t *self, size_t i,
+static int event_path(const tr_trace *t, tr_pair_trie *p, path_chain *ch, uint32_t *self, size_t i,
                       uint32_t *out)
 {
     const tr_event *e = &t->events.v[i];
     *out = 0;
-    if (e->parent < 0 || !path_holder(&t->events.v[e->parent]))
+    if (e->parent < 0)
         return 0;
     const tr_event *up = &t->events.v[e->parent];
-    if (tr_kinds[e->kind].on_gpu && !tr_kinds[up->kind].is_api)
-        return 0;
-    if (!tr_kinds[e->kind].on_gpu && (e->flags & TR_FLAG_ASYNC))
+    int gpu = tr_kinds[e->kind].on_gpu;
+    if (!path_holder(up) || (gpu && !tr_kinds[up->kind].is_api) || (!gpu && (e->flags & TR_FLAG_ASYNC)))
         return 0;
     *out = self_path(t, p, ch, self, (size_t)e->parent);
     return *out ? 0 : -1;
 }
 
-static tr_status write_paths(sqlite3 *db, const path_trie *p, tr_error *err)
+static tr_status write_paths(sqlite3 *db, const tr_pair_trie *p, tr_error *err)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "INSERT INTO stack_paths VALUES(?,?,?)", -1, &st, NULL) != SQLITE_OK)
@@ -308,7 +232,7 @@ static tr_status write_paths(sqlite3 *db, const path_trie *p, tr_error *err)
             sqlite3_bind_int64(st, 2, p->parent[id]);
         else
             sqlite3_bind_null(st, 2);
-        sqlite3_bind_int64(st, 3, p->name[id]);
+        sqlite3_bind_int64(st, 3, p->label[id]);
         if (sqlite3_step(st) != SQLITE_DONE)
             s = db_fail(db, "stack_paths", err);
         sqlite3_reset(st);
@@ -331,7 +255,7 @@ static tr_status oom_agg(tr_error *err)
 tr_status tr_aggregates_write(sqlite3 *db, const tr_trace *t, tr_error *err)
 {
     agg_map m = {0}, sm = {0};
-    path_trie paths = {0};
+    tr_pair_trie paths = {0};
     path_chain chain = {0};
     uint32_t *self = tr_spill_calloc(t->events.n ? t->events.n : 1, sizeof *self);
     size_t skipped = 0;
@@ -378,6 +302,6 @@ tr_status tr_aggregates_write(sqlite3 *db, const tr_trace *t, tr_error *err)
         s = db_fail(db, "stack_aggregates", err);
     tr_spill_free(m.r);
     tr_spill_free(sm.r);
-    path_trie_free(&paths);
+    tr_pair_trie_free(&paths);
     return s;
 }
