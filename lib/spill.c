@@ -25,6 +25,9 @@ typedef struct {
 } spill_block;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* The helper sleeps on its own lock, so that a thread holding the registry's
+ * (a munmap, a trim) never delays its next check. */
+static pthread_mutex_t sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static spill_block *blocks;
 static size_t nblocks, capblocks;
@@ -43,7 +46,11 @@ static size_t heap_bytes;   /* large arrays on the heap */
 static int limit_set;
 
 static pthread_t trimmer;
-static int trimmer_running, trimmer_stop;
+static int trimmer_running;
+/* The helper of this generation runs; a stop or a new start changes it, so
+ * a helper being stopped cannot be kept running by the next one's start.
+ * Under sleep_lock. */
+static unsigned trimmer_gen;
 
 static size_t env_size(const char *name, size_t fallback)
 {
@@ -141,26 +148,52 @@ void tr_spill_set_limit(size_t bytes)
 
 /* --- the trimmer ---------------------------------------------------------- */
 
+/* /proc/self/statm, opened once and kept: each check is one pread of it
+ * (about half a microsecond), taken without the lock, so the loops can check
+ * often and the helper is not held up by a thread that holds the lock while
+ * it reserves or copies a block. */
+static pthread_once_t statm_once = PTHREAD_ONCE_INIT;
+static int statm_fd = -1;
+
+static void open_statm(void)
+{
+    statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+}
+
+/* Reads the next decimal number of statm's text at *p, skipping a space. */
+static size_t statm_field(const char **p)
+{
+    const char *s = *p;
+    while (*s == ' ')
+        s++;
+    size_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++)
+        v = v * 10 + (size_t)(*s - '0');
+    *p = s;
+    return v;
+}
+
 /* Whether the spilled arrays' mapped pages should be dropped: the process's
  * resident memory (statm's second field) is over its share of the limit,
  * and its file-backed part (the third: those pages, the input's mapping, the
  * program's text) is over its floor. */
-static int over_limit(int statm)
+static int over_limit(void)
 {
+    pthread_once(&statm_once, open_statm);
     char buf[128];
-    ssize_t n = statm >= 0 ? pread(statm, buf, sizeof buf - 1, 0) : -1;
+    ssize_t n = statm_fd >= 0 ? pread(statm_fd, buf, sizeof buf - 1, 0) : -1;
     if (n <= 0)
         return 0;
     buf[n] = '\0';
-    unsigned long long size, resident, shared;
-    if (sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) != 3)
-        return 0;
-    size_t files = (size_t)shared * page_size;
-    return (size_t)resident * page_size > rss_limit && files > file_floor;
+    const char *p = buf;
+    (void)statm_field(&p);
+    size_t resident = statm_field(&p) * page_size;
+    size_t files = statm_field(&p) * page_size;
+    return resident > rss_limit && files > file_floor;
 }
 
 _Thread_local unsigned tr_spill_ticks_;
-static int poll_statm = -2;   /* -2: not opened yet */
+static _Atomic int trimmer_live;   /* trimmer_running, for the checks without the lock */
 
 /* Called with the lock held. */
 static void trim_all(void)
@@ -178,14 +211,25 @@ static int any_file_blocks(void)
     return 0;
 }
 
+/* Trims if over the limit: checked without the lock, then again with it (a
+ * trim by another thread may have come in between). */
+static void trim_if_over_unlocked(void)
+{
+    if (!trimmer_live || !over_limit())
+        return;
+    pthread_mutex_lock(&lock);
+    if (trimmer_running && over_limit())
+        trim_all();
+    pthread_mutex_unlock(&lock);
+}
+
 /* Polls every millisecond: a pass touching new pages as fast as the memory
- * allows maps a few tens of MB in that time, which bounds the overshoot. */
+ * allows maps a few MB in that time. */
 static void *trim_loop(void *arg)
 {
-    (void)arg;
-    int statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    pthread_mutex_lock(&lock);
-    while (!trimmer_stop) {
+    unsigned gen = (unsigned)(uintptr_t)arg;
+    pthread_mutex_lock(&sleep_lock);
+    while (gen == trimmer_gen) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_nsec += 1000000;
@@ -193,49 +237,32 @@ static void *trim_loop(void *arg)
             until.tv_sec++;
             until.tv_nsec -= 1000000000;
         }
-        pthread_cond_timedwait(&wake, &lock, &until);
-        if (!trimmer_stop && over_limit(statm))
-            trim_all();
+        pthread_cond_timedwait(&wake, &sleep_lock, &until);
+        if (gen != trimmer_gen)
+            break;
+        pthread_mutex_unlock(&sleep_lock);
+        trim_if_over_unlocked();
+        pthread_mutex_lock(&sleep_lock);
     }
-    pthread_mutex_unlock(&lock);
-    if (statm >= 0)
-        close(statm);
+    pthread_mutex_unlock(&sleep_lock);
     return NULL;
-}
-
-/* Trims when the mapped pages are over their share.  Called with the lock held. */
-static void trim_if_over(void)
-{
-    if (!trimmer_running)
-        return;
-    if (poll_statm == -2)
-        poll_statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    if (over_limit(poll_statm))
-        trim_all();
 }
 
 void tr_spill_poll(void)
 {
     tr_spill_ticks_ = 0;
-    pthread_mutex_lock(&lock);
-    trim_if_over();
-    pthread_mutex_unlock(&lock);
+    trim_if_over_unlocked();
 }
 
 /* memcpy in 4 MiB pieces with a check after each: one memcpy of a large
  * array would map all of it between two checks. */
-static void copy_checked(void *dst, const void *src, size_t n, void (*check)(void))
+void tr_spill_copy(void *dst, const void *src, size_t n)
 {
     const size_t chunk = (size_t)4 << 20;
     for (size_t at = 0; at < n; at += chunk) {
         memcpy((char *)dst + at, (const char *)src + at, n - at < chunk ? n - at : chunk);
-        check();
+        tr_spill_poll();
     }
-}
-
-void tr_spill_copy(void *dst, const void *src, size_t n)
-{
-    copy_checked(dst, src, n, tr_spill_poll);
 }
 
 /* Called with the lock held, after a block was added. */
@@ -243,9 +270,11 @@ static void start_trimmer(void)
 {
     if (trimmer_running)
         return;
-    trimmer_stop = 0;
-    if (pthread_create(&trimmer, NULL, trim_loop, NULL) == 0)
-        trimmer_running = 1;
+    pthread_mutex_lock(&sleep_lock);
+    unsigned gen = ++trimmer_gen;
+    pthread_mutex_unlock(&sleep_lock);
+    if (pthread_create(&trimmer, NULL, trim_loop, (void *)(uintptr_t)gen) == 0)
+        trimmer_running = trimmer_live = 1;
 }
 
 /* --- blocks --------------------------------------------------------------- */
@@ -336,42 +365,65 @@ static void advise(const spill_block *b)
     (void)madvise(b->addr, b->len, MADV_RANDOM);
 }
 
-/* A new file block of len bytes (whole pages), zero-filled; NULL when none
- * can be made.  Called with the lock held. */
-static void *new_block(size_t len)
+/* A new file block of len bytes (whole pages), zero-filled, not yet
+ * registered; addr NULL when none can be made.  The file is made and
+ * reserved without the lock: a reservation can wait tens of milliseconds
+ * on a disk busy with writeback, and nothing may keep the trims waiting. */
+static spill_block make_block(size_t len)
 {
-    if (registry_room() < 0)
-        return NULL;
-    int fd = open_spill_file();
-    if (fd < 0)
-        return NULL;
-    if (reserve(fd, 0, len) < 0) {
-        close(fd);
-        return NULL;
-    }
-    void *addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    spill_block b = {NULL, len, open_spill_file()};
+    if (b.fd < 0)
+        return b;
+    void *addr = reserve(b.fd, 0, len) == 0
+                     ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b.fd, 0)
+                     : MAP_FAILED;
     if (addr == MAP_FAILED) {
-        close(fd);
-        return NULL;
+        close(b.fd);
+        b.fd = -1;
+        return b;
     }
-    blocks[nblocks] = (spill_block){addr, len, fd};
-    advise(&blocks[nblocks++]);
-    start_trimmer();
-    return addr;
+    b.addr = addr;
+    advise(&b);
+    return b;
 }
 
-static void *resize_block(spill_block *b, size_t len)
+/* Registers a block from make_block(); 0, or -1 (the block unmapped and
+ * closed) when the registry cannot grow.  Called with the lock held. */
+static int add_block(spill_block b)
 {
-    if (len > b->len && reserve(b->fd, b->len, len) < 0)
+    if (registry_room() < 0) {
+        munmap(b.addr, b.len);
+        close(b.fd);
+        return -1;
+    }
+    blocks[nblocks++] = b;
+    start_trimmer();
+    return 0;
+}
+
+/* Resizes the file block at p to len bytes.  Only the array's owner resizes
+ * it, so its file and length do not change under this thread; the lock is
+ * taken for the remap only, which the trims must not see half done. */
+static void *resize_block(void *p, size_t len)
+{
+    pthread_mutex_lock(&lock);
+    spill_block b = *find_block(p);
+    pthread_mutex_unlock(&lock);
+    if (len > b.len && reserve(b.fd, b.len, len) < 0)
         return NULL;
-    void *addr = mremap(b->addr, b->len, len, MREMAP_MAYMOVE);
+    pthread_mutex_lock(&lock);
+    spill_block *r = find_block(p);
+    void *addr = mremap(r->addr, r->len, len, MREMAP_MAYMOVE);
+    if (addr != MAP_FAILED) {
+        r->addr = addr;
+        r->len = len;
+        advise(r);
+    }
+    pthread_mutex_unlock(&lock);
     if (addr == MAP_FAILED)
         return NULL;
-    if (len < b->len)
-        (void)ftruncate(b->fd, (off_t)len);
-    b->addr = addr;
-    b->len = len;
-    advise(b);
+    if (len < b.len)
+        (void)ftruncate(b.fd, (off_t)len);
     return addr;
 }
 
@@ -401,24 +453,32 @@ static void *heap_resize(void *p, spill_block *b, size_t new_size)
     return out;
 }
 
-/* Moves a heap array (registered or not) into a new file block. */
+/* Moves a heap array (registered or not) into a new file block, or returns
+ * NULL with p untouched.  The copy runs without the lock, checking as it
+ * goes; the new block is registered first, so the trims may drop its pages
+ * (they stay in the file). */
 static void *to_file(void *p, size_t old_size, size_t new_size, size_t len)
 {
-    void *out = new_block(len);
-    if (!out)
+    spill_block nb = make_block(len);
+    if (!nb.addr)
+        return NULL;
+    pthread_mutex_lock(&lock);
+    int added = add_block(nb);
+    pthread_mutex_unlock(&lock);
+    if (added < 0)
         return NULL;
     if (p) {
-        spill_block *b = find_block(p);   /* after new_block(), which may move the registry */
-        /* up to a quarter of the limit, copied while this thread holds the
-         * lock the trimmer needs: the copy trims for it */
-        copy_checked(out, p, old_size < new_size ? old_size : new_size, trim_if_over);
+        tr_spill_copy(nb.addr, p, old_size < new_size ? old_size : new_size);
+        pthread_mutex_lock(&lock);
+        spill_block *b = find_block(p);
         if (b) {
             heap_bytes -= b->len;
             drop_block(b);
         }
+        pthread_mutex_unlock(&lock);
         free(p);
     }
-    return out;
+    return nb.addr;
 }
 
 void *tr_spill_realloc(void *p, size_t old_size, size_t new_size)
@@ -429,18 +489,21 @@ void *tr_spill_realloc(void *p, size_t old_size, size_t new_size)
     size_t len = round_pages(new_size);
     pthread_mutex_lock(&lock);
     spill_block *b = p ? find_block(p) : NULL;
+    int in_file = b && b->fd >= 0;
+    /* on the heap: small and unregistered, or within the budget */
+    int on_heap = !in_file && ((new_size < min_bytes && !b)
+                               || heap_bytes - (b ? b->len : 0) + new_size <= heap_budget || !len);
     void *out = NULL;
-    if (b && b->fd >= 0) {
-        out = len ? resize_block(b, len) : NULL;
-    } else if (new_size < min_bytes && !b) {
-        out = realloc(p, new_size);
-    } else {
-        size_t held = b ? b->len : 0;
-        if (heap_bytes - held + new_size <= heap_budget || !len
-            || !(out = to_file(p, old_size, new_size, len)))
-            /* on the heap: within the budget, or no file could hold it */
-            out = heap_resize(p, p ? find_block(p) : NULL, new_size);
-    }
+    if (on_heap)
+        out = new_size < min_bytes && !b ? realloc(p, new_size) : heap_resize(p, b, new_size);
+    pthread_mutex_unlock(&lock);
+    if (in_file)
+        return len ? resize_block(p, len) : NULL;
+    if (on_heap || (out = to_file(p, old_size, new_size, len)))
+        return out;
+    /* no file could hold it: on the heap after all */
+    pthread_mutex_lock(&lock);
+    out = heap_resize(p, p ? find_block(p) : NULL, new_size);
     pthread_mutex_unlock(&lock);
     return out;
 }
@@ -480,18 +543,18 @@ void tr_spill_free(void *p)
         free(p);
         return;
     }
-    munmap(b->addr, b->len);
-    close(b->fd);
+    /* out of the registry first: the trims cannot see it once the lock is
+     * let go, and the unmap (which may take milliseconds) runs without it */
+    spill_block gone = *b;
     drop_block(b);
     int stop = trimmer_running && !any_file_blocks();
+    pthread_t stopped = trimmer;
     if (stop) {
-        trimmer_stop = 1;
-        trimmer_running = 0;
-        pthread_cond_signal(&wake);
-    }
-    if (stop && poll_statm >= 0) {
-        close(poll_statm);
-        poll_statm = -2;
+        trimmer_running = trimmer_live = 0;
+        pthread_mutex_lock(&sleep_lock);
+        trimmer_gen++;
+        pthread_cond_broadcast(&wake);
+        pthread_mutex_unlock(&sleep_lock);
     }
     if (nblocks == 0) {
         free(blocks);
@@ -499,8 +562,10 @@ void tr_spill_free(void *p)
         capblocks = 0;
     }
     pthread_mutex_unlock(&lock);
+    munmap(gone.addr, gone.len);
+    close(gone.fd);
     if (stop)
-        pthread_join(trimmer, NULL);
+        pthread_join(stopped, NULL);
 }
 
 /* Sorts [lo, hi) of a in place by insertion, stably; one is scratch room

@@ -50,17 +50,17 @@ int tr_spill_parse_size(const char *s, size_t *out);
 /* Arrays now in files, for tests. */
 size_t tr_spill_files(void);
 
-/* Loops over spilled arrays call tr_spill_tick() once an element: every few
- * thousand calls it measures the process's file-backed resident memory and
- * trims the spilled arrays when it is over the limit.  The helper thread
- * does the same every millisecond, but a busy machine can keep it waiting
- * long enough for a fast pass to map hundreds of MB; the tick bounds that
- * on the thread doing the touching. */
+/* Loops over spilled arrays call tr_spill_tick() once an element: every
+ * 1024 calls it reads the process's resident memory (half a microsecond,
+ * without a lock) and trims the spilled arrays when it is over the limit.
+ * The helper thread does the same every millisecond, but a busy machine can
+ * keep it waiting long enough for a fast pass to map hundreds of MB; the
+ * tick bounds that on the thread doing the touching. */
 extern _Thread_local unsigned tr_spill_ticks_;
 void tr_spill_poll(void);
 static inline void tr_spill_tick(void)
 {
-    if (++tr_spill_ticks_ >= 4096)
+    if (++tr_spill_ticks_ >= 1024)
         tr_spill_poll();
 }
 
