@@ -252,14 +252,32 @@ static tr_status oom_agg(tr_error *err)
     return tr_fail(err, TR_ERR_RUNTIME, "out of memory while writing table aggregates");
 }
 
-tr_status tr_aggregates_write(sqlite3 *db, const tr_trace *t, tr_error *err)
+struct tr_aggregates {
+    agg_map m, sm;          /* by (name, shape, side); the same by tree path and stack too */
+    tr_pair_trie paths;
+    size_t skipped;         /* events left out for impossible times */
+    int stacked;            /* sm and paths are complete */
+};
+
+void tr_aggregates_free(tr_aggregates *ag)
 {
-    agg_map m = {0}, sm = {0};
-    tr_pair_trie paths = {0};
+    if (!ag)
+        return;
+    tr_spill_free(ag->m.r);
+    tr_spill_free(ag->sm.r);
+    tr_pair_trie_free(&ag->paths);
+    free(ag);
+}
+
+tr_status tr_aggregates_compute(const tr_trace *t, tr_aggregates **out, tr_error *err)
+{
+    *out = NULL;
+    tr_aggregates *ag = calloc(1, sizeof *ag);
+    if (!ag)
+        return oom_agg(err);
     path_chain chain = {0};
     uint32_t *self = tr_spill_calloc(t->events.n ? t->events.n : 1, sizeof *self);
-    size_t skipped = 0;
-    int stacked = self != NULL;
+    ag->stacked = self != NULL;
     tr_status s = TR_OK;
     for (size_t i = 0; i < t->events.n && s == TR_OK; i++) {
         tr_spill_tick();
@@ -271,37 +289,43 @@ tr_status tr_aggregates_write(sqlite3 *db, const tr_trace *t, tr_error *err)
         int gpu = tr_kinds[e->kind].on_gpu;
         int64_t cpu_total;
         if (!event_ok(e, gpu, &cpu_total)) {
-            skipped++;
+            ag->skipped++;
             continue;
         }
         agg_row key = {.name = e->name, .shape = e->shape, .gpu = gpu};
-        agg_row *a = agg_find(&m, &key);
+        agg_row *a = agg_find(&ag->m, &key);
         if (!a) {
             s = oom_agg(err);
             break;
         }
         agg_add(a, t, i, cpu_total);
-        if (!stacked)
+        if (!ag->stacked)
             continue;
         key.stack = e->stack;
-        if (event_path(t, &paths, &chain, self, i, &key.path) < 0 || !(a = agg_find(&sm, &key))) {
-            stacked = 0;   /* the scan serves --group-by-stack */
+        if (event_path(t, &ag->paths, &chain, self, i, &key.path) < 0 || !(a = agg_find(&ag->sm, &key))) {
+            ag->stacked = 0;   /* the scan serves --group-by-stack */
             continue;
         }
         agg_add(a, t, i, cpu_total);
-        stacked = sm.n <= t->events.n / STACK_ROWS_MAX_SHARE + 1024;
+        ag->stacked = ag->sm.n <= t->events.n / STACK_ROWS_MAX_SHARE + 1024;
     }
     tr_spill_free(self);
     tr_spill_free(chain.v);
-    if (s == TR_OK)
-        s = insert_rows(db, "aggregates", 0, &m, skipped, err);
-    if (s == TR_OK && stacked && (s = write_paths(db, &paths, err)) == TR_OK)
-        s = insert_rows(db, "stack_aggregates", 1, &sm, skipped, err);
-    if (s == TR_OK && !stacked && sqlite3_exec(db, "DROP TABLE stack_aggregates; DROP TABLE stack_paths",
-                                               NULL, NULL, NULL) != SQLITE_OK)
+    if (s != TR_OK) {
+        tr_aggregates_free(ag);
+        return s;
+    }
+    *out = ag;
+    return TR_OK;
+}
+
+tr_status tr_aggregates_insert(sqlite3 *db, const tr_aggregates *ag, tr_error *err)
+{
+    tr_status s = insert_rows(db, "aggregates", 0, &ag->m, ag->skipped, err);
+    if (s == TR_OK && ag->stacked && (s = write_paths(db, &ag->paths, err)) == TR_OK)
+        s = insert_rows(db, "stack_aggregates", 1, &ag->sm, ag->skipped, err);
+    if (s == TR_OK && !ag->stacked && sqlite3_exec(db, "DROP TABLE stack_aggregates; DROP TABLE stack_paths",
+                                                   NULL, NULL, NULL) != SQLITE_OK)
         s = db_fail(db, "stack_aggregates", err);
-    tr_spill_free(m.r);
-    tr_spill_free(sm.r);
-    tr_pair_trie_free(&paths);
     return s;
 }

@@ -17,7 +17,13 @@
  * two tables are dropped when they would hold more than a quarter as many rows
  * as there are events (analyze then scans).
  *
- * Ownership: reads the trace, writes through the caller's open transaction.
+ * The rows are gathered (tr_aggregates_compute(), which only reads the trace,
+ * so it can run on another thread while the caller writes) and then written
+ * (tr_aggregates_insert()).
+ *
+ * Ownership: the caller frees what tr_aggregates_compute() made with
+ * tr_aggregates_free(); the trace must not change in between.  Rows are
+ * written through the caller's open transaction.
  */
 #ifndef TR_LIB_AGGREGATES_H
 #define TR_LIB_AGGREGATES_H
@@ -30,6 +36,10 @@
 /* on_gpu of the row that counts (in `events`) the events left out for impossible times */
 #define TR_AGG_SKIPPED 2
 
-tr_status tr_aggregates_write(sqlite3 *db, const tr_trace *t, tr_error *err);
+typedef struct tr_aggregates tr_aggregates;
+
+tr_status tr_aggregates_compute(const tr_trace *t, tr_aggregates **out, tr_error *err);
+tr_status tr_aggregates_insert(sqlite3 *db, const tr_aggregates *ag, tr_error *err);
+void tr_aggregates_free(tr_aggregates *ag);
 
 #endif

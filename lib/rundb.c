@@ -548,11 +548,57 @@ static tr_status append_second_half(sqlite3 *db, const events_half *h, tr_error 
     return st;
 }
 
-static tr_status write_events(sqlite3 *db, const tr_trace *t, const char *tmp_path, tr_error *err)
+/* The aggregates are gathered on a thread of their own while the write
+ * goes on (they only read the trace), then inserted. */
+typedef struct {
+    const tr_trace *t;
+    tr_aggregates *ag;
+    tr_status st;
+    tr_error err;
+    pthread_t th;
+    int started, threaded;
+} aggregates_job;
+
+static void *compute_aggregates(void *arg)
+{
+    aggregates_job *j = arg;
+    j->st = tr_aggregates_compute(j->t, &j->ag, &j->err);
+    return NULL;
+}
+
+static void aggregates_start(aggregates_job *j)
+{
+    j->started = 1;
+    j->threaded = pthread_create(&j->th, NULL, compute_aggregates, j) == 0;
+}
+
+/* Waits for the aggregates (or gathers them here, without a thread) and
+ * inserts them when st, the write's status so far, is TR_OK. */
+static tr_status aggregates_finish(aggregates_job *j, sqlite3 *db, tr_status st, tr_error *err)
+{
+    if (j->threaded)
+        pthread_join(j->th, NULL);
+    else if (st == TR_OK)
+        compute_aggregates(j);
+    if (st == TR_OK && j->st != TR_OK)
+        st = tr_error_copy(err, &j->err);
+    if (st == TR_OK)
+        st = tr_aggregates_insert(db, j->ag, err);
+    tr_aggregates_free(j->ag);
+    return st;
+}
+
+/* The events table, in two halves on two threads past EVENTS_SPLIT_MIN;
+ * the aggregates' thread starts once the halves are written, beside the
+ * copy of the second and the index build. */
+static tr_status write_events(sqlite3 *db, const tr_trace *t, const char *tmp_path, aggregates_job *agg,
+                              tr_error *err)
 {
     size_t n = t->events.n;
-    if (n < EVENTS_SPLIT_MIN)
+    if (n < EVENTS_SPLIT_MIN) {
+        aggregates_start(agg);
         return tr_bulk_insert(db, "events", 26, n, fill_event, t, err);
+    }
     events_half h = {.t = t, .first = n / 2};
     snprintf(h.path, sizeof h.path, "%s-events", tmp_path);
     int slot = tr_output_register(h.path);
@@ -564,6 +610,7 @@ static tr_status write_events(sqlite3 *db, const tr_trace *t, const char *tmp_pa
     tr_status st = tr_bulk_insert(db, "events", 26, h.first, fill_event_in, &first_half, err);
     if (threaded)
         pthread_join(th, NULL);
+    aggregates_start(agg);
     if (st == TR_OK && h.st != TR_OK)
         st = tr_error_copy(err, &h.err);
     if (st == TR_OK)
@@ -634,14 +681,12 @@ static tr_status write_after_tree(sqlite3 *db, const char *tmp_path, const tr_tr
     }
     DONE();
 
-    if ((st = write_events(db, t, tmp_path, err)) != TR_OK)
-        goto out;
-
-    if ((st = tr_aggregates_write(db, t, err)) != TR_OK || (st = tr_coll_write(db, t, err)) != TR_OK)
-        goto out;
-    for (size_t i = 0; i < sizeof rundb_indexes / sizeof rundb_indexes[0]; i++)
-        if ((st = sql_exec(db, rundb_indexes[i], err)) != TR_OK)
-            goto out;
+    aggregates_job agg = {.t = t};
+    if ((st = write_events(db, t, tmp_path, &agg, err)) == TR_OK)
+        st = tr_coll_write(db, t, err);
+    for (size_t i = 0; i < sizeof rundb_indexes / sizeof rundb_indexes[0] && st == TR_OK; i++)
+        st = sql_exec(db, rundb_indexes[i], err);
+    st = aggregates_finish(&agg, db, st, err);
 out:
     if (s.st)
         sqlite3_finalize(s.st);
