@@ -188,7 +188,10 @@ typedef struct {
     int64_t launch_thread, launch_start, launch_end, launch_name;
 } tr_rev;
 
-enum { TR_SCAN_LAUNCH = 1, TR_SCAN_UNFILTERED_NAMES = 2 };
+/* TR_SCAN_NARROW: the callback reads only kind, name_id, start, end, thread,
+ * stream and dev (id, parent, bytes and correlation read as 0, 0, 0, -1):
+ * a scan in an ORDER BY then sorts a few columns, not all of them. */
+enum { TR_SCAN_LAUNCH = 1, TR_SCAN_UNFILTERED_NAMES = 2, TR_SCAN_NARROW = 4 };
 
 /* Streams events of the kinds in kind_mask (bit per tr_kind) that pass the
  * selection, in the SQL order `order` (NULL: as stored; "e.start_ns, e.id":
@@ -228,6 +231,22 @@ void tr_rgroup_add(tr_rgroup *g, int64_t dur, int64_t start);
 /* Feed every event of the group again in ascending duration order. */
 void tr_rgroup_median_feed(tr_rgroup *g, int64_t dur);
 double tr_rgroup_median(const tr_rgroup *g);
+
+/* The same medians from one scan: each value logged with its group's index
+ * in g->v (before tr_rgroups_finish() reorders them), then partitioned by
+ * group and selected in place: 12 bytes a value, up to 2^23 values (the log
+ * then fails and the caller scans again), in lib/spill.h arrays. */
+typedef struct {
+    uint32_t *group;
+    int64_t *v;
+    size_t n, cap;
+    int failed;
+} tr_rvalues;
+int tr_rvalues_add(tr_rvalues *l, size_t group, int64_t v);   /* -1 once out of memory */
+/* Sets med_lo and med_hi of every group; -1 (the caller then scans again) when
+ * the log failed or does not hold exactly the values the groups counted. */
+int tr_rvalues_medians(tr_rvalues *l, tr_rgroups *g);
+void tr_rvalues_free(tr_rvalues *l);
 double tr_rgroup_stddev(const tr_rgroup *g);      /* sample standard deviation, as nsys */
 /* Sorts by total descending (ties: first appearance), resolves names of k1. */
 tr_status tr_rgroups_finish(tr_report_ctx *c, tr_rgroups *g, int resolve_names);

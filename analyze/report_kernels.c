@@ -46,6 +46,7 @@ enum { BY_NAME, BY_DEVICE, BY_STREAM, BY_KIND };
 
 typedef struct {
     tr_rgroups g;
+    tr_rvalues durs;   /* for the medians */
     int by;
 } dursum;
 
@@ -70,6 +71,7 @@ static tr_status fold(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, void
     tr_rgroup_add(g, ev->end - ev->start, ev->start);
     if (ev->dev >= 0)
         g->sum[0] = ev->dev;
+    (void)tr_rvalues_add(&d->durs, (size_t)(g - d->g.v), ev->end - ev->start);
     return TR_OK;
 }
 
@@ -91,8 +93,11 @@ static tr_status dursum_run(tr_report_ctx *c, tr_rresult *r, unsigned mask, int 
     memset(&d, 0, sizeof d);
     d.by = by;
     tr_status st = tr_report_scan(c, mask, 0, NULL, NULL, NULL, fold, &d);
-    if (st == TR_OK && d.g.n)
-        st = tr_report_scan(c, mask, 0, "e.end_ns - e.start_ns", NULL, NULL, median, &d);
+    /* the medians from the values the scan kept, else from a second scan in
+     * duration order */
+    if (st == TR_OK && d.g.n && tr_rvalues_medians(&d.durs, &d.g) < 0)
+        st = tr_report_scan(c, mask, TR_SCAN_NARROW, "e.end_ns - e.start_ns", NULL, NULL, median, &d);
+    tr_rvalues_free(&d.durs);
     if (st == TR_OK)
         st = tr_rgroups_finish(c, &d.g, 1);
     if (st == TR_OK && !d.g.n && tr_rresult_nodata(r, "%s", none))

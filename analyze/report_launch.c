@@ -136,9 +136,9 @@ tr_status tr_report_launch(tr_report_ctx *c, tr_rresult *r)
     unsigned mask = TR_KBIT(TR_KIND_KERNEL);
     tr_status st = tr_report_scan(c, mask, TR_SCAN_LAUNCH, NULL, NULL, NULL, fold, &s);
     if (st == TR_OK && s.linked)
-        st = tr_report_scan(c, mask, TR_SCAN_LAUNCH, "p.end_ns - p.start_ns", NULL, NULL, by_overhead, &s);
+        st = tr_report_scan(c, mask, TR_SCAN_LAUNCH | TR_SCAN_NARROW, "p.end_ns - p.start_ns", NULL, NULL, by_overhead, &s);
     if (st == TR_OK && s.linked)
-        st = tr_report_scan(c, mask, TR_SCAN_LAUNCH, "e.start_ns - p.start_ns", NULL, NULL, by_queue, &s);
+        st = tr_report_scan(c, mask, TR_SCAN_LAUNCH | TR_SCAN_NARROW, "e.start_ns - p.start_ns", NULL, NULL, by_queue, &s);
     /* the overhead groups are sorted by total launch time; the queue groups stay indexed */
     if (st == TR_OK)
         st = tr_rgroups_finish(c, &s.ovh, 1);
