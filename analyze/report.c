@@ -448,7 +448,13 @@ static int64_t select_kth(int64_t *a, size_t n, size_t k)
     return a[k];
 }
 
-int tr_rvalues_medians(tr_rvalues *l, tr_rgroups *g)
+void tr_rranks_median(int64_t n, size_t *a, size_t *b)
+{
+    *a = (size_t)(n - 1) / 2;
+    *b = (size_t)n / 2;
+}
+
+int tr_rvalues_select(tr_rvalues *l, tr_rgroups *g, tr_rranks_fn ranks)
 {
     if (l->failed)
         return -1;
@@ -486,17 +492,19 @@ int tr_rvalues_medians(tr_rvalues *l, tr_rgroups *g)
             l->v[j] = tv;
         }
     for (size_t k = 0; rc == 0 && k < ng; k++) {
-        size_t cnt = at[k + 1] - at[k], lo = (cnt - 1) / 2;
+        size_t cnt = at[k + 1] - at[k], a, b;
         if (!cnt)
             continue;
+        ranks((int64_t)cnt, &a, &b);
+        if (a >= cnt || b >= cnt || b < a) {
+            rc = -1;
+            break;
+        }
         int64_t *seg = l->v + at[k];
         tr_rgroup *gr = &g->v[k];
-        gr->med_lo = gr->med_hi = select_kth(seg, cnt, lo);
-        if (cnt / 2 != lo) {   /* even: the next value up, the least of those after */
-            gr->med_hi = seg[lo + 1];
-            for (size_t i = lo + 2; i < cnt; i++)
-                gr->med_hi = seg[i] < gr->med_hi ? seg[i] : gr->med_hi;
-        }
+        gr->med_lo = gr->med_hi = select_kth(seg, cnt, a);
+        if (b > a)   /* among the values after a's, which are all at least a's */
+            gr->med_hi = select_kth(seg + a + 1, cnt - a - 1, b - a - 1);
     }
     free(at);
     free(next);

@@ -232,7 +232,7 @@ void tr_rgroup_add(tr_rgroup *g, int64_t dur, int64_t start);
 void tr_rgroup_median_feed(tr_rgroup *g, int64_t dur);
 double tr_rgroup_median(const tr_rgroup *g);
 
-/* The same medians from one scan: each value logged with its group's index
+/* The same values from one scan: each value logged with its group's index
  * in g->v (before tr_rgroups_finish() reorders them), then partitioned by
  * group and selected in place: 12 bytes a value, up to 2^23 values (the log
  * then fails and the caller scans again), in lib/spill.h arrays. */
@@ -243,9 +243,14 @@ typedef struct {
     int failed;
 } tr_rvalues;
 int tr_rvalues_add(tr_rvalues *l, size_t group, int64_t v);   /* -1 once out of memory */
+/* The ranks (0-based, in ascending order) of the two values a group of n
+ * keeps in med_lo and med_hi, a <= b < n; tr_rranks_median: the middle two. */
+typedef void (*tr_rranks_fn)(int64_t n, size_t *a, size_t *b);
+void tr_rranks_median(int64_t n, size_t *a, size_t *b);
 /* Sets med_lo and med_hi of every group; -1 (the caller then scans again) when
- * the log failed or does not hold exactly the values the groups counted. */
-int tr_rvalues_medians(tr_rvalues *l, tr_rgroups *g);
+ * the log failed or does not hold exactly the values the groups counted.
+ * Reorders the log. */
+int tr_rvalues_select(tr_rvalues *l, tr_rgroups *g, tr_rranks_fn ranks);
 void tr_rvalues_free(tr_rvalues *l);
 double tr_rgroup_stddev(const tr_rgroup *g);      /* sample standard deviation, as nsys */
 /* Sorts by total descending (ties: first appearance), resolves names of k1. */

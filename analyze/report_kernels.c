@@ -95,7 +95,7 @@ static tr_status dursum_run(tr_report_ctx *c, tr_rresult *r, unsigned mask, int 
     tr_status st = tr_report_scan(c, mask, 0, NULL, NULL, NULL, fold, &d);
     /* the medians from the values the scan kept, else from a second scan in
      * duration order */
-    if (st == TR_OK && d.g.n && tr_rvalues_medians(&d.durs, &d.g) < 0)
+    if (st == TR_OK && d.g.n && tr_rvalues_select(&d.durs, &d.g, tr_rranks_median) < 0)
         st = tr_report_scan(c, mask, TR_SCAN_NARROW, "e.end_ns - e.start_ns", NULL, NULL, median, &d);
     tr_rvalues_free(&d.durs);
     if (st == TR_OK)

@@ -50,6 +50,7 @@ typedef struct {
     tr_rgroups ovh;      /* per name: API durations; sum[0] launch-bound; med_lo/med_hi: p50/p95 */
     tr_rgroups queue;    /* per name: queue delays; med_lo/med_hi: p50/p95 */
     tr_rgroups shorts;   /* per name: short kernels */
+    tr_rvalues ovh_vals, queue_vals;   /* for the percentiles */
     int64_t kernels, kernel_ns, linked, bound;
     int64_t short_thresh;
 } ln_state;
@@ -82,6 +83,8 @@ static tr_status fold(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, void
         return tr_report_nomem(c);
     tr_rgroup_add(o, api < 0 ? 0 : api, ev->start);
     tr_rgroup_add(q, queue_of(ev), ev->start);
+    (void)tr_rvalues_add(&s->ovh_vals, (size_t)(o - s->ovh.v), api < 0 ? 0 : api);
+    (void)tr_rvalues_add(&s->queue_vals, (size_t)(q - s->queue.v), queue_of(ev));
     s->linked++;
     if (dur < api) {
         o->sum[0]++;
@@ -95,6 +98,13 @@ static int64_t rank_of(int64_t n, double p)
 {
     int64_t r = (int64_t)ceil(p * (double)n) - 1;
     return r < 0 ? 0 : r;
+}
+
+/* the ranks med_lo and med_hi hold: p50 and p95 */
+static void p50_p95(int64_t n, size_t *a, size_t *b)
+{
+    *a = (size_t)rank_of(n, 0.50);
+    *b = (size_t)rank_of(n, 0.95);
 }
 
 static void feed(tr_rgroup *g, int64_t v)
@@ -135,10 +145,14 @@ tr_status tr_report_launch(tr_report_ctx *c, tr_rresult *r)
     s.short_thresh = c->param[0];
     unsigned mask = TR_KBIT(TR_KIND_KERNEL);
     tr_status st = tr_report_scan(c, mask, TR_SCAN_LAUNCH, NULL, NULL, NULL, fold, &s);
-    if (st == TR_OK && s.linked)
+    /* the percentiles from the values the scan kept, else from a scan in
+     * the order of each */
+    if (st == TR_OK && s.linked && tr_rvalues_select(&s.ovh_vals, &s.ovh, p50_p95) < 0)
         st = tr_report_scan(c, mask, TR_SCAN_LAUNCH | TR_SCAN_NARROW, "p.end_ns - p.start_ns", NULL, NULL, by_overhead, &s);
-    if (st == TR_OK && s.linked)
+    if (st == TR_OK && s.linked && tr_rvalues_select(&s.queue_vals, &s.queue, p50_p95) < 0)
         st = tr_report_scan(c, mask, TR_SCAN_LAUNCH | TR_SCAN_NARROW, "e.start_ns - p.start_ns", NULL, NULL, by_queue, &s);
+    tr_rvalues_free(&s.ovh_vals);
+    tr_rvalues_free(&s.queue_vals);
     /* the overhead groups are sorted by total launch time; the queue groups stay indexed */
     if (st == TR_OK)
         st = tr_rgroups_finish(c, &s.ovh, 1);

@@ -44,7 +44,7 @@ static void check(size_t ngroups, size_t (*size_of)(size_t), int64_t (*value_of)
         CU_ASSERT_EQUAL(tr_rvalues_add(&l, k, v), 0);
         done++;
     }
-    CU_ASSERT_EQUAL_FATAL(tr_rvalues_medians(&l, &g), 0);
+    CU_ASSERT_EQUAL_FATAL(tr_rvalues_select(&l, &g, tr_rranks_median), 0);
     for (size_t k = 0; k < ngroups; k++) {
         size_t n = size_of(k);
         qsort(sorted[k], n, sizeof **sorted, cmp_i64);
@@ -87,9 +87,9 @@ static void test_mismatch(void)
     tr_rgroup_add(a, 5, 0);
     tr_rgroup_add(a, 7, 0);
     CU_ASSERT_EQUAL(tr_rvalues_add(&l, 0, 5), 0);
-    CU_ASSERT_EQUAL(tr_rvalues_medians(&l, &g), -1);   /* one value logged, two counted */
+    CU_ASSERT_EQUAL(tr_rvalues_select(&l, &g, tr_rranks_median), -1);   /* one value logged, two counted */
     CU_ASSERT_EQUAL(tr_rvalues_add(&l, 3, 7), 0);
-    CU_ASSERT_EQUAL(tr_rvalues_medians(&l, &g), -1);   /* a group that does not exist */
+    CU_ASSERT_EQUAL(tr_rvalues_select(&l, &g, tr_rranks_median), -1);   /* a group that does not exist */
     tr_rvalues_free(&l);
     tr_rgroups_free(&g);
 }
