@@ -41,7 +41,8 @@ static size_t page_size = 4096;
  * are trimmed when the whole resident memory passes rss_limit, unless they
  * are under file_floor (the rest of the memory cannot be trimmed, and the
  * spilled arrays need some pages to work in). */
-static size_t heap_budget, rss_limit, file_floor;
+static size_t heap_budget;
+static _Atomic size_t rss_limit, file_floor;   /* read by the checks without the lock */
 static size_t heap_bytes;   /* large arrays on the heap */
 static int limit_set;
 
