@@ -275,7 +275,7 @@ static void start_trimmer(void)
     unsigned gen = ++trimmer_gen;
     pthread_mutex_unlock(&sleep_lock);
     if (pthread_create(&trimmer, NULL, trim_loop, (void *)(uintptr_t)gen) == 0)
-        trimmer_running = trimmer_live = 1;
+        trimmer_running = 1, trimmer_live = 1;
 }
 
 /* --- blocks --------------------------------------------------------------- */
@@ -551,7 +551,7 @@ void tr_spill_free(void *p)
     int stop = trimmer_running && !any_file_blocks();
     pthread_t stopped = trimmer;
     if (stop) {
-        trimmer_running = trimmer_live = 0;
+        trimmer_running = 0, trimmer_live = 0;
         pthread_mutex_lock(&sleep_lock);
         trimmer_gen++;
         pthread_cond_broadcast(&wake);
