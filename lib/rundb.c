@@ -556,7 +556,7 @@ typedef struct {
     tr_status st;
     tr_error err;
     pthread_t th;
-    int started, threaded;
+    int threaded;
 } aggregates_job;
 
 static void *compute_aggregates(void *arg)
@@ -568,7 +568,6 @@ static void *compute_aggregates(void *arg)
 
 static void aggregates_start(aggregates_job *j)
 {
-    j->started = 1;
     j->threaded = pthread_create(&j->th, NULL, compute_aggregates, j) == 0;
 }
 

@@ -47,7 +47,7 @@ static size_t heap_bytes;   /* large arrays on the heap */
 static int limit_set;
 
 static pthread_t trimmer;
-static int trimmer_running;
+static _Atomic int trimmer_running;   /* read by the checks without the lock */
 /* The helper of this generation runs; a stop or a new start changes it, so
  * a helper being stopped cannot be kept running by the next one's start.
  * Under sleep_lock. */
@@ -194,7 +194,6 @@ static int over_limit(void)
 }
 
 _Thread_local unsigned tr_spill_ticks_;
-static _Atomic int trimmer_live;   /* trimmer_running, for the checks without the lock */
 
 /* Called with the lock held. */
 static void trim_all(void)
@@ -216,7 +215,7 @@ static int any_file_blocks(void)
  * trim by another thread may have come in between). */
 static void trim_if_over_unlocked(void)
 {
-    if (!trimmer_live || !over_limit())
+    if (!trimmer_running || !over_limit())
         return;
     pthread_mutex_lock(&lock);
     if (trimmer_running && over_limit())
@@ -275,7 +274,7 @@ static void start_trimmer(void)
     unsigned gen = ++trimmer_gen;
     pthread_mutex_unlock(&sleep_lock);
     if (pthread_create(&trimmer, NULL, trim_loop, (void *)(uintptr_t)gen) == 0)
-        trimmer_running = 1, trimmer_live = 1;
+        trimmer_running = 1;
 }
 
 /* --- blocks --------------------------------------------------------------- */
@@ -367,9 +366,8 @@ static void advise(const spill_block *b)
 }
 
 /* A new file block of len bytes (whole pages), zero-filled, not yet
- * registered; addr NULL when none can be made.  The file is made and
- * reserved without the lock: a reservation can wait tens of milliseconds
- * on a disk busy with writeback, and nothing may keep the trims waiting. */
+ * registered; addr NULL when none can be made.  Made without the lock: a
+ * thread the kernel pauses in file work must not keep the trims waiting. */
 static spill_block make_block(size_t len)
 {
     spill_block b = {NULL, len, open_spill_file()};
@@ -551,7 +549,7 @@ void tr_spill_free(void *p)
     int stop = trimmer_running && !any_file_blocks();
     pthread_t stopped = trimmer;
     if (stop) {
-        trimmer_running = 0, trimmer_live = 0;
+        trimmer_running = 0;
         pthread_mutex_lock(&sleep_lock);
         trimmer_gen++;
         pthread_cond_broadcast(&wake);
