@@ -5,9 +5,9 @@
  * tr_sql_select() builds "SELECT <cols> FROM <table>" from a column list in
  * which optional columns that the file lacks read as NULL, and reports a
  * missing table or a missing required column as bad input with the path and
- * table named.  tr_sql_ahead steps a statement on a helper thread, a few
- * batches of rows ahead of the caller.  Ownership: the caller finalizes the
- * returned statement, after tr_sql_ahead_stop() where it was read ahead.
+ * table named.  tr_sql_read_ahead() steps a statement on a helper thread, a
+ * few batches of rows ahead of the caller.  Ownership: the caller finalizes
+ * the returned statement, after tr_sql_ahead_stop() where it was read ahead.
  */
 #ifndef TR_INGEST_SQL_INPUT_H
 #define TR_INGEST_SQL_INPUT_H
@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "lib/error.h"
+#include "lib/sql_ahead.h"
 
 typedef struct {
     const char *name;
@@ -51,34 +52,9 @@ static inline int64_t tr_col_i64(sqlite3_stmt *st, int i, int64_t def)
     return sqlite3_column_type(st, i) == SQLITE_NULL ? def : sqlite3_column_int64(st, i);
 }
 
-/* Reading ahead: a helper thread steps a statement and keeps each row's
- * cells in a bounded queue of batches, while the caller handles the rows
- * before.  A cell holds the column's type and what sqlite3_column_int64()
- * gives for it and, for the columns `bytes` marks 't' (text) or 'b' (blob),
- * what sqlite3_column_text() or _blob() and _bytes() give; its bytes live
- * until the next call.  Nothing else may use the connection until
- * tr_sql_ahead_stop().  Without a thread the caller's thread steps the
- * statement itself, batch by batch. */
-typedef struct {
-    int type;    /* SQLITE_INTEGER, SQLITE_NULL, ... */
-    int len;     /* bytes of p */
-    int64_t i;
-    const char *p;   /* NULL for NULL, or where bytes were not asked for */
-} tr_sql_cell;
-
-typedef struct tr_sql_ahead tr_sql_ahead;
-
-/* bytes: one letter per column ('i' integer only, 't' text, 'b' blob), or NULL for all 'i'. */
-tr_status tr_sql_ahead_start(tr_sql_ahead **ahead, tr_sql_input *in, sqlite3_stmt *st,
-                             const char *table, int ncols, const char *bytes, tr_error *err);
-/* The next row's ncols cells; NULL at the end (*rc 0) or on error (*rc -1, err filled). */
-const tr_sql_cell *tr_sql_ahead_next(tr_sql_ahead *ahead, int *rc, tr_error *err);
-/* Stops the helper (it may be ahead of the caller) and frees; st stays the caller's. */
-void tr_sql_ahead_stop(tr_sql_ahead *ahead);
-
-static inline int64_t tr_cell_i64(const tr_sql_cell *c, int64_t def)
-{
-    return c->type == SQLITE_NULL ? def : c->i;
-}
+/* Reads st's rows ahead on a helper thread (lib/sql_ahead.h), a step's failure
+ * reported as tr_sql_next() reports it. */
+tr_status tr_sql_read_ahead(tr_sql_ahead **ahead, tr_sql_input *in, sqlite3_stmt *st,
+                            const char *table, int ncols, const char *bytes, tr_error *err);
 
 #endif

@@ -247,7 +247,7 @@ static tr_status fail_oom(ct_reader *r, ct_row *w, tr_error *err)
 }
 
 /* Selects the table and starts reading its rows ahead on a second thread
- * (ingest/sql_input.h): stepping SQLite was most of each loop.  Text columns
+ * (lib/sql_ahead.h): stepping SQLite was most of each loop.  Text columns
  * come with their bytes.  *a is NULL (and TR_OK) when the file lacks the table. */
 static tr_status select_ahead(ct_reader *r, const ct_table *tab, ct_row *w, tr_sql_ahead **a,
                               tr_error *err)
@@ -259,7 +259,7 @@ static tr_status select_ahead(ct_reader *r, const ct_table *tab, ct_row *w, tr_s
     char bytes[CT_NFIELDS + 1] = "";
     for (size_t i = 0; i < tab->ncols && i < CT_NFIELDS; i++)
         bytes[i] = tab->cols[i].field == CT_TEXT ? 't' : 'i';
-    s = tr_sql_ahead_start(a, &r->in, w->st, tab->name, (int)tab->ncols, bytes, err);
+    s = tr_sql_read_ahead(a, &r->in, w->st, tab->name, (int)tab->ncols, bytes, err);
     if (s != TR_OK) {
         sqlite3_finalize(w->st);
         *a = NULL;

@@ -374,9 +374,9 @@ static tr_status read_markers(ct_reader *r, const ct_table *table, tr_error *err
     tr_status s = tr_sql_select(&r->in, tab, cols, 6, " ORDER BY _id_", &st, err);
     if (s != TR_OK || !st)
         return s;
-    /* read ahead on a second thread (ingest/sql_input.h), objectId's bytes with them */
+    /* read ahead on a second thread (lib/sql_ahead.h), objectId's bytes with them */
     tr_sql_ahead *ahead;
-    if ((s = tr_sql_ahead_start(&ahead, &r->in, st, tab, 6, "iiiibi", err)) != TR_OK) {
+    if ((s = tr_sql_read_ahead(&ahead, &r->in, st, tab, 6, "iiiibi", err)) != TR_OK) {
         sqlite3_finalize(st);
         return s;
     }

@@ -1,0 +1,214 @@
+#include "lib/sql_ahead.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Rows come through a queue of TR_AHEAD_NBATCH batches of at most
+ * TR_AHEAD_ROWS rows or TR_AHEAD_BYTES of text and blobs. */
+#define TR_AHEAD_NBATCH 3
+#define TR_AHEAD_ROWS 2048
+
+#define TR_AHEAD_BYTES ((size_t)1 << 20)
+
+typedef struct {
+    tr_sql_cell *cells;   /* TR_AHEAD_ROWS rows of ncols */
+    size_t n;
+    int end_rc;           /* after these rows: 1 more to come, 0 the end, -1 an error */
+    char *bytes;          /* the cells' text and blobs, each NUL-terminated */
+    size_t nbytes, cap;
+} ahead_batch;
+
+struct tr_sql_ahead {
+    sqlite3_stmt *st;
+    char *what;
+    int ncols;
+    char bytes_of[64];      /* per column: 'i', 't' or 'b' */
+    int any_bytes;
+    ahead_batch batch[TR_AHEAD_NBATCH];
+    tr_error step_err;
+    size_t filled, taken;   /* batch k is batch[k % TR_AHEAD_NBATCH] */
+    size_t row;             /* the caller's next row in batch[taken] */
+    int threaded, stop;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+};
+
+/* Copies the column's bytes into the batch (their offset in c->p for now); 0 out of memory. */
+static int keep_bytes(tr_sql_ahead *a, ahead_batch *b, int col, tr_sql_cell *c)
+{
+    const void *v = a->bytes_of[col] == 't' ? (const void *)sqlite3_column_text(a->st, col)
+                                            : sqlite3_column_blob(a->st, col);
+    int len = sqlite3_column_bytes(a->st, col);
+    if (!v)
+        return 1;
+    if (b->nbytes + (size_t)len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->nbytes + (size_t)len + 1)
+            cap *= 2;
+        char *nb = realloc(b->bytes, cap);
+        if (!nb)
+            return 0;
+        b->bytes = nb;
+        b->cap = cap;
+    }
+    memcpy(b->bytes + b->nbytes, v, (size_t)len);
+    b->bytes[b->nbytes + (size_t)len] = '\0';
+    c->p = (const char *)(uintptr_t)(b->nbytes + 1);   /* 0 stays "no bytes" */
+    c->len = len;
+    b->nbytes += (size_t)len + 1;
+    return 1;
+}
+
+static void fill_batch(tr_sql_ahead *a, ahead_batch *b)
+{
+    b->n = b->nbytes = 0;
+    b->end_rc = 1;
+    while (b->n < TR_AHEAD_ROWS && b->nbytes < TR_AHEAD_BYTES) {
+        int rc = sqlite3_step(a->st);
+        if (rc != SQLITE_ROW) {
+            b->end_rc = rc == SQLITE_DONE ? 0 : -1;
+            if (rc != SQLITE_DONE)
+                tr_fail(&a->step_err, rc == SQLITE_NOMEM ? TR_ERR_RUNTIME : TR_ERR_INPUT, "%s: %s",
+                        a->what, sqlite3_errmsg(sqlite3_db_handle(a->st)));
+            break;
+        }
+        tr_sql_cell *c = b->cells + b->n++ * (size_t)a->ncols;
+        for (int i = 0; i < a->ncols; i++) {
+            /* one column call (each takes the connection's mutex and checks for a
+             * failed allocation); the value calls are plain reads */
+            sqlite3_value *v = sqlite3_column_value(a->st, i);
+            c[i].type = sqlite3_value_type(v);
+            c[i].i = c[i].type == SQLITE_NULL ? 0 : sqlite3_value_int64(v);
+            c[i].p = NULL;
+            c[i].len = 0;
+            if (a->bytes_of[i] != 'i' && c[i].type != SQLITE_NULL && !keep_bytes(a, b, i, &c[i])) {
+                b->end_rc = -1;
+                tr_fail(&a->step_err, TR_ERR_RUNTIME, "%s: out of memory", a->what);
+                b->n--;
+                goto out;
+            }
+        }
+    }
+out:
+    if (!a->any_bytes)
+        return;
+    for (size_t k = 0; k < b->n * (size_t)a->ncols; k++)
+        if (b->cells[k].p)
+            b->cells[k].p = b->bytes + ((uintptr_t)b->cells[k].p - 1);
+}
+
+static void *ahead_thread(void *arg)
+{
+    tr_sql_ahead *a = arg;
+    pthread_mutex_lock(&a->lock);
+    for (;;) {
+        while (!a->stop && a->filled - a->taken == TR_AHEAD_NBATCH)
+            pthread_cond_wait(&a->changed, &a->lock);
+        if (a->stop)
+            break;
+        ahead_batch *b = &a->batch[a->filled % TR_AHEAD_NBATCH];
+        pthread_mutex_unlock(&a->lock);
+        fill_batch(a, b);
+        pthread_mutex_lock(&a->lock);
+        a->filled++;
+        pthread_cond_broadcast(&a->changed);
+        if (b->end_rc != 1)
+            break;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
+}
+
+tr_status tr_sql_ahead_start(tr_sql_ahead **ahead, sqlite3_stmt *st, int ncols, const char *bytes,
+                             const char *what, int threaded, tr_error *err)
+{
+    *ahead = NULL;
+    if (ncols < 0 || ncols > (int)sizeof ((tr_sql_ahead *)0)->bytes_of)
+        return tr_fail(err, TR_ERR_RUNTIME, "%s: %d columns", what, ncols);
+    tr_sql_ahead *a = calloc(1, sizeof *a);
+    int ok = a != NULL && (a->what = strdup(what)) != NULL;
+    for (int i = 0; ok && i < TR_AHEAD_NBATCH; i++)
+        ok = (a->batch[i].cells = malloc(TR_AHEAD_ROWS * (size_t)(ncols > 0 ? ncols : 1)
+                                         * sizeof(tr_sql_cell))) != NULL;
+    if (!ok) {
+        for (int i = 0; a && i < TR_AHEAD_NBATCH; i++)
+            free(a->batch[i].cells);
+        if (a)
+            free(a->what);
+        free(a);
+        return tr_fail(err, TR_ERR_RUNTIME, "%s: out of memory", what);
+    }
+    a->st = st;
+    a->ncols = ncols;
+    for (int i = 0; i < ncols; i++) {
+        a->bytes_of[i] = bytes && (bytes[i] == 't' || bytes[i] == 'b') ? bytes[i] : 'i';
+        a->any_bytes |= a->bytes_of[i] != 'i';
+    }
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_cond_init(&a->changed, NULL);
+    a->threaded = threaded && pthread_create(&a->thread, NULL, ahead_thread, a) == 0;
+    *ahead = a;
+    return TR_OK;
+}
+
+/* Waits until batch[taken] is filled (fills it here without a thread). */
+static void wait_filled(tr_sql_ahead *a, ahead_batch *b)
+{
+    if (!a->threaded) {
+        if (a->filled == a->taken) {
+            fill_batch(a, b);
+            a->filled++;
+        }
+        return;
+    }
+    pthread_mutex_lock(&a->lock);
+    while (a->filled == a->taken)
+        pthread_cond_wait(&a->changed, &a->lock);
+    pthread_mutex_unlock(&a->lock);
+}
+
+const tr_sql_cell *tr_sql_ahead_next(tr_sql_ahead *a, int *rc, tr_error *err)
+{
+    for (;;) {
+        ahead_batch *b = &a->batch[a->taken % TR_AHEAD_NBATCH];
+        wait_filled(a, b);
+        if (a->row < b->n) {
+            *rc = 1;
+            return b->cells + a->row++ * (size_t)a->ncols;
+        }
+        if (b->end_rc != 1) {
+            *rc = b->end_rc;
+            if (b->end_rc < 0)
+                tr_error_copy(err, &a->step_err);
+            return NULL;
+        }
+        a->row = 0;
+        pthread_mutex_lock(&a->lock);
+        a->taken++;
+        pthread_cond_broadcast(&a->changed);
+        pthread_mutex_unlock(&a->lock);
+    }
+}
+
+void tr_sql_ahead_stop(tr_sql_ahead *a)
+{
+    if (!a)
+        return;
+    if (a->threaded) {
+        pthread_mutex_lock(&a->lock);
+        a->stop = 1;
+        pthread_cond_broadcast(&a->changed);
+        pthread_mutex_unlock(&a->lock);
+        pthread_join(a->thread, NULL);
+    }
+    pthread_cond_destroy(&a->changed);
+    pthread_mutex_destroy(&a->lock);
+    for (int i = 0; i < TR_AHEAD_NBATCH; i++) {
+        free(a->batch[i].cells);
+        free(a->batch[i].bytes);
+    }
+    free(a->what);
+    free(a);
+}

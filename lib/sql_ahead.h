@@ -1,0 +1,53 @@
+/*
+ * sql_ahead.h - stepping an SQLite statement on a helper thread, a few
+ * batches of rows ahead of the caller.
+ *
+ * Stepping SQLite and decoding its columns is most of the work of a loop
+ * over a large table (an nvprof or nsys table in the ingest, the events
+ * table in the chrome export); the loop's own work runs on the caller's
+ * core meanwhile.  The helper keeps each row's cells in a bounded queue of
+ * batches.  A cell holds the column's type and what sqlite3_column_int64()
+ * gives for it and, for the columns `bytes` marks 't' (text) or 'b' (blob),
+ * what sqlite3_column_text() or _blob() and _bytes() give.
+ *
+ * Ownership: the caller keeps the statement and finalizes it after
+ * tr_sql_ahead_stop().  A row's cells, and their bytes, live until the next
+ * tr_sql_ahead_next().  While the helper runs, nothing else may use the
+ * statement's connection (connections are opened without SQLite's mutex):
+ * a caller that needs its connection meanwhile reads ahead on a second one.
+ * Without a thread (threaded = 0, or pthread_create() failing) the caller's
+ * thread steps the statement itself, batch by batch, with the same results.
+ */
+#ifndef TR_LIB_SQL_AHEAD_H
+#define TR_LIB_SQL_AHEAD_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "lib/error.h"
+
+typedef struct {
+    int type;    /* SQLITE_INTEGER, SQLITE_NULL, ... */
+    int len;     /* bytes of p */
+    int64_t i;
+    const char *p;   /* NULL for NULL, or where bytes were not asked for */
+} tr_sql_cell;
+
+typedef struct tr_sql_ahead tr_sql_ahead;
+
+/* bytes: one letter per column ('i' integer only, 't' text, 'b' blob), or NULL for all 'i';
+ * at most 64 columns.  what names the rows in messages: a step's failure reads
+ * "<what>: <SQLite's message>". */
+tr_status tr_sql_ahead_start(tr_sql_ahead **ahead, sqlite3_stmt *st, int ncols, const char *bytes,
+                             const char *what, int threaded, tr_error *err);
+/* The next row's ncols cells; NULL at the end (*rc 0) or on error (*rc -1, err filled). */
+const tr_sql_cell *tr_sql_ahead_next(tr_sql_ahead *ahead, int *rc, tr_error *err);
+/* Stops the helper (it may be ahead of the caller) and frees; st stays the caller's. */
+void tr_sql_ahead_stop(tr_sql_ahead *ahead);
+
+static inline int64_t tr_cell_i64(const tr_sql_cell *c, int64_t def)
+{
+    return c->type == SQLITE_NULL ? def : c->i;
+}
+
+#endif
