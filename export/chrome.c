@@ -19,6 +19,7 @@
  * ts/dur are µs after baseTimeNanoseconds with ns precision, so a reader
  * that adds baseTimeNanoseconds (Kineto's own rule) gets the original times.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -30,6 +31,7 @@
 #include "lib/model.h"
 #include "lib/output.h"
 #include "lib/rundb.h"
+#include "lib/sql_ahead.h"
 
 /* Names and shapes repeat in every event: one huge name must not multiply
  * into gigabytes (lib/escape.h, tr_name_cap).  Names up to NAME_SOFT bytes
@@ -139,7 +141,14 @@ static inline void cb_us(cbuf *b, int64_t ns)
     cb_put(b, p, (size_t)(end - p));
 }
 
-/* ---- the output: plain or gzip, one file or numbered parts -------------- */
+/* ---- the output: plain or gzip, one file or numbered parts --------------
+ *
+ * The sink writes on a helper thread: the write(2)s (their copy into the page
+ * cache was a third of a 10^7-event export) and gzip's deflate run beside the
+ * rendering.  Full buffers are handed over whole (swapped with an empty one),
+ * at most SINK_NBUF at a time; the first failure is kept and reported at the
+ * next hand-over or at the close.  Without a thread the caller writes. */
+#define SINK_NBUF 3
 
 typedef struct {
     FILE *f;
@@ -148,27 +157,17 @@ typedef struct {
     unsigned char *zout;
     uint64_t bytes;           /* uncompressed bytes of this file */
     uint64_t events;          /* trace events of this file (metadata included) */
+    /* the helper */
+    int threaded, stop, failed;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    cbuf queue[SINK_NBUF];    /* queue[k % SINK_NBUF] is the k-th buffer handed over */
+    size_t handed, written;
+    tr_error werr;            /* the helper's first failure */
 } sink;
 
 #define ZOUT (256 * 1024)
-
-static tr_status sink_open(sink *s, FILE *f, int gz, tr_error *err)
-{
-    memset(s, 0, sizeof *s);
-    s->f = f;
-    s->gz = gz;
-    if (!gz)
-        return TR_OK;
-    s->zout = malloc(ZOUT);
-    /* windowBits 15 + 16: a gzip member, as gzip(1) and zlib's gzread() expect */
-    if (!s->zout || deflateInit2(&s->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-        free(s->zout);
-        s->zout = NULL;
-        s->gz = 0;
-        return tr_fail(err, TR_ERR_RUNTIME, "out of memory (gzip)");
-    }
-    return TR_OK;
-}
 
 static tr_status sink_deflate(sink *s, const void *p, size_t n, int flush, tr_error *err)
 {
@@ -188,9 +187,9 @@ static tr_status sink_deflate(sink *s, const void *p, size_t n, int flush, tr_er
     }
 }
 
-static tr_status sink_write(sink *s, const char *p, size_t n, tr_error *err)
+/* Writes p[0..n) to the file, deflated for gzip. */
+static tr_status sink_put(sink *s, const char *p, size_t n, tr_error *err)
 {
-    s->bytes += n;
     if (!s->gz) {
         if (n && fwrite(p, 1, n, s->f) != n)
             return tr_fail(err, TR_ERR_RUNTIME, "write error");
@@ -208,29 +207,122 @@ static tr_status sink_write(sink *s, const char *p, size_t n, tr_error *err)
     return TR_OK;
 }
 
-static tr_status sink_close(sink *s, tr_error *err)
+static void *sink_thread(void *arg)
 {
-    tr_status st = TR_OK;
-    if (s->gz) {
-        st = sink_deflate(s, "", 0, Z_FINISH, err);
-        deflateEnd(&s->z);
-        free(s->zout);
-        s->zout = NULL;
-        s->gz = 0;
+    sink *s = arg;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (!s->stop && s->written == s->handed)
+            pthread_cond_wait(&s->changed, &s->lock);
+        if (s->written == s->handed)
+            break;   /* stopped, and all written */
+        cbuf *b = &s->queue[s->written % SINK_NBUF];
+        int failed = s->failed;
+        pthread_mutex_unlock(&s->lock);
+        tr_status st = failed ? TR_OK : sink_put(s, b->v, b->n, &s->werr);
+        b->n = 0;
+        pthread_mutex_lock(&s->lock);
+        if (st != TR_OK)
+            s->failed = 1;
+        s->written++;
+        pthread_cond_broadcast(&s->changed);
     }
-    if (st == TR_OK && s->f && ferror(s->f))
-        st = tr_fail(err, TR_ERR_RUNTIME, "write error");
-    return st;
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
 }
 
-/* After a failure: the stream is given up, nothing more is written. */
+static tr_status sink_open(sink *s, FILE *f, int gz, tr_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->f = f;
+    s->gz = gz;
+    if (gz) {
+        s->zout = malloc(ZOUT);
+        /* windowBits 15 + 16: a gzip member, as gzip(1) and zlib's gzread() expect */
+        if (!s->zout || deflateInit2(&s->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+            free(s->zout);
+            s->zout = NULL;
+            s->gz = 0;
+            return tr_fail(err, TR_ERR_RUNTIME, "out of memory (gzip)");
+        }
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->changed, NULL);
+    s->threaded = pthread_create(&s->thread, NULL, sink_thread, s) == 0;
+    if (!s->threaded) {
+        pthread_cond_destroy(&s->changed);
+        pthread_mutex_destroy(&s->lock);
+    }
+    return TR_OK;
+}
+
+/* Hands b's bytes to the file; b comes back empty. */
+static tr_status sink_write(sink *s, cbuf *b, tr_error *err)
+{
+    s->bytes += b->n;
+    if (!s->threaded) {
+        tr_status st = sink_put(s, b->v, b->n, err);
+        b->n = 0;
+        return st;
+    }
+    pthread_mutex_lock(&s->lock);
+    while (s->handed - s->written == SINK_NBUF)
+        pthread_cond_wait(&s->changed, &s->lock);
+    int failed = s->failed;
+    if (!failed) {
+        cbuf *slot = &s->queue[s->handed % SINK_NBUF];   /* written: empty */
+        cbuf t = *slot;
+        *slot = *b;
+        *b = t;
+        s->handed++;
+        pthread_cond_broadcast(&s->changed);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (failed)
+        return tr_error_copy(err, &s->werr);
+    return TR_OK;
+}
+
+/* Waits for the helper to write what it was handed, and ends it. */
+static void sink_join(sink *s)
+{
+    if (!s->threaded)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->stop = 1;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    s->threaded = 0;
+    pthread_cond_destroy(&s->changed);
+    pthread_mutex_destroy(&s->lock);
+}
+
+/* Ends the helper and frees; after a failure, the stream is given up. */
 static void sink_free(sink *s)
 {
+    sink_join(s);
+    for (int k = 0; k < SINK_NBUF; k++) {
+        free(s->queue[k].v);
+        s->queue[k] = (cbuf){0};
+    }
     if (s->gz)
         deflateEnd(&s->z);
     free(s->zout);
     s->zout = NULL;
     s->gz = 0;
+}
+
+static tr_status sink_close(sink *s, tr_error *err)
+{
+    sink_join(s);
+    tr_status st = s->failed ? tr_error_copy(err, &s->werr) : TR_OK;
+    if (st == TR_OK && s->gz)
+        st = sink_deflate(s, "", 0, Z_FINISH, err);
+    sink_free(s);
+    if (st == TR_OK && s->f && ferror(s->f))
+        st = tr_fail(err, TR_ERR_RUNTIME, "write error");
+    return st;
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -242,6 +334,8 @@ static int ends_with(const char *s, const char *suffix)
 /* ---- the writer ---------------------------------------------------------- */
 
 typedef struct { size_t off, len; } cspan;
+
+#define D_MAX_COLS 10   /* columns of the widest detail table read beside the events (kernels) */
 
 typedef struct {
     tr_scan sc;
@@ -281,6 +375,7 @@ typedef struct {
     sqlite3_stmt *side[4];
     int64_t side_id[4];
     int side_done[4];
+    tr_sql_cell side_row[D_MAX_COLS];   /* the detail row detail() found */
     tr_i64map stream_ctx;     /* streams.id -> context */
     /* two ranks or more: each rank's processes and GPUs are Perfetto processes of
      * their own, so equal pids and device ordinals of two ranks never share a track */
@@ -979,15 +1074,25 @@ static const char details_joins[] =
     " LEFT JOIN kernels kn ON kn.event_id = e.id LEFT JOIN copies cp ON cp.event_id = e.id "
     "LEFT JOIN memsets ms ON ms.event_id = e.id LEFT JOIN api_calls ac ON ac.event_id = e.id";
 
-/* The row of detail table `which` of event id, as a statement and the column of its
- * event_id; 0 when the event has none. */
-static int detail(chrome_ctx *c, sqlite3_stmt *st, int which, int64_t id, sqlite3_stmt **ds, int *at)
+/* The cells of a statement's current row, as lib/sql_ahead.h makes them: column
+ * text_col (-1: none) with its text. */
+static void stmt_cells(sqlite3_stmt *q, tr_sql_cell *out, int n, int text_col)
 {
-    if (!c->merge) {
-        *ds = st;
-        *at = d_base[which];
-        return sqlite3_column_type(st, *at) != SQLITE_NULL;
+    for (int i = 0; i < n; i++) {
+        tr_sql_cell *d = &out[i];
+        d->type = sqlite3_column_type(q, i);
+        d->i = d->type == SQLITE_NULL ? 0 : sqlite3_column_int64(q, i);
+        d->p = i == text_col && d->type != SQLITE_NULL ? (const char *)sqlite3_column_text(q, i) : NULL;
+        d->len = d->p ? sqlite3_column_bytes(q, i) : 0;
     }
+}
+
+/* The row of detail table `which` of event id, its event_id cell first, the others
+ * after it as in details_cols; NULL when the event has none. */
+static const tr_sql_cell *detail(chrome_ctx *c, const tr_sql_cell *row, int which, int64_t id)
+{
+    if (!c->merge)
+        return row[d_base[which]].type != SQLITE_NULL ? row + d_base[which] : NULL;
     sqlite3_stmt *q = c->side[which];
     while (!c->side_done[which] && c->side_id[which] < id) {
         if (sqlite3_step(q) == SQLITE_ROW) {
@@ -997,17 +1102,10 @@ static int detail(chrome_ctx *c, sqlite3_stmt *st, int which, int64_t id, sqlite
         }
     }
     if (c->side_done[which] || c->side_id[which] != id)
-        return 0;
-    *ds = q;
-    *at = 0;
-    return 1;
-}
-
-/* NULL reads as 0, so only a 0 needs its type asked */
-static int64_t col(sqlite3_stmt *st, int i, int64_t dflt)
-{
-    int64_t v = sqlite3_column_int64(st, i);
-    return v == 0 && sqlite3_column_type(st, i) == SQLITE_NULL ? dflt : v;
+        return NULL;
+    int n = sqlite3_column_count(q);
+    stmt_cells(q, c->side_row, n < D_MAX_COLS ? n : D_MAX_COLS, which == D_CP ? 1 : -1);
+    return c->side_row;
 }
 
 static int is_gpu_kind(const chrome_ctx *c, int64_t kind)
@@ -1046,32 +1144,30 @@ static int host_selected(const chrome_ctx *c, int64_t id, int64_t kind, int64_t 
 
 /* One run.db event (with its flow arrows) appended to c->out, or into c->ev for parts;
  * *nev trace events; 0 when left out (nothing written). */
-static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
+static int render(chrome_ctx *c, const tr_sql_cell *r, int64_t *nev)
 {
     /* one file: straight into the output buffer; parts: apart, to see if it fits */
     cbuf *b = c->merge ? &c->out : &c->ev;
     if (!c->merge)
         b->n = 0;
     *nev = 0;
-    int64_t id = sqlite3_column_int64(st, C_ID), kind = sqlite3_column_int64(st, C_KIND);
-    int64_t start = sqlite3_column_int64(st, C_START), end = sqlite3_column_int64(st, C_END);
-    if (!tr_times_ok(start, end) || !tr_ns_ok(sqlite3_column_int64(st, C_CPU_SELF))
-        || !tr_ns_ok(sqlite3_column_int64(st, C_CPU_TOTAL))
-        || !tr_ns_ok(sqlite3_column_int64(st, C_GPU_SELF))
-        || !tr_ns_ok(sqlite3_column_int64(st, C_GPU_TOTAL))) {
+    int64_t id = r[C_ID].i, kind = r[C_KIND].i;
+    int64_t start = r[C_START].i, end = r[C_END].i;
+    if (!tr_times_ok(start, end) || !tr_ns_ok(r[C_CPU_SELF].i) || !tr_ns_ok(r[C_CPU_TOTAL].i)
+        || !tr_ns_ok(r[C_GPU_SELF].i) || !tr_ns_ok(r[C_GPU_TOTAL].i)) {
         c->sc.nbad++;   /* as the scan does: left out, and counted */
         return 0;
     }
-    int64_t thread_id = col(st, C_THREAD, -1), stream_id = col(st, C_STREAM, -1);
-    int64_t p_id = col(st, C_P_ID, -1), p_kind = col(st, C_P_KIND, 0);
+    int64_t thread_id = tr_cell_i64(&r[C_THREAD], -1), stream_id = tr_cell_i64(&r[C_STREAM], -1);
+    int64_t p_id = tr_cell_i64(&r[C_P_ID], -1), p_kind = tr_cell_i64(&r[C_P_KIND], 0);
     int gpu = is_gpu_kind(c, kind);
     /* the launching call: the parent of GPU work, when it is a host event */
-    int64_t l_thread = sqlite3_column_int64(st, C_P_THREAD);
-    int has_l_thread = l_thread != 0 || sqlite3_column_type(st, C_P_THREAD) != SQLITE_NULL;
+    int64_t l_thread = r[C_P_THREAD].i;
+    int has_l_thread = r[C_P_THREAD].type != SQLITE_NULL;
     if (!has_l_thread)
         l_thread = -1;
     int has_launch = gpu && p_id >= 0 && !is_gpu_kind(c, p_kind) && has_l_thread;
-    int64_t l_start = sqlite3_column_int64(st, C_P_START), l_end = sqlite3_column_int64(st, C_P_END);
+    int64_t l_start = r[C_P_START].i, l_end = r[C_P_END].i;
     int launch_sel = has_launch && tr_times_ok(l_start, l_end)
                      && host_selected(c, p_id, p_kind, l_start, l_end, l_thread);
     int64_t dev = 0, stream = 0, pid = 0, tid = 0;
@@ -1119,7 +1215,7 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
             tr_i64map_get(&c->thread_pid, thread_id, &pid);
     }
     const kind_style *ks = &kind_styles[kind > 0 && kind < TR_KIND_COUNT_ ? kind : 0];
-    int64_t flags = sqlite3_column_int64(st, C_FLAGS);
+    int64_t flags = r[C_FLAGS].i;
 
     if (ks->instant)
         cb_lit(b, ",\n{\"ph\":\"i\",\"cat\":\"");
@@ -1130,7 +1226,7 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
     if (kind == TR_KIND_MEMORY)
         cb_lit(b, "\"[memory]\"");   /* the name Kineto's readers key memory events on */
     else
-        put_name(c, b, sqlite3_column_int64(st, C_NAME));
+        put_name(c, b, r[C_NAME].i);
     cb_lit(b, ",\"ts\":");
     cb_us(b, start - c->sc.trace_start);
     if (ks->instant) {
@@ -1159,18 +1255,17 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
     else if (p_kind == TR_KIND_OP || p_kind == TR_KIND_RANGE)
         ext = p_id;
     else if (has_launch) {
-        int64_t pp_kind = sqlite3_column_int64(st, C_PP_KIND);   /* NULL: 0, no kind */
+        int64_t pp_kind = r[C_PP_KIND].i;   /* NULL: 0, no kind */
         if (pp_kind == TR_KIND_OP || pp_kind == TR_KIND_RANGE)
-            ext = col(st, C_P_PARENT, -1);
+            ext = tr_cell_i64(&r[C_P_PARENT], -1);
     }
     if (ext >= 0 && kind != TR_KIND_MEMORY && kind != TR_KIND_PYTHON) {
         ARG("External id");
         cb_i64(b, ext);
     }
     if (kind == TR_KIND_OP || kind == TR_KIND_RANGE) {
-        /* each column read once: NULL reads as 0, so only a 0 needs its type asked */
-        int64_t seq = col(st, C_SEQ, -1), opid = sqlite3_column_int64(st, C_OPID);
-        int64_t flops = col(st, C_FLOPS, -1);
+        int64_t seq = tr_cell_i64(&r[C_SEQ], -1), opid = r[C_OPID].i;
+        int64_t flops = tr_cell_i64(&r[C_FLOPS], -1);
         if (seq >= 0) {
             ARG("Sequence number");
             cb_i64(b, seq);
@@ -1192,16 +1287,16 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
             ARG("Scope");
             cb_put(b, (flags & TR_FLAG_BACKWARD) ? "1" : "0", 1);
         }
-        if (sqlite3_column_int64(st, C_SHAPE)) {
+        if (r[C_SHAPE].i) {
             if (b->n != args_at)
                 cb_lit(b, ",");
-            put_shape(c, b, sqlite3_column_int64(st, C_SHAPE));
+            put_shape(c, b, r[C_SHAPE].i);
         }
-        if (sqlite3_column_type(st, C_STACK) != SQLITE_NULL) {
+        if (r[C_STACK].type != SQLITE_NULL) {
             size_t at = b->n;
             if (b->n != args_at)
                 cb_lit(b, ",");
-            if (!put_stack(c, b, sqlite3_column_int64(st, C_STACK)))
+            if (!put_stack(c, b, r[C_STACK].i))
                 b->n = at;   /* a dangling stack id: no frames */
         }
     }
@@ -1216,16 +1311,15 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
     }
     if (kind == TR_KIND_MEMORY) {
         ARG("Bytes");
-        cb_i64(b, sqlite3_column_int64(st, C_BYTES));
+        cb_i64(b, r[C_BYTES].i);
         /* c10::DeviceType: CPU 0, CUDA 1 */
         ARG("Device Type");
         cb_put(b, (flags & TR_FLAG_GPU_MEMORY) ? "1" : "0", 1);
     }
-    sqlite3_stmt *ds;
-    int at;
-    if (detail(c, st, D_AC, id, &ds, &at)) {
+    const tr_sql_cell *d;
+    if ((d = detail(c, r, D_AC, id)) != NULL) {
         ARG("cbid");
-        cb_i64(b, sqlite3_column_int64(ds, at + 1));
+        cb_i64(b, d[1].i);
     }
     if (has_stream) {
         ARG("device");
@@ -1238,28 +1332,27 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
         ARG("stream");
         cb_i64(b, stream);
     }
-    int64_t corr = sqlite3_column_int64(st, C_CORR);
-    if (corr != 0 || sqlite3_column_type(st, C_CORR) != SQLITE_NULL) {
+    if (r[C_CORR].type != SQLITE_NULL) {
         ARG("correlation");
-        cb_i64(b, corr);
+        cb_i64(b, r[C_CORR].i);
     }
-    if (detail(c, st, D_KN, id, &ds, &at)) {
-        at -= C_KN;   /* the columns below are numbered as in events_sql */
-        /* a launch field the source did not give stays absent (NULL in the run.db) */
-        if (sqlite3_column_type(ds, at + C_REGS) != SQLITE_NULL) {
+    if ((d = detail(c, r, D_KN, id)) != NULL) {
+        /* d[C_X - C_KN] is column C_X of events_sql; a launch field the source did not
+         * give stays absent (NULL in the run.db) */
+        if (d[C_REGS - C_KN].type != SQLITE_NULL) {
             ARG("registers per thread");
-            cb_i64(b, sqlite3_column_int64(ds, at + C_REGS));
+            cb_i64(b, d[C_REGS - C_KN].i);
         }
-        if (sqlite3_column_type(ds, at + C_SMEM) != SQLITE_NULL) {
+        if (d[C_SMEM - C_KN].type != SQLITE_NULL) {
             ARG("shared memory");
-            cb_i64(b, sqlite3_column_int64(ds, at + C_SMEM));
+            cb_i64(b, d[C_SMEM - C_KN].i);
         }
-        if (sqlite3_column_type(ds, at + C_DSMEM) != SQLITE_NULL) {
+        if (d[C_DSMEM - C_KN].type != SQLITE_NULL) {
             ARG("dynamic shared memory");
-            cb_i64(b, sqlite3_column_int64(ds, at + C_DSMEM));
+            cb_i64(b, d[C_DSMEM - C_KN].i);
         }
         for (int g = 0; g < 2; g++) {
-            if (sqlite3_column_type(ds, at + (g ? C_BLOCK : C_GRID)) == SQLITE_NULL)
+            if (d[(g ? C_BLOCK : C_GRID) - C_KN].type == SQLITE_NULL)
                 continue;
             if (g == 0)
                 ARG("grid");
@@ -1267,23 +1360,23 @@ static int render(chrome_ctx *c, sqlite3_stmt *st, int64_t *nev)
                 ARG("block");
             for (int k = 0; k < 3; k++) {
                 cb_put(b, k ? "," : "[", 1);
-                cb_i64(b, sqlite3_column_int64(ds, at + (g ? C_BLOCK : C_GRID) + k));
+                cb_i64(b, d[(g ? C_BLOCK : C_GRID) - C_KN + k].i);
             }
             cb_lit(b, "]");
         }
     }
     if (kind == TR_KIND_MEMCPY || kind == TR_KIND_MEMSET) {
         ARG("bytes");
-        cb_i64(b, sqlite3_column_int64(st, C_BYTES));
+        cb_i64(b, r[C_BYTES].i);
     }
-    if (detail(c, st, D_CP, id, &ds, &at) && sqlite3_column_type(ds, at + 1) != SQLITE_NULL) {
-        const char *k = (const char *)sqlite3_column_text(ds, at + 1);
+    if ((d = detail(c, r, D_CP, id)) != NULL && d[1].type != SQLITE_NULL) {
+        const char *k = d[1].p ? d[1].p : "";
         ARG("kind");
         put_escaped(c, b, k, strlen(k));
     }
-    if (detail(c, st, D_MS, id, &ds, &at) && sqlite3_column_type(ds, at + 1) != SQLITE_NULL) {
+    if ((d = detail(c, r, D_MS, id)) != NULL && d[1].type != SQLITE_NULL) {
         ARG("value");
-        cb_i64(b, sqlite3_column_int64(ds, at + 1));
+        cb_i64(b, d[1].i);
     }
 #undef ARG
     cb_lit(b, "}}");
@@ -1318,9 +1411,7 @@ static const char footer[] = "\n]}\n";
 
 static tr_status flush_out(chrome_ctx *c, tr_error *err)
 {
-    tr_status st = sink_write(&c->sk, c->out.v, c->out.n, err);
-    c->out.n = 0;
-    return st;
+    return sink_write(&c->sk, &c->out, err);
 }
 
 static void note_file(chrome_ctx *c)
@@ -1465,9 +1556,117 @@ static tr_status load_kinds(chrome_ctx *c, tr_error *err)
     return TR_OK;
 }
 
-static tr_status run(chrome_ctx *c, FILE *out, tr_error *err)
+/* ---- the events' rows ----------------------------------------------------
+ *
+ * Stepping SQLite and decoding its rows is two thirds of the export, the
+ * rendering one third.  The rows are stepped ahead on helper threads
+ * (lib/sql_ahead.h), each on a connection of its own, so the scan's stays
+ * this thread's (the strings, the detail tables).  In id order two readers
+ * take alternate blocks of ids and their rows are merged back by id; in
+ * start order (--max-size) one reader keeps SQLite's own sort. */
+#define EV_READERS 2
+#define EV_BLOCK 4096   /* ids a block: each reader's pages stay its own */
+
+typedef struct {
+    int n;
+    sqlite3 *db[EV_READERS];   /* NULL: the scan's connection, stepped on this thread */
+    sqlite3_stmt *q[EV_READERS];
+    tr_sql_ahead *ahead[EV_READERS];
+    const tr_sql_cell *head[EV_READERS];   /* each reader's next row, NULL at its end */
+    int last;                  /* the reader whose head was returned last, -1 none */
+    int failed;
+} ev_rows;
+
+static void events_close(ev_rows *ev)
+{
+    for (int k = 0; k < EV_READERS; k++) {
+        tr_sql_ahead_stop(ev->ahead[k]);
+        sqlite3_finalize(ev->q[k]);
+        sqlite3_close(ev->db[k]);
+    }
+}
+
+/* Moves reader k to its next row; 0 on its error (err filled). */
+static int events_advance(ev_rows *ev, int k, tr_error *err)
+{
+    int rc;
+    ev->head[k] = tr_sql_ahead_next(ev->ahead[k], &rc, err);
+    if (rc < 0)
+        ev->failed = 1;
+    return rc >= 0;
+}
+
+static tr_status events_open(chrome_ctx *c, ev_rows *ev, tr_error *err)
 {
     sqlite3 *db = c->sc.db;
+    memset(ev, 0, sizeof *ev);
+    ev->last = -1;
+    const char *file = sqlite3_db_filename(db, "main");
+    /* TR_EXPORT_READ_BLOCK: ids a block, 0 for one reader (the tests compare them) */
+    const char *env = getenv("TR_EXPORT_READ_BLOCK");
+    long long block = env && *env ? atoll(env) : EV_BLOCK;
+    int want = c->merge && block > 0 ? EV_READERS : 1;
+    tr_error ignored;
+    while (ev->n < want && file && *file && tr_rundb_open(file, &ev->db[ev->n], &ignored) == TR_OK)
+        ev->n++;
+    int threaded = ev->n > 0;
+    if (!threaded)
+        ev->n = 1;
+    char what[4200];
+    snprintf(what, sizeof what, "%s: cannot read table events", tr_rundb_name(db));
+    char text_cols[C_CBID + 2];   /* copy_kind is the one text column */
+    memset(text_cols, 'i', C_CBID + 1);
+    text_cols[C_COPY] = 't';
+    text_cols[C_CBID + 1] = '\0';
+    for (int k = 0; k < ev->n; k++) {
+        char where[64] = "";
+        if (ev->n > 1)
+            snprintf(where, sizeof where, " WHERE ((e.id / %lld) %% %d) = %d", block, ev->n, k);
+        char sql[sizeof events_sql + sizeof details_cols + sizeof details_joins + 128];
+        snprintf(sql, sizeof sql, events_sql, c->merge ? "" : details_cols,
+                 c->merge ? where : details_joins, c->merge ? "e.id" : "e.start_ns, e.id");
+        sqlite3 *qdb = ev->db[k] ? ev->db[k] : db;
+        if (sqlite3_prepare_v2(qdb, sql, -1, &ev->q[k], NULL) != SQLITE_OK)
+            return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table events: %s", tr_rundb_name(db),
+                           sqlite3_errmsg(qdb));
+        tr_status st = tr_sql_ahead_start(&ev->ahead[k], ev->q[k], c->merge ? C_PP_KIND + 1 : C_CBID + 1,
+                                          text_cols, what, threaded, err);
+        if (st != TR_OK)
+            return st;
+    }
+    for (int k = 0; k < ev->n; k++)
+        if (!events_advance(ev, k, err))
+            return err->status;
+    return TR_OK;
+}
+
+/* The next row in the query's order; NULL at the end or on an error (ev->failed, err filled). */
+static const tr_sql_cell *events_next(ev_rows *ev, tr_error *err)
+{
+    if (ev->last >= 0 && !events_advance(ev, ev->last, err))
+        return NULL;
+    int best = -1;
+    for (int k = 0; k < ev->n; k++)
+        if (ev->head[k] && (best < 0 || ev->head[k][C_ID].i < ev->head[best][C_ID].i))
+            best = k;
+    ev->last = best;
+    return best < 0 ? NULL : ev->head[best];
+}
+
+static tr_status prepare_details(chrome_ctx *c, tr_error *err)
+{
+    sqlite3 *db = c->sc.db;
+    for (int k = 0; k < D_N && c->merge; k++) {
+        c->side_id[k] = INT64_MIN;
+        if (sqlite3_prepare_v2(db, d_sql[k], -1, &c->side[k], NULL) != SQLITE_OK)
+            return tr_fail(err, TR_ERR_INPUT, "%s: cannot read the launch details: %s",
+                           tr_rundb_name(db), sqlite3_errmsg(db));
+    }
+    return TR_OK;
+}
+
+static tr_status run(chrome_ctx *c, FILE *out, tr_error *err)
+{
     tr_status st;
     tr_scan_trace_start(&c->sc);
     if ((st = load_kinds(c, err)) != TR_OK || (st = load_frames(c, err)) != TR_OK
@@ -1481,29 +1680,19 @@ static tr_status run(chrome_ctx *c, FILE *out, tr_error *err)
             return st;
         c->sc.nbad = 0;   /* counted again below */
     }
-    char sql[sizeof events_sql + sizeof details_cols + sizeof details_joins + 64];
     /* parts are time slices: they need start order; one file takes the table's order */
     c->merge = !c->o->max_size;
-    snprintf(sql, sizeof sql, events_sql, c->merge ? "" : details_cols,
-             c->merge ? "" : details_joins, c->merge ? "e.id" : "e.start_ns, e.id");
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table events: %s", tr_rundb_name(db),
-                       sqlite3_errmsg(db));
-    for (int k = 0; k < D_N && c->merge; k++) {
-        c->side_id[k] = INT64_MIN;
-        if (sqlite3_prepare_v2(db, d_sql[k], -1, &c->side[k], NULL) != SQLITE_OK) {
-            sqlite3_finalize(q);
-            return tr_fail(err, TR_ERR_INPUT, "%s: cannot read the launch details: %s",
-                           tr_rundb_name(db), sqlite3_errmsg(db));
-        }
-    }
-    st = c->path ? open_part(c, err) : begin_file(c, out, err);
-    int rc;
-    while (st == TR_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    ev_rows ev;
+    st = events_open(c, &ev, err);
+    if (st == TR_OK)
+        st = prepare_details(c, err);
+    if (st == TR_OK)
+        st = c->path ? open_part(c, err) : begin_file(c, out, err);
+    const tr_sql_cell *row;
+    while (st == TR_OK && (row = events_next(&ev, err)) != NULL) {
         int64_t nev;
         size_t at = c->out.n;
-        if (!render(c, q, &nev))
+        if (!render(c, row, &nev))
             continue;
         if (c->ev.oom || c->out.oom)
             st = nomem(err);
@@ -1512,10 +1701,9 @@ static tr_status run(chrome_ctx *c, FILE *out, tr_error *err)
         else
             st = put_event(c, c->ev.v, c->ev.n, nev, err);
     }
-    if (st == TR_OK && rc != SQLITE_DONE)
-        st = tr_fail(err, TR_ERR_INPUT, "%s: cannot read table events: %s", tr_rundb_name(db),
-                     sqlite3_errmsg(db));
-    sqlite3_finalize(q);
+    if (st == TR_OK && ev.failed)
+        st = err->status;
+    events_close(&ev);
     if (st == TR_OK)
         st = c->path ? close_part(c, err) : end_file(c, err);
     if (st != TR_OK) {
