@@ -1571,44 +1571,29 @@ typedef struct {
     int n;
     sqlite3 *db[EV_READERS];   /* NULL: the scan's connection, stepped on this thread */
     sqlite3_stmt *q[EV_READERS];
-    tr_sql_ahead *ahead[EV_READERS];
-    const tr_sql_cell *head[EV_READERS];   /* each reader's next row, NULL at its end */
-    int last;                  /* the reader whose head was returned last, -1 none */
-    int failed;
+    tr_id_blocks blocks[EV_READERS];
+    tr_sql_merge rows;
 } ev_rows;
 
 static void events_close(ev_rows *ev)
 {
+    tr_sql_merge_stop(&ev->rows);
     for (int k = 0; k < EV_READERS; k++) {
-        tr_sql_ahead_stop(ev->ahead[k]);
         sqlite3_finalize(ev->q[k]);
         sqlite3_close(ev->db[k]);
     }
-}
-
-/* Moves reader k to its next row; 0 on its error (err filled). */
-static int events_advance(ev_rows *ev, int k, tr_error *err)
-{
-    int rc;
-    ev->head[k] = tr_sql_ahead_next(ev->ahead[k], &rc, err);
-    if (rc < 0)
-        ev->failed = 1;
-    return rc >= 0;
 }
 
 static tr_status events_open(chrome_ctx *c, ev_rows *ev, tr_error *err)
 {
     sqlite3 *db = c->sc.db;
     memset(ev, 0, sizeof *ev);
-    ev->last = -1;
-    const char *file = sqlite3_db_filename(db, "main");
     /* TR_EXPORT_READ_BLOCK: ids a block, 0 for one reader (the tests compare them) */
     const char *env = getenv("TR_EXPORT_READ_BLOCK");
     long long block = env && *env ? atoll(env) : EV_BLOCK;
-    int want = c->merge && block > 0 ? EV_READERS : 1;
-    tr_error ignored;
-    while (ev->n < want && file && *file && tr_rundb_open(file, &ev->db[ev->n], &ignored) == TR_OK)
-        ev->n++;
+    int64_t min_id = 0, max_id = 0;
+    int split = c->merge && block > 0 && tr_rundb_event_ids(db, &min_id, &max_id);
+    ev->n = tr_rundb_open_peers(db, ev->db, split ? EV_READERS : 1);
     int threaded = ev->n > 0;
     if (!threaded)
         ev->n = 1;
@@ -1618,39 +1603,32 @@ static tr_status events_open(chrome_ctx *c, ev_rows *ev, tr_error *err)
     memset(text_cols, 'i', C_CBID + 1);
     text_cols[C_COPY] = 't';
     text_cols[C_CBID + 1] = '\0';
-    for (int k = 0; k < ev->n; k++) {
-        char where[64] = "";
-        if (ev->n > 1)
-            snprintf(where, sizeof where, " WHERE ((e.id / %lld) %% %d) = %d", block, ev->n, k);
+    tr_sql_ahead *ahead[EV_READERS] = {NULL};
+    tr_status st = TR_OK;
+    for (int k = 0; k < ev->n && st == TR_OK; k++) {
+        const char *where = ev->n > 1 ? " WHERE e.id BETWEEN ?1 AND ?2" : "";
         char sql[sizeof events_sql + sizeof details_cols + sizeof details_joins + 128];
         snprintf(sql, sizeof sql, events_sql, c->merge ? "" : details_cols,
                  c->merge ? where : details_joins, c->merge ? "e.id" : "e.start_ns, e.id");
         sqlite3 *qdb = ev->db[k] ? ev->db[k] : db;
         if (sqlite3_prepare_v2(qdb, sql, -1, &ev->q[k], NULL) != SQLITE_OK)
-            return tr_fail(err, TR_ERR_INPUT, "%s: cannot read table events: %s", tr_rundb_name(db),
-                           sqlite3_errmsg(qdb));
-        tr_status st = tr_sql_ahead_start(&ev->ahead[k], ev->q[k], c->merge ? C_PP_KIND + 1 : C_CBID + 1,
-                                          text_cols, what, threaded, err);
-        if (st != TR_OK)
-            return st;
+            st = tr_fail(err, TR_ERR_INPUT, "%s: %s", what, sqlite3_errmsg(qdb));
+        else if (ev->n == 1)
+            st = tr_sql_ahead_start(&ahead[k], ev->q[k], c->merge ? C_PP_KIND + 1 : C_CBID + 1,
+                                    text_cols, what, threaded, err);
+        else {
+            tr_id_blocks_first(&ev->blocks[k], ev->q[k], min_id, max_id, block, k, ev->n);
+            st = tr_sql_ahead_start_ranges(&ahead[k], ev->q[k], C_PP_KIND + 1, text_cols, what, threaded,
+                                           tr_id_blocks_next, &ev->blocks[k], err);
+        }
     }
-    for (int k = 0; k < ev->n; k++)
-        if (!events_advance(ev, k, err))
-            return err->status;
-    return TR_OK;
-}
-
-/* The next row in the query's order; NULL at the end or on an error (ev->failed, err filled). */
-static const tr_sql_cell *events_next(ev_rows *ev, tr_error *err)
-{
-    if (ev->last >= 0 && !events_advance(ev, ev->last, err))
-        return NULL;
-    int best = -1;
-    for (int k = 0; k < ev->n; k++)
-        if (ev->head[k] && (best < 0 || ev->head[k][C_ID].i < ev->head[best][C_ID].i))
-            best = k;
-    ev->last = best;
-    return best < 0 ? NULL : ev->head[best];
+    if (st != TR_OK) {
+        for (int k = 0; k < EV_READERS; k++)
+            tr_sql_ahead_stop(ahead[k]);
+        return st;
+    }
+    /* one reader: its own order (start order for parts); two: merged by id */
+    return tr_sql_merge_start(&ev->rows, ahead, ev->n, C_ID, err);
 }
 
 static tr_status prepare_details(chrome_ctx *c, tr_error *err)
@@ -1689,7 +1667,8 @@ static tr_status run(chrome_ctx *c, FILE *out, tr_error *err)
     if (st == TR_OK)
         st = c->path ? open_part(c, err) : begin_file(c, out, err);
     const tr_sql_cell *row;
-    while (st == TR_OK && (row = events_next(&ev, err)) != NULL) {
+    int rc = 0;
+    while (st == TR_OK && (row = tr_sql_merge_next(&ev.rows, &rc, err)) != NULL) {
         int64_t nev;
         size_t at = c->out.n;
         if (!render(c, row, &nev))
@@ -1701,7 +1680,7 @@ static tr_status run(chrome_ctx *c, FILE *out, tr_error *err)
         else
             st = put_event(c, c->ev.v, c->ev.n, nev, err);
     }
-    if (st == TR_OK && ev.failed)
+    if (st == TR_OK && rc < 0)
         st = err->status;
     events_close(&ev);
     if (st == TR_OK)

@@ -136,10 +136,8 @@ static tr_status write_events(sqlite3 *db, const tr_export_opts *o, FILE *out, i
         tr_rank_map_free(&m);
         return s;
     }
-    sqlite3 *own = NULL;
-    tr_error ignored;
-    const char *file = sqlite3_db_filename(db, "main");
-    int threaded = file && *file && tr_rundb_open(file, &own, &ignored) == TR_OK;
+    sqlite3 *own;
+    int threaded = tr_rundb_open_peers(db, &own, 1) == 1;
     sqlite3 *qdb = threaded ? own : db;
     sqlite3_stmt *st = NULL;
     tr_sql_ahead *ahead = NULL;

@@ -1025,6 +1025,35 @@ tr_status tr_rundb_open(const char *path, sqlite3 **out, tr_error *err)
     return s;
 }
 
+int tr_rundb_open_peers(sqlite3 *db, sqlite3 **out, int n)
+{
+    const char *file = db ? sqlite3_db_filename(db, "main") : NULL;
+    tr_error ignored;
+    int k = 0;
+    while (k < n && file && *file && tr_rundb_open(file, &out[k], &ignored) == TR_OK)
+        k++;
+    for (int i = k; i < n; i++)
+        out[i] = NULL;
+    return k;
+}
+
+int tr_rundb_event_ids(sqlite3 *db, int64_t *min_id, int64_t *max_id)
+{
+    /* one aggregate a query: SQLite answers a lone min() or max() of the rowid from the
+     * tree's edge, and both in one query by reading every row */
+    static const char *const sql[2] = {"SELECT min(id) FROM events", "SELECT max(id) FROM events"};
+    int ok = 1;
+    for (int i = 0; i < 2 && ok; i++) {
+        sqlite3_stmt *st = NULL;
+        ok = sqlite3_prepare_v2(db, sql[i], -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW
+             && sqlite3_column_type(st, 0) == SQLITE_INTEGER;
+        if (ok)
+            *(i ? max_id : min_id) = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    return ok;
+}
+
 const char *tr_rundb_name(sqlite3 *db)
 {
     const char *p = db ? sqlite3_db_filename(db, "main") : NULL;

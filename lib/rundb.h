@@ -75,6 +75,14 @@ tr_status tr_rundb_open(const char *path, sqlite3 **db, tr_error *err);
  * next to it).  Returns SQLite's result code; close *db with sqlite3_close(). */
 int tr_sqlite_open_ro(const char *path, sqlite3 **db);
 
+/* Opens up to n more read-only connections to the file of the open run.db db,
+ * for helper threads (a connection is used by one thread at a time); returns how
+ * many were opened into out[], 0 when db is not a file.  Close each with sqlite3_close(). */
+int tr_rundb_open_peers(sqlite3 *db, sqlite3 **out, int n);
+
+/* The first and last id of the events table; 0 when it is empty or cannot be read. */
+int tr_rundb_event_ids(sqlite3 *db, int64_t *min_id, int64_t *max_id);
+
 /* The file name of an open run.db, for error messages. */
 const char *tr_rundb_name(sqlite3 *db);
 

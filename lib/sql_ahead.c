@@ -22,6 +22,8 @@ typedef struct {
 struct tr_sql_ahead {
     sqlite3_stmt *st;
     char *what;
+    tr_sql_range_fn next_range;
+    void *range_ctx;
     int ncols;
     char bytes_of[64];      /* per column: 'i', 't' or 'b' */
     int any_bytes;
@@ -67,6 +69,8 @@ static void fill_batch(tr_sql_ahead *a, ahead_batch *b)
     b->end_rc = 1;
     while (b->n < TR_AHEAD_ROWS && b->nbytes < TR_AHEAD_BYTES) {
         int rc = sqlite3_step(a->st);
+        while (rc == SQLITE_DONE && a->next_range && a->next_range(a->range_ctx, a->st))
+            rc = sqlite3_step(a->st);
         if (rc != SQLITE_ROW) {
             b->end_rc = rc == SQLITE_DONE ? 0 : -1;
             if (rc != SQLITE_DONE)
@@ -124,6 +128,13 @@ static void *ahead_thread(void *arg)
 tr_status tr_sql_ahead_start(tr_sql_ahead **ahead, sqlite3_stmt *st, int ncols, const char *bytes,
                              const char *what, int threaded, tr_error *err)
 {
+    return tr_sql_ahead_start_ranges(ahead, st, ncols, bytes, what, threaded, NULL, NULL, err);
+}
+
+tr_status tr_sql_ahead_start_ranges(tr_sql_ahead **ahead, sqlite3_stmt *st, int ncols,
+                                    const char *bytes, const char *what, int threaded,
+                                    tr_sql_range_fn next_range, void *range_ctx, tr_error *err)
+{
     *ahead = NULL;
     if (ncols < 0 || ncols > (int)sizeof ((tr_sql_ahead *)0)->bytes_of)
         return tr_fail(err, TR_ERR_RUNTIME, "%s: %d columns", what, ncols);
@@ -141,6 +152,8 @@ tr_status tr_sql_ahead_start(tr_sql_ahead **ahead, sqlite3_stmt *st, int ncols, 
         return tr_fail(err, TR_ERR_RUNTIME, "%s: out of memory", what);
     }
     a->st = st;
+    a->next_range = next_range;
+    a->range_ctx = range_ctx;
     a->ncols = ncols;
     for (int i = 0; i < ncols; i++) {
         a->bytes_of[i] = bytes && (bytes[i] == 't' || bytes[i] == 'b') ? bytes[i] : 'i';
@@ -211,4 +224,90 @@ void tr_sql_ahead_stop(tr_sql_ahead *a)
     }
     free(a->what);
     free(a);
+}
+
+/* ---- merging read-aheads ---- */
+
+/* Moves reader k to its next row; 0 on its error (err filled). */
+static int merge_advance(tr_sql_merge *m, int k, tr_error *err)
+{
+    int rc;
+    m->head[k] = tr_sql_ahead_next(m->ahead[k], &rc, err);
+    if (rc < 0)
+        m->failed = 1;
+    return rc >= 0;
+}
+
+tr_status tr_sql_merge_start(tr_sql_merge *m, tr_sql_ahead *const *ahead, int n, int key,
+                             tr_error *err)
+{
+    memset(m, 0, sizeof *m);
+    m->n = n < TR_SQL_MERGE_MAX ? n : TR_SQL_MERGE_MAX;
+    m->key = key;
+    m->last = -1;
+    for (int k = 0; k < m->n; k++)
+        m->ahead[k] = ahead[k];
+    for (int k = 0; k < m->n; k++)
+        if (!merge_advance(m, k, err))
+            return err->status;
+    return TR_OK;
+}
+
+const tr_sql_cell *tr_sql_merge_next(tr_sql_merge *m, int *rc, tr_error *err)
+{
+    *rc = m->failed ? -1 : 0;
+    if (m->failed || (m->last >= 0 && !merge_advance(m, m->last, err))) {
+        *rc = -1;
+        return NULL;
+    }
+    int best = -1;
+    for (int k = 0; k < m->n; k++)
+        if (m->head[k] && (best < 0 || m->head[k][m->key].i < m->head[best][m->key].i))
+            best = k;
+    m->last = best;
+    if (best < 0)
+        return NULL;
+    *rc = 1;
+    return m->head[best];
+}
+
+void tr_sql_merge_stop(tr_sql_merge *m)
+{
+    for (int k = 0; k < m->n; k++)
+        tr_sql_ahead_stop(m->ahead[k]);
+    m->n = 0;
+}
+
+/* ---- blocks of ids ---- */
+
+int tr_id_blocks_first(tr_id_blocks *b, sqlite3_stmt *st, int64_t min_id, int64_t max_id,
+                       int64_t block, int k, int n)
+{
+    memset(b, 0, sizeof *b);
+    b->min = min_id;
+    b->done = max_id < min_id || block <= 0 || n <= 0 || k < 0 || k >= n;
+    b->span = (uint64_t)max_id - (uint64_t)min_id;   /* unsigned: any two int64 ids */
+    b->block = (uint64_t)block;
+    b->step = (uint64_t)block * (uint64_t)n;
+    b->off = (uint64_t)block * (uint64_t)k;
+    return tr_id_blocks_next(b, st);
+}
+
+int tr_id_blocks_next(void *ctx, sqlite3_stmt *st)
+{
+    tr_id_blocks *b = ctx;
+    sqlite3_reset(st);
+    if (b->done || b->off > b->span)
+        return 0;
+    uint64_t last = b->off + (b->block - 1);
+    if (last > b->span || last < b->off)
+        last = b->span;
+    /* two's complement: min + an offset within the span is an int64 between min and max */
+    sqlite3_bind_int64(st, 1, (int64_t)((uint64_t)b->min + b->off));
+    sqlite3_bind_int64(st, 2, (int64_t)((uint64_t)b->min + last));
+    if (b->off + b->step < b->off)
+        b->done = 1;
+    else
+        b->off += b->step;
+    return 1;
 }

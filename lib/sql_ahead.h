@@ -40,10 +40,52 @@ typedef struct tr_sql_ahead tr_sql_ahead;
  * "<what>: <SQLite's message>". */
 tr_status tr_sql_ahead_start(tr_sql_ahead **ahead, sqlite3_stmt *st, int ncols, const char *bytes,
                              const char *what, int threaded, tr_error *err);
+/* As tr_sql_ahead_start(), for a statement read over several ranges: each time
+ * it is done, next_range(range_ctx, st) resets it, binds the next range and
+ * returns 1, or returns 0 after the last. */
+typedef int (*tr_sql_range_fn)(void *ctx, sqlite3_stmt *st);
+tr_status tr_sql_ahead_start_ranges(tr_sql_ahead **ahead, sqlite3_stmt *st, int ncols,
+                                    const char *bytes, const char *what, int threaded,
+                                    tr_sql_range_fn next_range, void *range_ctx, tr_error *err);
+
 /* The next row's ncols cells; NULL at the end (*rc 0) or on error (*rc -1, err filled). */
 const tr_sql_cell *tr_sql_ahead_next(tr_sql_ahead *ahead, int *rc, tr_error *err);
 /* Stops the helper (it may be ahead of the caller) and frees; st stays the caller's. */
 void tr_sql_ahead_stop(tr_sql_ahead *ahead);
+
+/* Rows of n read-aheads (at most TR_SQL_MERGE_MAX) whose statements give
+ * disjoint rows, each in ascending order of the integer column key, merged
+ * into one stream in that order: several threads step one query, each over
+ * its share of the rows.  The merge owns the read-aheads from start on and
+ * stops them in tr_sql_merge_stop(); a row lives until the next call. */
+#define TR_SQL_MERGE_MAX 4
+typedef struct {
+    int n, key, last, failed;
+    tr_sql_ahead *ahead[TR_SQL_MERGE_MAX];
+    const tr_sql_cell *head[TR_SQL_MERGE_MAX];
+} tr_sql_merge;
+
+tr_status tr_sql_merge_start(tr_sql_merge *m, tr_sql_ahead *const *ahead, int n, int key,
+                             tr_error *err);
+/* As tr_sql_ahead_next(). */
+const tr_sql_cell *tr_sql_merge_next(tr_sql_merge *m, int *rc, tr_error *err);
+void tr_sql_merge_stop(tr_sql_merge *m);
+
+/* Reader k of n over the ids [min_id, max_id] of a rowid table, in blocks: its
+ * statement's ?1 and ?2 are the first and last id of a block ("id BETWEEN ?1
+ * AND ?2"), blocks k, k + n, k + 2n... of `block` ids each, so the readers'
+ * rows are disjoint, each in id order, and together every row.
+ * tr_id_blocks_first() binds the first block (0: the reader has none; its
+ * statement then gives no row); tr_id_blocks_next() is the tr_sql_range_fn. */
+typedef struct {
+    int64_t min;
+    uint64_t span, off, block, step;
+    int done;
+} tr_id_blocks;
+
+int tr_id_blocks_first(tr_id_blocks *b, sqlite3_stmt *st, int64_t min_id, int64_t max_id,
+                       int64_t block, int k, int n);
+int tr_id_blocks_next(void *ctx, sqlite3_stmt *st);
 
 static inline int64_t tr_cell_i64(const tr_sql_cell *c, int64_t def)
 {
