@@ -242,7 +242,13 @@ tr_status tr_sql_merge_start(tr_sql_merge *m, tr_sql_ahead *const *ahead, int n,
                              tr_error *err)
 {
     memset(m, 0, sizeof *m);
-    m->n = n < TR_SQL_MERGE_MAX ? n : TR_SQL_MERGE_MAX;
+    if (n > TR_SQL_MERGE_MAX) {
+        for (int k = 0; k < n; k++)
+            tr_sql_ahead_stop(ahead[k]);
+        m->failed = 1;
+        return tr_fail(err, TR_ERR_RUNTIME, "%d readers to merge, at most %d", n, TR_SQL_MERGE_MAX);
+    }
+    m->n = n;
     m->key = key;
     m->last = -1;
     for (int k = 0; k < m->n; k++)
