@@ -1142,6 +1142,280 @@ static int host_selected(const chrome_ctx *c, int64_t id, int64_t kind, int64_t 
     return 1;
 }
 
+/* One row of events_sql, decoded: the event, its launching call and its track. */
+typedef struct {
+    const tr_sql_cell *r;
+    int64_t id, kind, start, end, flags, thread_id, stream_id, p_id, p_kind;
+    int gpu;
+    int has_launch;              /* GPU work whose parent is a host event: its launching call */
+    int launch_sel;              /* ... and that call is written: a flow joins them */
+    int64_t l_thread, l_start, l_end;
+    int has_stream, on_stream;
+    int64_t dev, stream, pid, tid;
+} ev_row;
+
+/* 0 for a row whose times no trace can hold (counted, as the scan counts them). */
+static int decode_row(chrome_ctx *c, const tr_sql_cell *r, ev_row *e)
+{
+    e->r = r;
+    e->id = r[C_ID].i, e->kind = r[C_KIND].i;
+    e->start = r[C_START].i, e->end = r[C_END].i;
+    if (!tr_times_ok(e->start, e->end) || !tr_ns_ok(r[C_CPU_SELF].i) || !tr_ns_ok(r[C_CPU_TOTAL].i)
+        || !tr_ns_ok(r[C_GPU_SELF].i) || !tr_ns_ok(r[C_GPU_TOTAL].i)) {
+        c->sc.nbad++;
+        return 0;
+    }
+    e->flags = r[C_FLAGS].i;
+    e->thread_id = tr_cell_i64(&r[C_THREAD], -1), e->stream_id = tr_cell_i64(&r[C_STREAM], -1);
+    e->p_id = tr_cell_i64(&r[C_P_ID], -1), e->p_kind = tr_cell_i64(&r[C_P_KIND], 0);
+    e->gpu = is_gpu_kind(c, e->kind);
+    int has_l_thread = r[C_P_THREAD].type != SQLITE_NULL;
+    e->l_thread = has_l_thread ? r[C_P_THREAD].i : -1;
+    e->has_launch = e->gpu && e->p_id >= 0 && !is_gpu_kind(c, e->p_kind) && has_l_thread;
+    e->l_start = r[C_P_START].i, e->l_end = r[C_P_END].i;
+    e->launch_sel = e->has_launch && tr_times_ok(e->l_start, e->l_end)
+                    && host_selected(c, e->p_id, e->p_kind, e->l_start, e->l_end, e->l_thread);
+    e->dev = e->stream = 0;
+    e->has_stream = e->stream_id >= 0 && tr_scan_stream(&c->sc, e->stream_id, &e->dev, &e->stream);
+    /* a host wait that names its stream stays on its thread's track */
+    e->on_stream = e->has_stream && (e->gpu || e->thread_id < 0);
+    return 1;
+}
+
+/* GPU work: --min-dur, --device, then the selection of the scan (--include/--exclude)
+ * or the window, which also keeps the work a shown call launched. */
+static int gpu_selected(const chrome_ctx *c, const ev_row *e)
+{
+    const tr_export_opts *o = c->o;
+    if (e->end - e->start < o->min_dur)
+        return 0;
+    if (o->has_device && (!e->on_stream || e->dev != o->device))
+        return 0;
+    if (c->use_set) {
+        int64_t v;
+        return tr_i64map_get(&c->selected, e->id, &v);
+    }
+    int in_range = 1;
+    if (o->has_time_range) {
+        int64_t t = o->time_absolute ? e->start : e->start - c->sc.trace_start;
+        in_range = t >= o->t_start && t < o->t_end;
+    }
+    if (!(in_range || (e->launch_sel && !o->has_thread)))
+        return 0;
+    if (o->has_thread) {
+        int64_t lp, lt;
+        if (!e->has_launch || !tr_scan_thread(&c->sc, e->l_thread, &lp, &lt) || lt != o->thread_tid)
+            return 0;
+    }
+    return 1;
+}
+
+static int row_selected(chrome_ctx *c, const ev_row *e)
+{
+    if (c->sc.has_ranks && !tr_rank_map_ok(&c->sc.ranks, e->thread_id, e->stream_id))
+        return 0;   /* --rank */
+    return e->gpu ? gpu_selected(c, e) : host_selected(c, e->id, e->kind, e->start, e->end, e->thread_id);
+}
+
+/* pid and tid of the event's track: its device and stream, or its process and thread. */
+static void find_track(const chrome_ctx *c, ev_row *e)
+{
+    e->pid = e->tid = 0;
+    if (e->on_stream) {
+        e->pid = e->dev + c->dev_shift;
+        e->tid = e->stream;
+        if (c->multi_rank)
+            tr_i64map_get(&c->stream_pid, e->stream_id, &e->pid);
+    } else {
+        tr_scan_thread(&c->sc, e->thread_id, &e->pid, &e->tid);
+        if (c->multi_rank)
+            tr_i64map_get(&c->thread_pid, e->thread_id, &e->pid);
+    }
+}
+
+/* "key": in the args object that began at args_at, a comma before all but the first */
+#define ARG(key)                              \
+    do {                                      \
+        if (b->n == args_at)                  \
+            cb_lit(b, "\"" key "\":");        \
+        else                                  \
+            cb_lit(b, ",\"" key "\":");       \
+    } while (0)
+
+/* External id: what ties a launch and its GPU work to the op that made them */
+static void put_external_id(cbuf *b, size_t args_at, const ev_row *e)
+{
+    int64_t ext = -1;
+    if (e->kind == TR_KIND_OP || e->kind == TR_KIND_RANGE)
+        ext = e->id;
+    else if (e->p_kind == TR_KIND_OP || e->p_kind == TR_KIND_RANGE)
+        ext = e->p_id;
+    else if (e->has_launch) {
+        int64_t pp_kind = e->r[C_PP_KIND].i;   /* NULL: 0, no kind */
+        if (pp_kind == TR_KIND_OP || pp_kind == TR_KIND_RANGE)
+            ext = tr_cell_i64(&e->r[C_P_PARENT], -1);
+    }
+    if (ext >= 0 && e->kind != TR_KIND_MEMORY && e->kind != TR_KIND_PYTHON) {
+        ARG("External id");
+        cb_i64(b, ext);
+    }
+}
+
+/* An op's or a range's own args, as PyTorch writes them. */
+static void put_op_args(chrome_ctx *c, cbuf *b, size_t args_at, const ev_row *e)
+{
+    const tr_sql_cell *r = e->r;
+    int64_t seq = tr_cell_i64(&r[C_SEQ], -1), opid = r[C_OPID].i;
+    int64_t flops = tr_cell_i64(&r[C_FLOPS], -1);
+    if (seq >= 0) {
+        ARG("Sequence number");
+        cb_i64(b, seq);
+    }
+    if (opid > 0) {
+        ARG("Record function id");
+        cb_i64(b, opid);
+    }
+    if (flops >= 0) {
+        ARG("flops");
+        cb_i64(b, flops);
+    }
+    if (e->flags & TR_FLAG_ASYNC) {
+        ARG("Async");
+        cb_lit(b, "1");
+    }
+    /* RecordScope: BACKWARD_FUNCTION is 1; 0 stops readers guessing from the name */
+    if (e->kind == TR_KIND_OP) {
+        ARG("Scope");
+        cb_put(b, (e->flags & TR_FLAG_BACKWARD) ? "1" : "0", 1);
+    }
+    if (r[C_SHAPE].i) {
+        if (b->n != args_at)
+            cb_lit(b, ",");
+        put_shape(c, b, r[C_SHAPE].i);
+    }
+    if (r[C_STACK].type != SQLITE_NULL) {
+        size_t at = b->n;
+        if (b->n != args_at)
+            cb_lit(b, ",");
+        if (!put_stack(c, b, r[C_STACK].i))
+            b->n = at;   /* a dangling stack id: no frames */
+    }
+}
+
+/* A kernel's launch configuration; a field the source did not give stays absent
+ * (NULL in the run.db).  d[C_X - C_KN] is column C_X of events_sql. */
+static void put_launch_args(cbuf *b, size_t args_at, const tr_sql_cell *d)
+{
+    if (d[C_REGS - C_KN].type != SQLITE_NULL) {
+        ARG("registers per thread");
+        cb_i64(b, d[C_REGS - C_KN].i);
+    }
+    if (d[C_SMEM - C_KN].type != SQLITE_NULL) {
+        ARG("shared memory");
+        cb_i64(b, d[C_SMEM - C_KN].i);
+    }
+    if (d[C_DSMEM - C_KN].type != SQLITE_NULL) {
+        ARG("dynamic shared memory");
+        cb_i64(b, d[C_DSMEM - C_KN].i);
+    }
+    for (int g = 0; g < 2; g++) {
+        if (d[(g ? C_BLOCK : C_GRID) - C_KN].type == SQLITE_NULL)
+            continue;
+        if (g == 0)
+            ARG("grid");
+        else
+            ARG("block");
+        for (int k = 0; k < 3; k++) {
+            cb_put(b, k ? "," : "[", 1);
+            cb_i64(b, d[(g ? C_BLOCK : C_GRID) - C_KN + k].i);
+        }
+        cb_lit(b, "]");
+    }
+}
+
+/* The args object's members, in Kineto's order. */
+static void put_args(chrome_ctx *c, cbuf *b, const ev_row *e)
+{
+    size_t args_at = b->n;
+    const tr_sql_cell *r = e->r, *d;
+    put_external_id(b, args_at, e);
+    if (e->kind == TR_KIND_OP || e->kind == TR_KIND_RANGE)
+        put_op_args(c, b, args_at, e);
+    if (e->kind == TR_KIND_PYTHON) {
+        ARG("Python id");
+        cb_i64(b, e->id);
+        ARG("Python parent id");
+        if (e->p_kind == TR_KIND_PYTHON)
+            cb_i64(b, e->p_id);
+        else
+            cb_lit(b, "null");
+    }
+    if (e->kind == TR_KIND_MEMORY) {
+        ARG("Bytes");
+        cb_i64(b, r[C_BYTES].i);
+        /* c10::DeviceType: CPU 0, CUDA 1 */
+        ARG("Device Type");
+        cb_put(b, (e->flags & TR_FLAG_GPU_MEMORY) ? "1" : "0", 1);
+    }
+    if ((d = detail(c, r, D_AC, e->id)) != NULL) {
+        ARG("cbid");
+        cb_i64(b, d[1].i);
+    }
+    if (e->has_stream) {
+        ARG("device");
+        cb_i64(b, e->dev);
+        int64_t ctx;
+        if (tr_i64map_get(&c->stream_ctx, e->stream_id, &ctx)) {
+            ARG("context");
+            cb_i64(b, ctx);
+        }
+        ARG("stream");
+        cb_i64(b, e->stream);
+    }
+    if (r[C_CORR].type != SQLITE_NULL) {
+        ARG("correlation");
+        cb_i64(b, r[C_CORR].i);
+    }
+    if ((d = detail(c, r, D_KN, e->id)) != NULL)
+        put_launch_args(b, args_at, d);
+    if (e->kind == TR_KIND_MEMCPY || e->kind == TR_KIND_MEMSET) {
+        ARG("bytes");
+        cb_i64(b, r[C_BYTES].i);
+    }
+    if ((d = detail(c, r, D_CP, e->id)) != NULL && d[1].type != SQLITE_NULL) {
+        const char *k = d[1].p ? d[1].p : "";
+        ARG("kind");
+        put_escaped(c, b, k, strlen(k));
+    }
+    if ((d = detail(c, r, D_MS, e->id)) != NULL && d[1].type != SQLITE_NULL) {
+        ARG("value");
+        cb_i64(b, d[1].i);
+    }
+}
+#undef ARG
+
+/* ac2g, as Kineto draws it, from the launching call to the GPU work; the id is the
+ * activity's, unique even when one launch (a graph) starts many. */
+static void put_flow(chrome_ctx *c, cbuf *b, const ev_row *e)
+{
+    int64_t lpid = 0, ltid = 0;
+    tr_scan_thread(&c->sc, e->l_thread, &lpid, &ltid);
+    if (c->multi_rank)
+        tr_i64map_get(&c->thread_pid, e->l_thread, &lpid);
+    for (int f = 0; f < 2; f++) {
+        cb_str(b, f ? ",\n{\"ph\":\"f\",\"bp\":\"e\"" : ",\n{\"ph\":\"s\"");
+        cb_lit(b, ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
+        cb_i64(b, e->id);
+        cb_lit(b, ",\"pid\":");
+        cb_i64(b, f ? e->pid : lpid);
+        cb_lit(b, ",\"tid\":");
+        cb_i64(b, f ? e->tid : ltid);
+        cb_lit(b, ",\"ts\":");
+        cb_us(b, (f ? e->start : e->l_start) - c->sc.trace_start);
+        cb_lit(b, "}");
+    }
+}
+
 /* One run.db event (with its flow arrows) appended to c->out, or into c->ev for parts;
  * *nev trace events; 0 when left out (nothing written). */
 static int render(chrome_ctx *c, const tr_sql_cell *r, int64_t *nev)
@@ -1151,255 +1425,39 @@ static int render(chrome_ctx *c, const tr_sql_cell *r, int64_t *nev)
     if (!c->merge)
         b->n = 0;
     *nev = 0;
-    int64_t id = r[C_ID].i, kind = r[C_KIND].i;
-    int64_t start = r[C_START].i, end = r[C_END].i;
-    if (!tr_times_ok(start, end) || !tr_ns_ok(r[C_CPU_SELF].i) || !tr_ns_ok(r[C_CPU_TOTAL].i)
-        || !tr_ns_ok(r[C_GPU_SELF].i) || !tr_ns_ok(r[C_GPU_TOTAL].i)) {
-        c->sc.nbad++;   /* as the scan does: left out, and counted */
+    ev_row e;
+    if (!decode_row(c, r, &e) || !row_selected(c, &e))
         return 0;
-    }
-    int64_t thread_id = tr_cell_i64(&r[C_THREAD], -1), stream_id = tr_cell_i64(&r[C_STREAM], -1);
-    int64_t p_id = tr_cell_i64(&r[C_P_ID], -1), p_kind = tr_cell_i64(&r[C_P_KIND], 0);
-    int gpu = is_gpu_kind(c, kind);
-    /* the launching call: the parent of GPU work, when it is a host event */
-    int64_t l_thread = r[C_P_THREAD].i;
-    int has_l_thread = r[C_P_THREAD].type != SQLITE_NULL;
-    if (!has_l_thread)
-        l_thread = -1;
-    int has_launch = gpu && p_id >= 0 && !is_gpu_kind(c, p_kind) && has_l_thread;
-    int64_t l_start = r[C_P_START].i, l_end = r[C_P_END].i;
-    int launch_sel = has_launch && tr_times_ok(l_start, l_end)
-                     && host_selected(c, p_id, p_kind, l_start, l_end, l_thread);
-    int64_t dev = 0, stream = 0, pid = 0, tid = 0;
-    int has_stream = stream_id >= 0 && tr_scan_stream(&c->sc, stream_id, &dev, &stream);
-    /* a host wait that names its stream stays on its thread's track */
-    int on_stream = has_stream && (gpu || thread_id < 0);
-    const tr_export_opts *o = c->o;
-    if (c->sc.has_ranks && !tr_rank_map_ok(&c->sc.ranks, thread_id, stream_id))
-        return 0;   /* --rank */
-    if (gpu) {
-        if (end - start < o->min_dur)
-            return 0;
-        if (o->has_device && (!on_stream || dev != o->device))
-            return 0;
-        if (c->use_set) {
-            int64_t v;
-            if (!tr_i64map_get(&c->selected, id, &v))
-                return 0;
-        } else {
-            int in_range = 1;
-            if (o->has_time_range) {
-                int64_t t = o->time_absolute ? start : start - c->sc.trace_start;
-                in_range = t >= o->t_start && t < o->t_end;
-            }
-            /* in the window, or launched by a call that is shown */
-            if (!(in_range || (launch_sel && !o->has_thread)))
-                return 0;
-            if (o->has_thread) {
-                int64_t lp, lt;
-                if (!has_launch || !tr_scan_thread(&c->sc, l_thread, &lp, &lt) || lt != o->thread_tid)
-                    return 0;
-            }
-        }
-    } else if (!host_selected(c, id, kind, start, end, thread_id)) {
-        return 0;
-    }
-    if (on_stream) {
-        pid = dev + c->dev_shift;
-        tid = stream;
-        if (c->multi_rank)
-            tr_i64map_get(&c->stream_pid, stream_id, &pid);
-    } else {
-        tr_scan_thread(&c->sc, thread_id, &pid, &tid);
-        if (c->multi_rank)
-            tr_i64map_get(&c->thread_pid, thread_id, &pid);
-    }
-    const kind_style *ks = &kind_styles[kind > 0 && kind < TR_KIND_COUNT_ ? kind : 0];
-    int64_t flags = r[C_FLAGS].i;
-
+    find_track(c, &e);
+    const kind_style *ks = &kind_styles[e.kind > 0 && e.kind < TR_KIND_COUNT_ ? e.kind : 0];
     if (ks->instant)
         cb_lit(b, ",\n{\"ph\":\"i\",\"cat\":\"");
     else
         cb_lit(b, ",\n{\"ph\":\"X\",\"cat\":\"");
     cb_put(b, ks->cat, ks->cat_len);
     cb_lit(b, "\",\"name\":");
-    if (kind == TR_KIND_MEMORY)
+    if (e.kind == TR_KIND_MEMORY)
         cb_lit(b, "\"[memory]\"");   /* the name Kineto's readers key memory events on */
     else
         put_name(c, b, r[C_NAME].i);
     cb_lit(b, ",\"ts\":");
-    cb_us(b, start - c->sc.trace_start);
+    cb_us(b, e.start - c->sc.trace_start);
     if (ks->instant) {
         cb_lit(b, ",\"s\":\"t\"");
     } else {
         cb_lit(b, ",\"dur\":");
-        cb_us(b, end - start);
+        cb_us(b, e.end - e.start);
     }
     cb_lit(b, ",\"pid\":");
-    cb_i64(b, pid);
+    cb_i64(b, e.pid);
     cb_lit(b, ",\"tid\":");
-    cb_i64(b, tid);
+    cb_i64(b, e.tid);
     cb_lit(b, ",\"args\":{");
-    size_t args_at = b->n;
-#define ARG(key)                              \
-    do {                                      \
-        if (b->n == args_at)                  \
-            cb_lit(b, "\"" key "\":");        \
-        else                                  \
-            cb_lit(b, ",\"" key "\":");       \
-    } while (0)
-    /* External id: what ties a launch and its GPU work to the op that made them */
-    int64_t ext = -1;
-    if (kind == TR_KIND_OP || kind == TR_KIND_RANGE)
-        ext = id;
-    else if (p_kind == TR_KIND_OP || p_kind == TR_KIND_RANGE)
-        ext = p_id;
-    else if (has_launch) {
-        int64_t pp_kind = r[C_PP_KIND].i;   /* NULL: 0, no kind */
-        if (pp_kind == TR_KIND_OP || pp_kind == TR_KIND_RANGE)
-            ext = tr_cell_i64(&r[C_P_PARENT], -1);
-    }
-    if (ext >= 0 && kind != TR_KIND_MEMORY && kind != TR_KIND_PYTHON) {
-        ARG("External id");
-        cb_i64(b, ext);
-    }
-    if (kind == TR_KIND_OP || kind == TR_KIND_RANGE) {
-        int64_t seq = tr_cell_i64(&r[C_SEQ], -1), opid = r[C_OPID].i;
-        int64_t flops = tr_cell_i64(&r[C_FLOPS], -1);
-        if (seq >= 0) {
-            ARG("Sequence number");
-            cb_i64(b, seq);
-        }
-        if (opid > 0) {
-            ARG("Record function id");
-            cb_i64(b, opid);
-        }
-        if (flops >= 0) {
-            ARG("flops");
-            cb_i64(b, flops);
-        }
-        if (flags & TR_FLAG_ASYNC) {
-            ARG("Async");
-            cb_lit(b, "1");
-        }
-        /* RecordScope: BACKWARD_FUNCTION is 1; 0 stops readers guessing from the name */
-        if (kind == TR_KIND_OP) {
-            ARG("Scope");
-            cb_put(b, (flags & TR_FLAG_BACKWARD) ? "1" : "0", 1);
-        }
-        if (r[C_SHAPE].i) {
-            if (b->n != args_at)
-                cb_lit(b, ",");
-            put_shape(c, b, r[C_SHAPE].i);
-        }
-        if (r[C_STACK].type != SQLITE_NULL) {
-            size_t at = b->n;
-            if (b->n != args_at)
-                cb_lit(b, ",");
-            if (!put_stack(c, b, r[C_STACK].i))
-                b->n = at;   /* a dangling stack id: no frames */
-        }
-    }
-    if (kind == TR_KIND_PYTHON) {
-        ARG("Python id");
-        cb_i64(b, id);
-        ARG("Python parent id");
-        if (p_kind == TR_KIND_PYTHON)
-            cb_i64(b, p_id);
-        else
-            cb_lit(b, "null");
-    }
-    if (kind == TR_KIND_MEMORY) {
-        ARG("Bytes");
-        cb_i64(b, r[C_BYTES].i);
-        /* c10::DeviceType: CPU 0, CUDA 1 */
-        ARG("Device Type");
-        cb_put(b, (flags & TR_FLAG_GPU_MEMORY) ? "1" : "0", 1);
-    }
-    const tr_sql_cell *d;
-    if ((d = detail(c, r, D_AC, id)) != NULL) {
-        ARG("cbid");
-        cb_i64(b, d[1].i);
-    }
-    if (has_stream) {
-        ARG("device");
-        cb_i64(b, dev);
-        int64_t ctx;
-        if (tr_i64map_get(&c->stream_ctx, stream_id, &ctx)) {
-            ARG("context");
-            cb_i64(b, ctx);
-        }
-        ARG("stream");
-        cb_i64(b, stream);
-    }
-    if (r[C_CORR].type != SQLITE_NULL) {
-        ARG("correlation");
-        cb_i64(b, r[C_CORR].i);
-    }
-    if ((d = detail(c, r, D_KN, id)) != NULL) {
-        /* d[C_X - C_KN] is column C_X of events_sql; a launch field the source did not
-         * give stays absent (NULL in the run.db) */
-        if (d[C_REGS - C_KN].type != SQLITE_NULL) {
-            ARG("registers per thread");
-            cb_i64(b, d[C_REGS - C_KN].i);
-        }
-        if (d[C_SMEM - C_KN].type != SQLITE_NULL) {
-            ARG("shared memory");
-            cb_i64(b, d[C_SMEM - C_KN].i);
-        }
-        if (d[C_DSMEM - C_KN].type != SQLITE_NULL) {
-            ARG("dynamic shared memory");
-            cb_i64(b, d[C_DSMEM - C_KN].i);
-        }
-        for (int g = 0; g < 2; g++) {
-            if (d[(g ? C_BLOCK : C_GRID) - C_KN].type == SQLITE_NULL)
-                continue;
-            if (g == 0)
-                ARG("grid");
-            else
-                ARG("block");
-            for (int k = 0; k < 3; k++) {
-                cb_put(b, k ? "," : "[", 1);
-                cb_i64(b, d[(g ? C_BLOCK : C_GRID) - C_KN + k].i);
-            }
-            cb_lit(b, "]");
-        }
-    }
-    if (kind == TR_KIND_MEMCPY || kind == TR_KIND_MEMSET) {
-        ARG("bytes");
-        cb_i64(b, r[C_BYTES].i);
-    }
-    if ((d = detail(c, r, D_CP, id)) != NULL && d[1].type != SQLITE_NULL) {
-        const char *k = d[1].p ? d[1].p : "";
-        ARG("kind");
-        put_escaped(c, b, k, strlen(k));
-    }
-    if ((d = detail(c, r, D_MS, id)) != NULL && d[1].type != SQLITE_NULL) {
-        ARG("value");
-        cb_i64(b, d[1].i);
-    }
-#undef ARG
+    put_args(c, b, &e);
     cb_lit(b, "}}");
     *nev = 1;
-    if (launch_sel) {
-        /* ac2g, as Kineto draws it; the id is the activity's, unique even when one
-         * launch (a graph) starts many */
-        int64_t lpid = 0, ltid = 0;
-        tr_scan_thread(&c->sc, l_thread, &lpid, &ltid);
-        if (c->multi_rank)
-            tr_i64map_get(&c->thread_pid, l_thread, &lpid);
-        for (int f = 0; f < 2; f++) {
-            cb_str(b, f ? ",\n{\"ph\":\"f\",\"bp\":\"e\"" : ",\n{\"ph\":\"s\"");
-            cb_lit(b, ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":");
-            cb_i64(b, id);
-            cb_lit(b, ",\"pid\":");
-            cb_i64(b, f ? pid : lpid);
-            cb_lit(b, ",\"tid\":");
-            cb_i64(b, f ? tid : ltid);
-            cb_lit(b, ",\"ts\":");
-            cb_us(b, (f ? start : l_start) - c->sc.trace_start);
-            cb_lit(b, "}");
-        }
+    if (e.launch_sel) {
+        put_flow(c, b, &e);
         *nev = 3;
     }
     return 1;
@@ -1573,9 +1631,9 @@ typedef struct {
     sqlite3_stmt *q[EV_READERS];
     tr_id_blocks blocks[EV_READERS];
     tr_sql_merge rows;
-} ev_rows;
+} ev_readers;
 
-static void events_close(ev_rows *ev)
+static void events_close(ev_readers *ev)
 {
     tr_sql_merge_stop(&ev->rows);
     for (int k = 0; k < EV_READERS; k++) {
@@ -1584,7 +1642,7 @@ static void events_close(ev_rows *ev)
     }
 }
 
-static tr_status events_open(chrome_ctx *c, ev_rows *ev, tr_error *err)
+static tr_status events_open(chrome_ctx *c, ev_readers *ev, tr_error *err)
 {
     sqlite3 *db = c->sc.db;
     memset(ev, 0, sizeof *ev);
@@ -1660,7 +1718,7 @@ static tr_status run(chrome_ctx *c, FILE *out, tr_error *err)
     }
     /* parts are time slices: they need start order; one file takes the table's order */
     c->merge = !c->o->max_size;
-    ev_rows ev;
+    ev_readers ev;
     st = events_open(c, &ev, err);
     if (st == TR_OK)
         st = prepare_details(c, err);
