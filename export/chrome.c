@@ -27,6 +27,7 @@
 #include "export/export.h"
 #include "export/scan.h"
 #include "lib/checked.h"
+#include "lib/format.h"
 #include "lib/i64map.h"
 #include "lib/model.h"
 #include "lib/output.h"
@@ -88,40 +89,15 @@ static inline void cb_put(cbuf *b, const void *p, size_t n)
 
 static void cb_str(cbuf *b, const char *s) { cb_put(b, s, strlen(s)); }
 
-static const char digit_pairs[201] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-/* The decimal digits of u, written right to left ending at end; returns the first. */
-static inline char *u64_digits(char *end, uint64_t u)
-{
-    while (u >= 100) {
-        const char *d = &digit_pairs[u % 100 * 2];
-        u /= 100;
-        *--end = d[1];
-        *--end = d[0];
-    }
-    if (u >= 10) {
-        *--end = digit_pairs[u * 2 + 1];
-        *--end = digit_pairs[u * 2];
-    } else {
-        *--end = (char)('0' + u);
-    }
-    return end;
-}
-
 static inline void cb_u64(cbuf *b, uint64_t u)
 {
-    char num[24], *p = u64_digits(num + sizeof num, u);
+    char num[24], *p = tr_u64_digits(num + sizeof num, u);
     cb_put(b, p, (size_t)(num + sizeof num - p));
 }
 
 static inline void cb_i64(cbuf *b, int64_t v)
 {
-    char num[24], *p = u64_digits(num + sizeof num, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
-    if (v < 0)
-        *--p = '-';
+    char num[24], *p = tr_i64_digits(num + sizeof num, v);
     cb_put(b, p, (size_t)(num + sizeof num - p));
 }
 
@@ -132,10 +108,10 @@ static inline void cb_us(cbuf *b, int64_t ns)
     char num[32], *end = num + sizeof num;
     unsigned f = (unsigned)(a % 1000);
     end[-1] = (char)('0' + f % 10);
-    end[-2] = digit_pairs[f / 10 * 2 + 1];
+    end[-2] = tr_digit_pairs[f / 10 * 2 + 1];
     end[-3] = (char)('0' + f / 100);
     end[-4] = '.';
-    char *p = u64_digits(end - 4, a / 1000);
+    char *p = tr_u64_digits(end - 4, a / 1000);
     if (ns < 0)
         *--p = '-';
     cb_put(b, p, (size_t)(end - p));

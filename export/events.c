@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "export/export.h"
+#include "lib/format.h"
 #include "lib/rundb.h"
 #include "lib/sql_ahead.h"
 
@@ -61,19 +62,8 @@ static const char events_rank_cols[] = ", coalesce(e.thread_id, -1), coalesce(e.
  * most of the export's time. */
 static void put_i64(FILE *out, int64_t v)
 {
-    char buf[24], *p = buf + sizeof buf;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do
-        *--p = (char)('0' + u % 10);
-    while ((u /= 10) != 0);
-    if (v < 0)
-        *--p = '-';
+    char buf[24], *p = tr_i64_digits(buf + sizeof buf, v);
     fwrite_unlocked(p, 1, (size_t)(buf + sizeof buf - p), out);
-}
-
-static void put_lit(FILE *out, const char *s)
-{
-    fputs_unlocked(s, out);
 }
 
 /* ,"name": of each column of a JSON line (the first without its comma) */
@@ -89,17 +79,17 @@ static void put_jsonl(FILE *out, const tr_sql_cell *c, int64_t rank, const jsonl
 {
     putc_unlocked('{', out);
     for (size_t i = 0; i < NCOLS; i++) {
-        put_lit(out, k->key[i]);
+        fputs_unlocked(k->key[i], out);
         if (event_cols[i].type == COL_RANK)
             put_i64(out, rank);
         else if (c[i].type == SQLITE_NULL)
-            put_lit(out, "null");
+            fputs_unlocked("null", out);
         else if (event_cols[i].type == COL_INT)
             put_i64(out, c[i].i);
         else
             tr_put_json_str(out, c[i].p ? c[i].p : "", (size_t)c[i].len);
     }
-    put_lit(out, "}\n");
+    fputs_unlocked("}\n", out);
 }
 
 static void put_csv(FILE *out, const tr_sql_cell *c, int64_t rank, const jsonl_keys *k)

@@ -261,7 +261,6 @@ tr_status tr_sql_merge_start(tr_sql_merge *m, tr_sql_ahead *const *ahead, int n,
 
 const tr_sql_cell *tr_sql_merge_next(tr_sql_merge *m, int *rc, tr_error *err)
 {
-    *rc = m->failed ? -1 : 0;
     if (m->failed || (m->last >= 0 && !merge_advance(m, m->last, err))) {
         *rc = -1;
         return NULL;
@@ -271,10 +270,8 @@ const tr_sql_cell *tr_sql_merge_next(tr_sql_merge *m, int *rc, tr_error *err)
         if (m->head[k] && (best < 0 || m->head[k][m->key].i < m->head[best][m->key].i))
             best = k;
     m->last = best;
-    if (best < 0)
-        return NULL;
-    *rc = 1;
-    return m->head[best];
+    *rc = best >= 0;
+    return best >= 0 ? m->head[best] : NULL;
 }
 
 void tr_sql_merge_stop(tr_sql_merge *m)
