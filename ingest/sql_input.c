@@ -1,5 +1,6 @@
 #include "ingest/sql_input.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,37 @@ int tr_sql_has_table(tr_sql_input *in, const char *table)
     }
     sqlite3_finalize(st);
     return found;
+}
+
+/* 1 when every value of the column, in rowid order, is an integer no smaller
+ * than the one before; 0 otherwise, and when the scan fails (a table without
+ * rowids, a missing column): the caller then sorts, as it always could. */
+static int in_order(sqlite3 *db, const char *table, const char *column)
+{
+    char *sql = sqlite3_mprintf("SELECT \"%w\" FROM \"%w\" ORDER BY rowid", column, table);
+    sqlite3_stmt *st = NULL;
+    int ok = sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK;
+    sqlite3_free(sql);
+    int64_t last = INT64_MIN;
+    int rc = SQLITE_DONE;
+    while (ok && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_value *v = sqlite3_column_value(st, 0);
+        int64_t x = sqlite3_value_int64(v);
+        ok = sqlite3_value_type(v) == SQLITE_INTEGER && x >= last;
+        last = x;
+    }
+    sqlite3_finalize(st);
+    return ok && rc == SQLITE_DONE;
+}
+
+const char *tr_sql_order_by(tr_sql_input *in, const char *table, const char *column, char *buf,
+                            size_t size)
+{
+    if (in_order(in->db, table, column))
+        snprintf(buf, size, " ORDER BY rowid");
+    else
+        snprintf(buf, size, " ORDER BY \"%s\"", column);
+    return buf;
 }
 
 int64_t tr_sql_int(tr_sql_input *in, const char *sql, int64_t def)

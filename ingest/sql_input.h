@@ -40,6 +40,15 @@ int tr_sql_has_table(tr_sql_input *in, const char *table);
 tr_status tr_sql_select(tr_sql_input *in, const char *table, const tr_col *cols, size_t ncols,
                         const char *tail, sqlite3_stmt **st, tr_error *err);
 
+/* The tail that reads the table's rows in the order of `column`, ties in
+ * rowid order: " ORDER BY rowid" when the column's values, in rowid order,
+ * are integers that never decrease (nsys sorts its exports, so sorting them
+ * again is work for nothing), else " ORDER BY \"column\"".  SQLite's sort
+ * keeps the rows of equal keys in the order it scans them, the rowid's, so
+ * both give the same rows in the same order.  buf holds the tail. */
+const char *tr_sql_order_by(tr_sql_input *in, const char *table, const char *column, char *buf,
+                            size_t size);
+
 /* sqlite3_step() with errors turned into a bad-input failure naming the table.
  * Returns 1 for a row, 0 at the end, -1 on error (err filled). */
 int tr_sql_next(tr_sql_input *in, sqlite3_stmt *st, const char *table, tr_error *err);

@@ -162,7 +162,10 @@ static tr_status select_row(ct_reader *r, const ct_table *tab, ct_row *w, tr_err
         cols[i] = (tr_col){tab->cols[i].name, tab->cols[i].required};
         w->col[tab->cols[i].field] = (int)i;
     }
-    return tr_sql_select(&r->in, tab->name, cols, tab->ncols, tab->tail, &w->st, err);
+    char tail[128];
+    const char *by = tab->order ? tr_sql_order_by(&r->in, tab->name, tab->order, tail, sizeof tail)
+                         : tab->tail;
+    return tr_sql_select(&r->in, tab->name, cols, tab->ncols, by, &w->st, err);
 }
 
 /* Column c of the current row (read ahead, or from the statement); an absent

@@ -70,6 +70,7 @@ struct ct_table {
     const ct_col *cols; /* select order: of several missing required columns, the first is named */
     size_t ncols;
     const char *tail;   /* " ORDER BY _id_", appended to the select */
+    const char *order;  /* or the column the rows are read in the order of (tr_sql_order_by()) */
 };
 
 #define CT_COLS(a) (a), sizeof(a) / sizeof((a)[0])

@@ -105,7 +105,9 @@ static tr_status read_nvtx(ct_reader *r, const ct_table *table, tr_error *err)
                                   {"textId", 0}, {"globalTid", 0}, {"endGlobalTid", 0}};
     const char *tab = table->name;
     sqlite3_stmt *st;
-    tr_status s = tr_sql_select(&r->in, tab, cols, 7, " ORDER BY start", &st, err);
+    char tail[128];
+    tr_status s = tr_sql_select(&r->in, tab, cols, 7, tr_sql_order_by(&r->in, tab, "start", tail, sizeof tail),
+                                &st, err);
     if (s != TR_OK || !st)
         return s;
     size_t unterminated = 0;
@@ -202,7 +204,7 @@ static const ct_col sync_cols[] = {
 
 /* The tables read, in order.  Names come last: they go only to processes and
  * threads that carry events. */
-#define BY_START " ORDER BY start"
+#define BY_START NULL, "start"
 static const ct_table ns_tables[] = {
     {"StringIds", ct_read_strings, 0, CT_COLS(string_cols), NULL},
     {"TARGET_INFO_GPU", ct_read_devices, 0, CT_COLS(gpu_cols), NULL},

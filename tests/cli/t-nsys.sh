@@ -104,3 +104,39 @@ cmp -s same-nvprof.folded same-nsys.folded || fail "--stacks differs between the
 expect_status 0 "$BIN/trace-analyze" --report summary same-nsys.db
 expect_grep 'pt_autograd_0' "$TMP/out"
 expect_status 2 "$BIN/gen-nvprof" -f nvtx -o never.db
+
+# --- rows in start order: nsys writes its tables sorted by start, so they are read
+# in rowid order without sorting them again; a table out of order is sorted.  Ties keep
+# their rowid order either way, so an export whose tables hold the same rows with the
+# groups of equal starts moved about (each group's rows in their order) gives the same
+# events.  Starts rounded to 20 us make ties in every table.
+cp same.sqlite tied.sqlite
+for t in CUPTI_ACTIVITY_KIND_RUNTIME CUPTI_ACTIVITY_KIND_KERNEL CUPTI_ACTIVITY_KIND_MEMCPY NVTX_EVENTS; do
+    q tied.sqlite "UPDATE $t SET start = start - start % 20000"
+done
+expect_eq "$(q tied.sqlite 'SELECT sum(d < 0), sum(d = 0) > 1000 FROM
+             (SELECT start - lag(start) OVER (ORDER BY rowid) AS d FROM CUPTI_ACTIVITY_KIND_RUNTIME)')" \
+          "0|1" "the rounded export: in order, with ties"
+cp tied.sqlite moved.sqlite
+for t in CUPTI_ACTIVITY_KIND_RUNTIME CUPTI_ACTIVITY_KIND_KERNEL CUPTI_ACTIVITY_KIND_MEMCPY NVTX_EVENTS; do
+    q moved.sqlite "CREATE TABLE m AS SELECT * FROM $t ORDER BY (start / 20000 * 7919) % 1000003, rowid;
+                    DELETE FROM $t; INSERT INTO $t SELECT * FROM m; DROP TABLE m"
+done
+expect_eq "$(q moved.sqlite 'SELECT sum(d < 0) > 0 FROM
+             (SELECT start - lag(start) OVER (ORDER BY rowid) AS d FROM CUPTI_ACTIVITY_KIND_KERNEL)')" 1 "kernels moved out of order"
+expect_status 0 "$BIN/trace-ingest" -q -o tied.db tied.sqlite
+expect_status 0 "$BIN/trace-ingest" -q -o moved.db moved.sqlite
+for query in "SELECT * FROM events" "SELECT * FROM strings WHERE value NOT LIKE '%.sqlite'" \
+             "SELECT * FROM kernels" "SELECT * FROM api_calls" "SELECT * FROM copies"; do
+    table=${query#*FROM }
+    q tied.db "$query" > tied.rows
+    q moved.db "$query" > moved.rows
+    cmp -s tied.rows moved.rows || fail "$table: an export in start order and the same rows sorted differ"
+done
+# a start that is not an integer sends the table to SQLite's sort; the reader skips its row
+cp tied.sqlite oddstart.sqlite
+q oddstart.sqlite "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = start + 0.5 WHERE rowid = 9"
+expect_status 0 "$BIN/trace-ingest" -q -o oddstart.db oddstart.sqlite
+expect_eq "$(q oddstart.db 'SELECT count(*) + 1 FROM events')" "$(q tied.db 'SELECT count(*) FROM events')" "events of oddstart"
+expect_eq "$(q oddstart.db 'SELECT count(*) FROM (SELECT start_ns - lag(start_ns) OVER (ORDER BY id) AS d
+                            FROM events WHERE kind = 4) WHERE d < 0')" 0 "runtime calls of oddstart in start order"
