@@ -23,6 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include <cjson/cJSON.h>
 #include <zlib.h>
 
@@ -162,7 +166,8 @@ static int skip_ws(kin_reader *r)
     }
 }
 
-static int buf_add(kin_buf *b, const void *p, size_t n)
+/* Room for n more bytes and a NUL; 0 ok, -1 out of memory. */
+static int buf_reserve(kin_buf *b, size_t n)
 {
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
@@ -174,6 +179,13 @@ static int buf_add(kin_buf *b, const void *p, size_t n)
         b->v = v;
         b->cap = cap;
     }
+    return 0;
+}
+
+static int buf_add(kin_buf *b, const void *p, size_t n)
+{
+    if (buf_reserve(b, n) < 0)
+        return -1;
     memcpy(b->v + b->n, p, n);
     b->n += n;
     b->v[b->n] = 0;
@@ -187,11 +199,29 @@ static tr_status eof_error(kin_reader *r, const char *what)
     return bad(r, in_offset(&r->in), "unexpected end of input inside %s (truncated file?)", what);
 }
 
-/* Copies one JSON value (object, array, string or scalar) into r->el,
- * tracking string/escape state and bracket depth; cJSON validates it later. */
-static tr_status scan_value(kin_reader *r)
+/* The first '"' or '\\' in [p, end), or end: inside a string nothing else
+ * matters, and most of a trace's bytes are inside strings (names, keys). */
+static const unsigned char *string_special(const unsigned char *p, const unsigned char *end)
 {
-    r->el.n = 0;
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    for (; end - p >= 16; p += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+        int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+        if (m)
+            return p + __builtin_ctz((unsigned)m);
+    }
+#endif
+    while (p < end && *p != '"' && *p != '\\')
+        p++;
+    return p;
+}
+
+/* Appends one JSON value (object, array, string or scalar) to out, tracking
+ * string/escape state and bracket depth; cJSON validates it later. */
+static tr_status scan_value_into(kin_reader *r, kin_buf *out)
+{
+    size_t from = out->n;
     int c = in_peek(r);
     if (c < 0)
         return eof_error(r, "a value");
@@ -206,21 +236,27 @@ static tr_status scan_value(kin_reader *r)
             const unsigned char *q = p;
             int done = 0;
             while (q < end) {
-                unsigned char ch = *q++;
                 if (in_str) {
-                    if (esc)
+                    if (esc) {
                         esc = 0;
-                    else if (ch == '\\')
+                        q++;
+                        continue;
+                    }
+                    q = string_special(q, end);
+                    if (q == end)
+                        break;
+                    if (*q++ == '\\') {
                         esc = 1;
-                    else if (ch == '"') {
-                        in_str = 0;
-                        if (depth == 0) {
-                            done = 1;
-                            break;
-                        }
+                        continue;
+                    }
+                    in_str = 0;   /* the closing '"' */
+                    if (depth == 0) {
+                        done = 1;
+                        break;
                     }
                     continue;
                 }
+                unsigned char ch = *q++;
                 if (ch == '"') {
                     if (started && depth == 0) {   /* cannot happen: a value ended */
                         done = 1;
@@ -239,12 +275,12 @@ static tr_status scan_value(kin_reader *r)
                     }
                 }
             }
-            if (buf_add(&r->el, p, (size_t)(q - p)) < 0)
+            if (buf_add(out, p, (size_t)(q - p)) < 0)
                 return oom(r);
             in->pos += (size_t)(q - p);
             if (done)
                 return TR_OK;
-            if (r->el.n > KIN_MAX_ELEMENT)
+            if (out->n - from > KIN_MAX_ELEMENT)
                 return bad(r, in_offset(in), "%s", "a single JSON value larger than 512 MiB");
         }
     }
@@ -257,12 +293,19 @@ static tr_status scan_value(kin_reader *r)
             || c == '\t')
             return TR_OK;
         char ch = (char)c;
-        if (buf_add(&r->el, &ch, 1) < 0)
+        if (buf_add(out, &ch, 1) < 0)
             return oom(r);
         in->pos++;
-        if (r->el.n > 4096)
+        if (out->n - from > 4096)
             return bad(r, in_offset(in), "%s", "invalid JSON value");
     }
+}
+
+/* One value into r->el, alone. */
+static tr_status scan_value(kin_reader *r)
+{
+    r->el.n = 0;
+    return scan_value_into(r, &r->el);
 }
 
 /* ---- cJSON's memory: arenas emptied in bulk --------------------------------
@@ -355,24 +398,42 @@ static void arena_end(kin_arena *a)
 /* A NUL escaped inside a string (\u0000) would end the C string cJSON hands
  * back, cutting the name and every "Call stack" frame after it: keep it as
  * the visible text \u0000 instead.  0 ok, -1 out of memory. */
-static int keep_nul_escapes(kin_reader *r)
+static int has_nul_escape(const char *text, size_t n)
 {
-    if (!r->el.v || !memmem(r->el.v, r->el.n, "u0000", 5))
-        return 0;
-    r->tmp.n = 0;
-    size_t from = 0;
-    for (size_t i = 0; i + 5 < r->el.n; i++) {
-        if (r->el.v[i] != '\\')
+    return text && memmem(text, n, "u0000", 5) != NULL;
+}
+
+/* Writes text with each \u0000 as \\u0000 to out (when not NULL); returns the
+ * length written. */
+static size_t escape_nuls(const char *text, size_t n, char *out)
+{
+    size_t len = 0, from = 0;
+    for (size_t i = 0; i + 5 < n; i++) {
+        if (text[i] != '\\')
             continue;
-        if (memcmp(r->el.v + i + 1, "u0000", 5) == 0) {
-            if (buf_add(&r->tmp, r->el.v + from, i + 1 - from) < 0)
-                return -1;
+        if (memcmp(text + i + 1, "u0000", 5) == 0) {
+            if (out)
+                memcpy(out + len, text + from, i + 1 - from);
+            len += i + 1 - from;
             from = i;   /* the backslash again: \u0000 becomes \\u0000 */
         }
         i++;   /* the escaped character */
     }
-    if (buf_add(&r->tmp, r->el.v + from, r->el.n - from) < 0)
+    if (out)
+        memcpy(out + len, text + from, n - from);
+    return len + n - from;
+}
+
+static int keep_nul_escapes(kin_reader *r)
+{
+    if (!has_nul_escape(r->el.v, r->el.n))
+        return 0;
+    size_t n = escape_nuls(r->el.v, r->el.n, NULL);
+    r->tmp.n = 0;
+    if (buf_reserve(&r->tmp, n) < 0)
         return -1;
+    r->tmp.n = escape_nuls(r->el.v, r->el.n, r->tmp.v);
+    r->tmp.v[r->tmp.n] = '\0';
     kin_buf swap = r->el;
     r->el = r->tmp;
     r->tmp = swap;
@@ -1091,7 +1152,8 @@ static tr_status handle_event(kin_reader *r, const kin_item *it)
  * the document and handle_event() (the model, in document order) are the
  * other half.  So the reading thread cuts batches of events, copying their
  * texts, and hands each batch to a parser thread, which fills in the parsed
- * values in the batch's own arena; the reading thread then handles the
+ * values in the batch's own arena (after keeping the \u0000 escapes in
+ * their texts); the reading thread then handles the
  * parsed batches in order, while the parser works on the next.  The queue
  * holds KIN_NBATCH batches of at most KIN_BATCH_EVENTS events and about
  * KIN_BATCH_BYTES of text each: a few MB whatever the file.
@@ -1137,15 +1199,15 @@ static tr_status cut_element(kin_reader *r, kin_batch *b, int *end)
     uint64_t start = in_offset(&r->in);
     if (c != '{')
         return bad(r, start, "%s", "trace event is not a JSON object");
-    tr_status s = scan_value(r);
+    size_t at = b->text.n;
+    tr_status s = scan_value_into(r, &b->text);
     if (s != TR_OK)
         return s;
-    if (keep_nul_escapes(r) < 0)
+    size_t len = b->text.n - at;
+    if (buf_add(&b->text, "", 1) < 0)
         return oom(r);
-    b->text_at[b->n] = b->text.n;
-    if (buf_add(&b->text, r->el.v, r->el.n) < 0 || buf_add(&b->text, "", 1) < 0)
-        return oom(r);
-    b->items[b->n++] = (kin_item){NULL, start, NULL, r->el.n};
+    b->text_at[b->n] = at;
+    b->items[b->n++] = (kin_item){.off = start, .len = len};
     c = skip_ws(r);
     if (c == ',') {
         r->in.pos++;
@@ -1188,6 +1250,23 @@ static void cut_batch(kin_reader *r, kin_pipe *p, kin_batch *b)
     r->err = saved;
 }
 
+/* The event's text with its \u0000 escapes kept (keep_nul_escapes()), in the
+ * batch's arena; 0 ok, -1 out of memory. */
+static int keep_item_nul_escapes(kin_item *it)
+{
+    if (!has_nul_escape(it->text, it->len))
+        return 0;
+    size_t n = escape_nuls(it->text, it->len, NULL);
+    char *v = arena_alloc(n + 1);
+    if (!v)
+        return -1;
+    escape_nuls(it->text, it->len, v);
+    v[n] = '\0';
+    it->text = v;
+    it->len = n;
+    return 0;
+}
+
 static void parse_batch(kin_pipe *p, kin_batch *b)
 {
     kin_arena *saved = cur_arena;
@@ -1196,7 +1275,11 @@ static void parse_batch(kin_pipe *p, kin_batch *b)
     tr_error err;
     for (b->parsed = 0; b->parsed < b->n; b->parsed++) {
         kin_item *it = &b->items[b->parsed];
-        it->ev = parse_text(p->path, it->text, it->len, it->off, &err);
+        it->ev = NULL;
+        if (keep_item_nul_escapes(it) < 0)
+            tr_fail(&err, TR_ERR_RUNTIME, "out of memory while reading " WHAT " %s", p->path);
+        else
+            it->ev = parse_text(p->path, it->text, it->len, it->off, &err);
         if (!it->ev) {
             if (!p->parse_failed)   /* batches are parsed in order: the first is the earliest */
                 p->parse_err = err;
