@@ -61,8 +61,30 @@ typedef struct arena_block { struct arena_block *next; size_t used, cap; max_ali
 typedef struct { arena_block *head, *cur; } kin_arena;   /* see arena_alloc() */
 
 typedef struct { int64_t pid, tid; uint32_t name; } kin_tname;
-/* One parsed trace event, and its text (ts and dur are read from the text). */
-typedef struct { const cJSON *ev; uint64_t off; const char *text; size_t len; } kin_item;
+/* The keys an event is read by, and those of its args (kin_ev_keys[] and
+ * kin_arg_keys[] name them). */
+typedef enum { K_PH, K_NAME, K_CAT, K_PID, K_TID, K_ARGS, K_S, K_NKEYS } kin_ev_key;
+typedef enum {
+    A_CORRELATION, A_DEVICE, A_STREAM, A_CONTEXT, A_KIND, A_NAME, A_CBID,
+    A_INPUT_DIMS, A_INPUT_DIMS_LOWER, A_SEQUENCE, A_RECORD_FUNCTION, A_FLOPS, A_ASYNC,
+    A_SCOPE, A_FWD_THREAD, A_CALL_STACK,
+    A_GRID, A_BLOCK, A_REGISTERS, A_SHARED_MEMORY, A_DYNAMIC_SHARED_MEMORY,
+    A_BYTES, A_BYTES_UPPER, A_DEVICE_TYPE, A_PYTHON_ID, A_PYTHON_PARENT,
+    A_COLLECTIVE, A_PG_NAME, A_PG_DESCRIPTION, A_PG_RANKS, A_DTYPE, A_SEQ_UPPER, A_SEQ,
+    A_IN_NELEMS, A_OUT_NELEMS, A_GROUP_SIZE,
+    A_NKEYS
+} kin_arg_key;
+
+/* One parsed trace event, its text (ts and dur are read from the text) and
+ * the values under its keys and its args' (NULL where absent; see find_keys()). */
+typedef struct {
+    const cJSON *ev;
+    uint64_t off;
+    const char *text;
+    size_t len;
+    const cJSON *key[K_NKEYS];
+    const cJSON *arg[A_NKEYS];
+} kin_item;
 typedef struct { int64_t pyid, parent; size_t event; } kin_py;
 
 typedef struct {
@@ -618,16 +640,20 @@ static const cJSON *jget(const cJSON *o, const char *key)
     return NULL;
 }
 
-static const char *jstr(const cJSON *o, const char *key)
+static const char *str_of(const cJSON *j)
 {
-    const cJSON *j = jget(o, key);
     return cJSON_IsString(j) ? j->valuestring : NULL;
 }
 
-/* An integer argument (number or numeric string); def when absent. */
-static int64_t jint(const cJSON *o, const char *key, int64_t def)
+static const char *jstr(const cJSON *o, const char *key)
 {
-    const cJSON *j = jget(o, key);
+    return str_of(jget(o, key));
+}
+
+/* An integer argument (number or numeric string); def when absent. */
+/* An integer value (number or numeric string); def when absent. */
+static int64_t int_of(const cJSON *j, int64_t def)
+{
     if (cJSON_IsNumber(j)) {
         double d = j->valuedouble;
         return d >= -9.2e18 && d <= 9.2e18 ? (int64_t)d : def;
@@ -639,6 +665,101 @@ static int64_t jint(const cJSON *o, const char *key, int64_t def)
             return v;
     }
     return def;
+}
+
+static int64_t jint(const cJSON *o, const char *key, int64_t def)
+{
+    return int_of(jget(o, key), def);
+}
+
+/* ---- the keys an event is read by --------------------------------------------
+ *
+ * cJSON's objects are lists, and an event was read by a dozen lookups, each a
+ * walk over its keys or its args' from the start, over nodes the parser thread
+ * had just written (cache misses on the reading thread).  The parser finds
+ * them all in one pass over each object, while its nodes are hot, keeping the
+ * first of a repeated key as a lookup does; the reading thread reads them by
+ * index. */
+static const char *const kin_ev_keys[K_NKEYS] = {
+    [K_PH] = "ph", [K_NAME] = "name", [K_CAT] = "cat", [K_PID] = "pid", [K_TID] = "tid",
+    [K_ARGS] = "args", [K_S] = "s",
+};
+static const char *const kin_arg_keys[A_NKEYS] = {
+    [A_CORRELATION] = "correlation", [A_DEVICE] = "device", [A_STREAM] = "stream",
+    [A_CONTEXT] = "context", [A_KIND] = "kind", [A_NAME] = "name", [A_CBID] = "cbid",
+    [A_INPUT_DIMS] = "Input Dims", [A_INPUT_DIMS_LOWER] = "Input dims",
+    [A_SEQUENCE] = "Sequence number", [A_RECORD_FUNCTION] = "Record function id",
+    [A_FLOPS] = "flops", [A_ASYNC] = "Async", [A_SCOPE] = "Scope", [A_FWD_THREAD] = "Fwd thread id",
+    [A_CALL_STACK] = "Call stack", [A_GRID] = "grid", [A_BLOCK] = "block",
+    [A_REGISTERS] = "registers per thread", [A_SHARED_MEMORY] = "shared memory",
+    [A_DYNAMIC_SHARED_MEMORY] = "dynamic shared memory", [A_BYTES] = "bytes",
+    [A_BYTES_UPPER] = "Bytes", [A_DEVICE_TYPE] = "Device Type", [A_PYTHON_ID] = "Python id",
+    [A_PYTHON_PARENT] = "Python parent id", [A_COLLECTIVE] = "Collective name",
+    [A_PG_NAME] = "Process Group Name", [A_PG_DESCRIPTION] = "Process Group Description",
+    [A_PG_RANKS] = "Process Group Ranks", [A_DTYPE] = "dtype", [A_SEQ_UPPER] = "Seq",
+    [A_SEQ] = "seq", [A_IN_NELEMS] = "In msg nelems", [A_OUT_NELEMS] = "Out msg nelems",
+    [A_GROUP_SIZE] = "Group size",
+};
+
+/* A hash table of a key list: slot -> index + 1 (0 empty), built once. */
+#define KIN_KEY_SLOTS 128
+typedef struct {
+    const char *const *names;
+    int n;
+    unsigned char slot[KIN_KEY_SLOTS];
+} kin_key_table;
+
+static kin_key_table ev_key_table = {kin_ev_keys, K_NKEYS, {0}};
+static kin_key_table arg_key_table = {kin_arg_keys, A_NKEYS, {0}};
+static pthread_once_t key_tables_once = PTHREAD_ONCE_INIT;
+
+static uint32_t key_hash(const char *s)
+{
+    uint32_t h = 2166136261u;   /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h & (KIN_KEY_SLOTS - 1);
+}
+
+static void key_table_build(kin_key_table *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        uint32_t h = key_hash(t->names[i]);
+        while (t->slot[h])
+            h = (h + 1) & (KIN_KEY_SLOTS - 1);
+        t->slot[h] = (unsigned char)(i + 1);
+    }
+}
+
+static void key_tables_build(void)
+{
+    key_table_build(&ev_key_table);
+    key_table_build(&arg_key_table);
+}
+
+static int key_index(const kin_key_table *t, const char *s)
+{
+    for (uint32_t h = key_hash(s); t->slot[h]; h = (h + 1) & (KIN_KEY_SLOTS - 1))
+        if (strcmp(t->names[t->slot[h] - 1], s) == 0)
+            return t->slot[h] - 1;
+    return -1;
+}
+
+/* out[k]: the first child of o under key k of t, as jget() finds it. */
+static void find_keys(const kin_key_table *t, const cJSON *o, const cJSON **out)
+{
+    memset(out, 0, (size_t)t->n * sizeof *out);
+    for (const cJSON *c = o ? o->child : NULL; c; c = c->next) {
+        int k = c->string ? key_index(t, c->string) : -1;
+        if (k >= 0 && !out[k])
+            out[k] = c;
+    }
+}
+
+static void find_item_keys(kin_item *it)
+{
+    find_keys(&ev_key_table, it->ev, it->key);
+    find_keys(&arg_key_table, it->key[K_ARGS], it->arg);
 }
 
 /* pid/tid: numbers or strings ("4093687616", "stream 7", "Spans"). */
@@ -772,20 +893,20 @@ static int skipped_name(const char *n)
     return 0;
 }
 
-static uint32_t gpu_stream(kin_reader *r, const cJSON *ev, const cJSON *args)
+static uint32_t gpu_stream(kin_reader *r, const kin_item *it)
 {
-    int64_t device = jint(args, "device", id_of(r, jget(ev, "pid")));
-    int64_t stream = jint(args, "stream", id_of(r, jget(ev, "tid")));
-    int64_t ctx = jint(args, "context", -1);
+    int64_t device = int_of(it->arg[A_DEVICE], id_of(r, it->key[K_PID]));
+    int64_t stream = int_of(it->arg[A_STREAM], id_of(r, it->key[K_TID]));
+    int64_t ctx = int_of(it->arg[A_CONTEXT], -1);
     uint32_t d = tr_device_get(r->t, r->source, device);
     return d ? tr_stream_get(r->t, d, ctx, stream) : 0;
 }
 
 /* "Memcpy HtoD (Pageable -> Device)" -> HtoD, Pageable, Device */
-static void copy_detail(kin_reader *r, const char *name, const cJSON *args, tr_copy_detail *d)
+static void copy_detail(kin_reader *r, const char *name, const cJSON *const *a, tr_copy_detail *d)
 {
     memset(d, 0, sizeof *d);
-    const char *k = jstr(args, "kind");
+    const char *k = str_of(a[A_KIND]);
     if (strncmp(name, "Memcpy ", 7) == 0) {
         const char *s = name + 7, *e = s;
         while (*e && *e != ' ')
@@ -803,13 +924,12 @@ static void copy_detail(kin_reader *r, const char *name, const cJSON *args, tr_c
         d->copy_kind = tr_str(r->t, k);
 }
 
-static tr_status add_meta_name(kin_reader *r, const cJSON *ev, int thread)
+static tr_status add_meta_name(kin_reader *r, const kin_item *it, int thread)
 {
-    const cJSON *args = jget(ev, "args");
-    const char *n = jstr(args, "name");
+    const char *n = str_of(it->arg[A_NAME]);
     if (!n)
         return TR_OK;
-    kin_tname tn = {id_of(r, jget(ev, "pid")), id_of(r, jget(ev, "tid")), tr_str(r->t, n)};
+    kin_tname tn = {id_of(r, it->key[K_PID]), id_of(r, it->key[K_TID]), tr_str(r->t, n)};
     if (thread) {
         if (tr_vec_reserve(r->tnames, r->tnames.n + 1) < 0)
             return oom(r);
@@ -826,50 +946,51 @@ static tr_status add_meta_name(kin_reader *r, const cJSON *ev, int thread)
 
 /* Each reads what its kind keeps from an event's args into event `idx`
  * (which it may move: adding strings or details can grow the arrays). */
-typedef tr_status (*kin_args_fn)(kin_reader *r, size_t idx, const char *name, const cJSON *args);
+/* a: the event's args by key (kin_item.arg) */
+typedef tr_status (*kin_args_fn)(kin_reader *r, size_t idx, const char *name, const cJSON *const *a);
 
 /* An autograd backward function (RecordScope BACKWARD_FUNCTION): named by a
  * "Scope" arg where the writer keeps it.  Kineto writes none, but records a
  * forward thread only for the engine's calls, whose evaluate_function
  * wrappers are not themselves the backward function; and autograd's own
  * nodes (AccumulateGrad, CopySlices, ...) run with no forward thread. */
-static int is_backward_function(const char *name, const cJSON *args)
+static int is_backward_function(const char *name, const cJSON *const *a)
 {
-    const cJSON *scope = jget(args, "Scope");
+    const cJSON *scope = a[A_SCOPE];
     if (scope)
         return cJSON_IsNumber(scope) && scope->valuedouble == 1;
     if (strncmp(name, "torch::autograd::", 17) == 0)
         return 1;
-    return jint(args, "Fwd thread id", 0) > 0
+    return int_of(a[A_FWD_THREAD], 0) > 0
            && strncmp(name, "autograd::engine::evaluate_function:", 36) != 0;
 }
 
-static tr_status op_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
+static tr_status op_args(kin_reader *r, size_t idx, const char *name, const cJSON *const *a)
 {
     tr_event *e = &r->t->events.v[idx];
-    const cJSON *dims = jget(args, "Input Dims");
+    const cJSON *dims = a[A_INPUT_DIMS];
     if (!dims)
-        dims = jget(args, "Input dims");
+        dims = a[A_INPUT_DIMS_LOWER];
     if (cJSON_IsArray(dims)) {
         r->tmp.n = 0;
         if (repr(&r->tmp, dims, 0) < 0)
             return oom(r);
         e->shape = tr_intern_add(&r->t->strings, r->tmp.v, r->tmp.n);
     }
-    e->seq = jint(args, "Sequence number", -1);
-    int64_t rf = jint(args, "Record function id", -1);
+    e->seq = int_of(a[A_SEQUENCE], -1);
+    int64_t rf = int_of(a[A_RECORD_FUNCTION], -1);
     e->op_id = rf > 0 ? rf : -1;
-    e->flops = jint(args, "flops", -1);
-    if (jint(args, "Async", 0) == 1)
+    e->flops = int_of(a[A_FLOPS], -1);
+    if (int_of(a[A_ASYNC], 0) == 1)
         e->flags |= TR_FLAG_ASYNC;   /* began and ended on different threads */
-    if (is_backward_function(name, args)) {
+    if (is_backward_function(name, a)) {
         e->flags |= TR_FLAG_BACKWARD;
         if (tr_vec_reserve(r->t->backward, r->t->backward.n + 1) < 0)
             return oom(r);
         r->t->backward.v[r->t->backward.n++] =
-            (tr_backward_link){idx, jint(args, "Fwd thread id", 0)};
+            (tr_backward_link){idx, int_of(a[A_FWD_THREAD], 0)};
     }
-    const char *cs = jstr(args, "Call stack");
+    const char *cs = str_of(a[A_CALL_STACK]);
     if (cs) {
         uint32_t st = call_stack(r, cs);
         r->t->events.v[idx].stack = st;
@@ -877,10 +998,10 @@ static tr_status op_args(kin_reader *r, size_t idx, const char *name, const cJSO
     return TR_OK;
 }
 
-static tr_status api_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
+static tr_status api_args(kin_reader *r, size_t idx, const char *name, const cJSON *const *a)
 {
     (void)name;
-    int64_t cbid = jint(args, "cbid", -1);
+    int64_t cbid = int_of(a[A_CBID], -1);
     if (cbid >= 0) {
         tr_api_detail d = {(int32_t)cbid, 0};
         r->t->events.v[idx].detail = tr_add_api_detail(r->t, &d);
@@ -888,62 +1009,61 @@ static tr_status api_args(kin_reader *r, size_t idx, const char *name, const cJS
     return TR_OK;
 }
 
-static tr_status kernel_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
+static tr_status kernel_args(kin_reader *r, size_t idx, const char *name, const cJSON *const *a)
 {
     (void)name;
     tr_kernel_detail d;   /* -1: not in the trace, NULL in run.db */
-    const cJSON *g = jget(args, "grid");
-    const cJSON *b = jget(args, "block");
+    const cJSON *g = a[A_GRID];
+    const cJSON *b = a[A_BLOCK];
     for (int k = 0; k < 3; k++) {
         const cJSON *gk = cJSON_GetArrayItem(g, k), *bk = cJSON_GetArrayItem(b, k);
         d.grid[k] = cJSON_IsNumber(gk) ? (int32_t)gk->valueint : -1;
         d.block[k] = cJSON_IsNumber(bk) ? (int32_t)bk->valueint : -1;
     }
-    d.registers = (int32_t)jint(args, "registers per thread", -1);
-    d.static_smem = (int32_t)jint(args, "shared memory", -1);
+    d.registers = (int32_t)int_of(a[A_REGISTERS], -1);
+    d.static_smem = (int32_t)int_of(a[A_SHARED_MEMORY], -1);
     /* Kineto writes static and dynamic shared memory as one sum; our own export splits them */
-    d.dynamic_smem = (int32_t)jint(args, "dynamic shared memory", -1);
+    d.dynamic_smem = (int32_t)int_of(a[A_DYNAMIC_SHARED_MEMORY], -1);
     r->t->events.v[idx].detail = tr_add_kernel_detail(r->t, &d);
     return TR_OK;
 }
 
-static tr_status memcpy_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
+static tr_status memcpy_args(kin_reader *r, size_t idx, const char *name, const cJSON *const *a)
 {
     tr_copy_detail d;
-    copy_detail(r, name, args, &d);
+    copy_detail(r, name, a, &d);
     tr_event *e = &r->t->events.v[idx];
-    e->bytes = jint(args, "bytes", 0);
+    e->bytes = int_of(a[A_BYTES], 0);
     e->detail = tr_add_copy_detail(r->t, &d);
     return TR_OK;
 }
 
-static tr_status memset_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
+static tr_status memset_args(kin_reader *r, size_t idx, const char *name, const cJSON *const *a)
 {
     (void)name;
-    r->t->events.v[idx].bytes = jint(args, "bytes", 0);
+    r->t->events.v[idx].bytes = int_of(a[A_BYTES], 0);
     return TR_OK;
 }
 
-static tr_status memory_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
+static tr_status memory_args(kin_reader *r, size_t idx, const char *name, const cJSON *const *a)
 {
     (void)name;
     tr_event *e = &r->t->events.v[idx];
-    e->bytes = jint(args, "Bytes", 0);
-    int64_t dt = jint(args, "Device Type", 0);
+    e->bytes = int_of(a[A_BYTES_UPPER], 0);
+    int64_t dt = int_of(a[A_DEVICE_TYPE], 0);
     if (dt == 1 || dt == 6)   /* c10::DeviceType CUDA, HIP */
         e->flags |= TR_FLAG_GPU_MEMORY;
     return TR_OK;
 }
 
-static tr_status python_args(kin_reader *r, size_t idx, const char *name, const cJSON *args)
+static tr_status python_args(kin_reader *r, size_t idx, const char *name, const cJSON *const *a)
 {
     (void)name;
-    const cJSON *pid = jget(args, "Python id");
+    const cJSON *pid = a[A_PYTHON_ID];
     if (cJSON_IsNumber(pid)) {
         if (tr_vec_reserve(r->py, r->py.n + 1) < 0)
             return oom(r);
-        r->py.v[r->py.n++] = (kin_py){jint(args, "Python id", -1),
-                                      jint(args, "Python parent id", -1), idx};
+        r->py.v[r->py.n++] = (kin_py){int_of(pid, -1), int_of(a[A_PYTHON_PARENT], -1), idx};
     }
     return TR_OK;
 }
@@ -988,10 +1108,10 @@ static const kin_category kin_categories[] = {
 static const kin_category legacy_host = {NULL, NULL, TR_KIND_OP, 0, KIN_DROP_OPS, NULL};
 static const kin_category legacy_device = {NULL, NULL, TR_KIND_KERNEL, 1, KIN_KEEP, NULL};
 
-static const kin_category *category_of(kin_reader *r, const cJSON *ev, const char *cat)
+static const kin_category *category_of(kin_reader *r, const kin_item *it, const char *cat)
 {
     if (!cat) {
-        const char *pid = jstr(ev, "pid");
+        const char *pid = str_of(it->key[K_PID]);
         if (!pid)
             return NULL;
         r->legacy++;
@@ -1009,20 +1129,20 @@ static const kin_category instant_memory = {NULL, NULL, TR_KIND_MEMORY, 0, KIN_K
 static const kin_category instant_mark = {NULL, NULL, TR_KIND_MARK, 0, KIN_KEEP, NULL};
 
 /* The category of event `ev`, or NULL when it is not one we keep. */
-static const kin_category *classify(kin_reader *r, const cJSON *ev, const char *ph,
+static const kin_category *classify(kin_reader *r, const kin_item *it, const char *ph,
                                     const char *cat, const char *name)
 {
     int complete = ph[0] == 'X' && !ph[1];
     int instant = (ph[0] == 'i' || ph[0] == 'I') && !ph[1];
     if (instant) {
-        const char *scope = jstr(ev, "s");
+        const char *scope = str_of(it->key[K_S]);
         if (scope && (scope[0] == 'g' || scope[0] == 'p'))
             return NULL;   /* global/process markers such as "Iteration Start" */
         return strcmp(name, "[memory]") == 0 ? &instant_memory : &instant_mark;
     }
     if (!complete)
         return NULL;   /* flows (s/t/f), counters, async b/e, ... */
-    const kin_category *c = category_of(r, ev, cat);
+    const kin_category *c = category_of(r, it, cat);
     if (!c) {
         if (!r->unknown++)
             snprintf(r->unknown_first, sizeof r->unknown_first, "%s", cat ? cat : "(none)");
@@ -1061,14 +1181,13 @@ static tr_status event_times(kin_reader *r, const kin_item *it, int complete, in
 /* ---- collectives ----------------------------------------------------------- */
 
 /* A string or numeric argument as a string id (0 when absent). */
-static uint32_t comm_str(kin_reader *r, const cJSON *args, const char *key)
+static uint32_t comm_str(kin_reader *r, const cJSON *j)
 {
-    const cJSON *j = jget(args, key);
     if (cJSON_IsString(j))
         return tr_str(r->t, j->valuestring);
     if (cJSON_IsNumber(j)) {
         char b[32];
-        snprintf(b, sizeof b, "%lld", (long long)jint(args, key, 0));
+        snprintf(b, sizeof b, "%lld", (long long)int_of(j, 0));
         return tr_str(r->t, b);
     }
     return 0;
@@ -1078,42 +1197,40 @@ static uint32_t comm_str(kin_reader *r, const cJSON *args, const char *key)
  * (and, since 2.1, on the NCCL kernel itself): kept for the collectives table.
  * Older traces (before 2.0) have none; lib/collectives.c then goes by the
  * kernel's name. */
-static tr_status comm_args(kin_reader *r, size_t idx, const cJSON *args)
+static tr_status comm_args(kin_reader *r, size_t idx, const cJSON *const *a)
 {
-    const cJSON *coll = jget(args, "Collective name");
-    if (!coll && !jget(args, "Process Group Name") && !jget(args, "In msg nelems"))
+    if (!a[A_COLLECTIVE] && !a[A_PG_NAME] && !a[A_IN_NELEMS])
         return TR_OK;
     if (tr_vec_reserve(r->t->comms, r->t->comms.n + 1) < 0)
         return oom(r);
-    tr_comm_info ci = {idx, comm_str(r, args, "Collective name"), comm_str(r, args, "Process Group Name"),
-                       comm_str(r, args, "Process Group Description"), comm_str(r, args, "Process Group Ranks"),
-                       comm_str(r, args, "dtype"), -1, -1, -1, -1};
-    ci.seq = jint(args, "Seq", jint(args, "seq", -1));
-    ci.in_nelems = jint(args, "In msg nelems", -1);
-    ci.out_nelems = jint(args, "Out msg nelems", -1);
-    ci.group_size = jint(args, "Group size", -1);
+    tr_comm_info ci = {idx, comm_str(r, a[A_COLLECTIVE]), comm_str(r, a[A_PG_NAME]),
+                       comm_str(r, a[A_PG_DESCRIPTION]), comm_str(r, a[A_PG_RANKS]),
+                       comm_str(r, a[A_DTYPE]), -1, -1, -1, -1};
+    ci.seq = int_of(a[A_SEQ_UPPER], int_of(a[A_SEQ], -1));
+    ci.in_nelems = int_of(a[A_IN_NELEMS], -1);
+    ci.out_nelems = int_of(a[A_OUT_NELEMS], -1);
+    ci.group_size = int_of(a[A_GROUP_SIZE], -1);
     r->t->comms.v[r->t->comms.n++] = ci;
     return TR_OK;
 }
 
 static tr_status handle_event(kin_reader *r, const kin_item *it)
 {
-    const cJSON *ev = it->ev;
     r->nevents_seen++;
-    const char *ph = jstr(ev, "ph");
-    const char *name = jstr(ev, "name");
+    const char *ph = str_of(it->key[K_PH]);
+    const char *name = str_of(it->key[K_NAME]);
     if (!ph)
         return TR_OK;   /* e.g. the empty {} some writers end the array with */
     if (!name)
         name = "";
     if (ph[0] == 'M' && !ph[1]) {
         if (strcmp(name, "process_name") == 0)
-            return add_meta_name(r, ev, 0);
+            return add_meta_name(r, it, 0);
         if (strcmp(name, "thread_name") == 0)
-            return add_meta_name(r, ev, 1);
+            return add_meta_name(r, it, 1);
         return TR_OK;
     }
-    const kin_category *c = classify(r, ev, ph, jstr(ev, "cat"), name);
+    const kin_category *c = classify(r, it, ph, str_of(it->key[K_CAT]), name);
     if (!c)
         return TR_OK;
     int64_t ts, dur;
@@ -1131,17 +1248,16 @@ static tr_status handle_event(kin_reader *r, const kin_item *it)
     set_name(r, e, name);
     if (!e->name)
         return oom(r);
-    const cJSON *args = jget(ev, "args");
     if (c->on_gpu) {
-        uint32_t stream = gpu_stream(r, ev, args);
+        uint32_t stream = gpu_stream(r, it);
         r->t->events.v[idx].stream = stream;
     } else {
-        uint32_t thread = thread_of(r, id_of(r, jget(ev, "pid")), id_of(r, jget(ev, "tid")));
+        uint32_t thread = thread_of(r, id_of(r, it->key[K_PID]), id_of(r, it->key[K_TID]));
         r->t->events.v[idx].thread = thread;
     }
-    r->t->events.v[idx].correlation = jint(args, "correlation", -1);
-    tr_status as = c->args ? c->args(r, idx, name, args) : TR_OK;
-    return as == TR_OK && args ? comm_args(r, idx, args) : as;
+    r->t->events.v[idx].correlation = int_of(it->arg[A_CORRELATION], -1);
+    tr_status as = c->args ? c->args(r, idx, name, it->arg) : TR_OK;
+    return as == TR_OK && it->key[K_ARGS] ? comm_args(r, idx, it->arg) : as;
 }
 
 /* ---- the document -------------------------------------------------------- */
@@ -1278,8 +1394,8 @@ static void parse_batch(kin_pipe *p, kin_batch *b)
         it->ev = NULL;
         if (keep_item_nul_escapes(it) < 0)
             tr_fail(&err, TR_ERR_RUNTIME, "out of memory while reading " WHAT " %s", p->path);
-        else
-            it->ev = parse_text(p->path, it->text, it->len, it->off, &err);
+        else if ((it->ev = parse_text(p->path, it->text, it->len, it->off, &err)) != NULL)
+            find_item_keys(it);
         if (!it->ev) {
             if (!p->parse_failed)   /* batches are parsed in order: the first is the earliest */
                 p->parse_err = err;
@@ -1374,6 +1490,7 @@ static tr_status read_events(kin_reader *r)
     if (!p)
         return oom(r);
     p->path = r->path;
+    pthread_once(&key_tables_once, key_tables_build);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->changed, NULL);
     pthread_t th;
