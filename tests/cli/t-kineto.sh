@@ -191,3 +191,24 @@ expect_status 0 "$BIN/trace-ingest" -q -o ours.db ours.json
 expect_eq "$(q ours.db "select group_concat(k.name) from events e join kinds k on k.id = e.kind order by e.id")" \
           "openacc_launch,cuda_event,kernel" "openacc and CUDA event categories"
 expect_eq "$(q ours.db "select static_shared_bytes, dynamic_shared_bytes from kernels")" "16|32" "dynamic shared memory"
+
+# strings are skipped 16 bytes at a time: escaped quotes and backslashes at every offset
+# within the first blocks, and one string of 600 KB whose escapes straddle the reader's
+# 256 KiB buffers, keep their names
+python3 - <<'PY'
+import json
+events = []
+for i in range(40):
+    events.append({"name": "n" * i + '\\"q\\\\' + "m" * (i % 17), "ph": "X", "cat": "cpu_op",
+                   "ts": i + 1, "dur": 1, "pid": 1, "tid": 1})
+long = "".join(('a' * 37 + '\\"\\\\') for _ in range(15000))
+events.append({"name": long, "ph": "X", "cat": "cpu_op", "ts": 100, "dur": 1, "pid": 1, "tid": 1})
+with open("escapes.json", "w") as f:
+    json.dump({"traceEvents": events}, f)
+with open("escapes.names", "w") as f:
+    for e in events:
+        f.write(e["name"] + "\n")
+PY
+expect_status 0 "$BIN/trace-ingest" -q -o escapes.db escapes.json
+q escapes.db "select s.value from events e join strings s on s.id = e.name_id order by e.id" > escapes.got
+cmp -s escapes.got escapes.names || fail "names with escapes at every offset"
