@@ -28,6 +28,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -857,10 +858,119 @@ static int chunk_ok(const unsigned char *d, size_t len, size_t off)
            && crc_of(d + off + TR_RAW_CHUNK_HDR, pl) == tr_raw_ld32(d + off + 12);
 }
 
+/* ---- the chunks' CRCs, on a second thread ---------------------------------
+ *
+ * Checking each chunk's CRC was a seventh of the read, and the read runs on
+ * one thread.  A helper walks the chain of chunks ahead of the reader (each
+ * header gives the next one's offset) and computes the CRC of each payload;
+ * the reader takes them in order, by offset and length, and computes any it
+ * is not given itself: where the chain breaks (damaged data, a truncated
+ * chunk) the helper stops, and the reader resynchronises on its own as
+ * before.  The verdict on each chunk stays with the reader. */
+#define CRC_AHEAD 16
+
+typedef struct { size_t off, pl; uint32_t crc; } chunk_crc;
+
+typedef struct {
+    const unsigned char *d;
+    size_t len, next;            /* the helper's next chunk */
+    chunk_crc ring[CRC_AHEAD];
+    size_t made, taken;          /* entry k is ring[k % CRC_AHEAD] */
+    int done, stop, threaded;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+} crc_ahead;
+
+static void *crc_thread(void *arg)
+{
+    crc_ahead *c = arg;
+    size_t off = c->next;
+    for (;;) {
+        if (c->len - off < TR_RAW_CHUNK_HDR || tr_raw_ld32(c->d + off) != TR_RAW_CHUNK_SYNC)
+            break;
+        size_t pl = tr_raw_ld32(c->d + off + 8);
+        if (pl > TR_RAW_MAX_PAYLOAD || pl > c->len - off - TR_RAW_CHUNK_HDR)
+            break;
+        pthread_mutex_lock(&c->lock);
+        while (!c->stop && c->made - c->taken == CRC_AHEAD)
+            pthread_cond_wait(&c->changed, &c->lock);
+        int stop = c->stop;
+        pthread_mutex_unlock(&c->lock);
+        if (stop)
+            break;
+        chunk_crc e = {off, pl, crc_of(c->d + off + TR_RAW_CHUNK_HDR, pl)};
+        pthread_mutex_lock(&c->lock);
+        c->ring[c->made % CRC_AHEAD] = e;
+        c->made++;
+        pthread_cond_broadcast(&c->changed);
+        pthread_mutex_unlock(&c->lock);
+        off += TR_RAW_CHUNK_HDR + pl;
+    }
+    pthread_mutex_lock(&c->lock);
+    c->done = 1;
+    pthread_cond_broadcast(&c->changed);
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+static void crc_ahead_start(crc_ahead *c, const unsigned char *d, size_t len, size_t off)
+{
+    memset(c, 0, sizeof *c);
+    c->d = d;
+    c->len = len;
+    c->next = off;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->changed, NULL);
+    c->threaded = pthread_create(&c->thread, NULL, crc_thread, c) == 0;
+}
+
+static void crc_ahead_stop(crc_ahead *c)
+{
+    if (c->threaded) {
+        pthread_mutex_lock(&c->lock);
+        c->stop = 1;
+        pthread_cond_broadcast(&c->changed);
+        pthread_mutex_unlock(&c->lock);
+        pthread_join(c->thread, NULL);
+    }
+    pthread_cond_destroy(&c->changed);
+    pthread_mutex_destroy(&c->lock);
+}
+
+/* The CRC of the payload of the chunk at off: the helper's, when it made
+ * the one for this chunk, else computed here. */
+static uint32_t crc_at(crc_ahead *c, size_t off, const unsigned char *p, size_t pl)
+{
+    if (c->threaded) {
+        pthread_mutex_lock(&c->lock);
+        for (;;) {
+            while (c->made == c->taken && !c->done)
+                pthread_cond_wait(&c->changed, &c->lock);
+            if (c->made == c->taken)
+                break;   /* the helper has stopped */
+            chunk_crc e = c->ring[c->taken % CRC_AHEAD];
+            if (e.off > off)
+                break;   /* past this chunk: the reader resynchronised behind it */
+            c->taken++;
+            pthread_cond_broadcast(&c->changed);
+            if (e.off == off && e.pl == pl) {
+                pthread_mutex_unlock(&c->lock);
+                return e.crc;
+            }
+        }
+        pthread_mutex_unlock(&c->lock);
+    }
+    return crc_of(p, pl);
+}
+
 static tr_status read_chunks(raw_reader *r, raw_input *in, size_t off, tr_error *err)
 {
     const unsigned char *d = in->d;
     size_t len = in->len;
+    crc_ahead crcs;
+    crc_ahead_start(&crcs, d, len, off);
+    tr_status st = TR_OK;
     size_t bad_crc = 0, bad_crc_bytes = 0, garbage = 0, truncated = 0;
     while (off < len) {
         if (len - off < TR_RAW_CHUNK_HDR || tr_raw_ld32(d + off) != TR_RAW_CHUNK_SYNC
@@ -887,7 +997,7 @@ static tr_status read_chunks(raw_reader *r, raw_input *in, size_t off, tr_error 
             break;
         }
         const unsigned char *p = d + off + TR_RAW_CHUNK_HDR;
-        if (crc_of(p, pl) != tr_raw_ld32(d + off + 12)) {
+        if (crc_at(&crcs, off, p, pl) != tr_raw_ld32(d + off + 12)) {
             bad_crc++;
             bad_crc_bytes += TR_RAW_CHUNK_HDR + pl;
             off += TR_RAW_CHUNK_HDR + pl;
@@ -913,11 +1023,16 @@ static tr_status read_chunks(raw_reader *r, raw_input *in, size_t off, tr_error 
         case TR_RAW_CH_END: r->have_end = 1; break;
         default: break;   /* unknown chunk types are skipped */
         }
-        if (s != TR_OK)
-            return s;
+        if (s != TR_OK) {
+            st = s;
+            break;
+        }
         off += TR_RAW_CHUNK_HDR + pl;
         release_before(in, off);
     }
+    crc_ahead_stop(&crcs);
+    if (st != TR_OK)
+        return st;
     if (truncated)
         tr_ingest_warn(r->o, "%s: file truncated: the last %zu byte(s) (1 partial chunk) lost",
                        r->path, truncated);
