@@ -848,13 +848,21 @@ static void close_input(raw_input *in)
         free((void *)in->d);
 }
 
-/* 1 if a valid chunk (header + payload + CRC) starts at off. */
-static int chunk_ok(const unsigned char *d, size_t len, size_t off)
+/* 1 if a whole chunk starts at off: a header in sync and a payload (*pl
+ * bytes) within the limit and the file.  Its CRC is not checked. */
+static int whole_chunk(const unsigned char *d, size_t len, size_t off, size_t *pl)
 {
     if (len - off < TR_RAW_CHUNK_HDR || tr_raw_ld32(d + off) != TR_RAW_CHUNK_SYNC)
         return 0;
-    size_t pl = tr_raw_ld32(d + off + 8);
-    return pl <= TR_RAW_MAX_PAYLOAD && pl <= len - off - TR_RAW_CHUNK_HDR
+    *pl = tr_raw_ld32(d + off + 8);
+    return *pl <= TR_RAW_MAX_PAYLOAD && *pl <= len - off - TR_RAW_CHUNK_HDR;
+}
+
+/* 1 if a valid chunk (header + payload + CRC) starts at off. */
+static int chunk_ok(const unsigned char *d, size_t len, size_t off)
+{
+    size_t pl;
+    return whole_chunk(d, len, off, &pl)
            && crc_of(d + off + TR_RAW_CHUNK_HDR, pl) == tr_raw_ld32(d + off + 12);
 }
 
@@ -873,7 +881,7 @@ typedef struct { size_t off, pl; uint32_t crc; } chunk_crc;
 
 typedef struct {
     const unsigned char *d;
-    size_t len, next;            /* the helper's next chunk */
+    size_t len, first;           /* the helper's first chunk */
     chunk_crc ring[CRC_AHEAD];
     size_t made, taken;          /* entry k is ring[k % CRC_AHEAD] */
     int done, stop, threaded;
@@ -885,13 +893,8 @@ typedef struct {
 static void *crc_thread(void *arg)
 {
     crc_ahead *c = arg;
-    size_t off = c->next;
-    for (;;) {
-        if (c->len - off < TR_RAW_CHUNK_HDR || tr_raw_ld32(c->d + off) != TR_RAW_CHUNK_SYNC)
-            break;
-        size_t pl = tr_raw_ld32(c->d + off + 8);
-        if (pl > TR_RAW_MAX_PAYLOAD || pl > c->len - off - TR_RAW_CHUNK_HDR)
-            break;
+    size_t pl;
+    for (size_t off = c->first; whole_chunk(c->d, c->len, off, &pl); off += TR_RAW_CHUNK_HDR + pl) {
         pthread_mutex_lock(&c->lock);
         while (!c->stop && c->made - c->taken == CRC_AHEAD)
             pthread_cond_wait(&c->changed, &c->lock);
@@ -905,7 +908,6 @@ static void *crc_thread(void *arg)
         c->made++;
         pthread_cond_broadcast(&c->changed);
         pthread_mutex_unlock(&c->lock);
-        off += TR_RAW_CHUNK_HDR + pl;
     }
     pthread_mutex_lock(&c->lock);
     c->done = 1;
@@ -919,7 +921,7 @@ static void crc_ahead_start(crc_ahead *c, const unsigned char *d, size_t len, si
     memset(c, 0, sizeof *c);
     c->d = d;
     c->len = len;
-    c->next = off;
+    c->first = off;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->changed, NULL);
     c->threaded = pthread_create(&c->thread, NULL, crc_thread, c) == 0;
