@@ -377,8 +377,9 @@ static tr_status write_strings(sqlite3 *db, const tr_trace *t, size_t first, siz
                                tr_error *err)
 {
     string_range r = {t, first};
-    return last > first ? tr_bulk_insert(db, "strings", 2, last - first, fill_string_in, &r, err)
-                        : TR_OK;
+    return last > first
+               ? tr_bulk_append(db, "strings", 2, last - first, (int64_t)first, fill_string_in, &r, err)
+               : TR_OK;
 }
 
 /* The small tables go through prepared statements, a row at a time; each
@@ -525,8 +526,8 @@ static void *write_second_half(void *arg)
         h->st = tr_fail(&h->err, TR_ERR_RUNTIME, "SQLite: cannot create %s: %s", h->path,
                         db ? sqlite3_errmsg(db) : "out of memory");
     else if ((h->st = sql_exec(db, sql, &h->err)) == TR_OK
-             && (h->st = tr_bulk_insert(db, "events", 26, h->t->events.n - h->first, fill_event_in,
-                                        &range, &h->err)) == TR_OK)
+             && (h->st = tr_bulk_append(db, "events", 26, h->t->events.n - h->first,
+                                        (int64_t)h->first + 1, fill_event_in, &range, &h->err)) == TR_OK)
         h->st = sql_exec(db, "COMMIT", &h->err);
     if (db && sqlite3_close(db) != SQLITE_OK && h->st == TR_OK)
         h->st = tr_fail(&h->err, TR_ERR_RUNTIME, "SQLite: %s", sqlite3_errmsg(db));
@@ -596,7 +597,7 @@ static tr_status write_events(sqlite3 *db, const tr_trace *t, const char *tmp_pa
     size_t n = t->events.n;
     if (n < EVENTS_SPLIT_MIN) {
         aggregates_start(agg);
-        return tr_bulk_insert(db, "events", 26, n, fill_event, t, err);
+        return tr_bulk_append(db, "events", 26, n, 1, fill_event, t, err);
     }
     events_half h = {.t = t, .first = n / 2};
     snprintf(h.path, sizeof h.path, "%s-events", tmp_path);
@@ -606,7 +607,7 @@ static tr_status write_events(sqlite3 *db, const tr_trace *t, const char *tmp_pa
     if (!threaded)
         write_second_half(&h);
     event_range first_half = {t, 0};
-    tr_status st = tr_bulk_insert(db, "events", 26, h.first, fill_event_in, &first_half, err);
+    tr_status st = tr_bulk_append(db, "events", 26, h.first, 1, fill_event_in, &first_half, err);
     if (threaded)
         pthread_join(th, NULL);
     aggregates_start(agg);
