@@ -99,6 +99,50 @@ static tr_status read_names(ct_reader *r, const ct_table *table, tr_error *err)
     return rc < 0 ? err->status : TR_OK;
 }
 
+/* The value of a cell read ahead, or def where it is NULL (tr_col_i64()). */
+static int64_t cell_i64(const tr_sql_cell *c, int64_t def)
+{
+    return c->type == SQLITE_NULL ? def : c->i;
+}
+
+/* One NVTX_EVENTS row: a mark or a range; the naming rows are skipped.
+ * c: start, end, eventType, text, textId, globalTid, endGlobalTid. */
+static tr_status add_nvtx_event(ct_reader *r, const tr_sql_cell *c, size_t *unterminated, tr_error *err)
+{
+    int64_t type = c[2].i;
+    if (type != NSYS_NVTX_MARK && type != NSYS_NVTX_PUSHPOP && type != NSYS_NVTX_STARTEND)
+        return TR_OK;   /* domain/category/thread naming rows carry no time span */
+    tr_event *e = tr_add_event(r->t, type == NSYS_NVTX_MARK ? TR_KIND_MARK : TR_KIND_RANGE);
+    if (!e)
+        return ct_oom(r, err);
+    e->start = c[0].i;
+    if (type == NSYS_NVTX_MARK) {
+        e->end = e->start;
+    } else if (c[1].type == SQLITE_NULL) {
+        e->end = -1;   /* closed at the end of the read */
+        (*unterminated)++;
+    } else {
+        e->end = c[1].i;
+    }
+    int64_t gtid = cell_i64(&c[5], 0);
+    e->thread = ct_thread(r, g_pid(gtid), g_tid(gtid));
+    if (c[6].type != SQLITE_NULL && c[6].i != gtid)
+        e->flags |= TR_FLAG_ASYNC;
+    uint32_t raw;
+    if (c[3].type != SQLITE_NULL)
+        raw = tr_intern_add(&r->t->strings, c[3].p ? c[3].p : "", c[3].p ? (size_t)c[3].len : 0);
+    else
+        raw = ct_cell_string(r, &c[4]);
+    if (!raw)
+        raw = tr_str(r->t, "");
+    ct_nvtx_name(r, e, raw, type != NSYS_NVTX_MARK);
+    ct_note_ts(r, e->end > e->start ? e->end : e->start);
+    return TR_OK;
+}
+
+/* NVTX_EVENTS, read ahead on a second thread (lib/sql_ahead.h) like the
+ * activity tables: on an export of PyTorch's emit_nvtx ranges, stepping it
+ * on the reading thread made that thread the busy one (docs/ingest.md). */
 static tr_status read_nvtx(ct_reader *r, const ct_table *table, tr_error *err)
 {
     static const tr_col cols[] = {{"start", 1}, {"end", 0}, {"eventType", 1}, {"text", 0},
@@ -110,44 +154,20 @@ static tr_status read_nvtx(ct_reader *r, const ct_table *table, tr_error *err)
                                 &st, err);
     if (s != TR_OK || !st)
         return s;
-    size_t unterminated = 0;
-    int rc;
-    while ((rc = tr_sql_next(&r->in, st, tab, err)) == 1) {
-        int64_t type = sqlite3_column_int64(st, 2);
-        if (type != NSYS_NVTX_MARK && type != NSYS_NVTX_PUSHPOP && type != NSYS_NVTX_STARTEND)
-            continue;   /* domain/category/thread naming rows carry no time span */
-        tr_event *e = tr_add_event(r->t, type == NSYS_NVTX_MARK ? TR_KIND_MARK : TR_KIND_RANGE);
-        if (!e) {
-            sqlite3_finalize(st);
-            return ct_oom(r, err);
-        }
-        e->start = sqlite3_column_int64(st, 0);
-        if (type == NSYS_NVTX_MARK) {
-            e->end = e->start;
-        } else if (sqlite3_column_type(st, 1) == SQLITE_NULL) {
-            e->end = -1;   /* closed below */
-            unterminated++;
-        } else {
-            e->end = sqlite3_column_int64(st, 1);
-        }
-        int64_t gtid = tr_col_i64(st, 5, 0);
-        e->thread = ct_thread(r, g_pid(gtid), g_tid(gtid));
-        if (sqlite3_column_type(st, 6) != SQLITE_NULL && sqlite3_column_int64(st, 6) != gtid)
-            e->flags |= TR_FLAG_ASYNC;
-        uint32_t raw;
-        if (sqlite3_column_type(st, 3) != SQLITE_NULL) {
-            const char *txt = (const char *)sqlite3_column_text(st, 3);
-            raw = tr_intern_add(&r->t->strings, txt ? txt : "",
-                                txt ? (size_t)sqlite3_column_bytes(st, 3) : 0);
-        } else {
-            raw = ct_string(r, st, 4);
-        }
-        if (!raw)
-            raw = tr_str(r->t, "");
-        ct_nvtx_name(r, e, raw, type != NSYS_NVTX_MARK);
-        ct_note_ts(r, e->end > e->start ? e->end : e->start);
+    tr_sql_ahead *ahead;
+    if ((s = tr_sql_read_ahead(&ahead, &r->in, st, tab, 7, "iiitiii", err)) != TR_OK) {
+        sqlite3_finalize(st);
+        return s;
     }
+    size_t unterminated = 0;
+    const tr_sql_cell *c;
+    int rc = 0;
+    while (s == TR_OK && (c = tr_sql_ahead_next(ahead, &rc, err)) != NULL)
+        s = add_nvtx_event(r, c, &unterminated, err);
+    tr_sql_ahead_stop(ahead);
     sqlite3_finalize(st);
+    if (s != TR_OK)
+        return s;
     if (rc < 0)
         return err->status;
     if (unterminated) {
