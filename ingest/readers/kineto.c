@@ -82,6 +82,7 @@ typedef struct {
     uint64_t off;
     const char *text;
     size_t len;
+    int escaped;   /* its text has a backslash in a string: it may hold \u0000 */
     const cJSON *key[K_NKEYS];
     const cJSON *arg[A_NKEYS];
 } kin_item;
@@ -94,6 +95,7 @@ typedef struct {
     tr_error *err;
     kin_in in;
     kin_buf el;             /* the current element */
+    size_t escapes;         /* backslashes met inside strings so far */
     kin_buf tmp;            /* shape strings */
     kin_arena arena;        /* cJSON's nodes of the top-level values */
     uint32_t source;
@@ -269,6 +271,7 @@ static tr_status scan_value_into(kin_reader *r, kin_buf *out)
                         break;
                     if (*q++ == '\\') {
                         esc = 1;
+                        r->escapes++;
                         continue;
                     }
                     in_str = 0;   /* the closing '"' */
@@ -1315,7 +1318,7 @@ static tr_status cut_element(kin_reader *r, kin_batch *b, int *end)
     uint64_t start = in_offset(&r->in);
     if (c != '{')
         return bad(r, start, "%s", "trace event is not a JSON object");
-    size_t at = b->text.n;
+    size_t at = b->text.n, escapes = r->escapes;
     tr_status s = scan_value_into(r, &b->text);
     if (s != TR_OK)
         return s;
@@ -1323,7 +1326,7 @@ static tr_status cut_element(kin_reader *r, kin_batch *b, int *end)
     if (buf_add(&b->text, "", 1) < 0)
         return oom(r);
     b->text_at[b->n] = at;
-    b->items[b->n++] = (kin_item){.off = start, .len = len};
+    b->items[b->n++] = (kin_item){.off = start, .len = len, .escaped = r->escapes != escapes};
     c = skip_ws(r);
     if (c == ',') {
         r->in.pos++;
@@ -1367,10 +1370,11 @@ static void cut_batch(kin_reader *r, kin_pipe *p, kin_batch *b)
 }
 
 /* The event's text with its \u0000 escapes kept (keep_nul_escapes()), in the
- * batch's arena; 0 ok, -1 out of memory. */
+ * batch's arena; 0 ok, -1 out of memory.  Only an event whose cutting met a
+ * backslash in a string is searched. */
 static int keep_item_nul_escapes(kin_item *it)
 {
-    if (!has_nul_escape(it->text, it->len))
+    if (!it->escaped || !has_nul_escape(it->text, it->len))
         return 0;
     size_t n = escape_nuls(it->text, it->len, NULL);
     char *v = arena_alloc(n + 1);
