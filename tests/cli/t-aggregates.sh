@@ -12,6 +12,14 @@ if [ -n "$TRACES" ]; then
         [ -f "$f" ] && inputs="$inputs $f"
     done
 fi
+# and generated traces of every format, two seeds each: workloads no golden was made from
+for seed in 3 11; do
+    "$BIN/gen-kineto" -n 4000 -s $seed -o "gen-k$seed.json" >/dev/null \
+        && "$BIN/gen-nvprof" -n 4000 -s $seed -o "gen-n$seed.nvvp" >/dev/null \
+        && "$BIN/gen-nvprof" -f nsys -n 4000 -s $seed -o "gen-s$seed.sqlite" >/dev/null \
+        && "$BIN/gen-raw" -n 4000 -s $seed -o "gen-r$seed.ctr" >/dev/null || fail "generators, seed $seed"
+    inputs="$inputs $PWD/gen-k$seed.json $PWD/gen-n$seed.nvvp $PWD/gen-s$seed.sqlite $PWD/gen-r$seed.ctr"
+done
 n=0
 for f in $inputs; do
     n=$((n + 1))
