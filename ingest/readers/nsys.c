@@ -99,12 +99,6 @@ static tr_status read_names(ct_reader *r, const ct_table *table, tr_error *err)
     return rc < 0 ? err->status : TR_OK;
 }
 
-/* The value of a cell read ahead, or def where it is NULL (tr_col_i64()). */
-static int64_t cell_i64(const tr_sql_cell *c, int64_t def)
-{
-    return c->type == SQLITE_NULL ? def : c->i;
-}
-
 /* One NVTX_EVENTS row: a mark or a range; the naming rows are skipped.
  * c: start, end, eventType, text, textId, globalTid, endGlobalTid. */
 static tr_status add_nvtx_event(ct_reader *r, const tr_sql_cell *c, size_t *unterminated, tr_error *err)
@@ -124,7 +118,7 @@ static tr_status add_nvtx_event(ct_reader *r, const tr_sql_cell *c, size_t *unte
     } else {
         e->end = c[1].i;
     }
-    int64_t gtid = cell_i64(&c[5], 0);
+    int64_t gtid = tr_cell_i64(&c[5], 0);
     e->thread = ct_thread(r, g_pid(gtid), g_tid(gtid));
     if (c[6].type != SQLITE_NULL && c[6].i != gtid)
         e->flags |= TR_FLAG_ASYNC;
