@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WORKLOADS = ["mlp", "conv", "rnn", "attn", "fork", "sched"]
+WORKLOADS = ["mlp", "conv", "rnn", "attn", "fork", "sched", "customfn", "shapesmix", "ckpt", "loop"]
 SORT = "self_cpu_time_total"
 USER_SCOPE = 7
 
@@ -323,6 +323,123 @@ def w_sched(outdir):
     if len(done) != 1:
         raise SystemExit("sched: expected one trace, got %d" % len(done))
 
+
+def w_customfn(outdir):
+    """A custom torch.autograd.Function with record_function ranges inside forward and backward
+    (and a nested same-named range), used twice, then backward."""
+    import torch
+    from torch.profiler import record_function
+    torch.manual_seed(0)
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            with record_function("scale_fwd"):
+                ctx.save_for_backward(x, w)
+                with record_function("scale_fwd"):
+                    y = x * w
+                return y.sin()
+
+        @staticmethod
+        def backward(ctx, go):
+            x, w = ctx.saved_tensors
+            with record_function("scale_bwd"):
+                c = (x * w).cos() * go
+                with record_function("scale_bwd_inner"):
+                    gx = c * w
+                    gw = (c * x).sum(0)
+            return gx, gw
+
+    x = torch.randn(8, 4, requires_grad=True)
+    w = torch.randn(4, requires_grad=True)
+    Scale.apply(x, w).sum().backward()
+    with cpu_profile() as prof:
+        y = Scale.apply(x, w)
+        z = Scale.apply(y, w)
+        (z.sum() + y.mean()).backward()
+    dump(prof, outdir)
+
+
+def w_shapesmix(outdir):
+    """record_shapes on ops with scalar, list, None and optional inputs: cat of a list,
+    F.interpolate, torch.where, clamp(min=None), full, pad, einsum, index_put, arange."""
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 5, 5)
+    y = torch.randn(2, 3, 5, 5)
+    with cpu_profile() as prof:
+        c = torch.cat([x, y, x], dim=1)
+        up = F.interpolate(c, scale_factor=2.0, mode="bilinear", align_corners=False)
+        up2 = F.interpolate(x, size=(7, 7), mode="nearest")
+        w = torch.where(x > 0, x, y)
+        w2 = torch.where(x > 0, x, torch.tensor(0.0))
+        cl = torch.clamp(y, min=None, max=0.5)
+        cl2 = torch.clamp(y, min=-0.1)
+        f = torch.full((3, 4), 2.5)
+        p = F.pad(x, (1, 2, 0, 1), value=0.0)
+        e = torch.einsum("bchw,bchw->bc", x, y)
+        z = torch.zeros(5)
+        z.index_put_((torch.tensor([0, 2]),), torch.tensor([1.0, 2.0]))
+        ar = torch.arange(0, 10, 2)
+        s = torch.sum(x, dim=[1, 2], keepdim=True)
+        mx = torch.max(x, dim=1)
+        tot = (up.sum() + up2.sum() + w.sum() + w2.sum() + cl.sum() + cl2.sum() + f.sum()
+               + p.sum() + e.sum() + z.sum() + ar.sum() + s.sum() + mx.values.sum())
+        tot.item()
+    dump(prof, outdir)
+
+
+def w_ckpt(outdir):
+    """Gradient checkpointing: torch.utils.checkpoint (reentrant, and use_reentrant=False)
+    around two small blocks; forward + backward recomputes the forward inside backward."""
+    import torch
+    from torch import nn
+    from torch.utils.checkpoint import checkpoint
+    torch.manual_seed(0)
+    b1 = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 16))
+    b2 = nn.Sequential(nn.Linear(16, 16), nn.ReLU())
+    x = torch.randn(4, 16, requires_grad=True)
+
+    def run():
+        h = checkpoint(b1, x)
+        h = checkpoint(b2, h, use_reentrant=False)
+        h.sum().backward()
+    run()
+    with cpu_profile() as prof:
+        run()
+    dump(prof, outdir)
+
+
+def w_loop(outdir):
+    """Aggregation stress: 200 identical tiny ops in a loop, nested record_function ranges with
+    the same names at different depths, a non-ASCII name, a name longer than the Name column
+    and one of exactly 52 characters."""
+    import torch
+    from torch.profiler import record_function
+    torch.manual_seed(0)
+    x = torch.randn(4)
+    long_name = "a_very_long_user_annotation_name_that_exceeds_fifty_five_chars_xyz"
+    with cpu_profile() as prof:
+        for i in range(200):
+            x = x + 1.0
+        with record_function("blk"):
+            with record_function("blk"):
+                with record_function("blk"):
+                    x = x * 0.5
+                x = x.relu()
+            with record_function("step"):
+                with record_function("blk"):
+                    x = x - 0.1
+        with record_function("step"):
+            x = x.exp()
+        with record_function("naïve_ζ_名前"):
+            x = x.sqrt()
+        with record_function(long_name):
+            x = x.neg()
+        with record_function("x" * 52):
+            x = x.abs()
+    dump(prof, outdir)
 
 # ---- driver ---------------------------------------------------------------------------------
 
