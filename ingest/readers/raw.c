@@ -276,252 +276,305 @@ static uint32_t overhead_name(raw_reader *r, uint32_t kind)
     return tr_str(r->t, buf);
 }
 
-/* One record; p points at rec_size >= the kind's v1 size bytes. */
-static tr_status read_record(raw_reader *r, unsigned kind, const unsigned char *p, tr_error *err)
+/* ---- RECORDS chunks: one reader per record kind --------------------------
+ * Each reads one record; p points at rec_size >= the kind's v1 size bytes.
+ * A chunk holds records of one kind, so its reader is looked up once a chunk
+ * (record_readers[], indexed by kind). */
+
+typedef tr_status (*record_reader)(raw_reader *r, const unsigned char *p, tr_error *err);
+
+/* A GPU activity without timestamps (CUPTI could not collect them): counted, not kept. */
+static int incomplete(raw_reader *r, uint32_t flags, uint64_t start, uint64_t end)
 {
-    tr_event *e;
-    switch (kind) {
-    case TR_RAW_REC_KERNEL: {
-        tr_raw_kernel k;
-        memcpy(&k, p, sizeof k);
-        if ((k.flags & TR_RAW_KF_INCOMPLETE) || (k.start == 0 && k.end == 0)) {
-            r->incomplete++;
-            return TR_OK;
-        }
-        if (!(e = tr_add_event(r->t, TR_KIND_KERNEL)))
-            return oom(err);
-        e->start = ts_of(r, k.start);
-        e->end = ts_of(r, k.end);
-        e->correlation = k.corr;
-        e->stream = stream_of(r, k.device, k.context, k.stream);
-        kernel_name(r, k.name_sid, e);
-        tr_kernel_detail d;
-        for (int j = 0; j < 3; j++) {
-            d.grid[j] = k.grid[j];
-            d.block[j] = k.block[j];
-        }
-        d.registers = k.registers;
-        d.static_smem = (int32_t)k.smem_static;
-        d.dynamic_smem = (int32_t)k.smem_dynamic;
-        if (!(e->detail = tr_add_kernel_detail(r->t, &d)))
-            return oom(err);
-        return TR_OK;
+    if ((flags & TR_RAW_KF_INCOMPLETE) || (start == 0 && end == 0)) {
+        r->incomplete++;
+        return 1;
     }
-    case TR_RAW_REC_API: {
-        tr_raw_api a;
-        memcpy(&a, p, sizeof a);
-        int driver = a.domain == TR_RAW_API_DRIVER;
-        if (!(e = tr_add_event(r->t, driver ? TR_KIND_DRIVER : TR_KIND_RUNTIME)))
-            return oom(err);
-        e->start = ts_of(r, a.start);
-        e->end = ts_of(r, a.end);
-        e->correlation = a.corr;
-        e->thread = thread_of(r, a.tid);
-        e->name = a.domain == TR_RAW_API_INTERNAL ? tr_str(r->t, "[internal launch]")
-                                                  : api_name(r, driver, a.cbid);
-        tr_api_detail d = {(int32_t)a.cbid, (int64_t)a.ret};
-        if (!(e->detail = tr_add_api_detail(r->t, &d)))
-            return oom(err);
-        int64_t prev;
-        if (a.corr && (a.domain == TR_RAW_API_RUNTIME || !tr_i64map_get(&r->api_corr, a.corr, &prev))
-            && tr_i64map_put(&r->api_corr, a.corr, (int64_t)(r->t->events.n - 1)) < 0)
-            return oom(err);
-        return TR_OK;
-    }
-    case TR_RAW_REC_MEMCPY: {
-        tr_raw_memcpy m;
-        memcpy(&m, p, sizeof m);
-        if ((m.flags & TR_RAW_KF_INCOMPLETE) || (m.start == 0 && m.end == 0)) {
-            r->incomplete++;
-            return TR_OK;
-        }
-        if (!(e = tr_add_event(r->t, TR_KIND_MEMCPY)))
-            return oom(err);
-        tr_copy_detail d = {tr_enum_str(r->t, &tr_copy_kinds, m.copy_kind),
-                            tr_enum_str(r->t, &tr_memory_kinds, m.src_kind),
-                            tr_enum_str(r->t, &tr_memory_kinds, m.dst_kind)};
-        uint32_t name = tr_memcpy_name(r->t, d.copy_kind);
-        e = &r->t->events.v[r->t->events.n - 1];
-        e->name = name;
-        e->bytes = (int64_t)m.bytes;
-        e->start = ts_of(r, m.start);
-        e->end = ts_of(r, m.end);
-        e->correlation = m.runtime_corr ? m.runtime_corr : m.corr;
-        e->stream = stream_of(r, m.device, m.context, m.stream);
-        if (!(e->detail = tr_add_copy_detail(r->t, &d)))
-            return oom(err);
-        if (m.runtime_corr && m.corr && m.runtime_corr != m.corr) {
-            if (tr_vec_reserve(r->copies, r->copies.n + 1) < 0)
-                return oom(err);
-            r->copies.v[r->copies.n++] = (pending_copy){r->t->events.n - 1, m.corr, m.runtime_corr};
-        }
-        return TR_OK;
-    }
-    case TR_RAW_REC_MEMSET: {
-        tr_raw_memset m;
-        memcpy(&m, p, sizeof m);
-        if ((m.flags & TR_RAW_KF_INCOMPLETE) || (m.start == 0 && m.end == 0)) {
-            r->incomplete++;
-            return TR_OK;
-        }
-        uint32_t name = tr_str(r->t, "[CUDA memset]");
-        if (!(e = tr_add_event(r->t, TR_KIND_MEMSET)))
-            return oom(err);
-        e->name = name;
-        e->bytes = (int64_t)m.bytes;
-        e->start = ts_of(r, m.start);
-        e->end = ts_of(r, m.end);
-        e->correlation = m.corr;
-        e->stream = stream_of(r, m.device, m.context, m.stream);
-        if (!(e->detail = tr_add_memset_value(r->t, m.value)))
-            return oom(err);
-        return TR_OK;
-    }
-    case TR_RAW_REC_SYNC: {
-        tr_raw_sync s;
-        memcpy(&s, p, sizeof s);
-        if ((s.type & TR_RAW_SYNC_QUERY) || s.ret) {   /* polled or failed: nothing was waited for */
-            r->not_waits++;
-            return TR_OK;
-        }
-        uint32_t type = s.type & TR_RAW_SYNC_TYPE_MASK;
-        uint32_t name = tr_enum_str(r->t, &tr_sync_names, type < 5 ? type : 0);
-        if (!(e = tr_add_event(r->t, TR_KIND_SYNC)))
-            return oom(err);
-        e->name = name;
-        e->start = ts_of(r, s.start);
-        e->end = ts_of(r, s.end);
-        e->correlation = s.corr;
-        if (s.stream != NO_STREAM)
-            return context_stream(r, r->t->events.n - 1, s.context, s.stream, err);
-        return TR_OK;
-    }
-    case TR_RAW_REC_MARKER: {
-        tr_raw_marker m;
-        memcpy(&m, p, sizeof m);
-        int64_t ts = ts_of(r, m.ts);
-        uint32_t thread = thread_of(r, m.tid);
-        if (m.flags & TR_RAW_MK_END) {
-            int64_t idx;
-            if (!tr_i64map_get(&r->open_ranges, (int64_t)m.id, &idx)) {
-                r->orphan_ends++;
-                return TR_OK;
-            }
-            tr_i64map_del(&r->open_ranges, (int64_t)m.id);
-            e = &r->t->events.v[idx];
-            e->end = ts;
-            if (e->thread != thread)
-                e->flags |= TR_FLAG_ASYNC;
-            return TR_OK;
-        }
-        if (!(m.flags & (TR_RAW_MK_MARK | TR_RAW_MK_START)))
-            return TR_OK;
-        uint32_t raw = str_of(r, m.name_sid);
-        if (!raw)
-            raw = tr_str(r->t, "");
-        if (!(e = tr_add_event(r->t, (m.flags & TR_RAW_MK_START) ? TR_KIND_RANGE : TR_KIND_MARK)))
-            return oom(err);
-        e->start = e->end = ts;
-        e->thread = thread;
-        const char *msg = tr_str_of(r->t, raw);
-        tr_nvtx_annotation a;
-        tr_nvtx_parse(r->nvtx, msg, strlen(msg), &a);
-        if (a.annotated) {
-            uint32_t name = tr_intern_add(&r->t->strings, a.name, a.name_len);
-            uint32_t shape = a.sizes ? tr_intern_add(&r->t->strings, a.sizes, a.sizes_len) : 0;
-            e = &r->t->events.v[r->t->events.n - 1];
-            e->kind = TR_KIND_OP;
-            e->name = name;
-            e->raw_name = raw;
-            e->seq = a.seq;
-            e->op_id = a.op_id;
-            e->shape = shape;
-        } else {
-            e->name = raw;
-        }
-        if (m.flags & TR_RAW_MK_START) {
-            int64_t prev;
-            if (tr_i64map_get(&r->open_ranges, (int64_t)m.id, &prev))
-                r->restarted++;
-            if (tr_i64map_put(&r->open_ranges, (int64_t)m.id, (int64_t)(r->t->events.n - 1)) < 0)
-                return oom(err);
-        }
-        return TR_OK;
-    }
-    case TR_RAW_REC_DEVICE: {
-        tr_raw_device d;
-        memcpy(&d, p, sizeof d);
-        uint32_t name = str_of(r, d.name_sid);
-        uint32_t i = tr_device_get(r->t, r->source, d.id);
-        if (!i)
-            return oom(err);
-        tr_device *dev = &r->t->devices.v[i];
-        dev->name = name;
-        dev->cc_major = (int32_t)d.cc_major;
-        dev->cc_minor = (int32_t)d.cc_minor;
-        dev->memory_bytes = (int64_t)d.global_memory;
-        dev->sm_count = (int32_t)d.sm_count;
-        return TR_OK;
-    }
-    case TR_RAW_REC_CONTEXT: {
-        tr_raw_context c;
-        memcpy(&c, p, sizeof c);
-        return tr_i64map_put(&r->ctx_device, c.context, c.device) < 0 ? oom(err) : TR_OK;
-    }
-    case TR_RAW_REC_STREAM: {
-        tr_raw_stream s;
-        memcpy(&s, p, sizeof s);
-        return context_stream(r, NO_EVENT, s.context, s.stream, err);
-    }
-    case TR_RAW_REC_NAME: {
-        tr_raw_name nm;
-        memcpy(&nm, p, sizeof nm);
-        uint32_t name = str_of(r, nm.name_sid);
-        if (nm.object_kind == TR_RAW_OBJ_THREAD) {
-            uint32_t th = thread_of(r, nm.id);
-            if (th)
-                r->t->threads.v[th].name = name;
-        } else if (nm.object_kind == TR_RAW_OBJ_PROCESS) {
-            r->t->processes.v[r->process].name = name;
-        }
-        return TR_OK;
-    }
-    case TR_RAW_REC_OVERHEAD: {
-        tr_raw_overhead o;
-        memcpy(&o, p, sizeof o);
-        if (o.start == 0 && o.end == 0) {
-            r->incomplete++;
-            return TR_OK;
-        }
-        uint32_t name = overhead_name(r, o.overhead_kind);
-        if (!(e = tr_add_event(r->t, TR_KIND_OVERHEAD)))
-            return oom(err);
-        e->name = name;
-        e->start = ts_of(r, o.start);
-        e->end = ts_of(r, o.end);
-        e->correlation = o.corr;
-        /* the process's: on no thread, and out of the tree, as the nvprof reader's */
-        e->thread = o.object_kind == TR_RAW_OBJ_THREAD ? thread_of(r, o.object_id) : 0;
-        if (!e->thread)
-            e->flags |= TR_FLAG_ASYNC;
-        return TR_OK;
-    }
-    case TR_RAW_REC_STACKREF:
-        if (r->nrefs == r->cap_refs) {
-            size_t nc = r->cap_refs ? r->cap_refs * 2 : 256;
-            tr_raw_stackref *a = tr_spill_realloc(r->refs, r->cap_refs * sizeof *a, nc * sizeof *a);
-            if (!a)
-                return oom(err);
-            r->refs = a;
-            r->cap_refs = nc;
-        }
-        memcpy(&r->refs[r->nrefs++], p, sizeof(tr_raw_stackref));
-        return TR_OK;
-    default:
-        r->unknown_kinds++;
-        return TR_OK;
-    }
+    return 0;
 }
+
+static tr_status read_kernel(raw_reader *r, const unsigned char *p, tr_error *err)
+{
+    tr_raw_kernel k;
+    memcpy(&k, p, sizeof k);
+    if (incomplete(r, k.flags, k.start, k.end))
+        return TR_OK;
+    tr_event *e = tr_add_event(r->t, TR_KIND_KERNEL);
+    if (!e)
+        return oom(err);
+    e->start = ts_of(r, k.start);
+    e->end = ts_of(r, k.end);
+    e->correlation = k.corr;
+    e->stream = stream_of(r, k.device, k.context, k.stream);
+    kernel_name(r, k.name_sid, e);
+    tr_kernel_detail d;
+    for (int j = 0; j < 3; j++) {
+        d.grid[j] = k.grid[j];
+        d.block[j] = k.block[j];
+    }
+    d.registers = k.registers;
+    d.static_smem = (int32_t)k.smem_static;
+    d.dynamic_smem = (int32_t)k.smem_dynamic;
+    return (e->detail = tr_add_kernel_detail(r->t, &d)) ? TR_OK : oom(err);
+}
+
+static tr_status read_api(raw_reader *r, const unsigned char *p, tr_error *err)
+{
+    tr_raw_api a;
+    memcpy(&a, p, sizeof a);
+    int driver = a.domain == TR_RAW_API_DRIVER;
+    tr_event *e = tr_add_event(r->t, driver ? TR_KIND_DRIVER : TR_KIND_RUNTIME);
+    if (!e)
+        return oom(err);
+    e->start = ts_of(r, a.start);
+    e->end = ts_of(r, a.end);
+    e->correlation = a.corr;
+    e->thread = thread_of(r, a.tid);
+    e->name = a.domain == TR_RAW_API_INTERNAL ? tr_str(r->t, "[internal launch]")
+                                              : api_name(r, driver, a.cbid);
+    tr_api_detail d = {(int32_t)a.cbid, (int64_t)a.ret};
+    if (!(e->detail = tr_add_api_detail(r->t, &d)))
+        return oom(err);
+    /* the call GPU work of this correlation hangs off: a runtime call over a driver call */
+    int64_t prev;
+    if (a.corr && (a.domain == TR_RAW_API_RUNTIME || !tr_i64map_get(&r->api_corr, a.corr, &prev))
+        && tr_i64map_put(&r->api_corr, a.corr, (int64_t)(r->t->events.n - 1)) < 0)
+        return oom(err);
+    return TR_OK;
+}
+
+static tr_status read_memcpy(raw_reader *r, const unsigned char *p, tr_error *err)
+{
+    tr_raw_memcpy m;
+    memcpy(&m, p, sizeof m);
+    if (incomplete(r, m.flags, m.start, m.end))
+        return TR_OK;
+    tr_event *e = tr_add_event(r->t, TR_KIND_MEMCPY);
+    if (!e)
+        return oom(err);
+    tr_copy_detail d = {tr_enum_str(r->t, &tr_copy_kinds, m.copy_kind),
+                        tr_enum_str(r->t, &tr_memory_kinds, m.src_kind),
+                        tr_enum_str(r->t, &tr_memory_kinds, m.dst_kind)};
+    e->name = tr_memcpy_name(r->t, d.copy_kind);
+    e->bytes = (int64_t)m.bytes;
+    e->start = ts_of(r, m.start);
+    e->end = ts_of(r, m.end);
+    e->correlation = m.runtime_corr ? m.runtime_corr : m.corr;
+    e->stream = stream_of(r, m.device, m.context, m.stream);
+    if (!(e->detail = tr_add_copy_detail(r->t, &d)))
+        return oom(err);
+    if (m.runtime_corr && m.corr && m.runtime_corr != m.corr) {
+        if (tr_vec_reserve(r->copies, r->copies.n + 1) < 0)
+            return oom(err);
+        r->copies.v[r->copies.n++] = (pending_copy){r->t->events.n - 1, m.corr, m.runtime_corr};
+    }
+    return TR_OK;
+}
+
+static tr_status read_memset(raw_reader *r, const unsigned char *p, tr_error *err)
+{
+    tr_raw_memset m;
+    memcpy(&m, p, sizeof m);
+    if (incomplete(r, m.flags, m.start, m.end))
+        return TR_OK;
+    uint32_t name = tr_str(r->t, "[CUDA memset]");
+    tr_event *e = tr_add_event(r->t, TR_KIND_MEMSET);
+    if (!e)
+        return oom(err);
+    e->name = name;
+    e->bytes = (int64_t)m.bytes;
+    e->start = ts_of(r, m.start);
+    e->end = ts_of(r, m.end);
+    e->correlation = m.corr;
+    e->stream = stream_of(r, m.device, m.context, m.stream);
+    return (e->detail = tr_add_memset_value(r->t, m.value)) ? TR_OK : oom(err);
+}
+
+static tr_status read_sync(raw_reader *r, const unsigned char *p, tr_error *err)
+{
+    tr_raw_sync s;
+    memcpy(&s, p, sizeof s);
+    if ((s.type & TR_RAW_SYNC_QUERY) || s.ret) {   /* polled or failed: nothing was waited for */
+        r->not_waits++;
+        return TR_OK;
+    }
+    uint32_t type = s.type & TR_RAW_SYNC_TYPE_MASK;
+    uint32_t name = tr_enum_str(r->t, &tr_sync_names, type < 5 ? type : 0);
+    tr_event *e = tr_add_event(r->t, TR_KIND_SYNC);
+    if (!e)
+        return oom(err);
+    e->name = name;
+    e->start = ts_of(r, s.start);
+    e->end = ts_of(r, s.end);
+    e->correlation = s.corr;
+    if (s.stream != NO_STREAM)
+        return context_stream(r, r->t->events.n - 1, s.context, s.stream, err);
+    return TR_OK;
+}
+
+/* A range's end: closes the range its id opened, if one is open. */
+static void end_range(raw_reader *r, uint64_t id, int64_t ts, uint32_t thread)
+{
+    int64_t idx;
+    if (!tr_i64map_get(&r->open_ranges, (int64_t)id, &idx)) {
+        r->orphan_ends++;
+        return;
+    }
+    tr_i64map_del(&r->open_ranges, (int64_t)id);
+    tr_event *e = &r->t->events.v[idx];
+    e->end = ts;
+    if (e->thread != thread)
+        e->flags |= TR_FLAG_ASYNC;
+}
+
+/* The event's text, or what an emit_nvtx annotation in it says: the op, its
+ * shapes, sequence number and op id. */
+static tr_status name_marker(raw_reader *r, tr_event *e, uint32_t raw, tr_error *err)
+{
+    const char *msg = tr_str_of(r->t, raw);
+    tr_nvtx_annotation a;
+    tr_nvtx_parse(r->nvtx, msg, strlen(msg), &a);
+    if (!a.annotated) {
+        e->name = raw;
+        return TR_OK;
+    }
+    uint32_t name = tr_intern_add(&r->t->strings, a.name, a.name_len);
+    uint32_t shape = a.sizes ? tr_intern_add(&r->t->strings, a.sizes, a.sizes_len) : 0;
+    if (!name || (a.sizes && !shape))
+        return oom(err);
+    e->kind = TR_KIND_OP;
+    e->name = name;
+    e->raw_name = raw;
+    e->seq = a.seq;
+    e->op_id = a.op_id;
+    e->shape = shape;
+    return TR_OK;
+}
+
+static tr_status read_marker(raw_reader *r, const unsigned char *p, tr_error *err)
+{
+    tr_raw_marker m;
+    memcpy(&m, p, sizeof m);
+    int64_t ts = ts_of(r, m.ts);
+    uint32_t thread = thread_of(r, m.tid);
+    if (m.flags & TR_RAW_MK_END) {
+        end_range(r, m.id, ts, thread);
+        return TR_OK;
+    }
+    if (!(m.flags & (TR_RAW_MK_MARK | TR_RAW_MK_START)))
+        return TR_OK;
+    uint32_t raw = str_of(r, m.name_sid);
+    if (!raw)
+        raw = tr_str(r->t, "");
+    tr_event *e = tr_add_event(r->t, (m.flags & TR_RAW_MK_START) ? TR_KIND_RANGE : TR_KIND_MARK);
+    if (!e)
+        return oom(err);
+    e->start = e->end = ts;
+    e->thread = thread;
+    tr_status s = name_marker(r, e, raw, err);
+    if (s != TR_OK || !(m.flags & TR_RAW_MK_START))
+        return s;
+    int64_t prev;
+    if (tr_i64map_get(&r->open_ranges, (int64_t)m.id, &prev))
+        r->restarted++;
+    if (tr_i64map_put(&r->open_ranges, (int64_t)m.id, (int64_t)(r->t->events.n - 1)) < 0)
+        return oom(err);
+    return TR_OK;
+}
+
+static tr_status read_device(raw_reader *r, const unsigned char *p, tr_error *err)
+{
+    tr_raw_device d;
+    memcpy(&d, p, sizeof d);
+    uint32_t name = str_of(r, d.name_sid);
+    uint32_t i = tr_device_get(r->t, r->source, d.id);
+    if (!i)
+        return oom(err);
+    tr_device *dev = &r->t->devices.v[i];
+    dev->name = name;
+    dev->cc_major = (int32_t)d.cc_major;
+    dev->cc_minor = (int32_t)d.cc_minor;
+    dev->memory_bytes = (int64_t)d.global_memory;
+    dev->sm_count = (int32_t)d.sm_count;
+    return TR_OK;
+}
+
+static tr_status read_context(raw_reader *r, const unsigned char *p, tr_error *err)
+{
+    tr_raw_context c;
+    memcpy(&c, p, sizeof c);
+    return tr_i64map_put(&r->ctx_device, c.context, c.device) < 0 ? oom(err) : TR_OK;
+}
+
+static tr_status read_stream(raw_reader *r, const unsigned char *p, tr_error *err)
+{
+    tr_raw_stream s;
+    memcpy(&s, p, sizeof s);
+    return context_stream(r, NO_EVENT, s.context, s.stream, err);
+}
+
+static tr_status read_name(raw_reader *r, const unsigned char *p, tr_error *err)
+{
+    (void)err;
+    tr_raw_name nm;
+    memcpy(&nm, p, sizeof nm);
+    uint32_t name = str_of(r, nm.name_sid);
+    if (nm.object_kind == TR_RAW_OBJ_THREAD) {
+        uint32_t th = thread_of(r, nm.id);
+        if (th)
+            r->t->threads.v[th].name = name;
+    } else if (nm.object_kind == TR_RAW_OBJ_PROCESS) {
+        r->t->processes.v[r->process].name = name;
+    }
+    return TR_OK;
+}
+
+/* Kept as they come; attach_stacks() joins them to the API calls at the end. */
+static tr_status read_stackref(raw_reader *r, const unsigned char *p, tr_error *err)
+{
+    if (r->nrefs == r->cap_refs) {
+        size_t nc = r->cap_refs ? r->cap_refs * 2 : 256;
+        tr_raw_stackref *a = tr_spill_realloc(r->refs, r->cap_refs * sizeof *a, nc * sizeof *a);
+        if (!a)
+            return oom(err);
+        r->refs = a;
+        r->cap_refs = nc;
+    }
+    memcpy(&r->refs[r->nrefs++], p, sizeof(tr_raw_stackref));
+    return TR_OK;
+}
+
+static tr_status read_overhead(raw_reader *r, const unsigned char *p, tr_error *err)
+{
+    tr_raw_overhead o;
+    memcpy(&o, p, sizeof o);
+    if (o.start == 0 && o.end == 0) {
+        r->incomplete++;
+        return TR_OK;
+    }
+    uint32_t name = overhead_name(r, o.overhead_kind);
+    tr_event *e = tr_add_event(r->t, TR_KIND_OVERHEAD);
+    if (!e)
+        return oom(err);
+    e->name = name;
+    e->start = ts_of(r, o.start);
+    e->end = ts_of(r, o.end);
+    e->correlation = o.corr;
+    /* the process's: on no thread, and out of the tree, as the nvprof reader's */
+    e->thread = o.object_kind == TR_RAW_OBJ_THREAD ? thread_of(r, o.object_id) : 0;
+    if (!e->thread)
+        e->flags |= TR_FLAG_ASYNC;
+    return TR_OK;
+}
+
+static const record_reader record_readers[TR_RAW_REC_COUNT_] = {
+    [TR_RAW_REC_KERNEL] = read_kernel,     [TR_RAW_REC_API] = read_api,
+    [TR_RAW_REC_MEMCPY] = read_memcpy,     [TR_RAW_REC_MEMSET] = read_memset,
+    [TR_RAW_REC_SYNC] = read_sync,         [TR_RAW_REC_MARKER] = read_marker,
+    [TR_RAW_REC_DEVICE] = read_device,     [TR_RAW_REC_CONTEXT] = read_context,
+    [TR_RAW_REC_STREAM] = read_stream,     [TR_RAW_REC_NAME] = read_name,
+    [TR_RAW_REC_STACKREF] = read_stackref, [TR_RAW_REC_OVERHEAD] = read_overhead,
+};
 
 static tr_status read_records(raw_reader *r, const unsigned char *p, size_t n, tr_error *err)
 {
@@ -530,7 +583,8 @@ static tr_status read_records(raw_reader *r, const unsigned char *p, size_t n, t
     unsigned kind = tr_raw_ld16(p);
     size_t rec_size = tr_raw_ld16(p + 2), count = tr_raw_ld32(p + 4);
     size_t need = tr_raw_rec_size(kind);
-    if (!need) {
+    record_reader read = need ? record_readers[kind] : NULL;
+    if (!read) {
         r->unknown_kinds += count;
         return TR_OK;
     }
@@ -539,7 +593,7 @@ static tr_status read_records(raw_reader *r, const unsigned char *p, size_t n, t
         return TR_OK;
     }
     for (size_t i = 0; i < count; i++) {
-        tr_status s = read_record(r, kind, p + 8 + i * rec_size, err);
+        tr_status s = read(r, p + 8 + i * rec_size, err);
         if (s != TR_OK)
             return s;
     }
