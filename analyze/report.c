@@ -905,16 +905,37 @@ int tr_report_selected(tr_report_ctx *c, const tr_rev *ev)
     return selected(c, ev, 0);
 }
 
+/* The WHERE condition on e.kind for the kinds in mask.  A run of consecutive
+ * kinds (every kind, the GPU kinds) is a range test: SQLite evaluates an IN
+ * list of more than two values as a lookup in a temporary index, a b-tree
+ * search per row. */
+static void kind_condition(char *b, size_t n, unsigned mask)
+{
+    int lo = 0, hi = 0;
+    for (int i = 1; i < TR_KIND_COUNT_; i++)
+        if (mask & (1u << i)) {
+            lo = lo ? lo : i;
+            hi = i;
+        }
+    unsigned run = lo ? (unsigned)((2ull << hi) - (1ull << lo)) : 0;
+    if (lo && (mask & run) == run) {
+        snprintf(b, n, "e.kind BETWEEN %d AND %d", lo, hi);
+        return;
+    }
+    size_t k = (size_t)snprintf(b, n, "e.kind IN (");
+    for (int i = 1; i < TR_KIND_COUNT_; i++)
+        if (mask & (1u << i))
+            k += (size_t)snprintf(b + k, n - k, "%s%d", b[k - 1] == '(' ? "" : ",", i);
+    snprintf(b + k, n - k, ")");
+}
+
 tr_status tr_report_scan(tr_report_ctx *c, unsigned kind_mask, int flags, const char *order,
                          const char *extra_cols, const char *extra_join, tr_scan_fn fn, void *arg)
 {
     const tr_selection *sel = c->sel;
     int launch = (flags & TR_SCAN_LAUNCH) || (sel && sel->has_thread) || c->has_step;
-    char kinds[128] = "", cols[512], where[256] = "";
-    size_t k = 0;
-    for (int i = 1; i < TR_KIND_COUNT_; i++)
-        if (kind_mask & (1u << i))
-            k += (size_t)snprintf(kinds + k, sizeof kinds - k, "%s%d", k ? "," : "", i);
+    char kinds[160], cols[512], where[256] = "";
+    kind_condition(kinds, sizeof kinds, kind_mask);
     snprintf(cols, sizeof cols, flags & TR_SCAN_NARROW ? narrow_cols : scan_cols,
              launch ? launch_cols : no_launch_cols);
     if (sel && sel->has_time)
@@ -922,7 +943,7 @@ tr_status tr_report_scan(tr_report_ctx *c, unsigned kind_mask, int flags, const 
                  (long long)(c->t0 + sel->time_start),
                  (long long)(sel->time_end > INT64_MAX - c->t0 ? INT64_MAX : c->t0 + sel->time_end));
     char *sql = NULL;
-    if (asprintf(&sql, "SELECT %s%s%s FROM events e %s %s WHERE e.kind IN (%s)%s%s%s", cols,
+    if (asprintf(&sql, "SELECT %s%s%s FROM events e %s %s WHERE %s%s%s%s", cols,
                  extra_cols ? ", " : "", extra_cols ? extra_cols : "",
                  launch ? "LEFT JOIN events p ON p.id = e.parent_id" : "", extra_join ? extra_join : "",
                  kinds, where, order ? " ORDER BY " : "", order ? order : "") < 0)
