@@ -10,6 +10,8 @@
  * timeline is a fixed number of bins per lane and a fixed number of lanes.
  * Every name is escaped; the run's text never becomes markup.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +20,7 @@
 #include "lib/checked.h"
 #include "lib/format.h"
 #include "lib/model.h"
+#include "lib/rundb.h"
 
 #define BAR_W 760          /* px of a full stacked bar */
 #define TL_BINS 1000       /* timeline bins per lane */
@@ -283,73 +286,80 @@ typedef struct {
     unsigned char bins[TL_BINS];
 } lane;
 
-/* ranks: each lane's rank; lanes of ranks --rank leaves out are not drawn, and
- * with two ranks or more each label starts with its rank. */
-static tr_status timeline(FILE *out, sqlite3 *db, const tr_rank_map *ranks, tr_error *err)
+typedef struct {
+    int64_t t0, t1;        /* the run's span; t1 <= t0: no events with a duration */
+    lane *lanes;
+    size_t nthr, nlanes, dropped;
+} timeline_lanes;
+
+static void timeline_free(timeline_lanes *tl)
 {
-    int64_t t0 = 0, t1 = 0;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT min(start_ns), max(end_ns) FROM events", -1, &st, NULL) != SQLITE_OK)
-        return tr_fail(err, TR_ERR_INPUT, "run database: %s", sqlite3_errmsg(db));
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        t0 = sqlite3_column_int64(st, 0);
-        t1 = sqlite3_column_int64(st, 1);
-    }
-    sqlite3_finalize(st);
-    if (t1 <= t0 || !tr_times_ok(t0, t1)) {
-        fputs("<p class=\"note\">no events with a duration</p>\n", out);
-        return TR_OK;
-    }
-    lane *lanes = calloc(TL_MAX_LANES, sizeof *lanes);
-    if (!lanes)
-        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
-    size_t nthr = 0, nlanes = 0, dropped = 0;
+    free(tl->lanes);
+    tl->lanes = NULL;
+}
+
+static tr_status db_fail(tr_error *err, sqlite3 *db)
+{
+    return tr_fail(err, TR_ERR_INPUT, "run database: %s", sqlite3_errmsg(db));
+}
+
+/* The lanes, a thread's then a stream's, in the order they are drawn; those
+ * of ranks --rank leaves out are not drawn, and with two ranks or more each
+ * label starts with its rank. */
+static tr_status timeline_lanes_load(timeline_lanes *tl, sqlite3 *db, const tr_rank_map *ranks,
+                                     tr_error *err)
+{
     static const char *const lane_sql[] = {
         "SELECT t.id, 'tid ' || t.tid || coalesce(' ' || s.value, '') FROM threads t "
         "LEFT JOIN strings s ON s.id = t.name_id ORDER BY t.process_id, t.tid",
         "SELECT x.id, 'gpu ' || d.device || ' stream ' || x.stream FROM streams x "
         "JOIN devices d ON d.id = x.device_id ORDER BY d.source_id, d.device, x.stream"};
     for (int k = 0; k < 2; k++) {
-        if (sqlite3_prepare_v2(db, lane_sql[k], -1, &st, NULL) != SQLITE_OK) {
-            free(lanes);
-            return tr_fail(err, TR_ERR_INPUT, "run database: %s", sqlite3_errmsg(db));
-        }
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, lane_sql[k], -1, &st, NULL) != SQLITE_OK)
+            return db_fail(err, db);
         while (sqlite3_step(st) == SQLITE_ROW) {
             int64_t key = sqlite3_column_int64(st, 0);
             int64_t thread = k == 0 ? key : -1, stream = k == 0 ? -1 : key;
             if (!tr_rank_map_ok(ranks, thread, stream))
                 continue;
-            if (nlanes == TL_MAX_LANES) {
-                dropped++;
+            if (tl->nlanes == TL_MAX_LANES) {
+                tl->dropped++;
                 continue;
             }
-            lanes[nlanes].key = key;
+            lane *l = &tl->lanes[tl->nlanes++];
+            l->key = key;
             const char *text = (const char *)sqlite3_column_text(st, 1);
             if (ranks->nranks > 1)
-                snprintf(lanes[nlanes].label, sizeof lanes[nlanes].label, "rank %lld %s",
+                snprintf(l->label, sizeof l->label, "rank %lld %s",
                          (long long)tr_rank_map_event(ranks, thread, stream), text ? text : "");
             else
-                snprintf(lanes[nlanes].label, sizeof lanes[nlanes].label, "%s", text ? text : "");
-            nlanes++;
+                snprintf(l->label, sizeof l->label, "%s", text ? text : "");
         }
         sqlite3_finalize(st);
         if (k == 0)
-            nthr = nlanes;
+            tl->nthr = tl->nlanes;
     }
-    /* host lanes: top-level events cover everything below them */
+    return TR_OK;
+}
+
+/* Marks the bins each lane is busy in: host lanes by their top-level events
+ * (which cover everything below them), stream lanes by their GPU activities. */
+static tr_status timeline_fill(timeline_lanes *tl, sqlite3 *db, tr_error *err)
+{
+    sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT start_ns, end_ns, thread_id, stream_id FROM events WHERE "
                            "(thread_id IS NOT NULL AND parent_id IS NULL AND flags & 1 = 0) OR kind IN (7, 8, 9)",
-                           -1, &st, NULL) != SQLITE_OK) {
-        free(lanes);
-        return tr_fail(err, TR_ERR_INPUT, "run database: %s", sqlite3_errmsg(db));
-    }
-    double span = (double)(t1 - t0);
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_fail(err, db);
+    int64_t t0 = tl->t0;
+    double span = (double)(tl->t1 - t0);
     while (sqlite3_step(st) == SQLITE_ROW) {
         int64_t s = sqlite3_column_int64(st, 0), e = sqlite3_column_int64(st, 1);
         int gpu = sqlite3_column_type(st, 3) != SQLITE_NULL;
         int64_t key = sqlite3_column_int64(st, gpu ? 3 : 2);
-        size_t from = gpu ? nthr : 0, to = gpu ? nlanes : nthr, l = from;
-        while (l < to && lanes[l].key != key)
+        size_t from = gpu ? tl->nthr : 0, to = gpu ? tl->nlanes : tl->nthr, l = from;
+        while (l < to && tl->lanes[l].key != key)
             l++;
         if (l == to || !tr_times_ok(s, e) || s < t0)
             continue;
@@ -358,39 +368,74 @@ static tr_status timeline(FILE *out, sqlite3 *db, const tr_rank_map *ranks, tr_e
             b0 = TL_BINS - 1;
         if (b1 >= TL_BINS)
             b1 = TL_BINS - 1;
-        memset(lanes[l].bins + b0, 1, b1 - b0 + 1);
+        memset(tl->lanes[l].bins + b0, 1, b1 - b0 + 1);
     }
     sqlite3_finalize(st);
+    return TR_OK;
+}
+
+/* ranks: the --rank set (NULL or empty: every rank). */
+static tr_status timeline_compute(timeline_lanes *tl, sqlite3 *db, const struct tr_rank_set *ranks,
+                                  tr_error *err)
+{
+    memset(tl, 0, sizeof *tl);
+    tr_rank_map lane_ranks;
+    tr_status rc = tr_rank_map_load(&lane_ranks, db, 0, ranks, err);
+    sqlite3_stmt *st = NULL;
+    if (rc == TR_OK && sqlite3_prepare_v2(db, "SELECT min(start_ns), max(end_ns) FROM events", -1, &st,
+                                          NULL) != SQLITE_OK)
+        rc = db_fail(err, db);
+    if (rc == TR_OK && sqlite3_step(st) == SQLITE_ROW) {
+        tl->t0 = sqlite3_column_int64(st, 0);
+        tl->t1 = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (rc == TR_OK && (tl->t1 <= tl->t0 || !tr_times_ok(tl->t0, tl->t1)))
+        tl->t1 = tl->t0;   /* nothing to draw */
+    else if (rc == TR_OK && !(tl->lanes = calloc(TL_MAX_LANES, sizeof *tl->lanes)))
+        rc = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    else if (rc == TR_OK && (rc = timeline_lanes_load(tl, db, &lane_ranks, err)) == TR_OK)
+        rc = timeline_fill(tl, db, err);
+    tr_rank_map_free(&lane_ranks);
+    return rc;
+}
+
+static void timeline_write(FILE *out, const timeline_lanes *tl)
+{
+    if (tl->t1 <= tl->t0) {
+        fputs("<p class=\"note\">no events with a duration</p>\n", out);
+        return;
+    }
+    double span = (double)(tl->t1 - tl->t0);
     char tb[32];
     tr_fmt_time(tb, sizeof tb, span / 1000.0, TR_UNIT_AUTO);
     fprintf(out, "<p class=\"note\">%zu lanes over %s; each column is %s/%d; a blank is a gap in the lane</p>\n",
-            nlanes, tb, tb, TL_BINS);
+            tl->nlanes, tb, tb, TL_BINS);
     fprintf(out, "<svg class=\"chart\" width=\"%d\" height=\"%zu\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-            220 + TL_BINS, nlanes * 16 + 4);
-    for (size_t l = 0; l < nlanes; l++) {
+            220 + TL_BINS, tl->nlanes * 16 + 4);
+    for (size_t l = 0; l < tl->nlanes; l++) {
+        const lane *ln = &tl->lanes[l];
         int y = (int)(l * 16 + 2);
         fprintf(out, "<text x=\"0\" y=\"%d\">", y + 11);
-        esc_cut(out, lanes[l].label, 32);
+        esc_cut(out, ln->label, 32);
         fprintf(out, "</text><rect class=\"lane\" x=\"220\" y=\"%d\" width=\"%d\" height=\"12\"/>", y, TL_BINS);
         for (size_t b = 0; b < TL_BINS;) {
-            if (!lanes[l].bins[b]) {
+            if (!ln->bins[b]) {
                 b++;
                 continue;
             }
             size_t e = b;
-            while (e < TL_BINS && lanes[l].bins[e])
+            while (e < TL_BINS && ln->bins[e])
                 e++;
             fprintf(out, "<rect class=\"%s\" x=\"%zu\" y=\"%d\" width=\"%zu\" height=\"12\"/>",
-                    l < nthr ? "host" : "comp", 220 + b, y, e - b);
+                    l < tl->nthr ? "host" : "comp", 220 + b, y, e - b);
             b = e;
         }
         fputc('\n', out);
     }
     fputs("</svg>\n", out);
-    if (dropped)
-        fprintf(out, "<p class=\"note\">%zu more threads and streams not drawn</p>\n", dropped);
-    free(lanes);
-    return TR_OK;
+    if (tl->dropped)
+        fprintf(out, "<p class=\"note\">%zu more threads and streams not drawn</p>\n", tl->dropped);
 }
 
 static const char css[] =
@@ -428,6 +473,172 @@ static void rank_note(FILE *out, const struct tr_rank_set *ranks)
     fputs(" only.</p>\n", out);
 }
 
+/* ---- the sections, computed on two threads ---- */
+
+/* Every section is a scan of the events of its own, SQLite-bound and
+ * independent of the others: all are computed before any is written, each
+ * by whichever of two threads is free (the second on a connection of its
+ * own), the longest first. */
+enum { SEC_SUMMARY, SEC_GPU_TIME, SEC_STEPS, SEC_TIMELINE, SEC_KEY0 };
+#define NKEY (sizeof key_tables / sizeof key_tables[0])
+#define NSECTIONS (SEC_KEY0 + NKEY)
+
+typedef struct {
+    const char *spec;      /* the report; NULL: the timeline */
+    tr_rresult r;
+    timeline_lanes tl;
+    tr_status st;
+    tr_error err;
+} section;
+
+typedef struct {
+    section *sec;
+    size_t order[NSECTIONS];
+    atomic_size_t next;
+    const tr_analyze_opts *ao;
+    const struct tr_rank_set *ranks;
+} section_queue;
+
+static void compute_sections(section_queue *q, sqlite3 *db)
+{
+    for (size_t k; (k = atomic_fetch_add(&q->next, 1)) < NSECTIONS;) {
+        section *s = &q->sec[q->order[k]];
+        s->st = s->spec ? tr_report_compute(db, s->spec, q->ao, &s->r, &s->err)
+                        : timeline_compute(&s->tl, db, q->ranks, &s->err);
+    }
+}
+
+typedef struct { section_queue *q; sqlite3 *db; } section_worker;
+
+static void *section_thread(void *arg)
+{
+    section_worker *w = arg;
+    compute_sections(w->q, w->db);
+    return NULL;
+}
+
+/* Longest first (measured on a 10^6-event run), so neither thread is left
+ * with a long one at the end. */
+static size_t cost_rank(const char *spec)
+{
+    static const char *const longest[] = {"advice", "summary", "gaps", NULL, "gpu-time", "api", "launch",
+                                          "kernels", "nvtx", "steps", "memcpy"};
+    for (size_t i = 0; i < sizeof longest / sizeof longest[0]; i++)
+        if (spec == longest[i] || (spec && longest[i] && strcmp(spec, longest[i]) == 0))
+            return i;
+    return sizeof longest / sizeof longest[0];
+}
+
+static tr_status sections_compute(section *sec, sqlite3 *db, const tr_analyze_opts *ao,
+                                  const struct tr_rank_set *ranks, tr_error *err)
+{
+    section_queue q = {.sec = sec, .ao = ao, .ranks = ranks};
+    atomic_init(&q.next, 0);
+    const char *specs[NSECTIONS] = {"summary", "gpu-time", "steps", NULL};
+    for (size_t k = 0; k < NKEY; k++)
+        specs[SEC_KEY0 + k] = key_tables[k].spec;
+    for (size_t i = 0; i < NSECTIONS; i++) {
+        sec[i].spec = specs[i];
+        q.order[i] = i;
+    }
+    for (size_t i = 1; i < NSECTIONS; i++)   /* insertion sort by cost rank: a dozen entries */
+        for (size_t j = i; j > 0 && cost_rank(specs[q.order[j]]) < cost_rank(specs[q.order[j - 1]]); j--) {
+            size_t t = q.order[j];
+            q.order[j] = q.order[j - 1];
+            q.order[j - 1] = t;
+        }
+    sqlite3 *peer = NULL;
+    pthread_t th;
+    section_worker w = {&q, NULL};
+    int threaded = tr_rundb_open_peers(db, &peer, 1) == 1;
+    if (threaded) {
+        w.db = peer;
+        threaded = pthread_create(&th, NULL, section_thread, &w) == 0;
+    }
+    compute_sections(&q, db);
+    if (threaded)
+        pthread_join(th, NULL);
+    if (peer)
+        sqlite3_close(peer);
+    /* the first failure in the order of the page, as when one thread did it all */
+    for (size_t i = 0; i < NSECTIONS; i++)
+        if (sec[i].st != TR_OK)
+            return tr_error_copy(err, &sec[i].err);
+    return TR_OK;
+}
+
+static void sections_free(section *sec)
+{
+    for (size_t i = 0; i < NSECTIONS; i++) {
+        tr_rresult_free(&sec[i].r);
+        timeline_free(&sec[i].tl);
+    }
+}
+
+static void write_key_table(FILE *out, size_t k, const tr_rresult *r)
+{
+    fprintf(out, "<h2 id=\"%s\">", key_tables[k].spec);
+    esc(out, key_tables[k].title);
+    fputs("</h2>\n", out);
+    if (r->nodata) {
+        fputs("<p class=\"note\">", out);
+        esc(out, r->nodata);
+        fputs("</p>\n", out);
+    }
+    for (size_t i = 0; i < r->ntables; i++) {
+        if (r->ntables > 1) {
+            fputs("<h3>", out);
+            esc(out, r->tables[i].title);
+            fputs("</h3>\n", out);
+        }
+        html_table(out, &r->tables[i], key_tables[k].rows);
+    }
+}
+
+static void write_page(FILE *out, const char *title, const struct tr_rank_set *ranks, const section *sec)
+{
+    const tr_rresult *sum = &sec[SEC_SUMMARY].r;
+    if (!title)
+        title = "Trace report";
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+          "<meta name=\"viewport\" content=\"width=device-width\"><title>", out);
+    esc(out, title);
+    fprintf(out, "</title><style>%s</style></head><body>\n<h1>", css);
+    esc(out, title);
+    fputs("</h1>\n<h2 id=\"summary\">Summary</h2>\n", out);
+    const tr_rtable *run = table_titled(sum, "Run"), *kinds = table_titled(sum, "Events by kind");
+    if (run)
+        html_table(out, run, run->nrows);
+    if (run && ranks && ranks->n)
+        rank_note(out, ranks);
+    if (kinds)
+        html_table(out, kinds, kinds->nrows);
+    if (!run)
+        fputs("<p class=\"note\">no events</p>\n", out);
+    fputs("<h2 id=\"gpu-time\">GPU time per device</h2>\n", out);
+    gpu_bars(out, &sec[SEC_GPU_TIME].r);
+    fputs("<h2 id=\"steps\">GPU time per step</h2>\n", out);
+    step_bars(out, &sec[SEC_STEPS].r);
+    fputs("<h2 id=\"top\">Top kernels</h2>\n", out);
+    top_bars(out, table_titled(sum, "Top kernels"));
+    fputs("<h2>Top ops and ranges</h2>\n", out);
+    top_bars(out, table_titled(sum, "Top ops"));
+    fputs("<h2 id=\"timeline\">Timeline</h2>\n", out);
+    timeline_write(out, &sec[SEC_TIMELINE].tl);
+    const tr_rtable *dev = table_titled(sum, "Devices"), *thr = table_titled(sum, "Threads");
+    if (dev || thr) {
+        fputs("<h2>Devices and threads</h2>\n", out);
+        if (dev)
+            html_table(out, dev, TABLE_ROWS);
+        if (thr)
+            html_table(out, thr, TABLE_ROWS);
+    }
+    for (size_t k = 0; k < NKEY; k++)
+        write_key_table(out, k, &sec[SEC_KEY0 + k].r);
+    fputs("<p class=\"note\">Columns are defined in docs/reports.md; trace-analyze --report NAME prints "
+          "any table whole, as text, csv, json or markdown.</p>\n</body></html>\n", out);
+}
+
 tr_status tr_html_report(sqlite3 *db, const char *title, const struct tr_rank_set *ranks, FILE *out,
                          tr_error *err)
 {
@@ -443,89 +654,13 @@ tr_status tr_html_report(sqlite3 *db, const char *title, const struct tr_rank_se
         ao.select = &sel;
         st = tr_selection_bind(&sel, db, err);
     }
-    tr_rresult sum, gt, steps;
+    section sec[NSECTIONS];
+    memset(sec, 0, sizeof sec);
     if (st == TR_OK)
-        st = tr_report_compute(db, "summary", &ao, &sum, err);
-    else
-        memset(&sum, 0, sizeof sum);
+        st = sections_compute(sec, db, &ao, ranks, err);
     if (st == TR_OK)
-        st = tr_report_compute(db, "gpu-time", &ao, &gt, err);
-    else
-        memset(&gt, 0, sizeof gt);
-    if (st == TR_OK)
-        st = tr_report_compute(db, "steps", &ao, &steps, err);
-    else
-        memset(&steps, 0, sizeof steps);
-    if (st == TR_OK) {
-        if (!title)
-            title = "Trace report";
-        fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-              "<meta name=\"viewport\" content=\"width=device-width\"><title>", out);
-        esc(out, title);
-        fprintf(out, "</title><style>%s</style></head><body>\n<h1>", css);
-        esc(out, title);
-        fputs("</h1>\n<h2 id=\"summary\">Summary</h2>\n", out);
-        const tr_rtable *run = table_titled(&sum, "Run"), *kinds = table_titled(&sum, "Events by kind");
-        if (run)
-            html_table(out, run, run->nrows);
-        if (run && ranks && ranks->n)
-            rank_note(out, ranks);
-        if (kinds)
-            html_table(out, kinds, kinds->nrows);
-        if (!run)
-            fputs("<p class=\"note\">no events</p>\n", out);
-        fputs("<h2 id=\"gpu-time\">GPU time per device</h2>\n", out);
-        gpu_bars(out, &gt);
-        fputs("<h2 id=\"steps\">GPU time per step</h2>\n", out);
-        step_bars(out, &steps);
-        fputs("<h2 id=\"top\">Top kernels</h2>\n", out);
-        top_bars(out, table_titled(&sum, "Top kernels"));
-        fputs("<h2>Top ops and ranges</h2>\n", out);
-        top_bars(out, table_titled(&sum, "Top ops"));
-        fputs("<h2 id=\"timeline\">Timeline</h2>\n", out);
-        tr_rank_map lanes_ranks;
-        st = tr_rank_map_load(&lanes_ranks, db, 0, ranks, err);
-        if (st == TR_OK)
-            st = timeline(out, db, &lanes_ranks, err);
-        tr_rank_map_free(&lanes_ranks);
-        const tr_rtable *dev = table_titled(&sum, "Devices"), *thr = table_titled(&sum, "Threads");
-        if (st == TR_OK && (dev || thr)) {
-            fputs("<h2>Devices and threads</h2>\n", out);
-            if (dev)
-                html_table(out, dev, TABLE_ROWS);
-            if (thr)
-                html_table(out, thr, TABLE_ROWS);
-        }
-    }
-    for (size_t k = 0; st == TR_OK && k < sizeof key_tables / sizeof key_tables[0]; k++) {
-        tr_rresult r;
-        st = tr_report_compute(db, key_tables[k].spec, &ao, &r, err);
-        if (st == TR_OK) {
-            fprintf(out, "<h2 id=\"%s\">", key_tables[k].spec);
-            esc(out, key_tables[k].title);
-            fputs("</h2>\n", out);
-            if (r.nodata) {
-                fputs("<p class=\"note\">", out);
-                esc(out, r.nodata);
-                fputs("</p>\n", out);
-            }
-            for (size_t i = 0; i < r.ntables; i++) {
-                if (r.ntables > 1) {
-                    fputs("<h3>", out);
-                    esc(out, r.tables[i].title);
-                    fputs("</h3>\n", out);
-                }
-                html_table(out, &r.tables[i], key_tables[k].rows);
-            }
-        }
-        tr_rresult_free(&r);
-    }
-    if (st == TR_OK)
-        fputs("<p class=\"note\">Columns are defined in docs/reports.md; trace-analyze --report NAME prints "
-              "any table whole, as text, csv, json or markdown.</p>\n</body></html>\n", out);
-    tr_rresult_free(&sum);
-    tr_rresult_free(&gt);
-    tr_rresult_free(&steps);
+        write_page(out, title, ranks, sec);
+    sections_free(sec);
     tr_selection_unbind(&sel);
     if (st == TR_OK && ferror(out))
         st = tr_fail(err, TR_ERR_RUNTIME, "write error on output");
