@@ -661,6 +661,196 @@ static int64_t rank_at(const int64_t *ranks, size_t n, int64_t r)
     return (int64_t)lo;
 }
 
+/* A process, thread, device or stream of a multi-rank run.db, as read. */
+typedef struct { int kind; int64_t id, num, rank, name, owner; } track_row;
+
+typedef struct {
+    track_row *v;
+    size_t n;
+    int64_t maxpid, maxdev;   /* the largest pid and device ordinal */
+} track_rows;
+
+/* Every process, thread, device and stream with its rank, in the order
+ * kind (0 processes, 1 threads, 2 devices, 3 streams), then id: a thread's
+ * or stream's owner (process or device) is read before it. */
+static tr_status track_rows_load(track_rows *t, sqlite3 *db, const tr_rank_map *m, tr_error *err)
+{
+    static const char sql[] =
+        "SELECT 0, p.id, p.pid, p.source_id, p.name_id, p.id FROM processes p "
+        "UNION ALL SELECT 1, t.id, t.tid, p.source_id, t.name_id, p.id FROM threads t "
+        "JOIN processes p ON p.id = t.process_id "
+        "UNION ALL SELECT 2, d.id, d.device, d.source_id, d.name_id, d.id FROM devices d "
+        "UNION ALL SELECT 3, s.id, s.stream, d.source_id, NULL, d.id FROM streams s "
+        "JOIN devices d ON d.id = s.device_id ORDER BY 1, 2";
+    memset(t, 0, sizeof *t);
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+        return tr_fail(err, TR_ERR_INPUT, "%s: cannot read threads: %s", tr_rundb_name(db), sqlite3_errmsg(db));
+    tr_status st = TR_OK;
+    size_t cap = 0;
+    int step_rc;
+    while ((step_rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (t->n == cap) {
+            cap = cap ? 2 * cap : 64;
+            track_row *nv = realloc(t->v, cap * sizeof *nv);
+            if (!nv) {
+                st = nomem(err);
+                break;
+            }
+            t->v = nv;
+        }
+        track_row *r = &t->v[t->n++];
+        r->kind = sqlite3_column_int(q, 0);
+        r->id = sqlite3_column_int64(q, 1);
+        r->num = sqlite3_column_int64(q, 2);
+        r->rank = tr_rank_map_source(m, sqlite3_column_int64(q, 3));
+        r->name = sqlite3_column_int64(q, 4);
+        r->owner = sqlite3_column_int64(q, 5);
+        if (r->kind == 0 && r->num > t->maxpid)
+            t->maxpid = r->num;
+        if (r->kind == 2 && r->num > t->maxdev)
+            t->maxdev = r->num;
+    }
+    if (st == TR_OK && step_rc != SQLITE_DONE)
+        st = tr_fail(err, TR_ERR_INPUT, "%s: cannot read threads: %s", tr_rundb_name(db), sqlite3_errmsg(db));
+    sqlite3_finalize(q);
+    return st;
+}
+
+/* pid -> its rank, or -1 for a pid two ranks have. */
+static tr_status pid_ranks(const track_rows *t, tr_i64map *pid_rank, tr_error *err)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        int64_t had;
+        if (t->v[i].kind != 0)
+            continue;
+        if (!tr_i64map_get(pid_rank, t->v[i].num, &had))
+            had = t->v[i].rank;
+        else if (had != t->v[i].rank)
+            had = -1;
+        if (tr_i64map_put(pid_rank, t->v[i].num, had) < 0)
+            return nomem(err);
+    }
+    return TR_OK;
+}
+
+/* Gives every row the pid of its track (keeping the thread and stream maps
+ * render() reads) and lists the tracks' metadata rows in *out. */
+static tr_status assign_track_pids(chrome_ctx *c, const track_rows *t, const int64_t *ranks, size_t nr,
+                                   rmeta **out, size_t *nout, tr_error *err)
+{
+    /* pids and ordinals no trace has would overflow the blocks of ids per rank:
+     * then every process and GPU gets the next id instead (its name still says
+     * its pid or device), so no two ranks' tracks can share one */
+    int dense = t->maxpid >= INT32_MAX || t->maxdev >= 1 << 20;
+    int64_t maxpid = dense ? 0 : t->maxpid, maxdev = dense ? 0 : t->maxdev, next_id = 0;
+    int64_t gpu_base = (maxpid + 1) * ((int64_t)nr + 1);
+    /* processes.id / devices.id -> the pid of its track */
+    tr_i64map pid_rank, proc_pid, dev_pid;
+    tr_i64map_init(&pid_rank);
+    tr_i64map_init(&proc_pid);
+    tr_i64map_init(&dev_pid);
+    rmeta *v = t->n ? malloc(t->n * sizeof *v) : NULL;
+    tr_status st = t->n && !v ? nomem(err) : pid_ranks(t, &pid_rank, err);
+    for (size_t i = 0; st == TR_OK && i < t->n; i++) {
+        const track_row *r = &t->v[i];
+        int64_t at = rank_at(ranks, nr, r->rank), pid = 0, sole = 0;
+        tr_i64map *own = r->kind == 0 ? &proc_pid : r->kind == 1 ? &c->thread_pid
+                         : r->kind == 2 ? &dev_pid : &c->stream_pid;
+        if (r->kind == 0) {
+            tr_i64map_get(&pid_rank, r->num, &sole);
+            pid = dense ? ++next_id : sole >= 0 ? r->num : (maxpid + 1) * (at + 1) + r->num;
+        } else if (r->kind == 2) {
+            pid = dense ? ++next_id : gpu_base + at * (maxdev + 1) + r->num;
+        } else {   /* a thread or a stream: its owner's track */
+            tr_i64map_get(r->kind == 1 ? &proc_pid : &dev_pid, r->owner, &pid);
+        }
+        if (tr_i64map_put(own, r->id, pid) < 0)
+            st = nomem(err);
+        v[i] = (rmeta){at, r->kind >= 2, pid, r->kind, r->kind == 1 || r->kind == 3 ? r->num : 0,
+                       r->rank, r->num, r->name,
+                       !c->sc.has_ranks || tr_rank_set_has(&c->o->ranks, r->rank)};
+    }
+    tr_i64map_free(&pid_rank);
+    tr_i64map_free(&proc_pid);
+    tr_i64map_free(&dev_pid);
+    if (st != TR_OK) {
+        free(v);
+        return st;
+    }
+    *out = v;
+    *nout = t->n;
+    return TR_OK;
+}
+
+/* A process's or GPU's name and labels ("rank R" / "rank R,GPU D") and its
+ * place in the order of the tracks. */
+static void process_track_meta(chrome_ctx *c, const rmeta *e, const char *name, const char *labels,
+                               int64_t order)
+{
+    cbuf *h = &c->head;
+    meta_name(c, "process_name", e->pid, 0, name);
+    meta(h, "process_labels", e->pid, 0, "labels");
+    put_escaped(c, h, labels, strlen(labels));
+    cb_lit(h, "}}");
+    meta_int(h, "process_sort_index", e->pid, 0, "sort_index", order);
+}
+
+/* The metadata of one track of the selected ranks. */
+static void track_meta(chrome_ctx *c, const rmeta *e, int64_t *order)
+{
+    char buf[512], labels[64];
+    size_t len = 0;
+    const char *name = e->name_id ? tr_scan_string(&c->sc, e->name_id, &len) : "";
+    int has = len > 0;
+    switch (e->kind) {
+    case 0:
+        if (has)
+            snprintf(buf, sizeof buf, "rank %lld: %.*s (pid %lld)", (long long)e->rank, (int)len, name,
+                     (long long)e->orig);
+        else
+            snprintf(buf, sizeof buf, "rank %lld: process %lld", (long long)e->rank, (long long)e->orig);
+        snprintf(labels, sizeof labels, "rank %lld", (long long)e->rank);
+        process_track_meta(c, e, buf, labels, (*order)++);
+        break;
+    case 1:
+        if (has) {
+            snprintf(buf, sizeof buf, "%.*s", (int)len, name);
+            meta_name(c, "thread_name", e->pid, e->tid, buf);
+        }
+        meta_int(&c->head, "thread_sort_index", e->pid, e->tid, "sort_index", e->tid);
+        break;
+    case 2:
+        snprintf(buf, sizeof buf, "rank %lld: GPU %lld%s%.*s", (long long)e->rank, (long long)e->orig,
+                 has ? ": " : "", (int)len, name);
+        snprintf(labels, sizeof labels, "rank %lld,GPU %lld", (long long)e->rank, (long long)e->orig);
+        process_track_meta(c, e, buf, labels, (*order)++);
+        break;
+    default:
+        snprintf(buf, sizeof buf, "stream %lld", (long long)e->tid);
+        meta_name(c, "thread_name", e->pid, e->tid, buf);
+        meta_int(&c->head, "thread_sort_index", e->pid, e->tid, "sort_index", e->tid);
+    }
+}
+
+/* The distinct ranks of the map's sources, ascending, in *out (*nr of them). */
+static tr_status distinct_ranks(const tr_rank_map *m, int64_t **out, size_t *nr, tr_error *err)
+{
+    int64_t *ranks = malloc((m->nsrc ? m->nsrc : 1) * sizeof *ranks);
+    if (!ranks)
+        return nomem(err);
+    for (size_t i = 0; i < m->nsrc; i++)
+        ranks[i] = m->src[i].rank;
+    qsort(ranks, m->nsrc, sizeof *ranks, cmp_i64);
+    size_t n = 0;
+    for (size_t i = 0; i < m->nsrc; i++)
+        if (!n || ranks[n - 1] != ranks[i])
+            ranks[n++] = ranks[i];
+    *out = ranks;
+    *nr = n;
+    return TR_OK;
+}
+
 /* A run.db of two ranks or more (lib/ranks.h): host pids stay when one rank
  * alone has them, else move to (maxpid + 1) * (rank's place + 1) + pid; each
  * rank's GPUs come after all of those, one block of device ordinals per rank.
@@ -669,192 +859,33 @@ static int64_t rank_at(const int64_t *ranks, size_t n, int64_t r)
  * selected ranks and the maps render() reads the pids from. */
 static tr_status ranked_meta(chrome_ctx *c, tr_error *err)
 {
-    sqlite3 *db = c->sc.db;
     tr_rank_map m;
-    tr_status st = tr_rank_map_load(&m, db, 0, NULL, err);
+    tr_status st = tr_rank_map_load(&m, c->sc.db, 0, NULL, err);
     if (st != TR_OK || m.nranks < 2) {
         tr_rank_map_free(&m);
         return st;
     }
     c->multi_rank = 1;
-    int64_t *ranks = malloc(m.nsrc * sizeof *ranks);
+    int64_t *ranks = NULL;
+    size_t nr = 0, n = 0;
+    track_rows rows = {0};
     rmeta *v = NULL;
-    size_t n = 0, cap = 0, nr = 0;
-    if (!ranks) {
-        tr_rank_map_free(&m);
-        return nomem(err);
+    st = distinct_ranks(&m, &ranks, &nr, err);
+    if (st == TR_OK)
+        st = track_rows_load(&rows, c->sc.db, &m, err);
+    if (st == TR_OK)
+        st = assign_track_pids(c, &rows, ranks, nr, &v, &n, err);
+    if (st == TR_OK) {
+        qsort(v, n, sizeof *v, cmp_rmeta);
+        int64_t order = 0;
+        for (size_t i = 0; i < n; i++)
+            /* one track per (pid, tid) even when several rows map to it */
+            if (v[i].selected && !(i && v[i].kind == v[i - 1].kind && v[i].pid == v[i - 1].pid
+                                   && v[i].tid == v[i - 1].tid))
+                track_meta(c, &v[i], &order);
     }
-    for (size_t i = 0; i < m.nsrc; i++)
-        ranks[i] = m.src[i].rank;
-    qsort(ranks, m.nsrc, sizeof *ranks, cmp_i64);
-    for (size_t i = 0; i < m.nsrc; i++)
-        if (!nr || ranks[nr - 1] != ranks[i])
-            ranks[nr++] = ranks[i];
-    /* rows: 0 processes, 1 threads (by their process), 2 devices, 3 streams (by their device) */
-    static const char sql[] =
-        "SELECT 0, p.id, p.pid, p.source_id, p.name_id, p.id FROM processes p "
-        "UNION ALL SELECT 1, t.id, t.tid, p.source_id, t.name_id, p.id FROM threads t "
-        "JOIN processes p ON p.id = t.process_id "
-        "UNION ALL SELECT 2, d.id, d.device, d.source_id, d.name_id, d.id FROM devices d "
-        "UNION ALL SELECT 3, s.id, s.stream, d.source_id, NULL, d.id FROM streams s "
-        "JOIN devices d ON d.id = s.device_id ORDER BY 1, 2";
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
-        st = tr_fail(err, TR_ERR_INPUT, "%s: cannot read threads: %s", tr_rundb_name(db), sqlite3_errmsg(db));
-        goto out;
-    }
-    struct row { int kind; int64_t id, num, rank, name, owner; } *rows = NULL;
-    size_t nrows = 0, rcap = 0;
-    int64_t maxpid = 0, maxdev = 0;
-    int step_rc;
-    while ((step_rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (nrows == rcap) {
-            rcap = rcap ? 2 * rcap : 64;
-            struct row *nrw = realloc(rows, rcap * sizeof *nrw);
-            if (!nrw) {
-                st = nomem(err);
-                break;
-            }
-            rows = nrw;
-        }
-        struct row *r = &rows[nrows++];
-        r->kind = sqlite3_column_int(q, 0);
-        r->id = sqlite3_column_int64(q, 1);
-        r->num = sqlite3_column_int64(q, 2);
-        r->rank = tr_rank_map_source(&m, sqlite3_column_int64(q, 3));
-        r->name = sqlite3_column_int64(q, 4);
-        r->owner = sqlite3_column_int64(q, 5);
-        if (r->kind == 0 && r->num > maxpid)
-            maxpid = r->num;
-        if (r->kind == 2 && r->num > maxdev)
-            maxdev = r->num;
-    }
-    if (st == TR_OK && step_rc != SQLITE_DONE)
-        st = tr_fail(err, TR_ERR_INPUT, "%s: cannot read threads: %s", tr_rundb_name(db), sqlite3_errmsg(db));
-    sqlite3_finalize(q);
-    /* pids and ordinals no trace has would overflow the blocks of ids per rank:
-     * then every process and GPU gets the next id instead (its name still says
-     * its pid or device), so no two ranks' tracks can share one */
-    int dense = maxpid >= INT32_MAX || maxdev >= 1 << 20;
-    int64_t next_id = 0;
-    if (dense)
-        maxpid = maxdev = 0;
-    /* pid -> its rank; processes.id / devices.id -> the pid of its track */
-    tr_i64map pid_rank, proc_pid, dev_pid;
-    tr_i64map_init(&pid_rank);
-    tr_i64map_init(&proc_pid);
-    tr_i64map_init(&dev_pid);
-    /* a pid two ranks have: -1 */
-    for (size_t i = 0; st == TR_OK && i < nrows; i++) {
-        int64_t had;
-        if (rows[i].kind != 0)
-            continue;
-        if (!tr_i64map_get(&pid_rank, rows[i].num, &had))
-            had = rows[i].rank;
-        else if (had != rows[i].rank)
-            had = -1;
-        if (tr_i64map_put(&pid_rank, rows[i].num, had) < 0)
-            st = nomem(err);
-    }
-    int64_t gpu_base = (maxpid + 1) * ((int64_t)nr + 1);
-    for (size_t i = 0; st == TR_OK && i < nrows; i++) {
-        struct row *r = &rows[i];
-        int64_t at = rank_at(ranks, nr, r->rank), pid = 0, owner_pid = 0, sole = 0;
-        switch (r->kind) {
-        case 0:
-            tr_i64map_get(&pid_rank, r->num, &sole);
-            pid = dense ? ++next_id : sole >= 0 ? r->num : (maxpid + 1) * (at + 1) + r->num;
-            if (tr_i64map_put(&proc_pid, r->id, pid) < 0)
-                st = nomem(err);
-            break;
-        case 1:
-            tr_i64map_get(&proc_pid, r->owner, &owner_pid);
-            pid = owner_pid;
-            if (tr_i64map_put(&c->thread_pid, r->id, pid) < 0)
-                st = nomem(err);
-            break;
-        case 2:
-            pid = dense ? ++next_id : gpu_base + at * (maxdev + 1) + r->num;
-            if (tr_i64map_put(&dev_pid, r->id, pid) < 0)
-                st = nomem(err);
-            break;
-        default:
-            tr_i64map_get(&dev_pid, r->owner, &owner_pid);
-            pid = owner_pid;
-            if (tr_i64map_put(&c->stream_pid, r->id, pid) < 0)
-                st = nomem(err);
-        }
-        if (st != TR_OK)
-            break;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            rmeta *nv = realloc(v, cap * sizeof *nv);
-            if (!nv) {
-                st = nomem(err);
-                break;
-            }
-            v = nv;
-        }
-        v[n++] = (rmeta){at, r->kind >= 2, pid, r->kind, r->kind == 1 || r->kind == 3 ? r->num : 0,
-                         r->rank, r->num, r->name,
-                         !c->sc.has_ranks || tr_rank_set_has(&c->o->ranks, r->rank)};
-    }
-    tr_i64map_free(&pid_rank);
-    tr_i64map_free(&proc_pid);
-    tr_i64map_free(&dev_pid);
-    free(rows);
-    if (st != TR_OK)
-        goto out;
-    qsort(v, n, sizeof *v, cmp_rmeta);
-    cbuf *h = &c->head;
-    char buf[512];
-    int64_t order = 0;
-    for (size_t i = 0; i < n; i++) {
-        rmeta *e = &v[i];
-        if (!e->selected || (i && e->kind == v[i - 1].kind && e->pid == v[i - 1].pid && e->tid == v[i - 1].tid))
-            continue;   /* one track per (pid, tid) even when several rows map to it */
-        size_t len = 0;
-        const char *name = e->name_id ? tr_scan_string(&c->sc, e->name_id, &len) : "";
-        int has = len > 0;
-        switch (e->kind) {
-        case 0:
-            if (has)
-                snprintf(buf, sizeof buf, "rank %lld: %.*s (pid %lld)", (long long)e->rank, (int)len, name,
-                         (long long)e->orig);
-            else
-                snprintf(buf, sizeof buf, "rank %lld: process %lld", (long long)e->rank, (long long)e->orig);
-            meta_name(c, "process_name", e->pid, 0, buf);
-            snprintf(buf, sizeof buf, "rank %lld", (long long)e->rank);
-            meta(h, "process_labels", e->pid, 0, "labels");
-            put_escaped(c, h, buf, strlen(buf));
-            cb_lit(h, "}}");
-            meta_int(h, "process_sort_index", e->pid, 0, "sort_index", order++);
-            break;
-        case 1:
-            if (has) {
-                snprintf(buf, sizeof buf, "%.*s", (int)len, name);
-                meta_name(c, "thread_name", e->pid, e->tid, buf);
-            }
-            meta_int(h, "thread_sort_index", e->pid, e->tid, "sort_index", e->tid);
-            break;
-        case 2:
-            snprintf(buf, sizeof buf, "rank %lld: GPU %lld%s%.*s", (long long)e->rank, (long long)e->orig,
-                     has ? ": " : "", (int)len, name);
-            meta_name(c, "process_name", e->pid, 0, buf);
-            snprintf(buf, sizeof buf, "rank %lld,GPU %lld", (long long)e->rank, (long long)e->orig);
-            meta(h, "process_labels", e->pid, 0, "labels");
-            put_escaped(c, h, buf, strlen(buf));
-            cb_lit(h, "}}");
-            meta_int(h, "process_sort_index", e->pid, 0, "sort_index", order++);
-            break;
-        default:
-            snprintf(buf, sizeof buf, "stream %lld", (long long)e->tid);
-            meta_name(c, "thread_name", e->pid, e->tid, buf);
-            meta_int(h, "thread_sort_index", e->pid, e->tid, "sort_index", e->tid);
-        }
-    }
-out:
     free(v);
+    free(rows.v);
     free(ranks);
     tr_rank_map_free(&m);
     return st;
