@@ -156,245 +156,305 @@ static int run_folded(char **paths, int n, int normalize, const char *output, co
     return st;
 }
 
-int main(int argc, char **argv)
+static const struct option longopts[] = {
+    {"stacks", no_argument, NULL, O_STACKS},     {"flamegraph", no_argument, NULL, O_FLAME},
+    {"chrome", no_argument, NULL, O_CHROME},     {"output", required_argument, NULL, 'o'},
+    {"metric", required_argument, NULL, O_METRIC},
+    {"stack-source", required_argument, NULL, O_SOURCE},
+    {"compat", required_argument, NULL, O_COMPAT},
+    {"time-range", required_argument, NULL, O_TIME},
+    {"thread", required_argument, NULL, O_THREAD},
+    {"device", required_argument, NULL, O_DEVICE},
+    {"include", required_argument, NULL, O_INCLUDE},
+    {"exclude", required_argument, NULL, O_EXCLUDE},
+    {"title", required_argument, NULL, O_TITLE}, {"width", required_argument, NULL, O_WIDTH},
+    {"minwidth", required_argument, NULL, O_MINWIDTH},
+    {"inverted", no_argument, NULL, O_INVERTED}, {"help", no_argument, NULL, 'h'},
+    {"events", no_argument, NULL, O_EVENTS},     {"format", required_argument, NULL, O_EVENTS_FORMAT},
+    {"html", no_argument, NULL, O_HTML},
+    {"diff", no_argument, NULL, O_DIFF},         {"diff-normalize", no_argument, NULL, O_DIFF_NORM},
+    {"min-dur", required_argument, NULL, O_MIN_DUR},
+    {"max-size", required_argument, NULL, O_MAX_SIZE},
+    {"step", required_argument, NULL, O_STEP},
+    {"no-cache", no_argument, NULL, O_NO_CACHE},
+    {"rank", required_argument, NULL, O_RANK},
+    {"folded", no_argument, NULL, O_FOLDED},
+    {"version", no_argument, NULL, O_VERSION},   {NULL, 0, NULL, 0}};
+
+/* The command line, as read. */
+typedef struct {
+    tr_export_opts o;
+    const char *output, *step;
+    const char *events_format;   /* the --events writer --format names */
+    int selection;               /* an option that selects events */
+    int chrome_only;             /* --min-dur or --max-size */
+    int diff, diff_norm, no_cache, folded;
+} export_args;
+
+#define EXIT_NOW (-1)   /* --help or --version has been answered */
+
+/* One output format option; 0 or TR_ERR_USAGE. */
+static int set_format(export_args *a, const tr_export_format *f, const char *choices)
 {
-    static const struct option longopts[] = {
-        {"stacks", no_argument, NULL, O_STACKS},     {"flamegraph", no_argument, NULL, O_FLAME},
-        {"chrome", no_argument, NULL, O_CHROME},     {"output", required_argument, NULL, 'o'},
-        {"metric", required_argument, NULL, O_METRIC},
-        {"stack-source", required_argument, NULL, O_SOURCE},
-        {"compat", required_argument, NULL, O_COMPAT},
-        {"time-range", required_argument, NULL, O_TIME},
-        {"thread", required_argument, NULL, O_THREAD},
-        {"device", required_argument, NULL, O_DEVICE},
-        {"include", required_argument, NULL, O_INCLUDE},
-        {"exclude", required_argument, NULL, O_EXCLUDE},
-        {"title", required_argument, NULL, O_TITLE}, {"width", required_argument, NULL, O_WIDTH},
-        {"minwidth", required_argument, NULL, O_MINWIDTH},
-        {"inverted", no_argument, NULL, O_INVERTED}, {"help", no_argument, NULL, 'h'},
-        {"events", no_argument, NULL, O_EVENTS},     {"format", required_argument, NULL, O_EVENTS_FORMAT},
-        {"html", no_argument, NULL, O_HTML},
-        {"diff", no_argument, NULL, O_DIFF},         {"diff-normalize", no_argument, NULL, O_DIFF_NORM},
-        {"min-dur", required_argument, NULL, O_MIN_DUR},
-        {"max-size", required_argument, NULL, O_MAX_SIZE},
-        {"step", required_argument, NULL, O_STEP},
-        {"no-cache", no_argument, NULL, O_NO_CACHE},
-        {"rank", required_argument, NULL, O_RANK},
-        {"folded", no_argument, NULL, O_FOLDED},
-        {"version", no_argument, NULL, O_VERSION},   {NULL, 0, NULL, 0}};
+    if (a->o.format && a->o.format != f)
+        return usage_error("%s", choices);
+    a->o.format = f;
+    return 0;
+}
+
+static int unknown_metric(const char *arg)
+{
+    char valid[512], hint[128];
+    size_t n = 0;
+    valid[0] = '\0';
+    for (const tr_export_metric *m = tr_export_metrics; m->name && n < sizeof valid; m++)
+        n += (size_t)snprintf(valid + n, sizeof valid - n, "%s%s", n ? " " : "", m->name);
+    fprintf(stderr, "trace-export: unknown metric '%s'%s (valid: %s)\n", arg,
+            tr_suggest_hint(hint, sizeof hint, arg, strlen(arg), valid), valid);
+    return TR_ERR_USAGE;
+}
+
+/* An option that selects events or shapes the output; 0, TR_ERR_USAGE, or -2 if c is not one. */
+static int parse_selection(export_args *a, int c, const char *arg, tr_error *err)
+{
+    tr_export_opts *o = &a->o;
+    long long v;
+    switch (c) {
+    case O_TIME:
+        a->selection = 1;
+        return tr_export_parse_time_range(o, arg, err) == TR_OK ? 0 : usage_error("%s", err->msg);
+    case O_THREAD:
+        o->has_thread = 1, a->selection = 1;
+        if (!parse_long(arg, INT64_MIN, INT64_MAX, &v))
+            return usage_error("invalid --thread '%s' (a thread id)", arg);
+        o->thread_tid = v;
+        return 0;
+    case O_DEVICE:
+        o->has_device = 1, a->selection = 1;
+        if (!parse_long(arg, 0, INT64_MAX, &v))
+            return usage_error("invalid --device '%s' (a device number)", arg);
+        o->device = v;
+        return 0;
+    case O_RANK:
+        a->selection = 1;
+        return tr_rank_set_parse(&o->ranks, arg, err) == TR_OK ? 0 : usage_error("%s", err->msg);
+    case O_INCLUDE: case O_EXCLUDE:
+        a->selection = 1;
+        return tr_export_set_regex(o, c == O_EXCLUDE, arg, err) == TR_OK ? 0 : usage_error("%s", err->msg);
+    case O_STEP:
+        a->step = arg, a->selection = 1;
+        return 0;
+    case O_MIN_DUR:
+        a->chrome_only = 1;
+        return tr_export_parse_dur(arg, &o->min_dur, err) == TR_OK ? 0 : usage_error("--min-dur: %s", err->msg);
+    case O_MAX_SIZE:
+        a->chrome_only = 1;
+        return tr_export_parse_size(arg, &o->max_size, err) == TR_OK ? 0 : usage_error("--max-size: %s", err->msg);
+    default:
+        return -2;
+    }
+}
+
+/* A flamegraph's drawing: title, width, minimum width, inverted. */
+static int parse_drawing(export_args *a, int c, const char *arg)
+{
+    tr_export_opts *o = &a->o;
+    long long v;
+    char *end;
+    switch (c) {
+    case O_TITLE: o->title = arg; return 0;
+    case O_WIDTH:
+        if (!parse_long(arg, 100, 1000000, &v))
+            return usage_error("invalid --width '%s' (pixels, 100..1000000)", arg);
+        o->width = (int)v;
+        return 0;
+    case O_MINWIDTH:
+        o->minwidth = strtod(arg, &end);
+        if (!*arg || *end || !(o->minwidth >= 0 && o->minwidth <= 1e6))
+            return usage_error("invalid --minwidth '%s' (pixels)", arg);
+        return 0;
+    case O_INVERTED: o->inverted = 1; return 0;
+    default: return -2;
+    }
+}
+
+/* One option from getopt_long(); 0, TR_ERR_USAGE or EXIT_NOW. */
+static int parse_option(export_args *a, int c, const char *arg, tr_error *err)
+{
     static const char *const format_of[] = {[O_STACKS - O_STACKS] = "stacks",
                                             [O_FLAME - O_STACKS] = "flamegraph",
                                             [O_CHROME - O_STACKS] = "chrome"};
-    tr_export_opts o;
-    tr_export_opts_init(&o);
-    tr_error err;
-    tr_error_clear(&err);
-    const char *output = NULL;
-    int c, rc = 0, selection = 0, diff = 0, diff_norm = 0, chrome_only = 0, no_cache = 0, folded = 0;
-    const char *step = NULL;
-    tr_export_chrome_stats cstats = {0};
-    const char *events_format = "events";
-    long long v;
-    tr_output_handle_signals();
-    tr_debuginfo_stay_offline();
-    while (rc == 0 && (c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_STACKS: case O_FLAME: case O_CHROME: {
-            const tr_export_format *f = tr_export_format_lookup(format_of[c - O_STACKS]);
-            if (o.format && o.format != f)
-                rc = usage_error("%s", "choose one of --stacks, --flamegraph, --chrome");
-            o.format = f;
-            break;
-        }
-        case 'o':
-            output = optarg;
-            if (!*output)
-                rc = usage_error("%s", "empty output file name (-o - is standard output)");
-            break;
-        case O_METRIC:
-            if (!(o.metric = tr_export_metric_lookup(optarg))) {
-                char valid[512], hint[128];
-                size_t n = 0;
-                valid[0] = '\0';
-                for (const tr_export_metric *m = tr_export_metrics; m->name && n < sizeof valid; m++)
-                    n += (size_t)snprintf(valid + n, sizeof valid - n, "%s%s", n ? " " : "", m->name);
-                fprintf(stderr, "trace-export: unknown metric '%s'%s (valid: %s)\n", optarg,
-                        tr_suggest_hint(hint, sizeof hint, optarg, strlen(optarg), valid), valid);
-                rc = TR_ERR_USAGE;
-            }
-            break;
-        case O_SOURCE:
-            if (!strcmp(optarg, "frames")) o.source = TR_SRC_FRAMES;
-            else if (!strcmp(optarg, "tree")) o.source = TR_SRC_TREE;
-            else rc = usage_error("unknown stack source '%s' (valid: frames tree)", optarg);
-            break;
-        case O_COMPAT:
-            if (strcmp(optarg, "torch") != 0)
-                rc = usage_error("unknown --compat '%s' (valid: torch)", optarg);
-            o.compat_torch = 1;
-            break;
-        case O_TIME:
-            if (tr_export_parse_time_range(&o, optarg, &err) != TR_OK)
-                rc = usage_error("%s", err.msg);
-            selection = 1;
-            break;
-        case O_THREAD:
-            if (!parse_long(optarg, INT64_MIN, INT64_MAX, &v))
-                rc = usage_error("invalid --thread '%s' (a thread id)", optarg);
-            o.has_thread = 1, o.thread_tid = v, selection = 1;
-            break;
-        case O_DEVICE:
-            if (!parse_long(optarg, 0, INT64_MAX, &v))
-                rc = usage_error("invalid --device '%s' (a device number)", optarg);
-            o.has_device = 1, o.device = v, selection = 1;
-            break;
-        case O_RANK:
-            if (tr_rank_set_parse(&o.ranks, optarg, &err) != TR_OK)
-                rc = usage_error("%s", err.msg);
-            selection = 1;
-            break;
-        case O_INCLUDE: case O_EXCLUDE:
-            if (tr_export_set_regex(&o, c == O_EXCLUDE, optarg, &err) != TR_OK)
-                rc = usage_error("%s", err.msg);
-            selection = 1;
-            break;
-        case O_TITLE: o.title = optarg; break;
-        case O_WIDTH:
-            if (!parse_long(optarg, 100, 1000000, &v))
-                rc = usage_error("invalid --width '%s' (pixels, 100..1000000)", optarg);
-            o.width = (int)v;
-            break;
-        case O_MINWIDTH: {
-            char *end;
-            o.minwidth = strtod(optarg, &end);
-            if (!*optarg || *end || !(o.minwidth >= 0 && o.minwidth <= 1e6))
-                rc = usage_error("invalid --minwidth '%s' (pixels)", optarg);
-            break;
-        }
-        case O_INVERTED: o.inverted = 1; break;
-        case O_HTML:
-            if (o.format && o.format != &tr_export_html_format)
-                rc = usage_error("%s", "choose one output: --stacks, --flamegraph, --chrome or --html");
-            o.format = &tr_export_html_format;
-            break;
-        case O_EVENTS:
-            if (o.format && o.format != tr_export_format_lookup(events_format))
-                rc = usage_error("%s", "choose one of --stacks, --flamegraph, --chrome, --events");
-            o.format = tr_export_format_lookup(events_format);
-            break;
-        case O_EVENTS_FORMAT:
-            if (!strcmp(optarg, "jsonl")) events_format = "events";
-            else if (!strcmp(optarg, "csv")) events_format = "events-csv";
-            else rc = usage_error("unknown --format '%s' (valid: jsonl csv; goes with --events)", optarg);
-            if (o.format && !strncmp(o.format->name, "events", 6))
-                o.format = tr_export_format_lookup(events_format);
-            break;
-        case O_DIFF: diff = 1; break;
-        case O_DIFF_NORM: diff_norm = 1; break;
-        case O_MIN_DUR:
-            if (tr_export_parse_dur(optarg, &o.min_dur, &err) != TR_OK)
-                rc = usage_error("--min-dur: %s", err.msg);
-            chrome_only = 1;
-            break;
-        case O_MAX_SIZE:
-            if (tr_export_parse_size(optarg, &o.max_size, &err) != TR_OK)
-                rc = usage_error("--max-size: %s", err.msg);
-            chrome_only = 1;
-            break;
-        case O_STEP: step = optarg; selection = 1; break;
-        case O_NO_CACHE: no_cache = 1; break;
-        case O_FOLDED: folded = 1; break;
-        case 'h': usage(stdout); tr_export_opts_free(&o); return 0;
-        case O_VERSION: printf("trace-export %s\n", TR_VERSION); tr_export_opts_free(&o); return 0;
-        default: rc = usage_error("%s", "try 'trace-export --help'");
-        }
-    }
-    if (rc == 0 && !o.format)
-        rc = usage_error("%s", "choose an output: --stacks, --flamegraph or --chrome "
-                               "(try 'trace-export --help')");
-    else if (rc == 0 && folded) {
-        int rc2 = folded_usage(&o, argc - optind, diff, diff_norm, selection || step || chrome_only || no_cache);
-        if (rc2 == 0)
-            rc2 = run_folded(argv + optind, argc - optind, diff_norm, output, &o);
-        tr_export_opts_free(&o);
-        return rc2;
-    }
-    else if (rc == 0 && diff_norm && !diff)
-        rc = usage_error("%s", "--diff-normalize goes with --diff");
-    else if (rc == 0 && diff && (argc - optind != 2 || o.compat_torch || o.format == tr_export_format_lookup("chrome")
-                                 || o.format == &tr_export_html_format))
-        rc = usage_error("%s", "--diff takes BASE.db NEW.db, with --stacks or --flamegraph");
-    else if (rc == 0 && !diff && optind != argc - 1)
-        rc = usage_error("%s", optind >= argc ? "no run database given" : "exactly one run database expected");
-    else if (rc == 0 && o.compat_torch && (o.format != tr_export_format_lookup("stacks") || selection))
-        rc = usage_error("%s", "--compat torch goes with --stacks only, without selection options");
-    else if (rc == 0 && chrome_only && o.format != tr_export_format_lookup("chrome"))
-        rc = usage_error("%s", "--min-dur and --max-size go with --chrome");
-    else if (rc == 0 && step && (o.has_time_range || diff))
-        rc = usage_error("%s", "--step and --time-range (or --diff) do not go together");
-    else if (rc == 0 && o.max_size && (!output || !strcmp(output, "-")))
-        rc = usage_error("%s", "--max-size writes numbered files: give -o FILE");
-    if (rc) {
-        tr_export_opts_free(&o);
+    tr_export_opts *o = &a->o;
+    int rc = parse_selection(a, c, arg, err);
+    if (rc == -2)
+        rc = parse_drawing(a, c, arg);
+    if (rc != -2)
         return rc;
+    switch (c) {
+    case O_STACKS: case O_FLAME: case O_CHROME:
+        return set_format(a, tr_export_format_lookup(format_of[c - O_STACKS]),
+                          "choose one of --stacks, --flamegraph, --chrome");
+    case O_HTML:
+        return set_format(a, &tr_export_html_format, "choose one output: --stacks, --flamegraph, --chrome or --html");
+    case O_EVENTS:
+        return set_format(a, tr_export_format_lookup(a->events_format),
+                          "choose one of --stacks, --flamegraph, --chrome, --events");
+    case O_EVENTS_FORMAT:
+        if (!strcmp(arg, "jsonl")) a->events_format = "events";
+        else if (!strcmp(arg, "csv")) a->events_format = "events-csv";
+        else rc = usage_error("unknown --format '%s' (valid: jsonl csv; goes with --events)", arg);
+        if (o->format && !strncmp(o->format->name, "events", 6))
+            o->format = tr_export_format_lookup(a->events_format);
+        return rc == -2 ? 0 : rc;
+    case 'o':
+        a->output = arg;
+        return *arg ? 0 : usage_error("%s", "empty output file name (-o - is standard output)");
+    case O_METRIC:
+        return (o->metric = tr_export_metric_lookup(arg)) ? 0 : unknown_metric(arg);
+    case O_SOURCE:
+        if (!strcmp(arg, "frames")) o->source = TR_SRC_FRAMES;
+        else if (!strcmp(arg, "tree")) o->source = TR_SRC_TREE;
+        else return usage_error("unknown stack source '%s' (valid: frames tree)", arg);
+        return 0;
+    case O_COMPAT:
+        o->compat_torch = 1;
+        return strcmp(arg, "torch") ? usage_error("unknown --compat '%s' (valid: torch)", arg) : 0;
+    case O_DIFF: a->diff = 1; return 0;
+    case O_DIFF_NORM: a->diff_norm = 1; return 0;
+    case O_NO_CACHE: a->no_cache = 1; return 0;
+    case O_FOLDED: a->folded = 1; return 0;
+    case 'h': usage(stdout); return EXIT_NOW;
+    case O_VERSION: printf("trace-export %s\n", TR_VERSION); return EXIT_NOW;
+    default: return usage_error("%s", "try 'trace-export --help'");
     }
+}
+
+/* The options that do not go together, and the run databases given (nargs of them). */
+static int check_args(const export_args *a, int nargs)
+{
+    const tr_export_opts *o = &a->o;
+    if (a->diff_norm && !a->diff)
+        return usage_error("%s", "--diff-normalize goes with --diff");
+    if (a->diff && (nargs != 2 || o->compat_torch || o->format == tr_export_format_lookup("chrome")
+                    || o->format == &tr_export_html_format))
+        return usage_error("%s", "--diff takes BASE.db NEW.db, with --stacks or --flamegraph");
+    if (!a->diff && nargs != 1)
+        return usage_error("%s", nargs < 1 ? "no run database given" : "exactly one run database expected");
+    if (o->compat_torch && (o->format != tr_export_format_lookup("stacks") || a->selection))
+        return usage_error("%s", "--compat torch goes with --stacks only, without selection options");
+    if (a->chrome_only && o->format != tr_export_format_lookup("chrome"))
+        return usage_error("%s", "--min-dur and --max-size go with --chrome");
+    if (a->step && (o->has_time_range || a->diff))
+        return usage_error("%s", "--step and --time-range (or --diff) do not go together");
+    if (o->max_size && (!a->output || !strcmp(a->output, "-")))
+        return usage_error("%s", "--max-size writes numbered files: give -o FILE");
+    return 0;
+}
+
+/* On a terminal, a progress line: the run.db read so far, and its rate. */
+static tr_progress *start_progress(const tr_export_opts *o, const char *path)
+{
+    tr_progress *prog = NULL;
+    if (tr_progress_wanted() && (prog = tr_progress_start("trace-export", NULL, NULL))) {
+        struct stat sb;
+        char label[128];
+        snprintf(label, sizeof label, "writing %s", o->format ? o->format->name : "the export");
+        tr_progress_phase(prog, label, stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0);
+    }
+    return prog;
+}
+
+/* Writes the export of db (or of the two runs of --diff) to the output. */
+static tr_status write_export(export_args *a, sqlite3 *db, const tr_input_db *in, tr_error *err)
+{
+    if (a->o.max_size)
+        return tr_export_chrome_parts(db, &a->o, a->output, err);
+    tr_output of;
+    FILE *out = tr_output_fopen(&of, a->output ? a->output : "-", err);
+    if (!out)
+        return err->status ? err->status : TR_ERR_RUNTIME;
+    tr_status st = a->diff ? tr_export_diff(in[0].path, in[1].path, a->diff_norm, &a->o, out, err)
+                           : tr_export_run(db, &a->o, out, err);
+    if (st == TR_OK)
+        st = tr_output_commit(&of, err);
+    else
+        tr_output_abort(&of);
+    return st;
+}
+
+/* Opens the inputs (a trace instead of a run.db: its cached or temporary run
+ * database), checks the selection against them and writes the export. */
+static tr_status run_export(export_args *a, char **paths, tr_input_db in[2], tr_error *err)
+{
+    tr_export_opts *o = &a->o;
+    int n = 1 + a->diff;
     sqlite3 *db = NULL;
-    size_t skipped = 0;
-    o.skipped = &skipped;
-    o.chrome_stats = &cstats;
-    o.gzip = output && strlen(output) > 3 && !strcmp(output + strlen(output) - 3, ".gz");
     /* no -o: standard output, as documented */
-    tr_status st = tr_output_check_inputs(output, (const char *const *)argv + optind, 1 + diff, &err);
-    /* a trace instead of a run.db: its cached (or temporary) run database */
-    tr_input_db in[2] = {{0}, {0}};
+    tr_status st = tr_output_check_inputs(a->output, (const char *const *)paths, n, err);
     tr_input_warnings w = {"trace-export", 0};
     tr_ingest_opts io = {.warn = tr_input_warn_stderr, .warn_ctx = &w};
-    for (int i = 0; i <= diff && st == TR_OK; i++)
-        st = tr_input_open(argv[optind + i], no_cache, &io, &in[i], &err);
+    for (int i = 0; i < n && st == TR_OK; i++)
+        st = tr_input_open(paths[i], a->no_cache, &io, &in[i], err);
     if (st == TR_OK)
-        st = tr_rundb_open(in[0].path, &db, &err);
-    if (st == TR_OK && o.has_thread)
-        st = tr_list_check_filter(db, argv[optind], "thread", o.thread_tid, &err);
-    if (st == TR_OK && o.has_device)
-        st = tr_list_check_filter(db, argv[optind], "device", o.device, &err);
+        st = tr_rundb_open(in[0].path, &db, err);
+    if (st == TR_OK && o->has_thread)
+        st = tr_list_check_filter(db, paths[0], "thread", o->thread_tid, err);
+    if (st == TR_OK && o->has_device)
+        st = tr_list_check_filter(db, paths[0], "device", o->device, err);
     /* --diff: each run's ranks count from 0 (as trace-analyze --diff) */
     int64_t bases[2];
     const char *ipaths[2] = {in[0].path, in[1].path};
     if (st == TR_OK)
-        st = tr_ranks_prepare(ipaths, (const char *const *)argv + optind, (size_t)(1 + diff), diff, &o.ranks, bases,
-                              warn_line, NULL, &err);
-    if (st == TR_OK && step)
-        st = tr_export_step_window(db, step, &o, &err);
-    /* on a terminal, a progress line: the run.db read so far, and its rate */
-    tr_progress *prog = NULL;
-    if (st == TR_OK && tr_progress_wanted() && (prog = tr_progress_start("trace-export", NULL, NULL))) {
-        struct stat sb;
-        char label[128];
-        snprintf(label, sizeof label, "writing %s", o.format ? o.format->name : "the export");
-        tr_progress_phase(prog, label, stat(in[0].path, &sb) == 0 ? (uint64_t)sb.st_size : 0);
-    }
-    if (st == TR_OK && o.max_size) {
-        st = tr_export_chrome_parts(db, &o, output, &err);
-    } else if (st == TR_OK) {
-        tr_output of;
-        FILE *out = tr_output_fopen(&of, output ? output : "-", &err);
-        if (!out) {
-            st = err.status ? err.status : TR_ERR_RUNTIME;
-        } else {
-            st = diff ? tr_export_diff(in[0].path, in[1].path, diff_norm, &o, out, &err)
-                      : tr_export_run(db, &o, out, &err);
-            if (st == TR_OK)
-                st = tr_output_commit(&of, &err);
-            else
-                tr_output_abort(&of);
-        }
-    }
+        st = tr_ranks_prepare(ipaths, (const char *const *)paths, (size_t)n, a->diff, &o->ranks, bases,
+                              warn_line, NULL, err);
+    if (st == TR_OK && a->step)
+        st = tr_export_step_window(db, a->step, o, err);
+    tr_progress *prog = st == TR_OK ? start_progress(o, in[0].path) : NULL;
+    if (st == TR_OK)
+        st = write_export(a, db, in, err);
     tr_progress_stop(prog);
     if (db)
         sqlite3_close(db);
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    export_args a = {.events_format = "events"};
+    tr_export_opts_init(&a.o);
+    tr_error err;
+    tr_error_clear(&err);
+    tr_output_handle_signals();
+    tr_debuginfo_stay_offline();
+    int c, rc = 0;
+    while (rc == 0 && (c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1)
+        rc = parse_option(&a, c, optarg, &err);
+    int nargs = argc - optind;
+    if (rc == 0 && !a.o.format)
+        rc = usage_error("%s", "choose an output: --stacks, --flamegraph or --chrome "
+                               "(try 'trace-export --help')");
+    else if (rc == 0 && a.folded) {
+        rc = folded_usage(&a.o, nargs, a.diff, a.diff_norm, a.selection || a.step || a.chrome_only || a.no_cache);
+        if (rc == 0)
+            rc = run_folded(argv + optind, nargs, a.diff_norm, a.output, &a.o);
+        tr_export_opts_free(&a.o);
+        return rc;
+    } else if (rc == 0)
+        rc = check_args(&a, nargs);
+    if (rc) {
+        tr_export_opts_free(&a.o);
+        return rc == EXIT_NOW ? 0 : rc;
+    }
+    size_t skipped = 0;
+    tr_export_chrome_stats cstats = {0};
+    a.o.skipped = &skipped;
+    a.o.chrome_stats = &cstats;
+    a.o.gzip = a.output && strlen(a.output) > 3 && !strcmp(a.output + strlen(a.output) - 3, ".gz");
+    tr_input_db in[2] = {{0}, {0}};
+    tr_status st = run_export(&a, argv + optind, in, &err);
     tr_input_release(&in[0]);
     tr_input_release(&in[1]);
-    tr_export_opts_free(&o);
+    tr_export_opts_free(&a.o);
     if (st != TR_OK) {
         fputs("trace-export: ", stderr);
         tr_put_line(stderr, err.msg);
