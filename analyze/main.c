@@ -222,217 +222,296 @@ enum { O_DIFF = 800, O_DIFF_NORM };
 enum { O_LIST = 700 };
 enum { O_NAME_WIDTH = 900, O_SHORT_NAMES, O_NO_CACHE };
 
-int main(int argc, char **argv)
-{
-    static const struct option longopts[] = {
-        {"sort", required_argument, NULL, 's'},           {"limit", required_argument, NULL, 'n'},
-        {"group-by-shape", no_argument, NULL, O_SHAPE},   {"group-by-stack", required_argument, NULL, O_STACK},
-        {"stack-source", required_argument, NULL, O_STACK_SRC}, {"top-level", no_argument, NULL, O_TOP},
-        {"include", required_argument, NULL, O_INCLUDE},  {"exclude", required_argument, NULL, O_EXCLUDE},
-        {"kind", required_argument, NULL, O_KIND},        {"thread", required_argument, NULL, O_THREAD},
-        {"device", required_argument, NULL, O_DEVICE},    {"stream", required_argument, NULL, O_STREAM},
-        {"rank", required_argument, NULL, O_RANK},
-        {"time-range", required_argument, NULL, O_TIME},  {"format", required_argument, NULL, O_FORMAT},
-        {"units", required_argument, NULL, O_UNITS},      {"stats", no_argument, NULL, O_STATS},
-        {"help", no_argument, NULL, 'h'},                 {"version", no_argument, NULL, O_VERSION},
-        {"report", required_argument, NULL, O_REPORT},
-        {"step", required_argument, NULL, O_STEP},
-        {"diff", no_argument, NULL, O_DIFF},              {"diff-normalize", no_argument, NULL, O_DIFF_NORM},
-        {"list", required_argument, NULL, O_LIST},
-        {"compat", required_argument, NULL, O_COMPAT},
-        {"name-width", required_argument, NULL, O_NAME_WIDTH}, {"short-names", no_argument, NULL, O_SHORT_NAMES},
-        {"no-cache", no_argument, NULL, O_NO_CACHE},
-        {NULL, 0, NULL, 0}};
-    tr_report_opts reports = {0};
-    /* a closed pipe (trace-analyze | head) ends the tool quietly, the same way
-     * whatever SIGPIPE disposition it inherited */
-    tr_output_handle_signals();
-    tr_debuginfo_stay_offline();
-    tr_selection sel;
-    memset(&sel, 0, sizeof sel);
+static const struct option longopts[] = {
+    {"sort", required_argument, NULL, 's'},           {"limit", required_argument, NULL, 'n'},
+    {"group-by-shape", no_argument, NULL, O_SHAPE},   {"group-by-stack", required_argument, NULL, O_STACK},
+    {"stack-source", required_argument, NULL, O_STACK_SRC}, {"top-level", no_argument, NULL, O_TOP},
+    {"include", required_argument, NULL, O_INCLUDE},  {"exclude", required_argument, NULL, O_EXCLUDE},
+    {"kind", required_argument, NULL, O_KIND},        {"thread", required_argument, NULL, O_THREAD},
+    {"device", required_argument, NULL, O_DEVICE},    {"stream", required_argument, NULL, O_STREAM},
+    {"rank", required_argument, NULL, O_RANK},
+    {"time-range", required_argument, NULL, O_TIME},  {"format", required_argument, NULL, O_FORMAT},
+    {"units", required_argument, NULL, O_UNITS},      {"stats", no_argument, NULL, O_STATS},
+    {"help", no_argument, NULL, 'h'},                 {"version", no_argument, NULL, O_VERSION},
+    {"report", required_argument, NULL, O_REPORT},
+    {"step", required_argument, NULL, O_STEP},
+    {"diff", no_argument, NULL, O_DIFF},              {"diff-normalize", no_argument, NULL, O_DIFF_NORM},
+    {"list", required_argument, NULL, O_LIST},
+    {"compat", required_argument, NULL, O_COMPAT},
+    {"name-width", required_argument, NULL, O_NAME_WIDTH}, {"short-names", no_argument, NULL, O_SHORT_NAMES},
+    {"no-cache", no_argument, NULL, O_NO_CACHE},
+    {NULL, 0, NULL, 0}};
+
+/* The command line, as read. */
+typedef struct {
     tr_analyze_opts o;
-    memset(&o, 0, sizeof o);
-    o.limit = 100;
-    o.select = &sel;
-    o.format = &tr_output_formats[0];
-    const tr_sort_key *sort = NULL;
-    int diff = 0, diff_norm = 0, no_cache = 0;
-    const tr_list *list = NULL;
-    int list_names = 0;   /* --list list */
-    tr_error err;
-    tr_error_clear(&err);
+    tr_selection sel;
+    tr_report_opts reports;
+    const tr_sort_key *sort;   /* NULL: by self GPU time when there is some, else self CPU */
+    const tr_list *list;
+    int list_names;            /* --list list */
+    int diff, diff_norm, no_cache;
+    int done;                  /* --help or --version has been answered */
+} analyze_args;
+
+/* A usage error already printed (a list of choices): no message of its own. */
+static tr_status printed_usage(tr_error *err)
+{
+    err->msg[0] = '\0';
+    return TR_ERR_USAGE;
+}
+
+/* An option that selects events: 1 with its status in *st, or 0 if c is not one. */
+static int parse_selection(analyze_args *a, int c, const char *arg, tr_error *err, tr_status *st)
+{
+    tr_selection *sel = &a->sel;
+    switch (c) {
+    case O_TOP: sel->top_level = 1; break;
+    case O_INCLUDE: *st = tr_selection_add_regex(sel, 0, arg, err); break;
+    case O_EXCLUDE: *st = tr_selection_add_regex(sel, 1, arg, err); break;
+    case O_KIND: *st = tr_selection_parse_kinds(sel, arg, err); break;
+    case O_THREAD:
+        sel->has_thread = 1;
+        if (!parse_i64(arg, &sel->thread))
+            *st = tr_fail(err, TR_ERR_USAGE, "invalid --thread '%s' (an OS thread id)", arg);
+        break;
+    case O_DEVICE:
+        sel->has_device = 1;
+        if (!parse_i64(arg, &sel->device))
+            *st = tr_fail(err, TR_ERR_USAGE, "invalid --device '%s' (a device ordinal)", arg);
+        break;
+    case O_STREAM:
+        sel->has_stream = 1;
+        if (!parse_i64(arg, &sel->stream))
+            *st = tr_fail(err, TR_ERR_USAGE, "invalid --stream '%s' (a stream id)", arg);
+        break;
+    case O_RANK: *st = tr_rank_set_parse(&sel->ranks, arg, err); break;
+    case O_TIME:
+        sel->has_time = 1;
+        *st = tr_parse_time_range(arg, &sel->time_start, &sel->time_end, err);
+        break;
+    default: return 0;
+    }
+    return 1;
+}
+
+/* A choice among words: sets *v to the value of the word arg is, else fails with
+ * "unknown WHAT 'ARG' (valid: ...)". */
+typedef struct { const char *word; int value; } word_choice;
+
+static tr_status choose(const word_choice *w, size_t n, const char *what, const char *arg, int *v, tr_error *err)
+{
+    char valid[128];
+    size_t k = 0;
+    valid[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(arg, w[i].word)) {
+            *v = w[i].value;
+            return TR_OK;
+        }
+        k += (size_t)snprintf(valid + k, sizeof valid - k, "%s%s", i ? " " : "", w[i].word);
+    }
+    return tr_fail(err, TR_ERR_USAGE, "unknown %s '%s' (valid: %s)", what, arg, valid);
+}
+
+/* An option that shapes the table (sorting, grouping, units, format): 1 with
+ * its status in *st, or 0 if c is not one. */
+static int parse_table(analyze_args *a, int c, const char *arg, tr_error *err, tr_status *st)
+{
+    static const word_choice sources[] = {
+        {"auto", TR_STACK_AUTO}, {"frames", TR_STACK_FRAMES}, {"tree", TR_STACK_TREE}};
+    static const word_choice units[] = {
+        {"auto", TR_UNIT_AUTO}, {"us", TR_UNIT_US}, {"ms", TR_UNIT_MS}, {"s", TR_UNIT_S}};
+    tr_analyze_opts *o = &a->o;
+    long w = 0;
+    int v = 0;
+    switch (c) {
+    case 's':
+        if (!(a->sort = tr_sort_key_lookup(arg))) {
+            list_choices(stderr, "sort key", arg);
+            *st = printed_usage(err);
+        }
+        break;
+    case 'n':
+        if (!parse_long(arg, -1, &o->limit))
+            *st = tr_fail(err, TR_ERR_USAGE, "invalid --limit '%s' (a row count, or -1 for all)", arg);
+        break;
+    case O_SHAPE: o->group_by_shape = 1; break;
+    case O_STACK:
+        if (!parse_long(arg, 1, &o->group_by_stack))
+            *st = tr_fail(err, TR_ERR_USAGE, "invalid --group-by-stack '%s' (a frame count >= 1)", arg);
+        break;
+    case O_STACK_SRC:
+        if ((*st = choose(sources, sizeof sources / sizeof sources[0], "stack source", arg, &v, err)) == TR_OK)
+            o->stack_source = v;
+        break;
+    case O_FORMAT:
+        if (!(o->format = tr_output_format_lookup(arg))) {
+            list_choices(stderr, "format", arg);
+            *st = printed_usage(err);
+        }
+        break;
+    case O_UNITS:
+        if ((*st = choose(units, sizeof units / sizeof units[0], "unit", arg, &v, err)) == TR_OK)
+            o->unit = v;
+        break;
+    case O_STATS: o->stats = 1; break;
+    case O_NAME_WIDTH:
+        if (!parse_long(arg, 8, &w) || w > 100000)
+            *st = tr_fail(err, TR_ERR_USAGE, "invalid --name-width '%s' (columns, 8 or more)", arg);
+        o->name_width = (int)w;
+        break;
+    case O_SHORT_NAMES: o->short_names = 1; break;
+    case O_COMPAT:
+        o->compat_torch = 1;
+        if (strcmp(arg, "torch") != 0)
+            *st = tr_fail(err, TR_ERR_USAGE, "unknown --compat '%s' (valid: torch)", arg);
+        break;
+    default: return 0;
+    }
+    return 1;
+}
+
+/* One option from getopt_long(). */
+static tr_status parse_option(analyze_args *a, int c, const char *arg, tr_error *err)
+{
     tr_status st = TR_OK;
-    int c;
-    while (st == TR_OK && (c = getopt_long(argc, argv, "s:n:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 's':
-            if (!(sort = tr_sort_key_lookup(optarg))) {
-                list_choices(stderr, "sort key", optarg);
-                st = TR_ERR_USAGE;
-                err.msg[0] = '\0';
-            }
-            break;
-        case 'n':
-            if (!parse_long(optarg, -1, &o.limit))
-                st = tr_fail(&err, TR_ERR_USAGE, "invalid --limit '%s' (a row count, or -1 for all)", optarg);
-            break;
-        case O_SHAPE: o.group_by_shape = 1; break;
-        case O_STACK:
-            if (!parse_long(optarg, 1, &o.group_by_stack))
-                st = tr_fail(&err, TR_ERR_USAGE, "invalid --group-by-stack '%s' (a frame count >= 1)", optarg);
-            break;
-        case O_STACK_SRC:
-            if (!strcmp(optarg, "auto")) o.stack_source = TR_STACK_AUTO;
-            else if (!strcmp(optarg, "frames")) o.stack_source = TR_STACK_FRAMES;
-            else if (!strcmp(optarg, "tree")) o.stack_source = TR_STACK_TREE;
-            else st = tr_fail(&err, TR_ERR_USAGE, "unknown stack source '%s' (valid: auto frames tree)", optarg);
-            break;
-        case O_TOP: sel.top_level = 1; break;
-        case O_INCLUDE: st = tr_selection_add_regex(&sel, 0, optarg, &err); break;
-        case O_EXCLUDE: st = tr_selection_add_regex(&sel, 1, optarg, &err); break;
-        case O_KIND: st = tr_selection_parse_kinds(&sel, optarg, &err); break;
-        case O_THREAD:
-            if (!parse_i64(optarg, &sel.thread))
-                st = tr_fail(&err, TR_ERR_USAGE, "invalid --thread '%s' (an OS thread id)", optarg);
-            sel.has_thread = 1;
-            break;
-        case O_DEVICE:
-            if (!parse_i64(optarg, &sel.device))
-                st = tr_fail(&err, TR_ERR_USAGE, "invalid --device '%s' (a device ordinal)", optarg);
-            sel.has_device = 1;
-            break;
-        case O_STREAM:
-            if (!parse_i64(optarg, &sel.stream))
-                st = tr_fail(&err, TR_ERR_USAGE, "invalid --stream '%s' (a stream id)", optarg);
-            sel.has_stream = 1;
-            break;
-        case O_RANK: st = tr_rank_set_parse(&sel.ranks, optarg, &err); break;
-        case O_TIME:
-            st = tr_parse_time_range(optarg, &sel.time_start, &sel.time_end, &err);
-            sel.has_time = 1;
-            break;
-        case O_FORMAT:
-            if (!(o.format = tr_output_format_lookup(optarg))) {
-                list_choices(stderr, "format", optarg);
-                st = TR_ERR_USAGE;
-                err.msg[0] = '\0';
-            }
-            break;
-        case O_UNITS:
-            if (!strcmp(optarg, "auto")) o.unit = TR_UNIT_AUTO;
-            else if (!strcmp(optarg, "us")) o.unit = TR_UNIT_US;
-            else if (!strcmp(optarg, "ms")) o.unit = TR_UNIT_MS;
-            else if (!strcmp(optarg, "s")) o.unit = TR_UNIT_S;
-            else st = tr_fail(&err, TR_ERR_USAGE, "unknown unit '%s' (valid: auto us ms s)", optarg);
-            break;
-        case O_STATS: o.stats = 1; break;
-        case O_NAME_WIDTH: {
-            long w = 0;
-            if (!parse_long(optarg, 8, &w) || w > 100000)
-                st = tr_fail(&err, TR_ERR_USAGE, "invalid --name-width '%s' (columns, 8 or more)", optarg);
-            o.name_width = (int)w;
-            break;
+    if (parse_selection(a, c, arg, err, &st) || parse_table(a, c, arg, err, &st))
+        return st;
+    switch (c) {
+    case O_NO_CACHE: a->no_cache = 1; break;
+    case O_REPORT:
+        if ((st = tr_report_opts_add(&a->reports, arg, err)) == TR_ERR_USAGE)
+            report_hint(err, arg);
+        break;
+    case O_STEP: st = tr_report_opts_step(&a->reports, arg, err); break;
+    case O_DIFF: a->diff = 1; break;
+    case O_DIFF_NORM: a->diff_norm = 1; break;
+    case O_LIST:
+        if (!strcmp(arg, "list"))
+            a->list_names = 1;
+        else if (!(a->list = tr_list_lookup(arg))) {
+            list_choices(stderr, "list", arg);
+            st = printed_usage(err);
         }
-        case O_SHORT_NAMES: o.short_names = 1; break;
-        case O_NO_CACHE: no_cache = 1; break;
-        case O_REPORT:
-            if ((st = tr_report_opts_add(&reports, optarg, &err)) == TR_ERR_USAGE)
-                report_hint(&err, optarg);
-            break;
-        case O_STEP: st = tr_report_opts_step(&reports, optarg, &err); break;
-        case O_DIFF: diff = 1; break;
-        case O_DIFF_NORM: diff_norm = 1; break;
-        case O_LIST:
-            if (!strcmp(optarg, "list"))
-                list_names = 1;
-            else if (!(list = tr_list_lookup(optarg))) {
-                list_choices(stderr, "list", optarg);
-                st = TR_ERR_USAGE;
-                err.msg[0] = '\0';
-            }
-            break;
-        case O_COMPAT:
-            if (strcmp(optarg, "torch") != 0)
-                st = tr_fail(&err, TR_ERR_USAGE, "unknown --compat '%s' (valid: torch)", optarg);
-            o.compat_torch = 1;
-            break;
-        case 'h': usage(stdout); tr_selection_free(&sel); return 0;
-        case O_VERSION: printf("trace-analyze %s\n", TR_VERSION); tr_selection_free(&sel); return 0;
-        default:
-            st = tr_fail(&err, TR_ERR_USAGE, "try 'trace-analyze --help'");
-        }
+        break;
+    case 'h': usage(stdout); a->done = 1; break;
+    case O_VERSION: printf("trace-analyze %s\n", TR_VERSION); a->done = 1; break;
+    default:
+        st = tr_fail(err, TR_ERR_USAGE, "try 'trace-analyze --help'");
     }
-    if (st == TR_OK && reports.has_step && !reports.n && !reports.list)
-        st = tr_fail(&err, TR_ERR_USAGE, "--step applies to --report (the key_averages table does not take it yet)");
-    if (st == TR_OK && reports.list) {
-        tr_report_print_list(stdout);
-        tr_report_opts_free(&reports);
-        tr_selection_free(&sel);
-        return 0;
-    }
-    if (st == TR_OK && list_names) {
-        tr_list_print_choices(stdout);
-        tr_report_opts_free(&reports);
-        tr_selection_free(&sel);
-        return 0;
-    }
-    if (st == TR_OK && list && (diff || diff_norm || optind < argc - 1))
-        st = tr_fail(&err, TR_ERR_USAGE, "--list reads one run database");
-    if (st == TR_OK && (diff || diff_norm || optind < argc - 1))
-        return run_many(argv + optind, argc - optind, diff, diff_norm, no_cache, &o, sort, &reports, &sel);
-    if (st == TR_OK && optind != argc - 1)
-        st = tr_fail(&err, TR_ERR_USAGE, "%s", optind >= argc
-                     ? "no run database given (try 'trace-analyze --help')"
-                     : "exactly one run database expected");
-    sqlite3 *db = NULL;
+    return st;
+}
+
+/* The key_averages table of the selected events (tr_summarize()), with its warnings. */
+static tr_status write_table(analyze_args *a, sqlite3 *db, const char *name, tr_error *err)
+{
+    tr_analyze_opts *o = &a->o;
+    const tr_selection *sel = &a->sel;
     tr_summary s;
     memset(&s, 0, sizeof s);
-    tr_input_db in = {0};
-    tr_input_warnings w = {"trace-analyze", 0};
-    tr_ingest_opts io = {.warn = tr_input_warn_stderr, .warn_ctx = &w};
-    if (st == TR_OK)
-        st = tr_input_open(argv[optind], no_cache, &io, &in, &err);
-    if (st == TR_OK)
-        st = tr_rundb_open(in.path, &db, &err);
-    if (st == TR_OK)
-        st = tr_list_check_selection(db, argv[optind], &sel, &err);
-    int64_t base = 0;
-    if (st == TR_OK)
-        st = tr_ranks_prepare((const char *const *)&in.path, (const char *const *)&argv[optind], 1, 0, &sel.ranks,
-                              &base, warn_line, NULL, &err);
-    if (st == TR_OK)
-        st = tr_selection_bind(&sel, db, &err);
-    if (st == TR_OK && list) {
-        st = tr_list_print(db, argv[optind], list, &sel, o.format->name, stdout, &err);
-    } else if (st == TR_OK && reports.n)
-        st = tr_report_run(db, &reports, &o, stdout, stderr, &err);
-    else if (st == TR_OK)
-        st = tr_summarize(db, &o, &s, &err);
-    if (st == TR_OK && !reports.n && !list) {
-        o.sort = sort ? sort : tr_sort_key_lookup(s.has_gpu ? "self_cuda_time_total" : "self_cpu_time_total");
-        tr_summary_sort(&s, o.sort);
+    tr_status st = tr_summarize(db, o, &s, err);
+    if (st == TR_OK) {
+        o->sort = a->sort ? a->sort : tr_sort_key_lookup(s.has_gpu ? "self_cuda_time_total" : "self_cpu_time_total");
+        tr_summary_sort(&s, o->sort);
         if (s.skipped)
             fprintf(stderr, "trace-analyze: %s: warning: %lld event(s) with impossible times "
-                    "(an end before the start, or out of range) left out\n", argv[optind],
-                    (long long)s.skipped);
+                    "(an end before the start, or out of range) left out\n", name, (long long)s.skipped);
         if (s.n == 0 && !s.skipped)   /* the warning above already says why */
-            fprintf(stderr, "trace-analyze: %s: no events%s\n", argv[optind],
-                    s.events == 0 && (sel.kind_mask || sel.include || sel.exclude || sel.has_thread
-                                      || sel.has_device || sel.has_stream || sel.has_time || sel.top_level
-                                      || sel.ranks.n)
+            fprintf(stderr, "trace-analyze: %s: no events%s\n", name,
+                    s.events == 0 && (sel->kind_mask || sel->include || sel->exclude || sel->has_thread
+                                      || sel->has_device || sel->has_stream || sel->has_time || sel->top_level
+                                      || sel->ranks.n)
                         ? " selected" : "");
         int alike = 0;
-        o.names_alike = &alike;
-        st = o.format->write(stdout, &s, &o, &err);
+        o->names_alike = &alike;
+        st = o->format->write(stdout, &s, o, err);
         if (st == TR_OK && alike && isatty(STDOUT_FILENO))   /* a hint for the person reading */
             fprintf(stderr, "trace-analyze: some names read alike once cut: --short-names tells them apart\n");
     }
     tr_summary_free(&s);
-    tr_report_opts_free(&reports);
-    tr_selection_free(&sel);
+    return st;
+}
+
+/* One run database (or a trace: its cached or temporary run database): the
+ * --list, the reports, or the table. */
+static tr_status analyze_one(analyze_args *a, const char *path, tr_error *err)
+{
+    sqlite3 *db = NULL;
+    tr_input_db in = {0};
+    tr_input_warnings w = {"trace-analyze", 0};
+    tr_ingest_opts io = {.warn = tr_input_warn_stderr, .warn_ctx = &w};
+    tr_status st = tr_input_open(path, a->no_cache, &io, &in, err);
+    if (st == TR_OK)
+        st = tr_rundb_open(in.path, &db, err);
+    if (st == TR_OK)
+        st = tr_list_check_selection(db, path, &a->sel, err);
+    int64_t base = 0;
+    if (st == TR_OK)
+        st = tr_ranks_prepare((const char *const *)&in.path, &path, 1, 0, &a->sel.ranks, &base, warn_line, NULL,
+                              err);
+    if (st == TR_OK)
+        st = tr_selection_bind(&a->sel, db, err);
+    if (st == TR_OK && a->list)
+        st = tr_list_print(db, path, a->list, &a->sel, a->o.format->name, stdout, err);
+    else if (st == TR_OK && a->reports.n)
+        st = tr_report_run(db, &a->reports, &a->o, stdout, stderr, err);
+    else if (st == TR_OK)
+        st = write_table(a, db, path, err);
     if (db)
         sqlite3_close(db);
     tr_input_release(&in);
+    return st;
+}
+
+static void args_free(analyze_args *a)
+{
+    tr_report_opts_free(&a->reports);
+    tr_selection_free(&a->sel);
+}
+
+int main(int argc, char **argv)
+{
+    /* a closed pipe (trace-analyze | head) ends the tool quietly, the same way
+     * whatever SIGPIPE disposition it inherited */
+    tr_output_handle_signals();
+    tr_debuginfo_stay_offline();
+    analyze_args a;
+    memset(&a, 0, sizeof a);
+    a.o.limit = 100;
+    a.o.select = &a.sel;
+    a.o.format = &tr_output_formats[0];
+    tr_error err;
+    tr_error_clear(&err);
+    tr_status st = TR_OK;
+    int c;
+    while (st == TR_OK && !a.done && (c = getopt_long(argc, argv, "s:n:h", longopts, NULL)) != -1)
+        st = parse_option(&a, c, optarg, &err);
+    int nargs = argc - optind;
+    if (st == TR_OK && !a.done && a.reports.has_step && !a.reports.n && !a.reports.list)
+        st = tr_fail(&err, TR_ERR_USAGE, "--step applies to --report (the key_averages table does not take it yet)");
+    if (st == TR_OK && !a.done && (a.reports.list || a.list_names)) {
+        if (a.reports.list)
+            tr_report_print_list(stdout);
+        else
+            tr_list_print_choices(stdout);
+        a.done = 1;
+    }
+    if (a.done) {
+        args_free(&a);
+        return 0;
+    }
+    if (st == TR_OK && a.list && (a.diff || a.diff_norm || nargs > 1))
+        st = tr_fail(&err, TR_ERR_USAGE, "--list reads one run database");
+    if (st == TR_OK && (a.diff || a.diff_norm || nargs > 1))
+        return run_many(argv + optind, nargs, a.diff, a.diff_norm, a.no_cache, &a.o, a.sort, &a.reports, &a.sel);
+    if (st == TR_OK && nargs != 1)
+        st = tr_fail(&err, TR_ERR_USAGE, "%s", nargs < 1
+                     ? "no run database given (try 'trace-analyze --help')"
+                     : "exactly one run database expected");
+    if (st == TR_OK)
+        st = analyze_one(&a, argv[optind], &err);
+    args_free(&a);
     if (st == TR_OK && fflush(stdout) != 0)
         st = tr_fail(&err, TR_ERR_RUNTIME, "write error on standard output");
     if (st != TR_OK) {
