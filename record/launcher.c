@@ -238,87 +238,82 @@ static int run_ingest(const char *bindir, const char *out, char **files, size_t 
     return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
-int main(int argc, char **argv)
-{
-    enum { O_RAW = 256, O_KINDS, O_NOCHILD, O_BUF, O_FLUSH, O_DELAY, O_DUR, O_CAPRANGE, O_NVTXCAP,
-           O_BT, O_BUDGET, O_VERSION };
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'},   {"raw-only", no_argument, NULL, O_RAW},
-        {"kinds", required_argument, NULL, O_KINDS}, {"no-children", no_argument, NULL, O_NOCHILD},
-        {"buffer-size", required_argument, NULL, O_BUF}, {"flush-ms", required_argument, NULL, O_FLUSH},
-        {"buffer-budget", required_argument, NULL, O_BUDGET},
-        {"delay", required_argument, NULL, O_DELAY}, {"duration", required_argument, NULL, O_DUR},
-        {"capture-range", required_argument, NULL, O_CAPRANGE},
-        {"nvtx-capture", required_argument, NULL, O_NVTXCAP},
-        {"backtrace", no_argument, NULL, O_BT},     {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, O_VERSION},
-        {NULL, 0, NULL, 0}};
-    const char *out = "run.db", *kinds = NULL, *capture = NULL;
-    int raw_only = 0, no_children = 0, backtrace = 0, c;
-    unsigned long long bufsize = 0, delay = 0, duration = 0, flush_ms = 0, budget = 0;
+enum { O_RAW = 256, O_KINDS, O_NOCHILD, O_BUF, O_FLUSH, O_DELAY, O_DUR, O_CAPRANGE, O_NVTXCAP,
+       O_BT, O_BUDGET, O_VERSION };
+static const struct option longopts[] = {
+    {"output", required_argument, NULL, 'o'},   {"raw-only", no_argument, NULL, O_RAW},
+    {"kinds", required_argument, NULL, O_KINDS}, {"no-children", no_argument, NULL, O_NOCHILD},
+    {"buffer-size", required_argument, NULL, O_BUF}, {"flush-ms", required_argument, NULL, O_FLUSH},
+    {"buffer-budget", required_argument, NULL, O_BUDGET},
+    {"delay", required_argument, NULL, O_DELAY}, {"duration", required_argument, NULL, O_DUR},
+    {"capture-range", required_argument, NULL, O_CAPRANGE},
+    {"nvtx-capture", required_argument, NULL, O_NVTXCAP},
+    {"backtrace", no_argument, NULL, O_BT},     {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, O_VERSION},
+    {NULL, 0, NULL, 0}};
+
+/* The command line, as read. */
+typedef struct {
+    const char *out, *kinds, *capture;
+    int raw_only, no_children, backtrace;
+    unsigned long long bufsize, delay, duration, flush_ms, budget;   /* 0: the agent's default */
     char capbuf[300];
-    while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            out = optarg;
-            if (!*out || !strcmp(out, "-"))
-                return usage_error("bad -o '%s': a run database file name is needed "
-                                   "(its raw files go beside it)", out);
-            break;
-        case O_RAW: raw_only = 1; break;
-        case O_KINDS:
-            if (check_kinds(optarg) < 0)
-                return usage_error("bad --kinds '%s'", optarg);
-            kinds = optarg;
-            break;
-        case O_NOCHILD: no_children = 1; break;
-        case O_BUF:
-            if (parse_size(optarg, &bufsize) < 0)
-                return usage_error("bad --buffer-size '%s' (64k..1G)", optarg);
-            break;
-        case O_BUDGET:
-            if (parse_size(optarg, &budget) < 0)
-                return usage_error("bad --buffer-budget '%s' (64k..1G)", optarg);
-            break;
-        case O_FLUSH: {
-            char *end;
-            flush_ms = strtoull(optarg, &end, 10);
-            if (*end || !flush_ms || flush_ms > 600000)
-                return usage_error("bad --flush-ms '%s'", optarg);
-            break;
-        }
-        case O_DELAY:
-            if (parse_seconds(optarg, &delay) < 0)
-                return usage_error("bad --delay '%s'", optarg);
-            break;
-        case O_DUR:
-            if (parse_seconds(optarg, &duration) < 0 || !duration)
-                return usage_error("bad --duration '%s'", optarg);
-            break;
-        case O_CAPRANGE:
-            if (strcmp(optarg, "cudaProfilerApi") != 0)
-                return usage_error("bad --capture-range '%s' (only cudaProfilerApi)", optarg);
-            capture = "cudaProfilerApi";
-            break;
-        case O_NVTXCAP:
-            if (!*optarg || strlen(optarg) > 250)
-                return usage_error("bad --nvtx-capture '%s'", optarg);
-            snprintf(capbuf, sizeof capbuf, "nvtx:%s", optarg);
-            capture = capbuf;
-            break;
-        case O_BT: backtrace = 1; break;
-        case 'h': usage(stdout); return 0;
-        case O_VERSION: printf(PROG " %s\n", TR_VERSION); return 0;
-        default: fprintf(stderr, PROG ": try '" PROG " --help'\n"); return 2;
-        }
+} record_args;
+
+#define EXIT_NOW (-1)   /* --help or --version has been answered */
+
+/* One option from getopt_long(); 0, EXIT_NOW, or the exit status of a usage error. */
+static int parse_option(record_args *a, int c, const char *arg)
+{
+    char *end;
+    switch (c) {
+    case 'o':
+        a->out = arg;
+        if (!*arg || !strcmp(arg, "-"))
+            return usage_error("bad -o '%s': a run database file name is needed "
+                               "(its raw files go beside it)", arg);
+        return 0;
+    case O_RAW: a->raw_only = 1; return 0;
+    case O_KINDS:
+        a->kinds = arg;
+        return check_kinds(arg) < 0 ? usage_error("bad --kinds '%s'", arg) : 0;
+    case O_NOCHILD: a->no_children = 1; return 0;
+    case O_BUF:
+        return parse_size(arg, &a->bufsize) < 0 ? usage_error("bad --buffer-size '%s' (64k..1G)", arg) : 0;
+    case O_BUDGET:
+        return parse_size(arg, &a->budget) < 0 ? usage_error("bad --buffer-budget '%s' (64k..1G)", arg) : 0;
+    case O_FLUSH:
+        a->flush_ms = strtoull(arg, &end, 10);
+        return *end || !a->flush_ms || a->flush_ms > 600000 ? usage_error("bad --flush-ms '%s'", arg) : 0;
+    case O_DELAY:
+        return parse_seconds(arg, &a->delay) < 0 ? usage_error("bad --delay '%s'", arg) : 0;
+    case O_DUR:
+        return parse_seconds(arg, &a->duration) < 0 || !a->duration ? usage_error("bad --duration '%s'", arg) : 0;
+    case O_CAPRANGE:
+        if (strcmp(arg, "cudaProfilerApi") != 0)
+            return usage_error("bad --capture-range '%s' (only cudaProfilerApi)", arg);
+        a->capture = "cudaProfilerApi";
+        return 0;
+    case O_NVTXCAP:
+        if (!*arg || strlen(arg) > 250)
+            return usage_error("bad --nvtx-capture '%s'", arg);
+        snprintf(a->capbuf, sizeof a->capbuf, "nvtx:%s", arg);
+        a->capture = a->capbuf;
+        return 0;
+    case O_BT: a->backtrace = 1; return 0;
+    case 'h': usage(stdout); return EXIT_NOW;
+    case O_VERSION: printf(PROG " %s\n", TR_VERSION); return EXIT_NOW;
+    default: fprintf(stderr, PROG ": try '" PROG " --help'\n"); return 2;
     }
-    if (optind >= argc) {
-        fprintf(stderr, PROG ": no program to run (try '" PROG " --help')\n");
-        return 2;
-    }
-    const char *existing = getenv("CUDA_INJECTION64_PATH");
-    char bindir[PATH_MAX], agent[PATH_MAX + 64];
-    if (self_dir(bindir, sizeof bindir) < 0) {
+}
+
+/* The agent's absolute path in agent_abs (TRACE_RECORD_AGENT, else beside
+ * this program's lib/), and this program's directory in bindir; 0, or 1 with
+ * the reason printed. */
+static int find_agent(char *bindir, size_t nbindir, char agent_abs[PATH_MAX])
+{
+    char agent[PATH_MAX + 64];
+    if (self_dir(bindir, nbindir) < 0) {
         fprintf(stderr, PROG ": cannot find my own directory\n");
         return 1;
     }
@@ -327,38 +322,56 @@ int main(int argc, char **argv)
         snprintf(agent, sizeof agent, "%s", agent_env);
     else
         snprintf(agent, sizeof agent, "%s/../lib/libtracekit-agent.so", bindir);
-    char agent_abs[PATH_MAX];
     if (!realpath(agent, agent_abs)) {
         fprintf(stderr, PROG ": recorder agent not found at %s\n", agent);
         return 1;
     }
+    const char *existing = getenv("CUDA_INJECTION64_PATH");
     if (existing && *existing && strcmp(existing, agent_abs) != 0) {
         fprintf(stderr, PROG ": CUDA_INJECTION64_PATH is already set (%s): another tool is "
                 "tracing; refusing to run under it\n", existing);
         return 1;
     }
-    char rawdir[PATH_MAX];
-    int raw_created = 0;
-    if ((size_t)snprintf(rawdir, sizeof rawdir, "%s.raw", out) >= sizeof rawdir) {
+    return 0;
+}
+
+/* OUT.raw, made if need be (*created says so), as an absolute path in rawabs;
+ * 0, or 1 with the reason printed. */
+static int raw_dir(const char *out, char rawdir[PATH_MAX], char rawabs[PATH_MAX], int *created)
+{
+    *created = 0;
+    if ((size_t)snprintf(rawdir, PATH_MAX, "%s.raw", out) >= PATH_MAX) {
         fprintf(stderr, PROG ": output path too long\n");
         return 1;
     }
-    if (make_raw_dir(out, rawdir, &raw_created) < 0)
+    if (make_raw_dir(out, rawdir, created) < 0)
         return 1;
-    char rawabs[PATH_MAX];
     if (!realpath(rawdir, rawabs)) {
         fprintf(stderr, PROG ": cannot resolve %s: %s\n", rawdir, strerror(errno));
-        if (raw_created)
+        if (*created)
             rmdir(rawdir);
         return 1;
     }
-    uint64_t session = 0;
-    if (getrandom(&session, sizeof session, 0) != sizeof session)
-        session = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid();
-    session |= 1ull << 63;
+    return 0;
+}
+
+/* An option's value, unless 0 (the agent's default). */
+static void setenv_u64(const char *name, unsigned long long v)
+{
+    char buf[32];
+    if (!v)
+        return;
+    snprintf(buf, sizeof buf, "%llu", v);
+    setenv(name, buf, 1);
+}
+
+/* What the agent reads in the program's environment: where to write, the
+ * session its files are named by, the clock's start, and the options. */
+static void agent_environment(const record_args *a, const char *agent_abs, const char *rawabs, uint64_t session)
+{
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    char sbuf[32], t0buf[32], nbuf[32];
+    char sbuf[32], t0buf[32];
     snprintf(sbuf, sizeof sbuf, "0x%016llx", (unsigned long long)session);
     snprintf(t0buf, sizeof t0buf, "%llu",
              (unsigned long long)t0.tv_sec * 1000000000ull + (unsigned long long)t0.tv_nsec);
@@ -367,63 +380,52 @@ int main(int argc, char **argv)
     setenv("TRACE_RECORD_DIR", rawabs, 1);
     setenv("TRACE_RECORD_SESSION", sbuf, 1);
     setenv("TRACE_RECORD_T0", t0buf, 1);
-    if (kinds)
-        setenv("TRACE_RECORD_KINDS", kinds, 1);
-    if (bufsize) {
-        snprintf(nbuf, sizeof nbuf, "%llu", bufsize);
-        setenv("TRACE_RECORD_BUFFER_SIZE", nbuf, 1);
-    }
-    if (budget) {
-        snprintf(nbuf, sizeof nbuf, "%llu", budget);
-        setenv("TRACE_RECORD_POOL_BYTES", nbuf, 1);
-    }
-    if (flush_ms) {
-        snprintf(nbuf, sizeof nbuf, "%llu", flush_ms);
-        setenv("TRACE_RECORD_FLUSH_MS", nbuf, 1);
-    }
-    if (delay) {
-        snprintf(nbuf, sizeof nbuf, "%llu", delay);
-        setenv("TRACE_RECORD_DELAY_NS", nbuf, 1);
-    }
-    if (duration) {
-        snprintf(nbuf, sizeof nbuf, "%llu", duration);
-        setenv("TRACE_RECORD_DURATION_NS", nbuf, 1);
-    }
-    if (capture)
-        setenv("TRACE_RECORD_CAPTURE", capture, 1);
-    if (backtrace)
+    if (a->kinds)
+        setenv("TRACE_RECORD_KINDS", a->kinds, 1);
+    setenv_u64("TRACE_RECORD_BUFFER_SIZE", a->bufsize);
+    setenv_u64("TRACE_RECORD_POOL_BYTES", a->budget);
+    setenv_u64("TRACE_RECORD_FLUSH_MS", a->flush_ms);
+    setenv_u64("TRACE_RECORD_DELAY_NS", a->delay);
+    setenv_u64("TRACE_RECORD_DURATION_NS", a->duration);
+    if (a->capture)
+        setenv("TRACE_RECORD_CAPTURE", a->capture, 1);
+    if (a->backtrace)
         setenv("TRACE_RECORD_BACKTRACE", "1", 1);
+}
 
+/* Runs argv[0] with signals forwarded to it and waits for it.  Its wait
+ * status in *wstatus and 0; or -1 with the errno of a failed exec in
+ * *exec_errno, or -2 when it could not be started (reason printed). */
+static int run_program(char **argv, int no_children, int *wstatus, int *exec_errno)
+{
     int errpipe[2];
     if (pipe2(errpipe, O_CLOEXEC) < 0) {
         fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
-        return 1;
+        return -2;
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = forward_signal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    sigaction(SIGQUIT, &sa, NULL);
+    static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+        sigaction(forwarded[i], &sa, NULL);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, PROG ": fork: %s\n", strerror(errno));
-        return 1;
+        return -2;
     }
     if (pid == 0) {
         close(errpipe[0]);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        signal(SIGQUIT, SIG_DFL);
+        for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+            signal(forwarded[i], SIG_DFL);
         if (no_children) {
+            char nbuf[32];
             snprintf(nbuf, sizeof nbuf, "%d", (int)getpid());
             setenv("TRACE_RECORD_ONLY_PID", nbuf, 1);
         }
-        execvp(argv[optind], argv + optind);
+        execvp(argv[0], argv);
         int e = errno;
         if (write(errpipe[1], &e, sizeof e) < 0) {
             /* nothing more to report */
@@ -432,17 +434,76 @@ int main(int argc, char **argv)
     }
     child_pid = pid;
     close(errpipe[1]);
-    int exec_errno = 0;
     ssize_t got;
     do
-        got = read(errpipe[0], &exec_errno, sizeof exec_errno);
+        got = read(errpipe[0], exec_errno, sizeof *exec_errno);
     while (got < 0 && errno == EINTR);
     close(errpipe[0]);
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR) {
     }
     child_pid = 0;
-    if (got == (ssize_t)sizeof exec_errno) {
+    return got == (ssize_t)sizeof *exec_errno ? -1 : 0;
+}
+
+/* The raw files of this session: ingested into the run database unless
+ * --raw-only; returns the exit status, the program's (status) unless it
+ * succeeded and the ingest failed. */
+static int collect(const record_args *a, const char *bindir, const char *rawdir, const char *rawabs,
+                   int raw_created, uint64_t session, const char *program, int status)
+{
+    char prefix[40];
+    snprintf(prefix, sizeof prefix, "%016llx.", (unsigned long long)session);
+    size_t n = 0;
+    char **files = session_files(rawabs, prefix, &n);
+    if (!n) {
+        /* the agent is loaded by a successful cuInit or a first NVTX call: a cuInit
+         * that fails (no driver) never reaches it either */
+        fprintf(stderr, PROG ": no trace written: %s made no NVTX call and no successful "
+                "cuInit\n", program);
+        if (raw_created)
+            rmdir(rawabs);   /* only removed when empty */
+    } else if (a->raw_only) {
+        fprintf(stderr, PROG ": %zu raw file(s) in %s\n", n, rawdir);
+    } else {
+        int ist = run_ingest(bindir, a->out, files, n);
+        if (ist != 0) {
+            fprintf(stderr, PROG ": ingest failed (status %d); raw files kept in %s\n", ist, rawdir);
+            if (status == 0)
+                status = ist;
+        }
+    }
+    for (size_t i = 0; files && i < n; i++)
+        free(files[i]);
+    free(files);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    record_args a = {.out = "run.db"};
+    int c, rc = 0;
+    while (rc == 0 && (c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1)
+        rc = parse_option(&a, c, optarg);
+    if (rc)
+        return rc == EXIT_NOW ? 0 : rc;
+    if (optind >= argc) {
+        fprintf(stderr, PROG ": no program to run (try '" PROG " --help')\n");
+        return 2;
+    }
+    char bindir[PATH_MAX], agent_abs[PATH_MAX], rawdir[PATH_MAX], rawabs[PATH_MAX];
+    int raw_created;
+    if (find_agent(bindir, sizeof bindir, agent_abs) || raw_dir(a.out, rawdir, rawabs, &raw_created))
+        return 1;
+    uint64_t session = 0;
+    if (getrandom(&session, sizeof session, 0) != sizeof session)
+        session = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid();
+    session |= 1ull << 63;
+    agent_environment(&a, agent_abs, rawabs, session);
+    int st = 0, exec_errno = 0;
+    int ran = run_program(argv + optind, a.no_children, &st, &exec_errno);
+    if (ran == -2)
+        return 1;
+    if (ran == -1) {
         fprintf(stderr, PROG ": cannot run '%s': %s\n", argv[optind], strerror(exec_errno));
         if (raw_created)
             rmdir(rawabs);   /* only removed when empty */
@@ -452,31 +513,5 @@ int main(int argc, char **argv)
     if (WIFSIGNALED(st))
         fprintf(stderr, PROG ": %s killed by signal %d (%s)\n", argv[optind], WTERMSIG(st),
                 strsignal(WTERMSIG(st)));
-
-    char prefix[40];
-    snprintf(prefix, sizeof prefix, "%016llx.", (unsigned long long)session);
-    size_t n = 0;
-    char **files = session_files(rawabs, prefix, &n);
-    if (!n) {
-        /* the agent is loaded by a successful cuInit or a first NVTX call: a cuInit
-         * that fails (no driver) never reaches it either */
-        fprintf(stderr, PROG ": no trace written: %s made no NVTX call and no successful "
-                "cuInit\n", argv[optind]);
-        if (raw_created)
-            rmdir(rawabs);   /* only removed when empty */
-    } else if (raw_only) {
-        fprintf(stderr, PROG ": %zu raw file(s) in %s\n", n, rawdir);
-    } else {
-        int ist = run_ingest(bindir, out, files, n);
-        if (ist != 0) {
-            fprintf(stderr, PROG ": ingest failed (status %d); raw files kept in %s\n", ist,
-                    rawdir);
-            if (status == 0)
-                status = ist;
-        }
-    }
-    for (size_t i = 0; files && i < n; i++)
-        free(files[i]);
-    free(files);
-    return status;
+    return collect(&a, bindir, rawdir, rawabs, raw_created, session, argv[optind], status);
 }
