@@ -3,7 +3,9 @@
  * the selection filters, and the four output formats of report results.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1522,6 +1524,91 @@ static tr_status run_each(tr_report_ctx *c, const tr_report *rep, tr_rresult *al
     return st;
 }
 
+/* ---- several reports of one run database, on two threads ---- */
+
+/* Each report is a scan of its own, SQLite-bound: the reports asked for are
+ * computed by whichever of two threads is free (the second on a read-only
+ * connection and a context of its own), then written in the order asked. */
+typedef struct {
+    const tr_report_opts *ro;
+    tr_rresult *res;
+    tr_status *st;
+    tr_error *errs;
+    int64_t *skipped;
+    atomic_size_t next;
+} report_jobs;
+
+static void take_reports(report_jobs *j, tr_report_ctx *c)
+{
+    tr_error *own = c->err;
+    for (size_t i; (i = atomic_fetch_add(&j->next, 1)) < j->ro->n;) {
+        c->err = &j->errs[i];
+        c->param = j->ro->v[i].param;
+        c->skipped = 0;
+        j->res[i].report = j->ro->v[i].report->name;
+        j->st[i] = j->ro->v[i].report->run(c, &j->res[i]);
+        j->skipped[i] = c->skipped;
+    }
+    c->err = own;
+}
+
+typedef struct { report_jobs *j; sqlite3 *db; const tr_analyze_opts *o; } report_worker;
+
+static void *report_thread(void *arg)
+{
+    report_worker *w = arg;
+    tr_report_ctx c;
+    tr_error err;
+    tr_error_clear(&err);
+    sqlite3 *db = w->db;
+    tr_status st = ctx_init(&c, db, w->o, &err);
+    c.dbs = &db;
+    c.ndbs = 1;
+    c.ro_ = w->j->ro;
+    if (st == TR_OK)
+        st = select_steps(&c, w->j->ro);
+    if (st == TR_OK)   /* else the other thread does them all */
+        take_reports(w->j, &c);
+    ctx_free(&c);
+    return NULL;
+}
+
+/* Computes every report of ro into res[], on c's connection and a peer's. */
+static void compute_reports(tr_report_ctx *c, const tr_report_opts *ro, tr_rresult *res, tr_status *st,
+                            tr_error *errs, int64_t *skipped)
+{
+    report_jobs j = {ro, res, st, errs, skipped};
+    atomic_init(&j.next, 0);
+    sqlite3 *peer = NULL;
+    pthread_t th;
+    report_worker w = {&j, NULL, c->o};
+    int threaded = tr_rundb_open_peers(c->db, &peer, 1) == 1;
+    if (threaded) {
+        w.db = peer;
+        threaded = pthread_create(&th, NULL, report_thread, &w) == 0;
+    }
+    take_reports(&j, c);
+    if (threaded)
+        pthread_join(th, NULL);
+    if (peer)
+        sqlite3_close(peer);
+}
+
+/* One report's diagnostics (no data, warnings, events left out) to diag, and its tables. */
+static void write_report(writer *w, void (*write)(writer *, const tr_rresult *), int json, const tr_rresult *r,
+                         int64_t skipped, FILE *diag)
+{
+    if (r->nodata)
+        fprintf(diag, "trace-analyze: %s: %s\n", r->report, r->nodata);
+    for (size_t k = 0; k < r->nwarnings; k++)
+        fprintf(diag, "trace-analyze: %s: warning: %s\n", r->report, r->warnings[k]);
+    if (skipped)
+        fprintf(diag, "trace-analyze: %s: warning: %lld event(s) with impossible times (an end before "
+                "the start, or out of range) left out\n", r->report, (long long)skipped);
+    if (!r->nodata || json)
+        write(w, r);
+}
+
 static tr_status run_reports(sqlite3 *const *dbs, const char *const *names, size_t ndbs,
                              const tr_report_opts *ro, const tr_analyze_opts *o, FILE *out, FILE *diag,
                              tr_error *err)
@@ -1545,27 +1632,42 @@ static tr_status run_reports(sqlite3 *const *dbs, const char *const *names, size
     writer w = {out, o, 0};
     if (json && st == TR_OK)
         fputs("{\"time_unit\":\"ns\",\"reports\":[", out);
+    /* one run database and several reports: all computed first, two at a time */
+    size_t n = ndbs == 1 && ro->n > 1 && st == TR_OK ? ro->n : 0;
+    tr_rresult *res = n ? calloc(n, sizeof *res) : NULL;
+    tr_status *rst = n ? calloc(n, sizeof *rst) : NULL;
+    tr_error *errs = n ? calloc(n, sizeof *errs) : NULL;
+    int64_t *skipped = n ? calloc(n, sizeof *skipped) : NULL;
+    if (n && !(res && rst && errs && skipped))
+        n = 0;   /* one at a time, as below */
+    if (n)
+        compute_reports(&c, ro, res, rst, errs, skipped);
     for (size_t i = 0; i < ro->n && st == TR_OK; i++) {
         tr_rresult r;
         memset(&r, 0, sizeof r);
-        r.report = ro->v[i].report->name;
-        c.param = ro->v[i].param;
-        st = ndbs > 1 && !ro->v[i].report->many ? run_each(&c, ro->v[i].report, &r)
-                                                 : ro->v[i].report->run(&c, &r);
-        if (st == TR_OK) {
-            if (r.nodata)
-                fprintf(diag, "trace-analyze: %s: %s\n", r.report, r.nodata);
-            for (size_t k = 0; k < r.nwarnings; k++)
-                fprintf(diag, "trace-analyze: %s: warning: %s\n", r.report, r.warnings[k]);
-            if (c.skipped)
-                fprintf(diag, "trace-analyze: %s: warning: %lld event(s) with impossible times (an end before "
-                        "the start, or out of range) left out\n", r.report, (long long)c.skipped);
-            c.skipped = 0;
-            if (!r.nodata || json)
-                write(&w, &r);
+        if (n) {
+            r = res[i];
+            memset(&res[i], 0, sizeof res[i]);
+            if ((st = rst[i]) != TR_OK)
+                tr_error_copy(err, &errs[i]);
+            c.skipped = skipped[i];
+        } else {
+            r.report = ro->v[i].report->name;
+            c.param = ro->v[i].param;
+            st = ndbs > 1 && !ro->v[i].report->many ? run_each(&c, ro->v[i].report, &r)
+                                                     : ro->v[i].report->run(&c, &r);
         }
+        if (st == TR_OK)
+            write_report(&w, write, json, &r, c.skipped, diag);
+        c.skipped = 0;
         tr_rresult_free(&r);
     }
+    for (size_t i = 0; i < n; i++)
+        tr_rresult_free(&res[i]);
+    free(res);
+    free(rst);
+    free(errs);
+    free(skipped);
     if (json && st == TR_OK)
         fputs("\n]}\n", out);
     ctx_free(&c);

@@ -444,7 +444,7 @@ static int add_edge(cp_state *s, size_t from, size_t to, int type, int from_end,
     return 0;
 }
 
-static const cp_node *sort_nodes;
+static _Thread_local const cp_node *sort_nodes;   /* qsort()'s comparison context */
 
 /* host events by thread, then start, the enclosing one first */
 static int cmp_thread(const void *pa, const void *pb)
