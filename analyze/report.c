@@ -668,7 +668,9 @@ char *tr_report_string(tr_report_ctx *c, int64_t id)
     return r;
 }
 
-static tr_status ctx_init(tr_report_ctx *c, sqlite3 *db, const tr_analyze_opts *o, tr_error *err)
+/* t0: the first event's start when the caller knows it (NULL: asked of db when --time-range needs it). */
+static tr_status ctx_init_at(tr_report_ctx *c, sqlite3 *db, const tr_analyze_opts *o, tr_error *err,
+                             const int64_t *t0)
 {
     memset(c, 0, sizeof *c);
     c->db = db;
@@ -730,9 +732,16 @@ static tr_status ctx_init(tr_report_ctx *c, sqlite3 *db, const tr_analyze_opts *
             return tr_report_nomem(c);
         }
     sqlite3_finalize(st);
-    if (c->sel && c->sel->has_time)
+    if (t0)
+        c->t0 = *t0;
+    else if (c->sel && c->sel->has_time)
         c->t0 = tr_report_query_i64(c, "SELECT coalesce(min(start_ns), 0) FROM events");
     return TR_OK;
+}
+
+static tr_status ctx_init(tr_report_ctx *c, sqlite3 *db, const tr_analyze_opts *o, tr_error *err)
+{
+    return ctx_init_at(c, db, o, err, NULL);
 }
 
 static tr_status select_steps(tr_report_ctx *c, const tr_report_opts *ro)
@@ -995,6 +1004,90 @@ tr_status tr_report_scan(tr_report_ctx *c, unsigned kind_mask, int flags, const 
     if (skipped > c->skipped)
         c->skipped = skipped;
     return s;
+}
+
+/* ---- a scan on a second thread ---- */
+
+struct tr_report_scan_job {
+    tr_report_ctx c;        /* like the caller's, on a connection of its own */
+    sqlite3 *db;
+    tr_error err;
+    pthread_t th;
+    int threaded;           /* else the scan runs in tr_report_scan_finish() */
+    tr_status st;
+    unsigned kind_mask;
+    int flags;
+    const char *order, *extra_cols, *extra_join;
+    tr_scan_fn fn;
+    void *arg;
+};
+
+static tr_status run_scan_job(tr_report_scan_job *j, tr_report_ctx *c)
+{
+    return tr_report_scan(c, j->kind_mask, j->flags, j->order, j->extra_cols, j->extra_join, j->fn, j->arg);
+}
+
+static void *scan_thread(void *arg)
+{
+    tr_report_scan_job *j = arg;
+    j->st = run_scan_job(j, &j->c);
+    return NULL;
+}
+
+/* A context like c on db: the same options, parameters, time origin and
+ * --step windows (copied, not read again). */
+static tr_status ctx_copy(tr_report_ctx *to, const tr_report_ctx *c, sqlite3 **db, tr_error *err)
+{
+    tr_status st = ctx_init_at(to, *db, c->o, err, &c->t0);
+    to->param = c->param;
+    to->dbs = db;
+    to->ndbs = 1;
+    to->ro_ = c->ro_;
+    if (st == TR_OK && c->nsteps) {
+        if (!(to->steps = malloc(c->nsteps * sizeof *to->steps)))
+            return tr_report_nomem(to);
+        memcpy(to->steps, c->steps, c->nsteps * sizeof *to->steps);
+        to->nsteps = c->nsteps;
+    }
+    to->steps_loaded = c->steps_loaded;
+    to->has_step = c->has_step;
+    to->step_first = c->step_first;
+    to->step_count = c->step_count;
+    return st;
+}
+
+tr_status tr_report_scan_start(tr_report_ctx *c, tr_report_scan_job **job, unsigned kind_mask, int flags,
+                               const char *order, const char *extra_cols, const char *extra_join, tr_scan_fn fn,
+                               void *arg)
+{
+    tr_report_scan_job *j = *job = calloc(1, sizeof *j);
+    if (!j)
+        return tr_report_nomem(c);
+    j->kind_mask = kind_mask, j->flags = flags, j->order = order;
+    j->extra_cols = extra_cols, j->extra_join = extra_join, j->fn = fn, j->arg = arg;
+    j->threaded = tr_rundb_open_peers(c->db, &j->db, 1) == 1 && ctx_copy(&j->c, c, &j->db, &j->err) == TR_OK
+                  && pthread_create(&j->th, NULL, scan_thread, j) == 0;
+    return TR_OK;
+}
+
+tr_status tr_report_scan_finish(tr_report_ctx *c, tr_report_scan_job *job, tr_status st)
+{
+    if (!job)
+        return st;
+    if (job->threaded) {
+        pthread_join(job->th, NULL);
+        if (st == TR_OK && job->st != TR_OK)
+            st = tr_error_copy(c->err, &job->err);
+        if (job->c.skipped > c->skipped)
+            c->skipped = job->c.skipped;
+    } else if (st == TR_OK) {
+        st = run_scan_job(job, c);   /* no second thread: after the caller's scans, as one thread does */
+    }
+    ctx_free(&job->c);
+    if (job->db)
+        sqlite3_close(job->db);
+    free(job);
+    return st;
 }
 
 /* ---- output ---- */

@@ -368,10 +368,14 @@ tr_status tr_report_summary(tr_report_ctx *c, tr_rresult *r)
     unsigned all = 0;
     for (int k = 1; k < TR_KIND_COUNT_; k++)
         all |= TR_KBIT(k);
+    /* the GPU activities' busy time (on_gpu) on a second thread, beside the scan of
+     * every event (on_event): the two fill separate parts of s */
+    tr_report_scan_job *gpu = NULL;
+    if (st == TR_OK)
+        st = tr_report_scan_start(c, &gpu, TR_GPU_KINDS, 0, TR_ORDER_START, NULL, NULL, on_gpu, &s);
     if (st == TR_OK)
         st = tr_report_scan(c, all, 0, NULL, "e.flags", NULL, on_event, &s);
-    if (st == TR_OK && (s.kind_n[TR_KIND_KERNEL] || s.kind_n[TR_KIND_MEMCPY] || s.kind_n[TR_KIND_MEMSET]))
-        st = tr_report_scan(c, TR_GPU_KINDS, 0, TR_ORDER_START, NULL, NULL, on_gpu, &s);
+    st = tr_report_scan_finish(c, gpu, st);
     if (st == TR_OK && !s.events) {
         if (tr_rresult_nodata(r, "no events selected"))
             st = tr_report_nomem(c);
