@@ -310,13 +310,18 @@ tr_status tr_report_advice(tr_report_ctx *c, tr_rresult *r)
     tr_status st = s.dev_end && s.dev_open ? TR_OK : tr_report_nomem(c);
     if (st == TR_OK)
         st = tr_report_load_steps(c);
+    /* the GPU activities in start order (on_gpu) on a second thread, beside the API
+     * calls and the copies: on_gpu fills its own part of s, the other two share
+     * the classification of names */
+    tr_report_scan_job *gpu = NULL;
+    if (st == TR_OK)
+        st = tr_report_scan_start(c, &gpu, TR_GPU_KINDS, TR_SCAN_LAUNCH, TR_ORDER_START, NULL, NULL, on_gpu, &s);
     if (st == TR_OK)
         st = tr_report_scan(c, TR_KBIT(TR_KIND_RUNTIME) | TR_KBIT(TR_KIND_DRIVER), 0, NULL, NULL, NULL, on_api, &s);
     if (st == TR_OK)
         st = tr_report_scan(c, TR_KBIT(TR_KIND_MEMCPY), TR_SCAN_LAUNCH, NULL, "c.src_kind, c.dst_kind",
                             "JOIN copies c ON c.event_id = e.id", on_copy, &s);
-    if (st == TR_OK)
-        st = tr_report_scan(c, TR_GPU_KINDS, TR_SCAN_LAUNCH, TR_ORDER_START, NULL, NULL, on_gpu, &s);
+    st = tr_report_scan_finish(c, gpu, st);
     if (st == TR_OK && s.uopen && add_busy(&s, s.us, s.ue))
         st = tr_report_nomem(c);
     if (st == TR_OK)
