@@ -205,11 +205,13 @@ typedef tr_status (*tr_scan_fn)(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt
 tr_status tr_report_scan(tr_report_ctx *c, unsigned kind_mask, int flags, const char *order,
                          const char *extra_cols, const char *extra_join, tr_scan_fn fn, void *arg);
 
-/* The same scan on a second thread (a connection and a context of its own),
- * while the caller goes on; tr_report_scan_finish() waits for it and returns
- * st, the caller's status, or if that is TR_OK the scan's.  fn runs on that thread with that context, so it must touch
- * only arg's state, and no state the caller's other scans touch meanwhile.
- * Where no thread can be had, the scan runs at once (*job NULL). */
+/* The same scan on a second thread (a connection and a context of its own:
+ * the same options, time origin and --step windows) while the caller goes on;
+ * tr_report_scan_finish() waits for it and returns st, the caller's status,
+ * or if that is TR_OK the scan's.  fn runs on that thread with that context,
+ * so it must touch only arg's state, and no state the caller's own scans touch
+ * meanwhile.  Where no thread can be had (or TR_ONE_THREAD is set), the scan
+ * runs in tr_report_scan_finish(), after the caller's, as one thread would. */
 typedef struct tr_report_scan_job tr_report_scan_job;
 tr_status tr_report_scan_start(tr_report_ctx *c, tr_report_scan_job **job, unsigned kind_mask, int flags,
                                const char *order, const char *extra_cols, const char *extra_join, tr_scan_fn fn,
