@@ -518,7 +518,7 @@ static void *section_thread(void *arg)
 }
 
 /* Longest first (measured on a 10^6-event run), so neither thread is left
- * with a long one at the end. */
+ * with a long one at the end; NULL stands for the timeline. */
 static size_t cost_rank(const char *spec)
 {
     static const char *const longest[] = {"advice", "summary", "gaps", NULL, "gpu-time", "api", "launch",
