@@ -220,20 +220,12 @@ static void print_warnings(FILE *f, const warn_log *w)
         fprintf(f, "    and %zu more kinds of warning\n", w->n - MAX_GROUPS);
 }
 
-static void print_summary(void *ctx, const tr_trace *t)
+/* Per kind, and per source (each source has its own clock): the counts, the
+ * GPU activities among them, and each source's first start and last end
+ * (lo, hi: nsrc + 1 entries, or NULL when they could not be had). */
+static void event_census(const tr_trace *t, size_t per_kind[TR_KIND_COUNT_], size_t *on_gpu, int64_t *lo,
+                         int64_t *hi, size_t nsrc)
 {
-    summary_ctx *c = ctx;
-    char a[32], b[32], line[2048];
-    size_t nsrc = t->sources.n ? t->sources.n - 1 : 0;
-    if (t->events.n == 0)
-        return;   /* main says "no events" */
-    FILE *f = open_memstream(&c->text, &c->len);
-    if (!f)
-        return;   /* a summary is not worth failing the run */
-
-    /* per kind, per source: counts and spans (each source has its own clock) */
-    size_t per_kind[TR_KIND_COUNT_] = {0}, on_gpu = 0;
-    int64_t *lo = malloc((nsrc + 1) * sizeof *lo), *hi = malloc((nsrc + 1) * sizeof *hi);
     for (size_t s = 0; lo && hi && s <= nsrc; s++)
         lo[s] = INT64_MAX, hi[s] = INT64_MIN;
     for (size_t i = 0; i < t->events.n; i++) {
@@ -243,27 +235,20 @@ static void print_summary(void *ctx, const tr_trace *t)
             continue;
         per_kind[e->kind]++;
         if (tr_kinds[e->kind].on_gpu)
-            on_gpu++;
+            (*on_gpu)++;
         uint32_t s = tr_event_source(t, e);
         if (!lo || !hi || s > nsrc || e->end < e->start)
             continue;
         lo[s] = e->start < lo[s] ? e->start : lo[s];
         hi[s] = e->end > hi[s] ? e->end : hi[s];
     }
+}
 
-    struct stat sb;
-    line[0] = '\0';
-    if (strcmp(c->out, "-") != 0 && stat(c->out, &sb) == 0) {
-        char mem[32];
-        tr_progress_fmt_bytes(mem, sizeof mem, (uint64_t)sb.st_size);
-        APPEND(line, ", %s", mem);
-    }
-    fprintf(f, PROG ": %s: %s events from %zu file(s)%s in %.1f s\n",
-            strcmp(c->out, "-") == 0 ? "standard output" : c->out,
-            count_str(a, sizeof a, (long long)t->events.n), c->nfiles, line, now_s() - c->t0);
-
-    /* sources: at most a few lines, then a count */
+/* A line a source, at most a few, then a count. */
+static void print_sources(FILE *f, const tr_trace *t, const int64_t *lo, const int64_t *hi, size_t nsrc)
+{
     enum { MAX_SOURCES = 4 };
+    char a[32], line[2048];
     for (size_t s = 1; s <= nsrc && s <= MAX_SOURCES; s++) {
         const tr_source *src = &t->sources.v[s];
         const char *ver = tr_str_of(t, src->format_version);
@@ -278,10 +263,12 @@ static void print_summary(void *ctx, const tr_trace *t)
     }
     if (nsrc > MAX_SOURCES)
         fprintf(f, "  source    and %zu more\n", nsrc - MAX_SOURCES);
-    free(lo);
-    free(hi);
+}
 
-    /* events per kind, most first */
+/* The events per kind, most first. */
+static void print_kinds(FILE *f, const size_t per_kind[TR_KIND_COUNT_])
+{
+    char a[32], line[2048];
     int order[TR_KIND_COUNT_], nk = 0;
     for (int k = 1; k < TR_KIND_COUNT_; k++)
         if (per_kind[k]) {
@@ -295,16 +282,16 @@ static void print_summary(void *ctx, const tr_trace *t)
         APPEND(line, "%s%s %s", j ? ", " : "", tr_kinds[order[j]].name,
                count_str(a, sizeof a, (long long)per_kind[order[j]]));
     fprintf(f, "  events    %s\n", line);
+}
 
-    size_t np = t->processes.n ? t->processes.n - 1 : 0, nt = t->threads.n ? t->threads.n - 1 : 0;
-    size_t nd = t->devices.n ? t->devices.n - 1 : 0, ns = t->streams.n ? t->streams.n - 1 : 0;
-    fprintf(f, "  threads   %zu in %zu process(es); %zu stream(s) on %zu device(s)\n", nt, np, ns,
-            nd);
-    /* why tr_tree_build() found no API call to hang them under: the reasons the
-     * tables' "[no launching call]" footer gives too */
+/* GPU activities tr_tree_build() found no API call to hang under, by reason: the
+ * reasons the tables' "[no launching call]" footer gives too. */
+static void print_unlinked(FILE *f, const tr_trace *t, size_t on_gpu)
+{
     static const char *const why[] = {"with no correlation id in the source",
                                       "launched before the capture window",
                                       "whose correlation id no API call has"};
+    char a[32], b[32], line[2048];
     size_t unlinked = 0;
     line[0] = '\0';
     for (int r = 0; r < 3; r++) {
@@ -314,11 +301,43 @@ static void print_summary(void *ctx, const tr_trace *t)
         APPEND(line, "%s%s %s", unlinked ? ", " : "", count_str(a, sizeof a, (long long)n), why[r]);
         unlinked += n;
     }
-    if (unlinked) {
+    if (unlinked)
         fprintf(f, "  unlinked  %s of %s GPU activities have no launching call: %s\n",
-                count_str(a, sizeof a, (long long)unlinked),
-                count_str(b, sizeof b, (long long)on_gpu), line);
+                count_str(a, sizeof a, (long long)unlinked), count_str(b, sizeof b, (long long)on_gpu), line);
+}
+
+static void print_summary(void *ctx, const tr_trace *t)
+{
+    summary_ctx *c = ctx;
+    char a[32], line[2048];
+    size_t nsrc = t->sources.n ? t->sources.n - 1 : 0;
+    if (t->events.n == 0)
+        return;   /* main says "no events" */
+    FILE *f = open_memstream(&c->text, &c->len);
+    if (!f)
+        return;   /* a summary is not worth failing the run */
+    size_t per_kind[TR_KIND_COUNT_] = {0}, on_gpu = 0;
+    int64_t *lo = malloc((nsrc + 1) * sizeof *lo), *hi = malloc((nsrc + 1) * sizeof *hi);
+    event_census(t, per_kind, &on_gpu, lo, hi, nsrc);
+
+    struct stat sb;
+    line[0] = '\0';
+    if (strcmp(c->out, "-") != 0 && stat(c->out, &sb) == 0) {
+        char mem[32];
+        tr_progress_fmt_bytes(mem, sizeof mem, (uint64_t)sb.st_size);
+        APPEND(line, ", %s", mem);
     }
+    fprintf(f, PROG ": %s: %s events from %zu file(s)%s in %.1f s\n",
+            strcmp(c->out, "-") == 0 ? "standard output" : c->out,
+            count_str(a, sizeof a, (long long)t->events.n), c->nfiles, line, now_s() - c->t0);
+    print_sources(f, t, lo, hi, nsrc);
+    free(lo);
+    free(hi);
+    print_kinds(f, per_kind);
+    size_t np = t->processes.n ? t->processes.n - 1 : 0, nt = t->threads.n ? t->threads.n - 1 : 0;
+    size_t nd = t->devices.n ? t->devices.n - 1 : 0, ns = t->streams.n ? t->streams.n - 1 : 0;
+    fprintf(f, "  threads   %zu in %zu process(es); %zu stream(s) on %zu device(s)\n", nt, np, ns, nd);
+    print_unlinked(f, t, on_gpu);
     print_warnings(f, c->warnings);
     if (fclose(f) != 0) {
         free(c->text);
@@ -326,68 +345,80 @@ static void print_summary(void *ctx, const tr_trace *t)
     }
 }
 
+static const struct option longopts[] = {
+    {"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'F'},
+    {"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},      {"rank", required_argument, NULL, 'R'},
+    {"max-memory", required_argument, NULL, 'M'}, {NULL, 0, NULL, 0}};
+
+#define EXIT_NOW (-1)   /* --help or --version has been answered */
+
+static int unknown_format(const char *arg)
+{
+    char valid[256], hint[128];
+    size_t n = 0;
+    valid[0] = '\0';
+    for (size_t i = 0; i < tr_nreaders && n < sizeof valid; i++)
+        n += (size_t)snprintf(valid + n, sizeof valid - n, "%s%s", i ? " " : "", tr_readers[i].name);
+    fprintf(stderr, "trace-ingest: unknown format '%s'%s (valid: %s)\n", arg,
+            tr_suggest_hint(hint, sizeof hint, arg, strlen(arg), valid), valid);
+    return TR_ERR_USAGE;
+}
+
+/* One option from getopt_long(); 0, EXIT_NOW, or TR_ERR_USAGE (said on stderr). */
+static int parse_option(int c, const char *arg, const char **out, int *quiet, tr_ingest_opts *opts)
+{
+    tr_error rerr;
+    size_t limit;
+    switch (c) {
+    case 'o':
+        *out = arg;
+        if (!*arg) {
+            fprintf(stderr, "trace-ingest: empty output file name (try 'trace-ingest --help')\n");
+            return TR_ERR_USAGE;
+        }
+        return 0;
+    case 'F':
+        if (!tr_reader_by_name(arg))
+            return unknown_format(arg);
+        opts->force_format = arg;
+        return 0;
+    case 'q': *quiet = 1; opts->warn = NULL; return 0;
+    case 'R':
+        tr_error_clear(&rerr);
+        if (tr_rank_parse(arg, &opts->rank, &rerr) != TR_OK) {
+            fprintf(stderr, "trace-ingest: %s\n", rerr.msg);
+            return TR_ERR_USAGE;
+        }
+        opts->has_rank = 1;
+        return 0;
+    case 'M':
+        if (tr_spill_parse_size(arg, &limit) < 0) {
+            fprintf(stderr, "trace-ingest: --max-memory '%s' is not a size such as 256M or 4G\n", arg);
+            return TR_ERR_USAGE;
+        }
+        tr_spill_set_limit(limit);
+        return 0;
+    case 'h': usage(stdout); return EXIT_NOW;
+    case 'V': printf("trace-ingest %s\n", TR_VERSION); return EXIT_NOW;
+    default:
+        fprintf(stderr, "trace-ingest: try 'trace-ingest --help'\n");
+        return TR_ERR_USAGE;
+    }
+}
+
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'F'},
-        {"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},      {"rank", required_argument, NULL, 'R'},
-        {"max-memory", required_argument, NULL, 'M'}, {NULL, 0, NULL, 0}};
     const char *out = "run.db";
-    int quiet = 0, c;
+    int quiet = 0, c, rc = 0;
     warn_log warnings = {0};
     tr_ingest_opts opts = {warn_stderr, &warnings, NULL};
     tr_output_handle_signals();
     tr_debuginfo_stay_offline();
-    while ((c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            out = optarg;
-            if (!*out) {
-                fprintf(stderr, "trace-ingest: empty output file name (try 'trace-ingest --help')\n");
-                return TR_ERR_USAGE;
-            }
-            break;
-        case 'F':
-            if (!tr_reader_by_name(optarg)) {
-                char valid[256], hint[128];
-                size_t n = 0;
-                valid[0] = '\0';
-                for (size_t i = 0; i < tr_nreaders && n < sizeof valid; i++)
-                    n += (size_t)snprintf(valid + n, sizeof valid - n, "%s%s", i ? " " : "", tr_readers[i].name);
-                fprintf(stderr, "trace-ingest: unknown format '%s'%s (valid: %s)\n", optarg,
-                        tr_suggest_hint(hint, sizeof hint, optarg, strlen(optarg), valid), valid);
-                return TR_ERR_USAGE;
-            }
-            opts.force_format = optarg;
-            break;
-        case 'q': quiet = 1; opts.warn = NULL; break;
-        case 'R': {
-            tr_error rerr;
-            tr_error_clear(&rerr);
-            if (tr_rank_parse(optarg, &opts.rank, &rerr) != TR_OK) {
-                fprintf(stderr, "trace-ingest: %s\n", rerr.msg);
-                return TR_ERR_USAGE;
-            }
-            opts.has_rank = 1;
-            break;
-        }
-        case 'M': {
-            size_t limit;
-            if (tr_spill_parse_size(optarg, &limit) < 0) {
-                fprintf(stderr, "trace-ingest: --max-memory '%s' is not a size such as 256M or 4G\n", optarg);
-                return TR_ERR_USAGE;
-            }
-            tr_spill_set_limit(limit);
-            break;
-        }
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("trace-ingest %s\n", TR_VERSION); return 0;
-        default:
-            fprintf(stderr, "trace-ingest: try 'trace-ingest --help'\n");
-            return TR_ERR_USAGE;
-        }
-    }
+    while (rc == 0 && (c = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1)
+        rc = parse_option(c, optarg, &out, &quiet, &opts);
+    if (rc)
+        return rc == EXIT_NOW ? 0 : rc;
     if (optind >= argc) {
         fprintf(stderr, "trace-ingest: no input file (try 'trace-ingest --help')\n");
         return TR_ERR_USAGE;
