@@ -265,33 +265,15 @@ static const char fg_script[] =
     "})();\n"
     "]]></script>\n";
 
-tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err)
+/* Each node's width (its metric, or its children's when more: inclusive
+ * metrics take the larger, self metrics the sum), then its offset and depth;
+ * returns the depth of the deepest node drawn.  csum: scratch, one a node. */
+static uint32_t layout_nodes(tr_scan *sc, const tr_export_metric *metric, int m, int64_t *csum, uint32_t *depth)
 {
-    tr_scan sc;
-    tr_status st = tr_scan_init(&sc, db, o, err);
-    if (st == TR_OK)
-        st = tr_scan_run(&sc, 0, NULL, NULL, err);
-    if (st == TR_OK)
-        st = tr_scan_sort_children(&sc, err);
-    if (st != TR_OK) {
-        tr_scan_free(&sc);
-        return st;
-    }
-    const tr_export_metric *metric = tr_scan_metric(&sc);
-    int m = (int)(metric - tr_export_metrics);
-    int auto_gpu = !o->metric && m == TR_M_SELF_GPU;
-    size_t nn = sc.nnodes;
-    int64_t *csum = calloc(nn, sizeof *csum);
-    uint32_t *depth = calloc(nn, sizeof *depth);
-    if (!csum || !depth) {
-        free(csum);
-        free(depth);
-        tr_scan_free(&sc);
-        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
-    }
+    size_t nn = sc->nnodes;
     /* widths bottom-up: a child's index is always above its parent's */
     for (size_t i = nn; i-- > 0;) {
-        tr_fnode *n = &sc.nodes[i];
+        tr_fnode *n = &sc->nodes[i];
         int64_t own = n->v[m] > 0 ? n->v[m] : 0;   /* frees (negative memory) are not drawn */
         n->w = metric->inclusive ? (own > csum[i] ? own : csum[i]) : tr_sat_add(own, csum[i]);
         if (i)
@@ -299,25 +281,27 @@ tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, 
     }
     /* offsets and depths top-down */
     uint32_t maxd = 0;
-    sc.nodes[0].x = 0;
+    sc->nodes[0].x = 0;
     for (size_t i = 0; i < nn; i++) {
-        int64_t x = sc.nodes[i].x;
-        for (uint32_t c = sc.nodes[i].first_child; c; c = sc.nodes[c].next_sibling) {
-            sc.nodes[c].x = x;
-            x = tr_sat_add(x, sc.nodes[c].w);
+        int64_t x = sc->nodes[i].x;
+        for (uint32_t c = sc->nodes[i].first_child; c; c = sc->nodes[c].next_sibling) {
+            sc->nodes[c].x = x;
+            x = tr_sat_add(x, sc->nodes[c].w);
             depth[c] = depth[i] + 1;
         }
-        if (sc.nodes[i].w > 0 && depth[i] > maxd)
+        if (sc->nodes[i].w > 0 && depth[i] > maxd)
             maxd = depth[i];
     }
-    int64_t total = sc.nodes[0].w;
-    int width = o->width;
-    int height = PAD_TOP + PAD_BOTTOM + (int)(maxd + 1) * FRAME_H;
-    double scale = total > 0 ? (double)(width - 2 * PAD_X) / (double)total : 0;
-    const char *title = o->title ? o->title : o->inverted ? "Icicle Graph" : "Flame Graph";
-    char tot[64], buf[64];
-    fmt_value(tot, sizeof tot, total, metric->unit);
+    return maxd;
+}
 
+/* The SVG's head: size, style, viewer script, title, subtitle and the viewer's controls. */
+static void write_head(FILE *out, const tr_export_opts *o, const tr_scan *sc, const tr_export_metric *metric,
+                       int auto_gpu, int width, int height, int64_t total)
+{
+    const char *title = o->title ? o->title : o->inverted ? "Icicle Graph" : "Flame Graph";
+    char tot[64];
+    fmt_value(tot, sizeof tot, total, metric->unit);
     fprintf(out, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
                  "<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                  "xmlns=\"http://www.w3.org/2000/svg\" data-fg-width=\"%d\" data-fg-padx=\"%d\" "
@@ -332,7 +316,7 @@ tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, 
     fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"40\">%s: %s total%s; stacks: %s",
             width / 2, metric->label, tot,
             auto_gpu ? " (the trace has no CPU time)" : "",
-            sc.use_frames ? "recorded frames" : "range ancestry");
+            sc->use_frames ? "recorded frames" : "range ancestry");
     if (o->include_re || o->exclude_re || o->has_time_range || o->has_thread || o->has_device || o->ranks.n)
         fputs("; filtered", out);
     fputs("</text>\n", out);
@@ -341,11 +325,15 @@ tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, 
                  "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n"
                  "<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"> </text>\n",
             PAD_X, width - PAD_X, PAD_X, height - 12, width - PAD_X, height - 12);
-    /* legend: the kinds present */
+}
+
+/* The legend: a swatch for each kind drawn. */
+static void write_legend(FILE *out, const tr_scan *sc, int height)
+{
     int present[TR_KIND_COUNT_] = {0};
-    for (size_t i = 1; i < nn; i++)
-        if (sc.nodes[i].w > 0)
-            present[sc.nodes[i].kind < TR_KIND_COUNT_ ? sc.nodes[i].kind : 0] = 1;
+    for (size_t i = 1; i < sc->nnodes; i++)
+        if (sc->nodes[i].w > 0)
+            present[sc->nodes[i].kind < TR_KIND_COUNT_ ? sc->nodes[i].kind : 0] = 1;
     int lx = PAD_X;
     for (int k = 0; k < TR_KIND_COUNT_; k++) {
         if (!present[k])
@@ -356,12 +344,17 @@ tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, 
                 palette[k].b0 + palette[k].br / 2, lx + 13, height - 19, palette[k].label);
         lx += 13 + (int)(CHAR_W * (double)strlen(palette[k].label)) + 12;
     }
-    if (total <= 0)
-        fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">No %s in the selected events"
-                     "</text>\n", width / 2, PAD_TOP + FRAME_H, metric->label);
+}
+
+/* One frame a node at least --minwidth pixels wide: its tooltip, box and label. */
+static void write_frames(FILE *out, const tr_export_opts *o, const tr_scan *sc, const uint32_t *depth,
+                         const tr_export_metric *metric, int height, int64_t total)
+{
+    double scale = (double)(o->width - 2 * PAD_X) / (double)total;
     tr_name_cap cap = {LABEL_MAX, TITLE_MAX, TITLE_BUDGET};
-    for (size_t i = 0; i < nn && total > 0; i++) {
-        const tr_fnode *n = &sc.nodes[i];
+    char buf[64];
+    for (size_t i = 0; i < sc->nnodes; i++) {
+        const tr_fnode *n = &sc->nodes[i];
         double px = (double)n->w * scale;
         if (n->w <= 0 || px < o->minwidth)
             continue;
@@ -384,6 +377,41 @@ tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, 
         tr_flamegraph_put_label(out, n->name, n->name_len, px);
         fputs("</text></g>\n", out);
     }
+}
+
+tr_status tr_export_flamegraph(sqlite3 *db, const tr_export_opts *o, FILE *out, tr_error *err)
+{
+    tr_scan sc;
+    tr_status st = tr_scan_init(&sc, db, o, err);
+    if (st == TR_OK)
+        st = tr_scan_run(&sc, 0, NULL, NULL, err);
+    if (st == TR_OK)
+        st = tr_scan_sort_children(&sc, err);
+    if (st != TR_OK) {
+        tr_scan_free(&sc);
+        return st;
+    }
+    const tr_export_metric *metric = tr_scan_metric(&sc);
+    int m = (int)(metric - tr_export_metrics);
+    int auto_gpu = !o->metric && m == TR_M_SELF_GPU;
+    int64_t *csum = calloc(sc.nnodes, sizeof *csum);
+    uint32_t *depth = calloc(sc.nnodes, sizeof *depth);
+    if (!csum || !depth) {
+        free(csum);
+        free(depth);
+        tr_scan_free(&sc);
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    }
+    uint32_t maxd = layout_nodes(&sc, metric, m, csum, depth);
+    int64_t total = sc.nodes[0].w;
+    int height = PAD_TOP + PAD_BOTTOM + (int)(maxd + 1) * FRAME_H;
+    write_head(out, o, &sc, metric, auto_gpu, o->width, height, total);
+    write_legend(out, &sc, height);
+    if (total <= 0)
+        fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">No %s in the selected events"
+                     "</text>\n", o->width / 2, PAD_TOP + FRAME_H, metric->label);
+    else
+        write_frames(out, o, &sc, depth, metric, height, total);
     fputs("</svg>\n", out);
     free(csum);
     free(depth);
