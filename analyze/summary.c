@@ -1882,92 +1882,132 @@ static tr_status resolve(scan_ctx *c)
     return TR_OK;
 }
 
-tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_error *err)
+static void scan_ctx_init(scan_ctx *c, sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_error *err)
 {
-    memset(s, 0, sizeof *s);
-    scan_ctx c;
-    memset(&c, 0, sizeof c);
-    c.db = db;
-    c.o = o;
-    c.sel = o->select;
-    c.s = s;
-    c.err = err;
-    tr_i64map_init(&c.key_cache);
-    tr_i64map_init(&c.name_ok);
-    tr_i64map_init(&c.frame_index);
-    tr_i64map_init(&c.folded);
-    tr_i64map_init(&c.hidden);
-    tr_i64map_init(&c.first_call);
-    tr_i64map_init(&c.d.kinds);
-    tr_i64map_init(&c.d.threads);
-    tr_i64map_init(&c.d.streams);
-    tr_i64map_init(&c.cover.index);
-    tr_status rc = TR_OK;
-    if (o->compat_torch && (rc = tr_torch_compat_load(db, &c.torch, err)) != TR_OK)
+    memset(c, 0, sizeof *c);
+    c->db = db;
+    c->o = o;
+    c->sel = o->select;
+    c->s = s;
+    c->err = err;
+    tr_i64map_init(&c->key_cache);
+    tr_i64map_init(&c->name_ok);
+    tr_i64map_init(&c->frame_index);
+    tr_i64map_init(&c->folded);
+    tr_i64map_init(&c->hidden);
+    tr_i64map_init(&c->first_call);
+    tr_i64map_init(&c->d.kinds);
+    tr_i64map_init(&c->d.threads);
+    tr_i64map_init(&c->d.streams);
+    tr_i64map_init(&c->cover.index);
+}
+
+static void scan_ctx_free(scan_ctx *c)
+{
+    if (c->name_fn)   /* the function points at c: gone with it */
+        sqlite3_create_function(c->db, NAME_SQL_FN, 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, NULL,
+                                NULL, NULL);
+    sqlite3_finalize(c->name_stmt);
+    sqlite3_finalize(c->parent_tid);
+    dims_free(&c->d);
+    free(c->where);
+    free(c->unattr.ids);
+    cover_free(&c->cover);
+    free(c->groups.slots);
+    tr_pair_trie_free(&c->paths);
+    tr_pair_trie_free(&c->keys);
+    tr_i64map_free(&c->key_cache);
+    tr_i64map_free(&c->name_ok);
+    free(c->frame_parent);
+    free(c->frame_label);
+    tr_i64map_free(&c->frame_index);
+    tr_i64map_free(&c->folded);
+    tr_i64map_free(&c->hidden);
+    tr_i64map_free(&c->first_call);
+    tr_torch_compat_free(&c->torch);
+}
+
+/* The statements, the dimension tables and the stack nodes the scan needs, and
+ * which way it goes: *from_aggregates and *from_stack_aggregates say whether the
+ * ingest's aggregate tables answer it. */
+static tr_status scan_prepare(scan_ctx *c, int *from_aggregates, int *from_stack_aggregates)
+{
+    const tr_analyze_opts *o = c->o;
+    tr_status rc;
+    if (sqlite3_prepare_v2(c->db, "SELECT value FROM strings WHERE id = ?", -1, &c->name_stmt, NULL) != SQLITE_OK
+        || sqlite3_prepare_v2(c->db, "SELECT t.tid FROM events pe JOIN threads t ON t.id = pe.thread_id "
+                              "WHERE pe.id = ?", -1, &c->parent_tid, NULL) != SQLITE_OK)
+        return step_error(c);
+    if ((rc = load_dims(c)) != TR_OK)
         return rc;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &c.name_stmt, NULL) != SQLITE_OK
-        || sqlite3_prepare_v2(db, "SELECT t.tid FROM events pe JOIN threads t ON t.id = pe.thread_id "
-                              "WHERE pe.id = ?", -1, &c.parent_tid, NULL) != SQLITE_OK) {
-        rc = step_error(&c);
-        goto out;
-    }
-    if ((rc = load_dims(&c)) != TR_OK)
-        goto out;
-    if (dims_index(&c.d.threads, &c.d.thread_tid, &c.d.thread_has, &c.d.nthread_ids) < 0
-        || dims_index(&c.d.streams, &c.d.stream_index, &c.d.stream_has, &c.d.nstream_ids) < 0) {
-        rc = nomem(&c);
-        goto out;
-    }
-    c.need_parent_tid = c.sel && c.sel->has_thread;
-    c.cover.on = selection_active(c.sel) && !o->compat_torch && selects_host(&c);
-    c.ranks_all = c.sel && rank_map_all(c.sel->rank_map);
+    if (dims_index(&c->d.threads, &c->d.thread_tid, &c->d.thread_has, &c->d.nthread_ids) < 0
+        || dims_index(&c->d.streams, &c->d.stream_index, &c->d.stream_has, &c->d.nstream_ids) < 0)
+        return nomem(c);
+    c->need_parent_tid = c->sel && c->sel->has_thread;
+    c->cover.on = selection_active(c->sel) && !o->compat_torch && selects_host(c);
+    c->ranks_all = c->sel && rank_map_all(c->sel->rank_map);
     if (o->group_by_stack > 0) {
-        if ((rc = load_stack_nodes(&c)) != TR_OK)
-            goto out;
-        c.tree_mode = o->stack_source == TR_STACK_TREE
-                      || (o->stack_source == TR_STACK_AUTO && c.nframes_nodes == 0);
-        s->stack_source = c.tree_mode ? "tree" : "frames";
+        if ((rc = load_stack_nodes(c)) != TR_OK)
+            return rc;
+        c->tree_mode = o->stack_source == TR_STACK_TREE
+                       || (o->stack_source == TR_STACK_AUTO && c->nframes_nodes == 0);
+        c->s->stack_source = c->tree_mode ? "tree" : "frames";
     }
-    int from_stack_aggregates = stack_aggregates_usable(&c);
-    int from_aggregates = from_stack_aggregates || (!c.tree_mode && aggregates_usable(&c));
-    if (c.sel && c.sel->has_time)
-        first_start(&c, !c.tree_mode && !from_aggregates);
-    if (c.sel && (c.sel->include || c.sel->exclude)) {
-        if (sqlite3_create_function(db, NAME_SQL_FN, 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, &c,
-                                    name_sql_fn, NULL, NULL) != SQLITE_OK) {
-            rc = step_error(&c);
-            goto out;
-        }
-        c.name_fn = 1;
+    *from_stack_aggregates = stack_aggregates_usable(c);
+    *from_aggregates = *from_stack_aggregates || (!c->tree_mode && aggregates_usable(c));
+    if (c->sel && c->sel->has_time)
+        first_start(c, !c->tree_mode && !*from_aggregates);
+    if (c->sel && (c->sel->include || c->sel->exclude)) {
+        if (sqlite3_create_function(c->db, NAME_SQL_FN, 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, c,
+                                    name_sql_fn, NULL, NULL) != SQLITE_OK)
+            return step_error(c);
+        c->name_fn = 1;
     }
-    if ((rc = build_where(&c)) != TR_OK)
-        goto out;
-    c.unattr.on = !from_aggregates && !o->compat_torch;
-    rc = from_stack_aggregates ? scan_stack_aggregates(&c)
-         : c.tree_mode          ? scan_tree_any(&c)
-         : from_aggregates      ? scan_aggregates(&c)
-                                : scan_flat(&c);
-    if (rc == TR_OK && c.t0_guess && c.t0_seen < c.t0) {
+    c->unattr.on = !*from_aggregates && !o->compat_torch;
+    return build_where(c);
+}
+
+/* The groups, from the aggregates or from a scan of the events; a time range
+ * guessed from too late a start is scanned again. */
+static tr_status scan_groups(scan_ctx *c, int from_aggregates, int from_stack_aggregates)
+{
+    tr_status rc = from_stack_aggregates ? scan_stack_aggregates(c)
+                   : c->tree_mode        ? scan_tree_any(c)
+                   : from_aggregates     ? scan_aggregates(c)
+                                         : scan_flat(c);
+    if (rc == TR_OK && c->t0_guess && c->t0_seen < c->t0) {
         /* an event starts before the guess: the range moves, and the scan starts over */
-        scan_reset(&c);
-        c.t0 = c.t0_seen;
-        c.t0_guess = 0;
-        free(c.where);
-        c.where = NULL;
-        if ((rc = build_where(&c)) == TR_OK)
-            rc = scan_flat(&c);
+        scan_reset(c);
+        c->t0 = c->t0_seen;
+        c->t0_guess = 0;
+        free(c->where);
+        c->where = NULL;
+        if ((rc = build_where(c)) == TR_OK)
+            rc = scan_flat(c);
     }
-    if (rc == TR_OK && !o->compat_torch)
-        rc = c.unattr.on ? unattributed_by_id(&c) : scan_unattributed(&c);
-    s->filtered = selection_active(c.sel);
-    if (rc == TR_OK && s->filtered && !o->compat_torch) {
+    return rc;
+}
+
+/* The unattributed GPU time and, under a selection, the CPU time it covers. */
+static tr_status scan_extras(scan_ctx *c)
+{
+    tr_summary *s = c->s;
+    tr_status rc = TR_OK;
+    if (!c->o->compat_torch)
+        rc = c->unattr.on ? unattributed_by_id(c) : scan_unattributed(c);
+    s->filtered = selection_active(c->sel);
+    if (rc == TR_OK && s->filtered && !c->o->compat_torch) {
         int done;
-        s->cpu_covered = cover_finish(&c.cover, &done);
+        s->cpu_covered = cover_finish(&c->cover, &done);
         if (!done)
-            rc = covered_time(&c, &s->cpu_covered);
+            rc = covered_time(c, &s->cpu_covered);
     }
-    if (rc != TR_OK)
-        goto out;
+    return rc;
+}
+
+/* The totals and the has_* flags the table's columns follow. */
+static void summary_totals(tr_summary *s)
+{
     for (size_t i = 0; i < s->n; i++) {
         tr_group *g = &s->groups[i];
         tr_sat_acc(&s->sum_cpu_self, g->cpu_self);
@@ -1980,30 +2020,28 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
         s->has_flops |= g->flops > 0;
         s->has_frames |= g->stack_key > 0;
     }
-    tr_summary_sort(s, NULL);
-    rc = resolve(&c);
-out:
-    if (c.name_fn)   /* the function points at c: gone with it */
-        sqlite3_create_function(db, NAME_SQL_FN, 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, NULL,
-                                NULL, NULL);
-    sqlite3_finalize(c.name_stmt);
-    sqlite3_finalize(c.parent_tid);
-    dims_free(&c.d);
-    free(c.where);
-    free(c.unattr.ids);
-    cover_free(&c.cover);
-    free(c.groups.slots);
-    tr_pair_trie_free(&c.paths);
-    tr_pair_trie_free(&c.keys);
-    tr_i64map_free(&c.key_cache);
-    tr_i64map_free(&c.name_ok);
-    free(c.frame_parent);
-    free(c.frame_label);
-    tr_i64map_free(&c.frame_index);
-    tr_i64map_free(&c.folded);
-    tr_i64map_free(&c.hidden);
-    tr_i64map_free(&c.first_call);
-    tr_torch_compat_free(&c.torch);
+}
+
+tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_error *err)
+{
+    memset(s, 0, sizeof *s);
+    scan_ctx c;
+    scan_ctx_init(&c, db, o, s, err);
+    tr_status rc = TR_OK;
+    if (o->compat_torch && (rc = tr_torch_compat_load(db, &c.torch, err)) != TR_OK)
+        return rc;
+    int from_aggregates = 0, from_stack_aggregates = 0;
+    rc = scan_prepare(&c, &from_aggregates, &from_stack_aggregates);
+    if (rc == TR_OK)
+        rc = scan_groups(&c, from_aggregates, from_stack_aggregates);
+    if (rc == TR_OK)
+        rc = scan_extras(&c);
+    if (rc == TR_OK) {
+        summary_totals(s);
+        tr_summary_sort(s, NULL);
+        rc = resolve(&c);
+    }
+    scan_ctx_free(&c);
     return rc;
 }
 
