@@ -186,42 +186,19 @@ static char *source_path(tr_report_ctx *c, const tr_coll_rank *rk)
     return out;
 }
 
-tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
+/* One row a call matched across ranks: its arrival skew, first and last rank,
+ * durations, bandwidth.  Sums each rank's wait for the last arrival in wait[]
+ * and counts in last[] the calls it was last to; durs[]: scratch, a rank each.
+ * 0, or -1 out of memory. */
+static int calls_table(tr_rresult *r, const tr_coll_set *s, int64_t t0, int64_t *durs, int64_t *wait, int64_t *last)
 {
-    tr_coll_set s;
-    tr_coll_opts co = {1, NULL, 0};
-    tr_status st = tr_coll_load(c->dbs, c->ndbs, &co, &s, c->err);
-    if (st != TR_OK)
-        return st;
-    if (c->sel && c->sel->ranks.n && (st = tr_coll_restrict(&s, rank_selected, (void *)&c->sel->ranks, c->err)) != TR_OK) {
-        tr_coll_set_free(&s);
-        return st;
-    }
-    int64_t warn = c->param[0];
-    size_t nr = s.nranks;
-    tr_gt_scope *sc = NULL;
-    int64_t *durs = NULL, *wait = NULL, *last = NULL;
-    if (!s.ncalls) {
-        if (tr_rresult_nodata(r, "no NCCL/RCCL collectives in the %s (no kernel named ncclKernel_*, "
-                                 "ncclDevKernel_*, ...)", c->sel && c->sel->ranks.n ? "selected ranks" : "trace"))
-            st = tr_report_nomem(c);
-        goto out;
-    }
-    sc = calloc(nr, sizeof *sc);
-    durs = malloc(nr * sizeof *durs);
-    wait = calloc(nr, sizeof *wait);
-    last = calloc(nr, sizeof *last);
-    if (!sc || !durs || !wait || !last) {
-        st = tr_report_nomem(c);
-        goto out;
-    }
+    size_t nr = s->nranks;
     tr_rtable *t = tr_rtable_add(r, "Collective calls, matched across ranks (times on the reference rank's clock)",
                                  tr_collectives_cols);
     if (!t)
-        goto oom;
-    int64_t t0 = s.calls[0].parts[s.calls[0].first_in].start;
-    for (size_t k = 0; k < s.ncalls; k++) {
-        const tr_coll_call *cl = &s.calls[k];
+        return -1;
+    for (size_t k = 0; k < s->ncalls; k++) {
+        const tr_coll_call *cl = &s->calls[k];
         size_t n = 0;
         for (size_t q = 0; q < nr; q++)
             if (cl->parts[q].event_id >= 0) {
@@ -232,7 +209,7 @@ tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
         qsort(durs, n, sizeof *durs, cmp_i64);
         tr_cell *row = tr_rtable_row(t);
         if (!row || (cl->pg[0] && tr_cell_str(&row[1], cl->pg)) || tr_cell_str(&row[2], cl->op))
-            goto oom;
+            return -1;
         tr_cell_int(&row[0], (int64_t)k);
         tr_cell_int(&row[3], cl->seq);
         tr_cell_int(&row[4], (int64_t)cl->present);
@@ -240,12 +217,12 @@ tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
         if (cl->bytes >= 0)
             tr_cell_int(&row[6], cl->bytes);
         tr_cell_ns(&row[7], cl->arrival_skew);
-        tr_cell_int(&row[8], s.ranks[cl->first_in].rank);
-        tr_cell_int(&row[9], s.ranks[cl->last_in].rank);
+        tr_cell_int(&row[8], s->ranks[cl->first_in].rank);
+        tr_cell_int(&row[9], s->ranks[cl->last_in].rank);
         tr_cell_ns(&row[10], durs[0]);
         tr_cell_ns(&row[11], durs[(n - 1) / 2]);
         tr_cell_ns(&row[12], durs[n - 1]);
-        tr_cell_int(&row[13], s.ranks[cl->slowest].rank);
+        tr_cell_int(&row[13], s->ranks[cl->slowest].rank);
         int64_t d = cl->parts[cl->last_in].end - cl->parts[cl->last_in].start;
         if (cl->bytes >= 0 && d > 0) {
             double algbw = (double)cl->bytes / (double)d;   /* bytes per ns = GB/s */
@@ -253,25 +230,29 @@ tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
             tr_cell_real(&row[15], algbw * bus_factor(cl->op, cl->group_size > 0 ? cl->group_size : (int64_t)nr));
         }
     }
-    if (s.paired < s.ncalls
+    if (s->paired < s->ncalls
         && tr_rtable_note(t, "%zu of %zu call(s) are not on every rank of their group (%zu ranks here): profiling "
-                             "windows that differ, or point-to-point calls", s.ncalls - s.paired, s.ncalls, nr))
-        goto oom;
-    if (s.order_violations
+                             "windows that differ, or point-to-point calls", s->ncalls - s->paired, s->ncalls, nr))
+        return -1;
+    if (s->order_violations
         && tr_rresult_warn(r, "%lld call(s) end on some rank before another rank starts them, even after "
-                              "alignment", (long long)s.order_violations))
-        goto oom;
+                              "alignment", (long long)s->order_violations))
+        return -1;
+    return 0;
+}
 
-    if ((st = overlap(c, &s, sc)) != TR_OK)
-        goto out;
+/* One row a rank: clock alignment, waiting, and comm/compute overlap.  0, or -1 out of memory. */
+static int ranks_table(tr_report_ctx *c, tr_rresult *r, const tr_coll_set *s, const tr_gt_scope *sc,
+                       const int64_t *wait, const int64_t *last)
+{
     tr_rtable *rt = tr_rtable_add(r, "Ranks: clock alignment, waiting, and comm/compute overlap (HTA)", rank_cols);
     if (!rt)
-        goto oom;
-    for (size_t q = 0; q < nr; q++) {
-        const tr_coll_rank *rk = &s.ranks[q];
+        return -1;
+    for (size_t q = 0; q < s->nranks; q++) {
+        const tr_coll_rank *rk = &s->ranks[q];
         tr_cell *row = tr_rtable_row(rt);
         if (!row || tr_cell_str(&row[3], tr_clock_method_name(rk->method)))
-            goto oom;
+            return -1;
         tr_cell_int(&row[0], rk->rank);
         tr_cell_int(&row[1], rk->ncalls);
         tr_cell_int(&row[2], rk->offset_ns);
@@ -288,55 +269,94 @@ tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
         int bad = !path || tr_cell_str(&row[11], path);
         free(path);
         if (bad)
-            goto oom;
+            return -1;
     }
-    /* each rank's part of each call, for a look at one rank or a plot */
+    return 0;
+}
+
+/* Each rank's part of each call, for a look at one rank or a plot.  0, or -1 out of memory. */
+static int parts_table(tr_rresult *r, const tr_coll_set *s, int64_t t0)
+{
     tr_rtable *pt = tr_rtable_add(r, "Calls by rank", part_cols);
     if (!pt)
-        goto oom;
-    for (size_t k = 0; k < s.ncalls; k++) {
-        const tr_coll_call *cl = &s.calls[k];
-        for (size_t q = 0; q < nr; q++) {
+        return -1;
+    for (size_t k = 0; k < s->ncalls; k++) {
+        const tr_coll_call *cl = &s->calls[k];
+        for (size_t q = 0; q < s->nranks; q++) {
             const tr_coll_part *p = &cl->parts[q];
             if (p->event_id < 0)
                 continue;
             tr_cell *row = tr_rtable_row(pt);
             if (!row)
-                goto oom;
+                return -1;
             tr_cell_int(&row[0], (int64_t)k);
-            tr_cell_int(&row[1], s.ranks[q].rank);
+            tr_cell_int(&row[1], s->ranks[q].rank);
             tr_cell_ns(&row[2], tr_sat_sub(p->start, t0));
             tr_cell_ns(&row[3], tr_sat_sub(p->end, p->start));
             tr_cell_ns(&row[4], tr_sat_sub(cl->parts[cl->last_in].start, p->start));
             tr_cell_int(&row[5], p->event_id);
         }
     }
-    /* the clocks, and whether to trust the skews */
+    return 0;
+}
+
+/* The clocks, and whether to trust the skews (warn: the residual skew, in ns,
+ * past which they are uncertain).  0, or -1 out of memory. */
+static int clock_notes(tr_rresult *r, const tr_coll_set *s, int64_t warn)
+{
+    size_t nr = s->nranks;
     if (tr_rresult_note(r, "%zu rank(s), %zu call(s), %zu paired on every rank of their group; clocks aligned to rank %lld's by the "
                            "ends of the matched calls (docs/ranks.md, \"Clock alignment\"): the offset is added "
-                           "to the rank's own times", nr, s.ncalls, s.paired, (long long)s.ref_rank))
-        goto oom;
-    if (s.offsets_stored && tr_rresult_note(r, "clock offsets as found at ingest (the run.db's clock_offsets table)"))
-        goto oom;
+                           "to the rank's own times", nr, s->ncalls, s->paired, (long long)s->ref_rank))
+        return -1;
+    if (s->offsets_stored && tr_rresult_note(r, "clock offsets as found at ingest (the run.db's clock_offsets table)"))
+        return -1;
     if (nr == 1 && tr_rresult_note(r, "one rank: arrival skews and clock offsets need the traces of several ranks "
                                       "(trace-analyze --report collectives rank*.db)"))
-        goto oom;
-    if (s.duplicate_ranks && tr_rresult_warn(r, "two sources claim the same rank; they are kept apart"))
-        goto oom;
-    if (s.max_residual_ns > warn) {
+        return -1;
+    if (s->duplicate_ranks && tr_rresult_warn(r, "two sources claim the same rank; they are kept apart"))
+        return -1;
+    if (s->max_residual_ns > warn) {
         size_t worst = 0;
         for (size_t q = 0; q < nr; q++)
-            if (s.ranks[q].residual_ns > s.ranks[worst].residual_ns)
+            if (s->ranks[q].residual_ns > s->ranks[worst].residual_ns)
                 worst = q;
         if (tr_rresult_warn(r, "residual clock skew %lld ns on rank %lld exceeds %lld ns: collective ends "
                                "disagree after alignment, so arrival skews are uncertain by about that much",
-                            (long long)s.max_residual_ns, (long long)s.ranks[worst].rank, (long long)warn))
-            goto oom;
+                            (long long)s->max_residual_ns, (long long)s->ranks[worst].rank, (long long)warn))
+            return -1;
     }
-    goto out;
-oom:
-    st = tr_report_nomem(c);
-out:
+    return 0;
+}
+
+tr_status tr_report_collectives(tr_report_ctx *c, tr_rresult *r)
+{
+    tr_coll_set s;
+    tr_coll_opts co = {1, NULL, 0};
+    tr_status st = tr_coll_load(c->dbs, c->ndbs, &co, &s, c->err);
+    if (st != TR_OK)
+        return st;
+    if (c->sel && c->sel->ranks.n && (st = tr_coll_restrict(&s, rank_selected, (void *)&c->sel->ranks, c->err)) != TR_OK) {
+        tr_coll_set_free(&s);
+        return st;
+    }
+    if (!s.ncalls) {
+        if (tr_rresult_nodata(r, "no NCCL/RCCL collectives in the %s (no kernel named ncclKernel_*, "
+                                 "ncclDevKernel_*, ...)", c->sel && c->sel->ranks.n ? "selected ranks" : "trace"))
+            st = tr_report_nomem(c);
+        tr_coll_set_free(&s);
+        return st;
+    }
+    size_t nr = s.nranks;
+    tr_gt_scope *sc = calloc(nr, sizeof *sc);
+    int64_t *durs = malloc(nr * sizeof *durs), *wait = calloc(nr, sizeof *wait), *last = calloc(nr, sizeof *last);
+    int64_t t0 = s.calls[0].parts[s.calls[0].first_in].start;
+    if (!sc || !durs || !wait || !last || calls_table(r, &s, t0, durs, wait, last) < 0)
+        st = tr_report_nomem(c);
+    else if ((st = overlap(c, &s, sc)) == TR_OK
+             && (ranks_table(c, r, &s, sc, wait, last) < 0 || parts_table(r, &s, t0) < 0
+                 || clock_notes(r, &s, c->param[0]) < 0))
+        st = tr_report_nomem(c);
     free(sc);
     free(durs);
     free(wait);
