@@ -297,80 +297,93 @@ static int call_paired(const tr_coll_call *c, size_t nr)
  * at a different call on each rank.  Otherwise the order of the calls does. */
 #define SEQ_LIMIT (INT64_C(1) << 40)
 
-/* Fills s->calls from the items (sorted here) and aligns the clocks; s->ranks
- * (nranks) is already filled.  stored: offsets to use instead (NULL: compute). */
-static tr_status build(tr_coll_set *s, coll_items *it, const int64_t *stored_off,
-                       const int64_t *stored_res, tr_error *err)
+static int run_start(const coll_items *it, size_t i)
 {
-    tr_status st = TR_OK;
-    size_t nr = s->nranks, ng = 0;
-    if (it->n)
-        qsort(it->v, it->n, sizeof *it->v, cmp_item);
-    tr_i64map group, callmap;
-    tr_i64map_init(&group);
-    tr_i64map_init(&callmap);
-    unsigned char *seq_bad = NULL;
-    int64_t *start = NULL, *end = NULL;
-    unsigned char *have = NULL;
-    tr_clock_fit *fit = NULL;
-    /* (pg, op) -> group; does its seq key it? */
+    const coll_item *x = &it->v[i];
+    return !i || x->rank != it->v[i - 1].rank || x->pg != it->v[i - 1].pg || x->op != it->v[i - 1].op;
+}
+
+static int64_t group_key(const coll_item *x)
+{
+    return (int64_t)(x->pg << 24 | x->op);
+}
+
+/* A group a (pg, op), numbered in group (key -> index); seq_bad[group] (made
+ * here, *ng entries) says its sequence numbers do not key its calls.  0, or -1
+ * out of memory. */
+static int group_items(const coll_items *it, tr_i64map *group, unsigned char **seq_bad, size_t *ng)
+{
+    *ng = 0;
     for (size_t i = 0; i < it->n; i++) {
-        int64_t key = (int64_t)(it->v[i].pg << 24 | it->v[i].op), g;
-        if (!tr_i64map_get(&group, key, &g)) {
-            if (tr_i64map_put(&group, key, (int64_t)ng++) < 0)
-                goto oom;
-        }
+        int64_t g;
+        if (!tr_i64map_get(group, group_key(&it->v[i]), &g) && tr_i64map_put(group, group_key(&it->v[i]), (int64_t)(*ng)++) < 0)
+            return -1;
     }
-    seq_bad = calloc(ng ? ng : 1, 1);
-    if (!seq_bad)
-        goto oom;
+    if (!(*seq_bad = calloc(*ng ? *ng : 1, 1)))
+        return -1;
     for (size_t i = 0; i < it->n; i++) {
         const coll_item *x = &it->v[i];
         int64_t g;
-        tr_i64map_get(&group, (int64_t)(x->pg << 24 | x->op), &g);
-        int run_start = !i || x->rank != it->v[i - 1].rank || x->pg != it->v[i - 1].pg || x->op != it->v[i - 1].op;
-        if (x->seq < 0 || x->seq >= SEQ_LIMIT || (!run_start && x->seq <= it->v[i - 1].seq))
-            seq_bad[g] = 1;
+        tr_i64map_get(group, group_key(x), &g);
+        if (x->seq < 0 || x->seq >= SEQ_LIMIT || (!run_start(it, i) && x->seq <= it->v[i - 1].seq))
+            (*seq_bad)[g] = 1;
     }
-    /* the calls */
+    return 0;
+}
+
+/* A new call of seq n, like item x, with no rank's part yet; NULL out of memory. */
+static tr_coll_call *new_call(tr_coll_set *s, size_t *calls_cap, const coll_items *it, const coll_item *x, int64_t n)
+{
+    if (s->ncalls == *calls_cap) {
+        size_t cap = *calls_cap ? 2 * *calls_cap : 64;
+        tr_coll_call *nc = cap < SIZE_MAX / sizeof *nc ? realloc(s->calls, cap * sizeof *nc) : NULL;
+        if (!nc)
+            return NULL;
+        s->calls = nc;
+        *calls_cap = cap;
+    }
+    tr_coll_call *c = &s->calls[s->ncalls];
+    memset(c, 0, sizeof *c);
+    c->pg = strdup(it->names.v[x->pg]);
+    c->op = strdup(it->names.v[x->op]);
+    c->dtype = strdup(it->names.v[x->dtype]);
+    c->parts = malloc(s->nranks * sizeof *c->parts);
+    s->ncalls++;
+    if (!c->pg || !c->op || !c->dtype || !c->parts)
+        return NULL;
+    for (size_t r = 0; r < s->nranks; r++)
+        c->parts[r] = (tr_coll_part){-1, 0, 0, 0};
+    c->seq = n;
+    c->in_nelems = x->in_nelems;
+    c->out_nelems = x->out_nelems;
+    c->group_size = x->group_size;
+    c->bytes = coll_bytes(x->in_nelems, x->out_nelems, c->dtype);
+    return c;
+}
+
+/* The calls: the items of one (pg, op) and sequence number (or, where the
+ * numbers do not key them, the same place in each rank's order) are one call,
+ * a part a rank.  0, or -1 out of memory. */
+static int match_calls(tr_coll_set *s, const coll_items *it, const tr_i64map *group, const unsigned char *seq_bad)
+{
+    tr_i64map callmap;
+    tr_i64map_init(&callmap);
     int64_t order = 0;
     size_t calls_cap = 0;
-    for (size_t i = 0; i < it->n; i++) {
+    int rc = 0;
+    for (size_t i = 0; i < it->n && rc == 0; i++) {
         const coll_item *x = &it->v[i];
-        int run_start = !i || x->rank != it->v[i - 1].rank || x->pg != it->v[i - 1].pg || x->op != it->v[i - 1].op;
-        order = run_start ? 0 : order + 1;
+        order = run_start(it, i) ? 0 : order + 1;
         int64_t g, ci;
-        tr_i64map_get(&group, (int64_t)(x->pg << 24 | x->op), &g);
+        tr_i64map_get(group, group_key(x), &g);
         int64_t n = seq_bad[g] ? order : x->seq;
         int64_t key = (int64_t)((uint64_t)g * (uint64_t)SEQ_LIMIT + (uint64_t)n);   /* wraps, never overflows */
         if (!tr_i64map_get(&callmap, key, &ci)) {
-            if (s->ncalls == calls_cap) {
-                size_t cap = calls_cap ? 2 * calls_cap : 64;
-                tr_coll_call *nc = cap < SIZE_MAX / sizeof *nc ? realloc(s->calls, cap * sizeof *nc) : NULL;
-                if (!nc)
-                    goto oom;
-                s->calls = nc;
-                calls_cap = cap;
+            ci = (int64_t)s->ncalls;
+            if (!new_call(s, &calls_cap, it, x, n) || tr_i64map_put(&callmap, key, ci) < 0) {
+                rc = -1;
+                break;
             }
-            tr_coll_call *c = &s->calls[s->ncalls];
-            memset(c, 0, sizeof *c);
-            c->pg = strdup(it->names.v[x->pg]);
-            c->op = strdup(it->names.v[x->op]);
-            c->dtype = strdup(it->names.v[x->dtype]);
-            c->parts = malloc(nr * sizeof *c->parts);
-            s->ncalls++;
-            if (!c->pg || !c->op || !c->dtype || !c->parts)
-                goto oom;
-            for (size_t r = 0; r < nr; r++)
-                c->parts[r] = (tr_coll_part){-1, 0, 0, 0};
-            c->seq = n;
-            c->in_nelems = x->in_nelems;
-            c->out_nelems = x->out_nelems;
-            c->group_size = x->group_size;
-            c->bytes = coll_bytes(x->in_nelems, x->out_nelems, c->dtype);
-            ci = (int64_t)s->ncalls - 1;
-            if (tr_i64map_put(&callmap, key, ci) < 0)
-                goto oom;
         }
         tr_coll_call *c = &s->calls[ci];
         if (c->parts[x->rank].event_id >= 0)
@@ -378,18 +391,25 @@ static tr_status build(tr_coll_set *s, coll_items *it, const int64_t *stored_off
         c->parts[x->rank] = (tr_coll_part){x->event_id, x->start, x->end, x->stream_id};
         s->ranks[x->rank].ncalls++;
     }
-    /* the clocks: rank index 0 (the lowest rank) is the reference */
-    size_t nc = s->ncalls;
+    tr_i64map_free(&callmap);
+    return rc;
+}
+
+/* Each rank's clock offset to the reference rank (the lowest rank that has
+ * collectives: a rank without any, say a CPU-only process, could anchor no
+ * one), from the matched calls' ends, or the stored offsets when they are
+ * against the same reference. */
+static tr_status align_clocks(tr_coll_set *s, const int64_t *stored_off, const int64_t *stored_res, tr_error *err)
+{
+    size_t nr = s->nranks, nc = s->ncalls;
     if (nr && nc > SIZE_MAX / nr / sizeof(int64_t))
-        goto oom;
+        return nomem(err);
     size_t cells = nr * nc > 0 ? nr * nc : 1;
-    start = malloc(cells * sizeof *start);
-    end = malloc(cells * sizeof *end);
-    have = calloc(cells, 1);
-    fit = calloc(nr ? nr : 1, sizeof *fit);
-    if (!start || !end || !have || !fit)
-        goto oom;
-    for (size_t k = 0; k < nc; k++)
+    int64_t *start = malloc(cells * sizeof *start), *end = malloc(cells * sizeof *end);
+    unsigned char *have = calloc(cells, 1);
+    tr_clock_fit *fit = calloc(nr ? nr : 1, sizeof *fit);
+    tr_status st = start && end && have && fit ? TR_OK : nomem(err);
+    for (size_t k = 0; k < nc && st == TR_OK; k++)
         for (size_t r = 0; r < nr; r++) {
             const tr_coll_part *p = &s->calls[k].parts[r];
             if (p->event_id < 0)
@@ -398,20 +418,20 @@ static tr_status build(tr_coll_set *s, coll_items *it, const int64_t *stored_off
             start[r * nc + k] = p->start;
             end[r * nc + k] = p->end;
         }
-    /* the reference: the lowest rank that has collectives (a rank without any,
-     * say a CPU-only process, could anchor no one) */
     size_t ref = 0;
     while (ref < nr && !s->ranks[ref].ncalls)
         ref++;
     if (ref == nr)
         ref = 0;
-    s->ref_rank = nr ? s->ranks[ref].rank : 0;
-    if (stored_off && stored_off[ref] != 0)
-        stored_off = NULL;   /* stored against another reference: computed again */
-    s->offsets_stored = stored_off != NULL;
-    if (nr && (st = tr_clock_align(nr, nc, start, end, have, ref, fit, err)) != TR_OK)
-        goto out;
-    for (size_t r = 0; r < nr; r++) {
+    if (st == TR_OK) {
+        s->ref_rank = nr ? s->ranks[ref].rank : 0;
+        if (stored_off && stored_off[ref] != 0)
+            stored_off = NULL;   /* stored against another reference: computed again */
+        s->offsets_stored = stored_off != NULL;
+        if (nr)
+            st = tr_clock_align(nr, nc, start, end, have, ref, fit, err);
+    }
+    for (size_t r = 0; r < nr && st == TR_OK; r++) {
         tr_coll_rank *rk = &s->ranks[r];
         rk->anchor_ns = 0;
         if (stored_off) {
@@ -427,8 +447,19 @@ static tr_status build(tr_coll_set *s, coll_items *it, const int64_t *stored_off
         if (rk->residual_ns > s->max_residual_ns)
             s->max_residual_ns = rk->residual_ns;
     }
-    /* aligned times, skew, who came first and last */
-    for (size_t k = 0; k < nc; k++) {
+    free(start);
+    free(end);
+    free(have);
+    free(fit);
+    return st;
+}
+
+/* The parts' times on the reference clock, each call's skew and who came
+ * first and last, and the calls in order. */
+static void finish_calls(tr_coll_set *s)
+{
+    size_t nr = s->nranks;
+    for (size_t k = 0; k < s->ncalls; k++) {
         tr_coll_call *c = &s->calls[k];
         for (size_t r = 0; r < nr; r++) {
             tr_coll_part *p = &c->parts[r];
@@ -441,19 +472,28 @@ static tr_status build(tr_coll_set *s, coll_items *it, const int64_t *stored_off
         s->order_violations += c->order_violation;
         s->paired += call_paired(c, nr);
     }
-    if (nc)
-        qsort(s->calls, nc, sizeof *s->calls, cmp_call);
-    goto out;
-oom:
-    st = nomem(err);
-out:
+    if (s->ncalls)
+        qsort(s->calls, s->ncalls, sizeof *s->calls, cmp_call);
+}
+
+/* Fills s->calls from the items (sorted here) and aligns the clocks; s->ranks
+ * (nranks) is already filled.  stored: offsets to use instead (NULL: compute). */
+static tr_status build(tr_coll_set *s, coll_items *it, const int64_t *stored_off,
+                       const int64_t *stored_res, tr_error *err)
+{
+    if (it->n)
+        qsort(it->v, it->n, sizeof *it->v, cmp_item);
+    tr_i64map group;
+    tr_i64map_init(&group);
+    unsigned char *seq_bad = NULL;
+    size_t ng = 0;
+    tr_status st = group_items(it, &group, &seq_bad, &ng) < 0 || match_calls(s, it, &group, seq_bad) < 0
+                       ? nomem(err)
+                       : align_clocks(s, stored_off, stored_res, err);
+    if (st == TR_OK)
+        finish_calls(s);
     tr_i64map_free(&group);
-    tr_i64map_free(&callmap);
     free(seq_bad);
-    free(start);
-    free(end);
-    free(have);
-    free(fit);
     return st;
 }
 
