@@ -78,7 +78,8 @@ int tr_sqlite_open_ro(const char *path, sqlite3 **db);
 /* Opens up to n more read-only connections to the file of the open run.db db,
  * for helper threads (a connection is used by one thread at a time); returns how
  * many were opened into out[], 0 when db is not a file or TR_ONE_THREAD is set
- * (to 1: the callers then do their work on one thread).  Close each with sqlite3_close(). */
+ * (to 1: the callers then do their work on one thread); the slots of out[n]
+ * not filled are set to NULL.  Close each with sqlite3_close(). */
 int tr_rundb_open_peers(sqlite3 *db, sqlite3 **out, int n);
 
 /* The first and last id of the events table; 0 when it is empty or cannot be read. */
