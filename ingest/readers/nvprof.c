@@ -365,6 +365,73 @@ static tr_status read_overhead(ct_reader *r, const ct_table *table, tr_error *er
 }
 
 /* NVTX: flags 1 = instantaneous mark, 2 = range start, 4 = range end (name 0). */
+/* The NVTX ranges open while the markers are read: marker id -> event index. */
+typedef struct {
+    tr_i64map open;
+    size_t orphan_ends, restarted;
+} marker_state;
+
+/* A range's end: closes the range its id opened, if one is open and began before. */
+static void end_marker(ct_reader *r, marker_state *m, ct_bad *bad, int64_t id, int64_t ts, uint32_t thread)
+{
+    int64_t idx;
+    if (!tr_i64map_get(&m->open, id, &idx)) {
+        m->orphan_ends++;
+        return;
+    }
+    tr_event *e = &r->t->events.v[idx];
+    if (ts < e->start) {
+        bad->bad_span++;   /* the range stays open: closed at the last timestamp */
+        return;
+    }
+    tr_i64map_del(&m->open, id);
+    e->end = ts;
+    if (e->thread != thread)
+        e->flags |= TR_FLAG_ASYNC;
+}
+
+/* A mark (flags 1) or a range's start (flags 2), named by its text or what an
+ * emit_nvtx annotation in it says.  0, or -1 out of memory. */
+static int start_marker(ct_reader *r, marker_state *m, int64_t flags, int64_t id, int64_t ts, uint32_t thread,
+                        const tr_sql_cell *name)
+{
+    tr_event *e = tr_add_event(r->t, (flags & 2) ? TR_KIND_RANGE : TR_KIND_MARK);
+    if (!e)
+        return -1;
+    e->start = e->end = ts;
+    e->thread = thread;
+    uint32_t raw = or_empty(r, ct_cell_string(r, name));
+    ct_nvtx_name(r, e, raw, 1);
+    if (!(flags & 2))
+        return 0;
+    int64_t prev;
+    if (tr_i64map_get(&m->open, id, &prev))
+        m->restarted++;
+    return tr_i64map_put(&m->open, id, (int64_t)(e - r->t->events.v)) < 0 ? -1 : 0;
+}
+
+/* Ranges never ended are closed at the last timestamp; then the warnings. */
+static void finish_markers(ct_reader *r, marker_state *m, ct_bad *bad)
+{
+    size_t unterminated = m->open.n;
+    for (size_t i = 0; i < m->open.cap; i++) {
+        if (!m->open.slots[i].used)
+            continue;
+        tr_event *e = &r->t->events.v[m->open.slots[i].val];
+        e->end = r->max_ts > e->start ? r->max_ts : e->start;
+        e->flags |= TR_FLAG_UNTERMINATED;
+    }
+    ct_report_bad(r, bad);
+    if (unterminated)
+        tr_ingest_warn(r->o, "%s: %zu NVTX range(s) never ended; closed at the last timestamp",
+                       r->in.path, unterminated);
+    if (m->orphan_ends)
+        tr_ingest_warn(r->o, "%s: %zu NVTX range end(s) without a start ignored", r->in.path,
+                       m->orphan_ends);
+    if (m->restarted)
+        tr_ingest_warn(r->o, "%s: %zu NVTX range id(s) started twice", r->in.path, m->restarted);
+}
+
 static tr_status read_markers(ct_reader *r, const ct_table *table, tr_error *err)
 {
     const char *tab = table->name;
@@ -380,15 +447,13 @@ static tr_status read_markers(ct_reader *r, const ct_table *table, tr_error *err
         sqlite3_finalize(st);
         return s;
     }
-    tr_i64map open;
-    tr_i64map_init(&open);
-    size_t orphan_ends = 0, restarted = 0;
+    marker_state m = {.orphan_ends = 0};
+    tr_i64map_init(&m.open);
     ct_bad bad = {tab, 0, 0};
-    int rc;
+    int rc, oom = 0;
     const tr_sql_cell *c;
-    while ((c = tr_sql_ahead_next(ahead, &rc, err)) != NULL) {
-        int64_t flags = c[0].i;
-        int64_t ts = c[1].i;
+    while (!oom && (c = tr_sql_ahead_next(ahead, &rc, err)) != NULL) {
+        int64_t flags = c[0].i, ts = c[1].i, id = c[2].i;
         if (c[1].type != SQLITE_INTEGER) {
             bad.no_time++;
             continue;
@@ -397,77 +462,28 @@ static tr_status read_markers(ct_reader *r, const ct_table *table, tr_error *err
             bad.bad_span++;
             continue;
         }
-        int64_t id = c[2].i;
         int64_t pid, tid;
         pid_tid_of((int)c[3].i, (const unsigned char *)c[4].p, c[4].len, &pid, &tid);
         uint32_t thread = ct_thread(r, pid, tid);
         ct_note_ts(r, ts);
-        if (flags & 4) {
-            int64_t idx;
-            if (!tr_i64map_get(&open, id, &idx)) {
-                orphan_ends++;
-                continue;
-            }
-            tr_event *e = &r->t->events.v[idx];
-            if (ts < e->start) {
-                bad.bad_span++;   /* the range stays open: closed at the last timestamp */
-                continue;
-            }
-            tr_i64map_del(&open, id);
-            e->end = ts;
-            if (e->thread != thread)
-                e->flags |= TR_FLAG_ASYNC;
-            continue;
-        }
-        if (!(flags & 3))
-            continue;   /* sync acquire/release markers carry no range */
-        tr_event *e = tr_add_event(r->t, (flags & 2) ? TR_KIND_RANGE : TR_KIND_MARK);
-        if (!e)
-            goto nomem;
-        e->start = e->end = ts;
-        e->thread = thread;
-        uint32_t raw = or_empty(r, ct_cell_string(r, &c[5]));
-        ct_nvtx_name(r, e, raw, 1);
-        if (flags & 2) {
-            int64_t prev;
-            if (tr_i64map_get(&open, id, &prev))
-                restarted++;
-            if (tr_i64map_put(&open, id, (int64_t)(e - r->t->events.v)) < 0)
-                goto nomem;
-        }
+        if (flags & 4)
+            end_marker(r, &m, &bad, id, ts, thread);
+        else if (flags & 3)   /* sync acquire/release markers carry no range */
+            oom = start_marker(r, &m, flags, id, ts, thread, &c[5]) < 0;
     }
     tr_sql_ahead_stop(ahead);
-    ahead = NULL;
     sqlite3_finalize(st);
-    st = NULL;
+    if (oom) {
+        tr_i64map_free(&m.open);
+        return ct_oom(r, err);
+    }
     if (rc < 0) {
-        tr_i64map_free(&open);
+        tr_i64map_free(&m.open);
         return err->status;
     }
-    size_t unterminated = open.n;
-    for (size_t i = 0; i < open.cap; i++) {
-        if (!open.slots[i].used)
-            continue;
-        tr_event *e = &r->t->events.v[open.slots[i].val];
-        e->end = r->max_ts > e->start ? r->max_ts : e->start;
-        e->flags |= TR_FLAG_UNTERMINATED;
-    }
-    tr_i64map_free(&open);
-    ct_report_bad(r, &bad);
-    if (unterminated)
-        tr_ingest_warn(r->o, "%s: %zu NVTX range(s) never ended; closed at the last timestamp",
-                       r->in.path, unterminated);
-    if (orphan_ends)
-        tr_ingest_warn(r->o, "%s: %zu NVTX range end(s) without a start ignored", r->in.path,
-                       orphan_ends);
-    if (restarted)
-        tr_ingest_warn(r->o, "%s: %zu NVTX range id(s) started twice", r->in.path, restarted);
+    finish_markers(r, &m, &bad);
+    tr_i64map_free(&m.open);
     return TR_OK;
-nomem:
-    tr_sql_ahead_stop(ahead);
-    sqlite3_finalize(st);
-    tr_i64map_free(&open);
-    return ct_oom(r, err);
 }
 
 /* The tables read, in order: the shared families by their columns, nvprof's own by
