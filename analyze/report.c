@@ -1056,6 +1056,22 @@ static tr_status ctx_copy(tr_report_ctx *to, const tr_report_ctx *c, sqlite3 **d
     return st;
 }
 
+/* A context like c on a connection of its own (*db), for a second thread; 0
+ * where none can be had, and the caller does the work itself.  Either way,
+ * peer_ctx_free() releases them. */
+static int peer_ctx(const tr_report_ctx *c, tr_report_ctx *to, sqlite3 **db, tr_error *err)
+{
+    memset(to, 0, sizeof *to);
+    return tr_rundb_open_peers(c->db, db, 1) == 1 && ctx_copy(to, c, db, err) == TR_OK;
+}
+
+static void peer_ctx_free(tr_report_ctx *to, sqlite3 *db)
+{
+    ctx_free(to);
+    if (db)
+        sqlite3_close(db);
+}
+
 tr_status tr_report_scan_start(tr_report_ctx *c, tr_report_scan_job **job, unsigned kind_mask, int flags,
                                const char *order, const char *extra_cols, const char *extra_join, tr_scan_fn fn,
                                void *arg)
@@ -1065,8 +1081,7 @@ tr_status tr_report_scan_start(tr_report_ctx *c, tr_report_scan_job **job, unsig
         return tr_report_nomem(c);
     j->kind_mask = kind_mask, j->flags = flags, j->order = order;
     j->extra_cols = extra_cols, j->extra_join = extra_join, j->fn = fn, j->arg = arg;
-    j->threaded = tr_rundb_open_peers(c->db, &j->db, 1) == 1 && ctx_copy(&j->c, c, &j->db, &j->err) == TR_OK
-                  && pthread_create(&j->th, NULL, scan_thread, j) == 0;
+    j->threaded = peer_ctx(c, &j->c, &j->db, &j->err) && pthread_create(&j->th, NULL, scan_thread, j) == 0;
     return TR_OK;
 }
 
@@ -1083,9 +1098,7 @@ tr_status tr_report_scan_finish(tr_report_ctx *c, tr_report_scan_job *job, tr_st
     } else if (st == TR_OK) {
         st = run_scan_job(job, c);   /* no second thread: after the caller's scans, as one thread does */
     }
-    ctx_free(&job->c);
-    if (job->db)
-        sqlite3_close(job->db);
+    peer_ctx_free(&job->c, job->db);
     free(job);
     return st;
 }
@@ -1645,24 +1658,19 @@ static void take_reports(report_jobs *j, tr_report_ctx *c)
     c->err = own;
 }
 
-typedef struct { report_jobs *j; sqlite3 *db; const tr_analyze_opts *o; } report_worker;
+/* The second thread: its context (a copy of the caller's: the options, time
+ * origin and --step windows) is made before it starts, on the caller's thread. */
+typedef struct {
+    report_jobs *j;
+    tr_report_ctx c;
+    sqlite3 *db;
+    tr_error err;
+} report_worker;
 
 static void *report_thread(void *arg)
 {
     report_worker *w = arg;
-    tr_report_ctx c;
-    tr_error err;
-    tr_error_clear(&err);
-    sqlite3 *db = w->db;
-    tr_status st = ctx_init(&c, db, w->o, &err);
-    c.dbs = &db;
-    c.ndbs = 1;
-    c.ro_ = w->j->ro;
-    if (st == TR_OK)
-        st = select_steps(&c, w->j->ro);
-    if (st == TR_OK)   /* else the other thread does them all */
-        take_reports(w->j, &c);
-    ctx_free(&c);
+    take_reports(w->j, &w->c);
     return NULL;
 }
 
@@ -1672,19 +1680,14 @@ static void compute_reports(tr_report_ctx *c, const tr_report_opts *ro, tr_rresu
 {
     report_jobs j = {ro, res, st, errs, skipped};
     atomic_init(&j.next, 0);
-    sqlite3 *peer = NULL;
     pthread_t th;
-    report_worker w = {&j, NULL, c->o};
-    int threaded = tr_rundb_open_peers(c->db, &peer, 1) == 1;
-    if (threaded) {
-        w.db = peer;
-        threaded = pthread_create(&th, NULL, report_thread, &w) == 0;
-    }
+    report_worker w = {.j = &j};
+    tr_error_clear(&w.err);
+    int threaded = peer_ctx(c, &w.c, &w.db, &w.err) && pthread_create(&th, NULL, report_thread, &w) == 0;
     take_reports(&j, c);
     if (threaded)
         pthread_join(th, NULL);
-    if (peer)
-        sqlite3_close(peer);
+    peer_ctx_free(&w.c, w.db);
 }
 
 /* One report's diagnostics (no data, warnings, events left out) to diag, and its tables. */
