@@ -315,8 +315,8 @@ static int group_items(const coll_items *it, tr_i64map *group, unsigned char **s
 {
     *ng = 0;
     for (size_t i = 0; i < it->n; i++) {
-        int64_t g;
-        if (!tr_i64map_get(group, group_key(&it->v[i]), &g) && tr_i64map_put(group, group_key(&it->v[i]), (int64_t)(*ng)++) < 0)
+        int64_t key = group_key(&it->v[i]), g;
+        if (!tr_i64map_get(group, key, &g) && tr_i64map_put(group, key, (int64_t)(*ng)++) < 0)
             return -1;
     }
     if (!(*seq_bad = calloc(*ng ? *ng : 1, 1)))

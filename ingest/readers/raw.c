@@ -283,7 +283,7 @@ static uint32_t overhead_name(raw_reader *r, uint32_t kind)
 
 typedef tr_status (*record_reader)(raw_reader *r, const unsigned char *p, tr_error *err);
 
-/* A GPU activity without timestamps (CUPTI could not collect them): counted, not kept. */
+/* A record without timestamps (CUPTI could not collect them): counted, not kept. */
 static int incomplete(raw_reader *r, uint32_t flags, uint64_t start, uint64_t end)
 {
     if ((flags & TR_RAW_KF_INCOMPLETE) || (start == 0 && end == 0)) {
@@ -548,10 +548,8 @@ static tr_status read_overhead(raw_reader *r, const unsigned char *p, tr_error *
 {
     tr_raw_overhead o;
     memcpy(&o, p, sizeof o);
-    if (o.start == 0 && o.end == 0) {
-        r->incomplete++;
+    if (incomplete(r, 0, o.start, o.end))
         return TR_OK;
-    }
     uint32_t name = overhead_name(r, o.overhead_kind);
     tr_event *e = tr_add_event(r->t, TR_KIND_OVERHEAD);
     if (!e)
