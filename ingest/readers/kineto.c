@@ -23,15 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
-
 #include <cjson/cJSON.h>
 #include <zlib.h>
 
 #include "ingest/ingest.h"
 #include "ingest/kineto.h"
+#include "ingest/readers/json_subset.h"
 #include "lib/i64map.h"
 #include "lib/names.h"
 #include "lib/spill.h"
@@ -39,6 +36,19 @@
 #define WHAT "Kineto trace"
 #define KIN_BUFSZ (256 * 1024)
 #define KIN_MAX_ELEMENT ((size_t)512 * 1024 * 1024)
+
+/* cJSON's type tests, inline: the library's are calls into the shared
+ * library, made for every key handle_event() reads. */
+static inline int j_type(const cJSON *j)
+{
+    return j ? j->type & 0xFF : cJSON_Invalid;
+}
+static inline int j_number(const cJSON *j) { return j_type(j) == cJSON_Number; }
+static inline int j_string(const cJSON *j) { return j_type(j) == cJSON_String; }
+static inline int j_array(const cJSON *j) { return j_type(j) == cJSON_Array; }
+static inline int j_object(const cJSON *j) { return j_type(j) == cJSON_Object; }
+static inline int j_true(const cJSON *j) { return j_type(j) == cJSON_True; }
+static inline int j_bool(const cJSON *j) { return j && (j->type & (cJSON_True | cJSON_False)) != 0; }
 
 /* ---- input: a gzFile (plain or gzip) or a memory buffer ---------------- */
 
@@ -223,24 +233,6 @@ static tr_status eof_error(kin_reader *r, const char *what)
     return bad(r, in_offset(&r->in), "unexpected end of input inside %s (truncated file?)", what);
 }
 
-/* The first '"' or '\\' in [p, end), or end: inside a string nothing else
- * matters, and most of a trace's bytes are inside strings (names, keys). */
-static const unsigned char *string_special(const unsigned char *p, const unsigned char *end)
-{
-#ifdef __SSE2__
-    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
-    for (; end - p >= 16; p += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-        int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
-        if (m)
-            return p + __builtin_ctz((unsigned)m);
-    }
-#endif
-    while (p < end && *p != '"' && *p != '\\')
-        p++;
-    return p;
-}
-
 /* Appends one JSON value (object, array, string or scalar) to out, tracking
  * string/escape state and bracket depth; cJSON validates it later. */
 static tr_status scan_value_into(kin_reader *r, kin_buf *out)
@@ -266,7 +258,7 @@ static tr_status scan_value_into(kin_reader *r, kin_buf *out)
                         q++;
                         continue;
                     }
-                    q = string_special(q, end);
+                    q = tr_json_string_special(q, end);
                     if (q == end)
                         break;
                     if (*q++ == '\\') {
@@ -466,13 +458,17 @@ static int keep_nul_escapes(kin_reader *r)
 }
 
 /* Parses one value's text (len bytes, NUL-terminated) into the current
- * arena; NULL with err filled if it is not exactly one JSON value.  Touches
- * no reader state, so the parser thread can run it. */
+ * arena, by json_subset.h where it can and by cJSON otherwise; NULL with err
+ * filled if it is not exactly one JSON value.  Touches no reader state, so
+ * the parser thread can run it. */
 static cJSON *parse_text(const char *path, const char *text, size_t len, uint64_t start,
                          tr_error *err)
 {
+    cJSON *j = tr_json_subset_parse(text, len, arena_alloc);
+    if (j)
+        return j;
     const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text ? text : "", len, &end, 0);
+    j = cJSON_ParseWithLengthOpts(text ? text : "", len, &end, 0);
     if (j && (!end || (size_t)(end - text) >= len))
         return j;
     /* on failure cJSON leaves `end` at the error (its global error pointer
@@ -645,7 +641,7 @@ static const cJSON *jget(const cJSON *o, const char *key)
 
 static const char *str_of(const cJSON *j)
 {
-    return cJSON_IsString(j) ? j->valuestring : NULL;
+    return j_string(j) ? j->valuestring : NULL;
 }
 
 static const char *jstr(const cJSON *o, const char *key)
@@ -657,11 +653,11 @@ static const char *jstr(const cJSON *o, const char *key)
 /* An integer value (number or numeric string); def when absent. */
 static int64_t int_of(const cJSON *j, int64_t def)
 {
-    if (cJSON_IsNumber(j)) {
+    if (j_number(j)) {
         double d = j->valuedouble;
         return d >= -9.2e18 && d <= 9.2e18 ? (int64_t)d : def;
     }
-    if (cJSON_IsString(j) && j->valuestring[0]) {
+    if (j_string(j) && j->valuestring[0]) {
         char *end;
         long long v = strtoll(j->valuestring, &end, 0);
         if (*end == 0)
@@ -768,11 +764,11 @@ static void find_item_keys(kin_item *it)
 /* pid/tid: numbers or strings ("4093687616", "stream 7", "Spans"). */
 static int64_t id_of(kin_reader *r, const cJSON *j)
 {
-    if (cJSON_IsNumber(j)) {
+    if (j_number(j)) {
         double d = j->valuedouble;
         return d >= -9.2e18 && d <= 9.2e18 ? (int64_t)d : 0;
     }
-    if (cJSON_IsString(j)) {
+    if (j_string(j)) {
         const char *s = j->valuestring;
         char *end;
         long long v = strtoll(s, &end, 10);
@@ -807,7 +803,7 @@ static int repr(kin_buf *b, const cJSON *j, int depth)
     char num[40];
     if (depth > 64)
         return buf_add(b, "...", 3);
-    if (cJSON_IsArray(j)) {
+    if (j_array(j)) {
         if (buf_add(b, "[", 1) < 0)
             return -1;
         int first = 1;
@@ -820,7 +816,7 @@ static int repr(kin_buf *b, const cJSON *j, int depth)
         }
         return buf_add(b, "]", 1);
     }
-    if (cJSON_IsNumber(j)) {
+    if (j_number(j)) {
         double d = j->valuedouble;
         if (d > -9e15 && d < 9e15 && d == (double)(long long)d) {
             /* integers by hand: snprintf was most of the cost of a shape */
@@ -837,14 +833,14 @@ static int repr(kin_buf *b, const cJSON *j, int depth)
             snprintf(num, sizeof num, "%.17g", d);
         return buf_add(b, num, strlen(num));
     }
-    if (cJSON_IsString(j)) {
+    if (j_string(j)) {
         return buf_add(b, "'", 1) < 0 || buf_add(b, j->valuestring, strlen(j->valuestring)) < 0
                        || buf_add(b, "'", 1) < 0
                    ? -1
                    : 0;
     }
-    if (cJSON_IsBool(j))
-        return cJSON_IsTrue(j) ? buf_add(b, "True", 4) : buf_add(b, "False", 5);
+    if (j_bool(j))
+        return j_true(j) ? buf_add(b, "True", 4) : buf_add(b, "False", 5);
     return buf_add(b, "None", 4);
 }
 
@@ -961,7 +957,7 @@ static int is_backward_function(const char *name, const cJSON *const *a)
 {
     const cJSON *scope = a[A_SCOPE];
     if (scope)
-        return cJSON_IsNumber(scope) && scope->valuedouble == 1;
+        return j_number(scope) && scope->valuedouble == 1;
     if (strncmp(name, "torch::autograd::", 17) == 0)
         return 1;
     return int_of(a[A_FWD_THREAD], 0) > 0
@@ -974,7 +970,7 @@ static tr_status op_args(kin_reader *r, size_t idx, const char *name, const cJSO
     const cJSON *dims = a[A_INPUT_DIMS];
     if (!dims)
         dims = a[A_INPUT_DIMS_LOWER];
-    if (cJSON_IsArray(dims)) {
+    if (j_array(dims)) {
         r->tmp.n = 0;
         if (repr(&r->tmp, dims, 0) < 0)
             return oom(r);
@@ -1020,8 +1016,8 @@ static tr_status kernel_args(kin_reader *r, size_t idx, const char *name, const 
     const cJSON *b = a[A_BLOCK];
     for (int k = 0; k < 3; k++) {
         const cJSON *gk = cJSON_GetArrayItem(g, k), *bk = cJSON_GetArrayItem(b, k);
-        d.grid[k] = cJSON_IsNumber(gk) ? (int32_t)gk->valueint : -1;
-        d.block[k] = cJSON_IsNumber(bk) ? (int32_t)bk->valueint : -1;
+        d.grid[k] = j_number(gk) ? (int32_t)gk->valueint : -1;
+        d.block[k] = j_number(bk) ? (int32_t)bk->valueint : -1;
     }
     d.registers = (int32_t)int_of(a[A_REGISTERS], -1);
     d.static_smem = (int32_t)int_of(a[A_SHARED_MEMORY], -1);
@@ -1063,7 +1059,7 @@ static tr_status python_args(kin_reader *r, size_t idx, const char *name, const 
 {
     (void)name;
     const cJSON *pid = a[A_PYTHON_ID];
-    if (cJSON_IsNumber(pid)) {
+    if (j_number(pid)) {
         if (tr_vec_reserve(r->py, r->py.n + 1) < 0)
             return oom(r);
         r->py.v[r->py.n++] = (kin_py){int_of(pid, -1), int_of(a[A_PYTHON_PARENT], -1), idx};
@@ -1186,9 +1182,9 @@ static tr_status event_times(kin_reader *r, const kin_item *it, int complete, in
 /* A string or numeric argument as a string id (0 when absent). */
 static uint32_t comm_str(kin_reader *r, const cJSON *j)
 {
-    if (cJSON_IsString(j))
+    if (j_string(j))
         return tr_str(r->t, j->valuestring);
-    if (cJSON_IsNumber(j)) {
+    if (j_number(j)) {
         char b[32];
         snprintf(b, sizeof b, "%lld", (long long)int_of(j, 0));
         return tr_str(r->t, b);
@@ -1535,17 +1531,17 @@ static tr_status top_value(kin_reader *r, const char *key, cJSON *v)
             r->base_ns = ns;
             r->have_base = 1;
         }
-    } else if (strcmp(key, "distributedInfo") == 0 && cJSON_IsObject(v)) {
+    } else if (strcmp(key, "distributedInfo") == 0 && j_object(v)) {
         r->t->sources.v[r->source].rank = jint(v, "rank", -1);
         r->t->sources.v[r->source].world_size = jint(v, "world_size", 0);
-    } else if (strcmp(key, "schemaVersion") == 0 && cJSON_IsNumber(v)) {
+    } else if (strcmp(key, "schemaVersion") == 0 && j_number(v)) {
         char buf[32];
         snprintf(buf, sizeof buf, "schema %d", v->valueint);
         r->t->sources.v[r->source].format_version = tr_str(r->t, buf);
-    } else if (strcmp(key, "deviceProperties") == 0 && cJSON_IsArray(v)) {
+    } else if (strcmp(key, "deviceProperties") == 0 && j_array(v)) {
         for (const cJSON *d = v->child; d; d = d->next) {
             const cJSON *id = jget(d, "id");
-            if (!cJSON_IsNumber(id))
+            if (!j_number(id))
                 continue;
             uint32_t di = tr_device_get(r->t, r->source, (int64_t)id->valuedouble);
             if (!di)

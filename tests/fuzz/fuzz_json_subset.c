@@ -1,0 +1,116 @@
+/*
+ * libFuzzer target: the Kineto reader's fast JSON parser
+ * (ingest/readers/json_subset.h) against cJSON itself.  Where the fast parser
+ * takes a text, cJSON must take the whole text too and build an equal tree:
+ * the same types, strings, valuedouble bit for bit, valueint and links.  The
+ * fast parser may give up on any text; it must never disagree.  Its prefix
+ * form must take only a leading value cJSON takes whole, to the same tree.
+ * Build and run: make fuzz && build-fuzz/fuzz/fuzz_json_subset tests/fuzz/corpus/json_subset
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "ingest/readers/json_subset.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Every allocation of one input, freed together. */
+static void **allocs;
+static size_t nallocs, capallocs;
+
+static void *tracked_alloc(size_t n)
+{
+    if (nallocs == capallocs) {
+        size_t cap = capallocs ? 2 * capallocs : 256;
+        void **v = realloc(allocs, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        allocs = v;
+        capallocs = cap;
+    }
+    void *p = malloc(n ? n : 1);
+    if (p)
+        allocs[nallocs++] = p;
+    return p;
+}
+
+static void free_tracked(void)
+{
+    for (size_t i = 0; i < nallocs; i++)
+        free(allocs[i]);
+    nallocs = 0;
+}
+
+static int same_string(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static void check_equal(const cJSON *fast, const cJSON *ref)
+{
+    for (; fast || ref; fast = fast->next, ref = ref->next) {
+        if (!fast || !ref || fast->type != ref->type || fast->valueint != ref->valueint
+            || memcmp(&fast->valuedouble, &ref->valuedouble, sizeof(double)) != 0
+            || !same_string(fast->valuestring, ref->valuestring)
+            || !same_string(fast->string, ref->string)
+            || !fast->child != !ref->child) {
+            fprintf(stderr, "fast parse differs from cJSON at key '%s'\n",
+                    ref && ref->string ? ref->string : "(none)");
+            abort();
+        }
+        /* cJSON's links: the head's prev is the tail, the others' the one before */
+        if (fast->child && (!fast->child->prev || fast->child->prev->next))
+            abort();
+        check_equal(fast->child, ref->child);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *text = malloc(size + 1);
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';   /* the reader's texts are NUL-terminated */
+    cJSON *fast = tr_json_subset_parse(text, size, tracked_alloc);
+    if (fast) {
+        const char *end = NULL;
+        cJSON *ref = cJSON_ParseWithLengthOpts(text, size, &end, 0);
+        if (!ref || (size_t)(end - text) != size) {
+            fprintf(stderr, "fast parse took a text cJSON does not take whole\n");
+            abort();
+        }
+        check_equal(fast, ref);
+        cJSON_Delete(ref);
+    }
+    free_tracked();
+    /* the prefix form, as the reader uses it on its input buffer: what it
+     * takes is a whole text the full form takes, to the same tree */
+    size_t used = 0;
+    cJSON *prefix = tr_json_subset_parse_prefix(text, size, tracked_alloc, &used);
+    if (prefix) {
+        if (used == 0 || used > size)
+            abort();
+        char *head = malloc(used + 1);
+        if (head) {
+            memcpy(head, text, used);
+            head[used] = '\0';
+            const char *end = NULL;
+            cJSON *ref = cJSON_ParseWithLengthOpts(head, used, &end, 0);
+            if (!ref || (size_t)(end - head) != used) {
+                fprintf(stderr, "prefix parse took a text cJSON does not take whole\n");
+                abort();
+            }
+            check_equal(prefix, ref);
+            cJSON_Delete(ref);
+            free(head);
+        }
+    }
+    free_tracked();
+    free(text);
+    return 0;
+}
