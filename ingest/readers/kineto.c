@@ -1,10 +1,11 @@
 /*
  * kineto.c - reader for PyTorch profiler / Kineto chrome traces (.json, .json.gz).
  *
- * Streaming: a small tokenizer walks the document (string/escape state and
- * bracket depth only), cuts out each element of the traceEvents array and
- * hands that one object to cJSON, on a second thread for the events (see "the
- * traceEvents array" below).  Memory is bounded by the largest event and the
+ * Streaming: each element of the traceEvents array is cut out of the document
+ * and parsed alone, on a second thread (see "the traceEvents array" below):
+ * by json_subset.h where the element lies whole in the input buffer and in
+ * the subset of JSON it takes, otherwise cut out by a small tokenizer
+ * (string/escape state and bracket depth only) and parsed by cJSON.  Memory is bounded by the largest event and the
  * model, never by the file.  Both the {"traceEvents": [...]} wrapper and the
  * bare top-level array of the 2020 era are read; other top-level values
  * (deviceProperties, baseTimeNanoseconds, schemaVersion) are parsed one by one.
@@ -460,7 +461,7 @@ static int keep_nul_escapes(kin_reader *r)
 /* Parses one value's text (len bytes, NUL-terminated) into the current
  * arena, by json_subset.h where it can and by cJSON otherwise; NULL with err
  * filled if it is not exactly one JSON value.  Touches no reader state, so
- * the parser thread can run it. */
+ * the producer thread can run it. */
 static cJSON *parse_text(const char *path, const char *text, size_t len, uint64_t start,
                          tr_error *err)
 {
@@ -674,9 +675,9 @@ static int64_t jint(const cJSON *o, const char *key, int64_t def)
 /* ---- the keys an event is read by --------------------------------------------
  *
  * cJSON's objects are lists, and an event was read by a dozen lookups, each a
- * walk over its keys or its args' from the start, over nodes the parser thread
- * had just written (cache misses on the reading thread).  The parser finds
- * them all in one pass over each object, while its nodes are hot, keeping the
+ * walk over its keys or its args' from the start, over nodes the producer
+ * thread had just written (cache misses on the reading thread).  The producer
+ * finds them all in one pass over each object, while its nodes are hot, keeping the
  * first of a repeated key as a lookup does; the reading thread reads them by
  * index. */
 static const char *const kin_ev_keys[K_NKEYS] = {
@@ -1261,23 +1262,28 @@ static tr_status handle_event(kin_reader *r, const kin_item *it)
 
 /* ---- the document -------------------------------------------------------- */
 
-/* ---- the traceEvents array: parsed on a second thread -----------------------
+/* ---- the traceEvents array: cut and parsed on a second thread -----------------
  *
- * cJSON's parse is half of reading a Kineto trace; cutting each event out of
- * the document and handle_event() (the model, in document order) are the
- * other half.  So the reading thread cuts batches of events, copying their
- * texts, and hands each batch to a parser thread, which fills in the parsed
- * values in the batch's own arena (after keeping the \u0000 escapes in
- * their texts); the reading thread then handles the
- * parsed batches in order, while the parser works on the next.  The queue
+ * Reading the file, cutting each event out of the document and parsing it are
+ * one half of reading a Kineto trace; handle_event() (the model, in document
+ * order) is the other.  So a producer thread reads ahead: it cuts batches of
+ * events, copying their texts, and parses each batch into the batch's own
+ * arena (after keeping the \u0000 escapes in their texts); the reading thread
+ * handles the batches in order, while the producer fills the next.  The queue
  * holds KIN_NBATCH batches of at most KIN_BATCH_EVENTS events and about
  * KIN_BATCH_BYTES of text each: a few MB whatever the file.
+ *
+ * The producer reads through its own copy of the reader (kin_pipe.cutter):
+ * of it, the cutting uses only the input, the count of escapes, the path and
+ * the error, which is the pipe's cut_err.  The reader's own input is not
+ * touched meanwhile, and takes the copy's state back once the producer has
+ * stopped, to read the rest of the document.
  *
  * Errors surface in document order, as when one thread did it all: a cutting
  * error (truncated input, bad separator) ends its batch and is reported after
  * the batch's events are handled; a parse error stops its batch at the event
  * that failed.  Without a second thread (pthread_create failed), the reading
- * thread parses each batch itself. */
+ * thread cuts and parses each batch itself. */
 #define KIN_NBATCH 4
 #define KIN_BATCH_EVENTS 512
 #define KIN_BATCH_BYTES ((size_t)1024 * 1024)
@@ -1295,17 +1301,39 @@ typedef struct {
 
 typedef struct {
     const char *path;
+    kin_reader cutter;   /* the producer's copy of the reader: see above */
     kin_batch batch[KIN_NBATCH];
     tr_error cut_err, parse_err;   /* the first of each */
     int opened;          /* the array's '[' has been consumed */
     int parse_failed;
     pthread_mutex_t lock;
     pthread_cond_t changed;
-    size_t cut, parsed, handled;   /* batch k is batch[k % KIN_NBATCH] */
-    int stop;            /* the parser is no longer needed */
+    size_t ready, handled;   /* batch k is batch[k % KIN_NBATCH] */
+    int ended;           /* the last batch is ready: the array ended or an error stopped it */
+    int stop;            /* the producer is no longer needed */
 } kin_pipe;
 
-/* Cuts the next element into b; *end = 1 after the closing ']'. */
+/* The object at the read position, parsed where it lies when the whole of it
+ * is in the buffer and json_subset.h takes it: its text is appended to out and
+ * *ev set.  Otherwise nothing is consumed and *ev stays NULL.  Parsing it here
+ * spares a second pass over its bytes: cutting and parsing are the same work. */
+static tr_status parse_in_place(kin_reader *r, kin_buf *out, cJSON **ev)
+{
+    kin_in *in = &r->in;
+    size_t used;
+    cJSON *j = tr_json_subset_parse_prefix((const char *)in->buf + in->pos, in->len - in->pos,
+                                           arena_alloc, &used);
+    if (!j)
+        return TR_OK;
+    if (buf_add(out, in->buf + in->pos, used) < 0)
+        return oom(r);
+    in->pos += used;
+    *ev = j;
+    return TR_OK;
+}
+
+/* Cuts the next element into b (parsed already when parse_in_place() takes
+ * it); *end = 1 after the closing ']'. */
 static tr_status cut_element(kin_reader *r, kin_batch *b, int *end)
 {
     int c = skip_ws(r);
@@ -1315,14 +1343,17 @@ static tr_status cut_element(kin_reader *r, kin_batch *b, int *end)
     if (c != '{')
         return bad(r, start, "%s", "trace event is not a JSON object");
     size_t at = b->text.n, escapes = r->escapes;
-    tr_status s = scan_value_into(r, &b->text);
+    cJSON *ev = NULL;
+    tr_status s = parse_in_place(r, &b->text, &ev);
+    if (s == TR_OK && !ev)
+        s = scan_value_into(r, &b->text);
     if (s != TR_OK)
         return s;
     size_t len = b->text.n - at;
     if (buf_add(&b->text, "", 1) < 0)
         return oom(r);
     b->text_at[b->n] = at;
-    b->items[b->n++] = (kin_item){.off = start, .len = len, .escaped = r->escapes != escapes};
+    b->items[b->n++] = (kin_item){.ev = ev, .off = start, .len = len, .escaped = r->escapes != escapes};
     c = skip_ws(r);
     if (c == ',') {
         r->in.pos++;
@@ -1338,11 +1369,9 @@ static tr_status cut_element(kin_reader *r, kin_batch *b, int *end)
     return bad(r, in_offset(&r->in), "%s", "invalid JSON: expected ',' or ']' after an event");
 }
 
-/* Cuts the next batch; its cutting error, if any, goes to p->cut_err. */
+/* Cuts the next batch through r, the pipe's cutter, whose error is p->cut_err. */
 static void cut_batch(kin_reader *r, kin_pipe *p, kin_batch *b)
 {
-    tr_error *saved = r->err;
-    r->err = &p->cut_err;
     b->n = b->parsed = b->text.n = 0;
     b->cut_status = TR_OK;
     int end = 0;
@@ -1362,7 +1391,6 @@ static void cut_batch(kin_reader *r, kin_pipe *p, kin_batch *b)
     b->last = end;
     for (size_t i = 0; i < b->n; i++)
         b->items[i].text = b->text.v + b->text_at[i];
-    r->err = saved;
 }
 
 /* The event's text with its \u0000 escapes kept (keep_nul_escapes()), in the
@@ -1383,16 +1411,15 @@ static int keep_item_nul_escapes(kin_item *it)
     return 0;
 }
 
+/* Parses the events cutting left unparsed, and finds every event's keys. */
 static void parse_batch(kin_pipe *p, kin_batch *b)
 {
-    kin_arena *saved = cur_arena;
-    cur_arena = &b->arena;
-    arena_reset(&b->arena);
     tr_error err;
     for (b->parsed = 0; b->parsed < b->n; b->parsed++) {
         kin_item *it = &b->items[b->parsed];
-        it->ev = NULL;
-        if (keep_item_nul_escapes(it) < 0)
+        if (it->ev)
+            find_item_keys(it);
+        else if (keep_item_nul_escapes(it) < 0)
             tr_fail(&err, TR_ERR_RUNTIME, "out of memory while reading " WHAT " %s", p->path);
         else if ((it->ev = parse_text(p->path, it->text, it->len, it->off, &err)) != NULL)
             find_item_keys(it);
@@ -1403,70 +1430,60 @@ static void parse_batch(kin_pipe *p, kin_batch *b)
             break;
         }
     }
-    cur_arena = saved;
 }
 
-static void *parser_thread(void *arg)
+/* Cuts and parses the next batch into its slot, its values into its arena. */
+static kin_batch *produce_batch(kin_pipe *p)
+{
+    kin_batch *b = &p->batch[p->ready % KIN_NBATCH];
+    kin_arena *saved = cur_arena;
+    cur_arena = &b->arena;
+    arena_reset(&b->arena);
+    cut_batch(&p->cutter, p, b);
+    parse_batch(p, b);
+    cur_arena = saved;
+    return b;
+}
+
+static void *producer_thread(void *arg)
 {
     kin_pipe *p = arg;
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        while (!p->stop && p->parsed == p->cut)
+        while (!p->stop && !p->ended && p->ready - p->handled >= KIN_NBATCH)
             pthread_cond_wait(&p->changed, &p->lock);
-        if (p->stop)
+        if (p->stop || p->ended)
             break;
-        kin_batch *b = &p->batch[p->parsed % KIN_NBATCH];
-        pthread_mutex_unlock(&p->lock);
-        parse_batch(p, b);
+        pthread_mutex_unlock(&p->lock);   /* batch `ready` was handled: its slot is free */
+        kin_batch *b = produce_batch(p);
         pthread_mutex_lock(&p->lock);
-        p->parsed++;
+        p->ready++;
+        p->ended = b->last || b->parsed < b->n;
         pthread_cond_broadcast(&p->changed);
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
 }
 
-/* Cuts batches until the queue is full or the array has ended. */
-static void cut_ahead(kin_reader *r, kin_pipe *p, int *ended)
+/* The next batch in order, once ready (here, without a producer thread). */
+static kin_batch *next_ready(kin_pipe *p, int threaded)
 {
-    for (;;) {
-        pthread_mutex_lock(&p->lock);
-        int room = !*ended && p->cut - p->handled < KIN_NBATCH;
-        pthread_mutex_unlock(&p->lock);
-        if (!room)
-            return;
-        kin_batch *b = &p->batch[p->cut % KIN_NBATCH];   /* handled: the parser is done with it */
-        cut_batch(r, p, b);
-        *ended = b->last;
-        pthread_mutex_lock(&p->lock);
-        p->cut++;
-        pthread_cond_broadcast(&p->changed);
-        pthread_mutex_unlock(&p->lock);
-    }
-}
-
-/* The next batch in order, once parsed (here, without a parser thread). */
-static kin_batch *next_parsed(kin_pipe *p, int threaded)
-{
-    kin_batch *b = &p->batch[p->handled % KIN_NBATCH];
     if (!threaded) {
-        parse_batch(p, b);
-        p->parsed++;
+        kin_batch *b = produce_batch(p);
+        p->ready++;
         return b;
     }
     pthread_mutex_lock(&p->lock);
-    while (p->parsed == p->handled)
+    while (p->ready == p->handled)
         pthread_cond_wait(&p->changed, &p->lock);
     pthread_mutex_unlock(&p->lock);
-    return b;
+    return &p->batch[p->handled % KIN_NBATCH];
 }
 
 static tr_status handle_batches(kin_reader *r, kin_pipe *p, int threaded)
 {
-    int ended = 0;
     for (;;) {
-        cut_ahead(r, p, &ended);
-        kin_batch *b = next_parsed(p, threaded);
+        kin_batch *b = next_ready(p, threaded);
         for (size_t i = 0; i < b->parsed; i++) {
             tr_status s = handle_event(r, &b->items[i]);
             if (s != TR_OK)
@@ -1480,6 +1497,7 @@ static tr_status handle_batches(kin_reader *r, kin_pipe *p, int threaded)
             return TR_OK;
         pthread_mutex_lock(&p->lock);
         p->handled++;
+        pthread_cond_broadcast(&p->changed);
         pthread_mutex_unlock(&p->lock);
     }
 }
@@ -1490,11 +1508,13 @@ static tr_status read_events(kin_reader *r)
     if (!p)
         return oom(r);
     p->path = r->path;
+    p->cutter = *r;
+    p->cutter.err = &p->cut_err;
     pthread_once(&key_tables_once, key_tables_build);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->changed, NULL);
     pthread_t th;
-    int threaded = pthread_create(&th, NULL, parser_thread, p) == 0;
+    int threaded = pthread_create(&th, NULL, producer_thread, p) == 0;
     tr_status s = handle_batches(r, p, threaded);
     if (threaded) {
         pthread_mutex_lock(&p->lock);
@@ -1503,6 +1523,8 @@ static tr_status read_events(kin_reader *r)
         pthread_mutex_unlock(&p->lock);
         pthread_join(th, NULL);
     }
+    r->in = p->cutter.in;
+    r->escapes = p->cutter.escapes;
     for (int i = 0; i < KIN_NBATCH; i++) {
         free(p->batch[i].text.v);
         arena_free(&p->batch[i].arena);
