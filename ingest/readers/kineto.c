@@ -585,8 +585,13 @@ static unsigned top_numbers(const char *buf, size_t n, const char *const *keys, 
         char c = buf[i];
         if (c == '"') {
             size_t s = ++i;
-            while (i < n && buf[i] != '"')
-                i += buf[i] == '\\' ? 2 : 1;
+            const unsigned char *u = (const unsigned char *)buf;
+            while (i < n) {   /* to the closing quote, over escaped characters */
+                i = (size_t)(tr_json_string_special(u + i, u + n) - u);
+                if (i >= n || buf[i] == '"')
+                    break;
+                i += 2;
+            }
             if (i >= n)
                 return found;
             if (depth != 1)
