@@ -1305,7 +1305,6 @@ typedef struct {
 } kin_batch;
 
 typedef struct {
-    const char *path;
     kin_reader cutter;   /* the producer's copy of the reader: see above */
     kin_batch batch[KIN_NBATCH];
     tr_error cut_err, parse_err;   /* the first of each */
@@ -1425,8 +1424,8 @@ static void parse_batch(kin_pipe *p, kin_batch *b)
         if (it->ev)
             find_item_keys(it);
         else if (keep_item_nul_escapes(it) < 0)
-            tr_fail(&err, TR_ERR_RUNTIME, "out of memory while reading " WHAT " %s", p->path);
-        else if ((it->ev = parse_text(p->path, it->text, it->len, it->off, &err)) != NULL)
+            tr_fail(&err, TR_ERR_RUNTIME, "out of memory while reading " WHAT " %s", p->cutter.path);
+        else if ((it->ev = parse_text(p->cutter.path, it->text, it->len, it->off, &err)) != NULL)
             find_item_keys(it);
         if (!it->ev) {
             if (!p->parse_failed)   /* batches are parsed in order: the first is the earliest */
@@ -1512,7 +1511,6 @@ static tr_status read_events(kin_reader *r)
     kin_pipe *p = calloc(1, sizeof *p);
     if (!p)
         return oom(r);
-    p->path = r->path;
     p->cutter = *r;
     p->cutter.err = &p->cut_err;
     pthread_once(&key_tables_once, key_tables_build);

@@ -69,6 +69,19 @@ static void check_equal(const cJSON *fast, const cJSON *ref)
     }
 }
 
+/* cJSON must take text[0..len) whole, to the tree the fast parser built. */
+static void expect_cjson_agrees(const cJSON *fast, const char *text, size_t len, const char *form)
+{
+    const char *end = NULL;
+    cJSON *ref = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!ref || (size_t)(end - text) != len) {
+        fprintf(stderr, "%s parse took a text cJSON does not take whole\n", form);
+        abort();
+    }
+    check_equal(fast, ref);
+    cJSON_Delete(ref);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = malloc(size + 1);
@@ -77,16 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = '\0';   /* the reader's texts are NUL-terminated */
     cJSON *fast = tr_json_subset_parse(text, size, tracked_alloc);
-    if (fast) {
-        const char *end = NULL;
-        cJSON *ref = cJSON_ParseWithLengthOpts(text, size, &end, 0);
-        if (!ref || (size_t)(end - text) != size) {
-            fprintf(stderr, "fast parse took a text cJSON does not take whole\n");
-            abort();
-        }
-        check_equal(fast, ref);
-        cJSON_Delete(ref);
-    }
+    if (fast)
+        expect_cjson_agrees(fast, text, size, "fast");
     free_tracked();
     /* the prefix form, as the reader uses it on its input buffer: what it
      * takes is a whole text the full form takes, to the same tree */
@@ -95,20 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (prefix) {
         if (used == 0 || used > size)
             abort();
-        char *head = malloc(used + 1);
-        if (head) {
-            memcpy(head, text, used);
-            head[used] = '\0';
-            const char *end = NULL;
-            cJSON *ref = cJSON_ParseWithLengthOpts(head, used, &end, 0);
-            if (!ref || (size_t)(end - head) != used) {
-                fprintf(stderr, "prefix parse took a text cJSON does not take whole\n");
-                abort();
-            }
-            check_equal(prefix, ref);
-            cJSON_Delete(ref);
-            free(head);
-        }
+        expect_cjson_agrees(prefix, text, used, "prefix");
     }
     free_tracked();
     free(text);
