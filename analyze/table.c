@@ -568,6 +568,29 @@ static void put_footer(FILE *out, const tr_summary *s, const tr_analyze_opts *o)
     }
 }
 
+/* Fills cells[i], the column whose cell the i-th shown column prints, and returns the
+ * column the frames below the first go in.  Each column prints its own, except under
+ * --compat torch with both Source Location and FLOPs: PyTorch 1.13 lists the headers in
+ * that order but the cells as FLOPs, then the frame, and puts the further frames in the
+ * last column, so each prints under the other's header (SEMANTICS.md, defect 13). */
+static size_t cells_of(const table_ctx *c, const column *const *shown, size_t ncols,
+                       const column **cells)
+{
+    size_t source = ncols, flops = ncols;
+    for (size_t i = 0; i < ncols; i++) {
+        cells[i] = shown[i];
+        if (shown[i]->cell == c_source)
+            source = i;
+        else if (shown[i]->cell == c_flops)
+            flops = i;
+    }
+    if (!c->o->compat_torch || source == ncols || flops == ncols)
+        return source;
+    cells[source] = shown[flops];
+    cells[flops] = shown[source];
+    return ncols - 1;
+}
+
 tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *o, tr_error *err)
 {
     if (s->n == 0)
@@ -605,6 +628,8 @@ tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *
         put_cell(out, header_of(shown[i], &c), width_of(shown[i], &c), shown[i]->left);
     fputc('\n', out);
     put_separator(out, shown, ncols, &c);
+    const column *cells[NCOLUMNS];   /* whose cell each column prints */
+    size_t frames_at = cells_of(&c, shown, ncols, cells);
     char cell[8192];
     for (size_t r = 0; r < s->n; r++) {
         if (o->limit >= 0 && (long)r >= o->limit)
@@ -613,7 +638,7 @@ tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *
         if (o->stats)
             tr_group_stats_get(g, &c.stats);
         for (size_t i = 0; i < ncols; i++) {
-            shown[i]->cell(cell, sizeof cell, g, &c);
+            cells[i]->cell(cell, sizeof cell, g, &c);
             put_cell(out, cell, width_of(shown[i], &c), shown[i]->left);
         }
         fputc('\n', out);
@@ -623,7 +648,7 @@ tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *
         for (size_t f = 1; f < g->nframes && f <= SOURCE_EXTRA_FRAMES; f++) {
             for (size_t i = 0; i < ncols; i++) {
                 cell[0] = '\0';
-                if (shown[i]->cell == c_source)
+                if (i == frames_at)
                     trim_frame(cell, sizeof cell, g->frames[f], c.source_width);
                 put_cell(out, cell, width_of(shown[i], &c), shown[i]->left);
             }

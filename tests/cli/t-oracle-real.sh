@@ -104,4 +104,4 @@ print(sum(1 for e in json.load(open(sys.argv[1])) if e.get("ph") == "X"))' \
         fi
     fi
 done
-[ "$n" -ge 6 ] || fail "expected at least 6 workloads in $real/golden, found $n"
+[ "$n" -ge 14 ] || fail "expected at least 14 workloads in $real/golden, found $n"

@@ -27,7 +27,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WORKLOADS = ["mlp", "conv", "rnn", "attn", "fork", "sched", "customfn", "shapesmix", "ckpt", "loop"]
+WORKLOADS = ["mlp", "conv", "rnn", "attn", "fork", "sched", "customfn", "shapesmix", "ckpt", "loop",
+             "flops", "autocast", "dblgrad", "exc"]
 SORT = "self_cpu_time_total"
 USER_SCOPE = 7
 
@@ -64,6 +65,8 @@ def kineto_event(ev, pid):
     stack = list(ev.stack())
     if stack:
         args["Call stack"] = ";".join(stack)
+    if ev.flops() > 0:
+        args["flops"] = ev.flops()   # with_flops=True only
     if ev.linked_correlation_id() > 0:
         args["Linked correlation id"] = ev.linked_correlation_id()
     dev = ev.device_type()
@@ -439,6 +442,80 @@ def w_loop(outdir):
             x = x.neg()
         with record_function("x" * 52):
             x = x.abs()
+    dump(prof, outdir)
+
+
+def w_flops(outdir):
+    """with_flops=True and with_modules=True: a FLOPs column beside the stacks (PyTorch prints
+    each under the other's header), nn.Module frames; conv2d, linear, addmm, matmul."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(2, 4, 3), nn.Flatten(), nn.Linear(4 * 6 * 6, 3))
+    x = torch.randn(2, 2, 8, 8)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], with_flops=True,
+                                with_modules=True, **prof_args()) as prof:
+        m(x).sum().backward()
+        torch.addmm(torch.randn(3), torch.randn(2, 5), torch.randn(5, 3))
+        torch.matmul(torch.randn(2, 3, 4), torch.randn(4, 5))
+    dump(prof, outdir)
+
+
+def w_autocast(outdir):
+    """torch.autocast on the CPU (bfloat16): the casts it inserts (aten::to, _to_copy, copy_)
+    inside linear, then backward; explicit dtype round trips."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 8))
+    x = torch.randn(8, 16)
+    with cpu_profile() as prof:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = m(x).float().sum()
+        loss.backward()
+        x.double().to(torch.float16).to(torch.float32).sum().item()
+    dump(prof, outdir)
+
+
+def w_dblgrad(outdir):
+    """Double backward: torch.autograd.grad with create_graph=True, a backward through the
+    gradient, then a tensor hook that runs during backward."""
+    import torch
+    torch.manual_seed(0)
+    x = torch.randn(6, requires_grad=True)
+    w = torch.randn(6, requires_grad=True)
+    with cpu_profile() as prof:
+        y = (x * w).sin().sum()
+        g, = torch.autograd.grad(y, x, create_graph=True)
+        g.pow(2).sum().backward()
+        x.register_hook(lambda gr: gr * 2)
+        x.exp().sum().backward()
+    dump(prof, outdir)
+
+
+def w_exc(outdir):
+    """record_function as a decorator, and a range left by an exception raised inside it
+    (a shape mismatch in torch.mm), caught, then more work."""
+    import torch
+    from torch.profiler import record_function
+    torch.manual_seed(0)
+    x = torch.randn(4, 4)
+
+    @record_function("decorated")
+    def f(x):
+        return x.mm(x)
+    with cpu_profile() as prof:
+        for i in range(3):
+            try:
+                with record_function("may_fail"):
+                    y = f(x)
+                    if i == 1:
+                        torch.mm(x, torch.randn(3, 3))
+            except RuntimeError:
+                pass
+        with record_function("after"):
+            y = y + 1
+        y.sum().item()
     dump(prof, outdir)
 
 # ---- driver ---------------------------------------------------------------------------------
