@@ -20,6 +20,7 @@
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "lib/error.h"
 #include "lib/format.h"
@@ -41,6 +42,14 @@ typedef struct {
     char **frames;                               /* innermost first */
     size_t nframes;
 } tr_group;
+
+/* 1 when the group's resolved shape lists an input: the Input Shapes column is shown
+ * for such a group, as PyTorch shows it for a non-empty input_shapes (a trace
+ * recorded without shapes gives every op "[]"). */
+static inline int tr_group_has_shape(const tr_group *g)
+{
+    return g->shape_id != 0 && g->shape && strcmp(g->shape, "[]") != 0;
+}
 
 typedef struct {
     tr_group *groups;

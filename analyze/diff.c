@@ -227,7 +227,7 @@ static void recount(tr_summary *s)
         if (g->on_gpu)
             tr_sat_acc(&s->sum_gpu_self_device, g->gpu_self);
         s->has_gpu |= g->gpu_self > 0;
-        s->has_shapes |= g->shape_id != 0;
+        s->has_shapes |= tr_group_has_shape(g);
         s->has_mem |= g->cpu_mem || g->gpu_mem || g->cpu_mem_self || g->gpu_mem_self;
         s->has_gpu_mem |= g->gpu_mem_self > 0;
         s->has_flops |= g->flops > 0;

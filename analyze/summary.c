@@ -1855,6 +1855,7 @@ static char *string_of(scan_ctx *c, int64_t id)
     return r;
 }
 
+/* Names, shapes and frames of the groups, and whether any shape lists an input. */
 static tr_status resolve(scan_ctx *c)
 {
     tr_summary *s = c->s;
@@ -1864,6 +1865,7 @@ static tr_status resolve(scan_ctx *c)
         g->shape = string_of(c, g->shape_id);
         if (!g->name || !g->shape)
             return nomem(c);
+        s->has_shapes |= tr_group_has_shape(g);
         size_t n = 0;
         for (int64_t k = g->stack_key; k > 0; k = c->keys.parent[k])
             n++;
@@ -1949,8 +1951,10 @@ static tr_status scan_prepare(scan_ctx *c, int *from_aggregates, int *from_stack
     if (o->group_by_stack > 0) {
         if ((rc = load_stack_nodes(c)) != TR_OK)
             return rc;
+        /* auto: the call tree stands in for missing frames, except under --compat torch,
+         * where PyTorch groups by the (empty) frames and shows no Source Location */
         c->tree_mode = o->stack_source == TR_STACK_TREE
-                       || (o->stack_source == TR_STACK_AUTO && c->nframes_nodes == 0);
+                       || (o->stack_source == TR_STACK_AUTO && c->nframes_nodes == 0 && !o->compat_torch);
         c->s->stack_source = c->tree_mode ? "tree" : "frames";
     }
     *from_stack_aggregates = stack_aggregates_usable(c);
@@ -2014,7 +2018,6 @@ static void summary_totals(tr_summary *s)
         if (g->on_gpu)
             tr_sat_acc(&s->sum_gpu_self_device, g->gpu_self);
         s->has_gpu |= g->gpu_self > 0;
-        s->has_shapes |= g->shape_id != 0;
         s->has_mem |= g->cpu_mem || g->gpu_mem || g->cpu_mem_self || g->gpu_mem_self;
         s->has_gpu_mem |= g->gpu_mem_self > 0;
         s->has_flops |= g->flops > 0;

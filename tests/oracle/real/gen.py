@@ -13,7 +13,7 @@ OUTDIR/<workload>/:
   table_unsorted.txt   key_averages().table(row_limit=-1)
   table_shapes.txt     key_averages(group_by_input_shape=True).table(sort_by=..., row_limit=-1)
   table_stack5.txt     key_averages(group_by_stack_n=5).table(sort_by=..., row_limit=-1)
-  stacks_self_cpu.txt  export_stacks(path, "self_cpu_time_total")
+  stacks_self_cpu.txt  export_stacks(path, "self_cpu_time_total") (with_stack=True only)
   events.tsv           prof.function_events after the tree rebuild (a debugging aid)
   rows_*.csv           the key_averages() rows of table_default/shapes/stack5 in
                        trace-analyze's csv columns (compare.py's own check)
@@ -28,7 +28,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = ["mlp", "conv", "rnn", "attn", "fork", "sched", "customfn", "shapesmix", "ckpt", "loop",
-             "flops", "autocast", "dblgrad", "exc"]
+             "flops", "autocast", "dblgrad", "exc", "bare"]
 SORT = "self_cpu_time_total"
 USER_SCOPE = 7
 
@@ -159,7 +159,8 @@ def dump(prof, outdir):
         sort_by=SORT, row_limit=-1))
     write_text(p("table_stack5.txt"), prof.key_averages(group_by_stack_n=5).table(
         sort_by=SORT, row_limit=-1))
-    prof.export_stacks(p("stacks_self_cpu.txt"), "self_cpu_time_total")
+    if raw.with_stack:   # PyTorch asserts otherwise
+        prof.export_stacks(p("stacks_self_cpu.txt"), "self_cpu_time_total")
     write_rows_csv(prof.key_averages(), p("rows_default.csv"))
     write_rows_csv(prof.key_averages(group_by_input_shape=True), p("rows_shapes.csv"), shapes=True)
     write_rows_csv(prof.key_averages(group_by_stack_n=5), p("rows_stack5.csv"), stack=True)
@@ -516,6 +517,23 @@ def w_exc(outdir):
         with record_function("after"):
             y = y + 1
         y.sum().item()
+    dump(prof, outdir)
+
+
+def w_bare(outdir):
+    """The profiler's defaults: no shapes, stacks or memory recorded. An MLP training step
+    with backward; no Input Shapes column when grouped by shape (every op's is []), and no
+    Source Location when grouped by stack."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(4, 8)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        model(x).pow(2).mean().backward()
+        opt.step()
+        opt.zero_grad()
     dump(prof, outdir)
 
 # ---- driver ---------------------------------------------------------------------------------
