@@ -484,30 +484,15 @@ static int cmp_edge(const void *pa, const void *pb)
 
 static int64_t point(const cp_node *n, int end) { return end ? n->e : n->s; }
 
-static tr_status build_edges(cp_state *s, cp_nodes *b)
+/* Host edges, per thread: each event nests in the innermost open one and returns to
+ * it, and follows the last one closed before it.  ord[0..nreal) is sorted by class,
+ * then thread; returns where the host events end in it.  The API calls go into api,
+ * by id, for the launches. */
+static size_t host_edges(cp_state *s, cp_node *v, const uint32_t *ord, size_t nreal,
+                         uint32_t *stack, tr_i64map *api, tr_status *st)
 {
-    cp_node *v = b->v;
-    size_t n = b->n;
-    s->ned = 0;
-    uint32_t *ord = realloc(s->order, (n ? n : 1) * sizeof *ord);
-    if (!ord)
-        return tr_report_nomem(s->c);
-    s->order = ord;
-    for (size_t i = 0; i < n; i++)
-        ord[i] = (uint32_t)i;
-    size_t nreal = n;
-    for (size_t i = 0; i < n; i++)
-        if (v[i].cls == CL_JOIN)
-            nreal = nreal < i ? nreal : i;
-    sort_nodes = v;
-    qsort(ord, nreal, sizeof *ord, cmp_thread);
-    tr_i64map api;
-    tr_i64map_init(&api);
-    uint32_t *stack = malloc((n ? n : 1) * sizeof *stack);
-    tr_status st = stack ? TR_OK : tr_report_nomem(s->c);
     size_t i = 0;
-    /* host: per thread, a stack of the open enclosing events */
-    while (st == TR_OK && i < nreal && v[ord[i]].cls == CL_HOST) {
+    while (*st == TR_OK && i < nreal && v[ord[i]].cls == CL_HOST) {
         size_t j = i, depth = 0;
         long last = -1;
         for (; j < nreal && v[ord[j]].cls == CL_HOST && v[ord[j]].db == v[ord[i]].db
@@ -522,31 +507,43 @@ static tr_status build_edges(cp_state *s, cp_nodes *b)
                            || add_edge(s, x, stack[depth - 1], E_RETURNS, 1, 1)))
                 || (last >= 0 && add_edge(s, (size_t)last, x, E_THREAD, 1, 0))
                 || (v[x].kind == TR_KIND_RUNTIME || v[x].kind == TR_KIND_DRIVER
-                    ? tr_i64map_put(&api, db_key(v[x].db, v[x].id), x) < 0 : 0)) {
-                st = tr_report_nomem(s->c);
+                    ? tr_i64map_put(api, db_key(v[x].db, v[x].id), x) < 0 : 0)) {
+                *st = tr_report_nomem(s->c);
                 break;
             }
             stack[depth++] = x;
         }
         i = j;
     }
-    /* GPU: stream order and launches; each stream's work is a run of ord */
-    size_t gpu_first = i;
-    for (; st == TR_OK && i < nreal; i++) {
+    return i;
+}
+
+/* GPU edges: stream order and launches; each stream's work is a run of ord[first..nreal). */
+static tr_status gpu_edges(cp_state *s, cp_node *v, const uint32_t *ord, size_t first, size_t nreal,
+                           tr_i64map *api)
+{
+    for (size_t i = first; i < nreal; i++) {
         uint32_t x = ord[i];
         int64_t l;
-        if (i > gpu_first && v[ord[i - 1]].db == v[x].db && v[ord[i - 1]].stream == v[x].stream
+        if (i > first && v[ord[i - 1]].db == v[x].db && v[ord[i - 1]].stream == v[x].stream
             && add_edge(s, ord[i - 1], x, E_STREAM, 1, 0))
-            st = tr_report_nomem(s->c);
-        if (st == TR_OK && v[x].parent && tr_i64map_get(&api, db_key(v[x].db, v[x].parent), &l)
+            return tr_report_nomem(s->c);
+        if (v[x].parent && tr_i64map_get(api, db_key(v[x].db, v[x].parent), &l)
             && add_edge(s, (size_t)l, x, E_LAUNCH, 1, 0))
-            st = tr_report_nomem(s->c);
+            return tr_report_nomem(s->c);
     }
-    /* syncs: the work last launched (before the call) on each stream of the rank */
-    for (size_t k = 0; st == TR_OK && k < nreal; k++) {
+    return TR_OK;
+}
+
+/* Sync edges: a sync waits for the work last launched (before the call) on each
+ * stream of its rank. */
+static tr_status sync_edges(cp_state *s, cp_node *v, const uint32_t *ord, size_t gpu_first,
+                            size_t nreal)
+{
+    for (size_t k = 0; k < nreal; k++) {
         if (!v[k].sync)
             continue;
-        for (size_t a = gpu_first; st == TR_OK && a < nreal;) {
+        for (size_t a = gpu_first; a < nreal;) {
             size_t z = a;
             long tail = -1;
             for (; z < nreal && v[ord[z]].db == v[ord[a]].db && v[ord[z]].stream == v[ord[a]].stream; z++)
@@ -554,21 +551,27 @@ static tr_status build_edges(cp_state *s, cp_nodes *b)
                     && (tail < 0 || v[ord[z]].s >= v[tail].s))
                     tail = ord[z];
             if (tail >= 0 && add_edge(s, (size_t)tail, k, E_SYNC, 1, 1))
-                st = tr_report_nomem(s->c);
+                return tr_report_nomem(s->c);
             a = z;
         }
     }
-    /* collectives: parts -> the join -> parts */
-    for (size_t k = nreal; st == TR_OK && k < n; k++)
+    return TR_OK;
+}
+
+/* Collective edges: each part into the join, the join out to each part. */
+static tr_status collective_edges(cp_state *s, cp_node *v, size_t nreal, size_t n)
+{
+    for (size_t k = nreal; k < n; k++)
         for (uint32_t q = v[k].in_s; q < v[k].in_s + v[k].n_s; q++)
-            if (add_edge(s, s->parts[q], k, E_COLL_IN, 0, 0) || add_edge(s, k, s->parts[q], E_COLL_OUT, 1, 1)) {
-                st = tr_report_nomem(s->c);
-                break;
-            }
-    free(stack);
-    tr_i64map_free(&api);
-    if (st != TR_OK)
-        return st;
+            if (add_edge(s, s->parts[q], k, E_COLL_IN, 0, 0) || add_edge(s, k, s->parts[q], E_COLL_OUT, 1, 1))
+                return tr_report_nomem(s->c);
+    return TR_OK;
+}
+
+/* Sorts the edges by target and gives each node its incoming edges at its start and
+ * at its end, with the latest time each allows it (tb, sb). */
+static void index_incoming(cp_state *s, cp_node *v, size_t n)
+{
     if (s->ned > 1)
         qsort(s->ed, s->ned, sizeof *s->ed, cmp_edge);
     for (size_t k = 0; k < n; k++)
@@ -576,23 +579,56 @@ static tr_status build_edges(cp_state *s, cp_nodes *b)
     for (size_t k = 0; k < s->ned; k++) {
         cp_edge *e = &s->ed[k];
         cp_node *to = &v[e->to];
+        int64_t t = point(&v[e->from], e->from_end);
         if (e->to_end) {
             if (!to->n_e)
                 to->in_e = (uint32_t)k;
             to->n_e++;
-            int64_t t = point(&v[e->from], e->from_end);
             if (t > to->tb)
                 to->tb = t;
         } else {
             if (!to->n_s)
                 to->in_s = (uint32_t)k;
             to->n_s++;
-            int64_t t = point(&v[e->from], e->from_end);
             if (t > to->sb)
                 to->sb = t;
         }
     }
-    return TR_OK;
+}
+
+static tr_status build_edges(cp_state *s, cp_nodes *b)
+{
+    cp_node *v = b->v;
+    size_t n = b->n;
+    s->ned = 0;
+    uint32_t *ord = realloc(s->order, (n ? n : 1) * sizeof *ord);
+    if (!ord)
+        return tr_report_nomem(s->c);
+    s->order = ord;
+    for (size_t i = 0; i < n; i++)
+        ord[i] = (uint32_t)i;
+    size_t nreal = n;   /* the joins of collectives come last */
+    for (size_t i = 0; i < n; i++)
+        if (v[i].cls == CL_JOIN)
+            nreal = nreal < i ? nreal : i;
+    sort_nodes = v;
+    qsort(ord, nreal, sizeof *ord, cmp_thread);
+    tr_i64map api;
+    tr_i64map_init(&api);
+    uint32_t *stack = malloc((n ? n : 1) * sizeof *stack);
+    tr_status st = stack ? TR_OK : tr_report_nomem(s->c);
+    size_t gpu_first = host_edges(s, v, ord, nreal, stack, &api, &st);
+    if (st == TR_OK)
+        st = gpu_edges(s, v, ord, gpu_first, nreal, &api);
+    if (st == TR_OK)
+        st = sync_edges(s, v, ord, gpu_first, nreal);
+    if (st == TR_OK)
+        st = collective_edges(s, v, nreal, n);
+    free(stack);
+    tr_i64map_free(&api);
+    if (st == TR_OK)
+        index_incoming(s, v, n);
+    return st;
 }
 
 static int cmp_call(const void *pa, const void *pb)
