@@ -185,10 +185,22 @@ static tr_status refuse(tr_elf *e, tr_error *err, const char *why)
     return tr_fail(err, TR_ERR_INPUT, "not a readable ELF object: %s", why);
 }
 
-tr_status tr_elf_load(tr_elf *e, const void *data, size_t len, tr_error *err)
+static tr_status out_of_memory(tr_elf *e, tr_error *err)
 {
-    memset(e, 0, sizeof *e);
-    const unsigned char *d = data;
+    tr_elf_free(e);
+    return tr_fail(err, TR_ERR_RUNTIME, "out of memory reading an ELF object");
+}
+
+/* Where the program headers are, from the ELF header. */
+typedef struct {
+    uint64_t off;
+    size_t entsize, num;
+} program_headers;
+
+/* Checks the ELF header and fills im (the section headers) and ph. */
+static tr_status read_header(tr_elf *e, const unsigned char *d, size_t len, image *im,
+                             program_headers *ph, tr_error *err)
+{
     if (len < EI_NIDENT || memcmp(d, ELFMAG, SELFMAG) != 0)
         return refuse(e, err, "no ELF magic");
     if (d[EI_CLASS] != ELFCLASS64)
@@ -201,99 +213,120 @@ tr_status tr_elf_load(tr_elf *e, const void *data, size_t len, tr_error *err)
     e->machine = ld16(d + 18);
     if (e->machine != EM_X86_64 && e->machine != EM_AARCH64)
         return refuse(e, err, "machine is neither x86-64 nor aarch64");
-    uint64_t phoff = ld64(d + 32), shoff = ld64(d + 40);
-    size_t phentsize = ld16(d + 54), phnum = ld16(d + 56);
+    uint64_t shoff = ld64(d + 40);
     size_t shentsize = ld16(d + 58), shnum = ld16(d + 60);
-    image im = {d, len, shoff, 0, shentsize};
-
+    *ph = (program_headers){ld64(d + 32), ld16(d + 54), ld16(d + 56)};
+    *im = (image){d, len, shoff, 0, shentsize};
     /* Section 0 holds the real counts when they do not fit the header. */
     if (shoff) {
         if (shentsize < SHDR_SIZE || !table_within(len, shoff, 1, shentsize))
             return refuse(e, err, "section headers out of bounds");
         if (shnum == 0)
             shnum = ld64(d + shoff + 32) > SIZE_MAX ? SIZE_MAX : (size_t)ld64(d + shoff + 32);
-        if (phnum == PN_XNUM)
-            phnum = ld32(d + shoff + 44);
+        if (ph->num == PN_XNUM)
+            ph->num = ld32(d + shoff + 44);
         if (!table_within(len, shoff, shnum, shentsize))
             return refuse(e, err, "section headers out of bounds");
-        im.shnum = shnum;
+        im->shnum = shnum;
     }
-    if (phnum) {
-        if (phentsize < PHDR_SIZE || !table_within(len, phoff, phnum, phentsize))
-            return refuse(e, err, "program headers out of bounds");
-        if (!(e->loads = malloc(phnum * sizeof *e->loads))) {
-            tr_elf_free(e);
-            return tr_fail(err, TR_ERR_RUNTIME, "out of memory reading an ELF object");
-        }
-    }
-    for (size_t i = 0; i < phnum; i++) {
-        const unsigned char *ph = d + phoff + i * phentsize;
-        uint32_t type = ld32(ph);
-        uint64_t off = ld64(ph + 8), vaddr = ld64(ph + 16), filesz = ld64(ph + 32),
-                 memsz = ld64(ph + 40), align = ld64(ph + 48);
+    if (ph->num && (ph->entsize < PHDR_SIZE || !table_within(len, ph->off, ph->num, ph->entsize)))
+        return refuse(e, err, "program headers out of bounds");
+    return TR_OK;
+}
+
+/* The load segments, and the build id from a note segment or, failing that, a note
+ * section. */
+static tr_status read_segments(tr_elf *e, const image *im, const program_headers *ph, tr_error *err)
+{
+    const unsigned char *d = im->d;
+    if (ph->num && !(e->loads = malloc(ph->num * sizeof *e->loads)))
+        return out_of_memory(e, err);
+    for (size_t i = 0; i < ph->num; i++) {
+        const unsigned char *h = d + ph->off + i * ph->entsize;
+        uint32_t type = ld32(h);
+        uint64_t off = ld64(h + 8), vaddr = ld64(h + 16), filesz = ld64(h + 32),
+                 memsz = ld64(h + 40), align = ld64(h + 48);
         if (type == PT_NOTE && !e->build_id)
-            find_build_id(e, d, len, off, filesz, align);
+            find_build_id(e, d, im->len, off, filesz, align);
         /* A load segment's bytes are never read here (a separate debug file
          * keeps the headers but not the bytes): only its arithmetic must hold. */
         if (type == PT_LOAD && off + filesz >= off && vaddr + memsz >= vaddr && filesz <= memsz)
             e->loads[e->nloads++] = (tr_elf_segment){off, filesz, vaddr, memsz};
     }
-    for (size_t i = 0; i < im.shnum && !e->build_id; i++) {
-        const unsigned char *sh = shdr(&im, i);
+    for (size_t i = 0; i < im->shnum && !e->build_id; i++) {
+        const unsigned char *sh = shdr(im, i);
         if (ld32(sh + 4) == SHT_NOTE)
-            find_build_id(e, d, len, ld64(sh + 24), ld64(sh + 32), ld64(sh + 48));
+            find_build_id(e, d, im->len, ld64(sh + 24), ld64(sh + 32), ld64(sh + 48));
     }
+    return TR_OK;
+}
 
-    cands c = {0};
-    for (size_t i = 0; i < im.shnum; i++) {
-        uint32_t type = ld32(shdr(&im, i) + 4);
+/* The function symbols of every symbol table, into c. */
+static tr_status read_symtabs(tr_elf *e, const image *im, cands *c, tr_error *err)
+{
+    for (size_t i = 0; i < im->shnum; i++) {
+        uint32_t type = ld32(shdr(im, i) + 4);
         if (type != SHT_SYMTAB && type != SHT_DYNSYM)
             continue;
-        int got = add_symtab(&im, i, &c);
-        if (got == -2) {
-            free(c.v);
-            tr_elf_free(e);
-            return tr_fail(err, TR_ERR_RUNTIME, "out of memory reading an ELF object");
-        }
-        if (got < 0) {
-            free(c.v);
+        int got = add_symtab(im, i, c);
+        if (got == -2)
+            return out_of_memory(e, err);
+        if (got < 0)
             return refuse(e, err, "symbol table out of bounds");
-        }
         if (got && type == SHT_SYMTAB)
             e->has_symtab = 1;
     }
-    if (c.n) {
-        qsort(c.v, c.n, sizeof *c.v, cand_cmp);
-        if (!(e->syms = malloc(c.n * sizeof *e->syms))) {
-            free(c.v);
-            tr_elf_free(e);
-            return tr_fail(err, TR_ERR_RUNTIME, "out of memory reading an ELF object");
+    return TR_OK;
+}
+
+/* e->syms from the candidates: sorted by address, one per address, each with an end. */
+static tr_status index_symbols(tr_elf *e, cands *c, tr_error *err)
+{
+    if (!c->n)
+        return TR_OK;
+    qsort(c->v, c->n, sizeof *c->v, cand_cmp);
+    if (!(e->syms = malloc(c->n * sizeof *e->syms)))
+        return out_of_memory(e, err);
+    for (size_t i = 0; i < c->n; i++) {
+        if (e->nsyms && e->syms[e->nsyms - 1].addr == c->v[i].addr)
+            continue;
+        uint64_t end = c->v[i].addr + c->v[i].size;
+        e->syms[e->nsyms++] = (tr_elf_sym){c->v[i].addr, end < c->v[i].addr ? UINT64_MAX : end,
+                                           c->v[i].name};
+    }
+    /* A symbol without a size runs to the next symbol, the last one to
+     * the end of its segment: never past code that may be someone else's. */
+    for (size_t i = 0; i < e->nsyms; i++) {
+        tr_elf_sym *s = &e->syms[i];
+        if (s->end != s->addr)
+            continue;
+        if (i + 1 < e->nsyms) {
+            s->end = e->syms[i + 1].addr;
+            continue;
         }
-        for (size_t i = 0; i < c.n; i++) {
-            if (e->nsyms && e->syms[e->nsyms - 1].addr == c.v[i].addr)
-                continue;
-            uint64_t end = c.v[i].addr + c.v[i].size;
-            e->syms[e->nsyms++] = (tr_elf_sym){c.v[i].addr, end < c.v[i].addr ? UINT64_MAX : end,
-                                               c.v[i].name};
-        }
-        free(c.v);
-        /* A symbol without a size runs to the next symbol, the last one to
-         * the end of its segment: never past code that may be someone else's. */
-        for (size_t i = 0; i < e->nsyms; i++) {
-            tr_elf_sym *s = &e->syms[i];
-            if (s->end != s->addr)
-                continue;
-            if (i + 1 < e->nsyms) {
-                s->end = e->syms[i + 1].addr;
-                continue;
-            }
-            s->end = s->addr + 1;
-            for (size_t k = 0; k < e->nloads; k++)
-                if (s->addr >= e->loads[k].vaddr && s->addr - e->loads[k].vaddr < e->loads[k].memsz)
-                    s->end = e->loads[k].vaddr + e->loads[k].memsz;
-        }
+        s->end = s->addr + 1;
+        for (size_t k = 0; k < e->nloads; k++)
+            if (s->addr >= e->loads[k].vaddr && s->addr - e->loads[k].vaddr < e->loads[k].memsz)
+                s->end = e->loads[k].vaddr + e->loads[k].memsz;
     }
     return TR_OK;
+}
+
+tr_status tr_elf_load(tr_elf *e, const void *data, size_t len, tr_error *err)
+{
+    memset(e, 0, sizeof *e);
+    image im = {0};
+    program_headers ph = {0};
+    cands c = {0};
+    tr_status st = read_header(e, data, len, &im, &ph, err);
+    if (st == TR_OK)
+        st = read_segments(e, &im, &ph, err);
+    if (st == TR_OK)
+        st = read_symtabs(e, &im, &c, err);
+    if (st == TR_OK)
+        st = index_symbols(e, &c, err);
+    free(c.v);
+    return st;
 }
 
 const tr_elf_sym *tr_elf_lookup(const tr_elf *e, uint64_t vaddr)
