@@ -298,8 +298,9 @@ static void put_hot_colour(FILE *f, const dnode *n)
 }
 
 /* plain: one input (no base run), drawn as an ordinary flamegraph. */
-static tr_status write_flamegraph(dtree *t, const tr_export_metric *metric, const tr_export_opts *o,
-                                  int plain, FILE *out, tr_error *err)
+/* Each node's widths (per run) and its x in the new run; returns the depth of the
+ * deepest node with a width. */
+static uint32_t lay_out(dtree *t, const tr_export_metric *metric)
 {
     size_t nn = t->nn;
     /* widths bottom-up (a child's index is above its parent's), per run */
@@ -322,10 +323,15 @@ static tr_status write_flamegraph(dtree *t, const tr_export_metric *metric, cons
         if (t->n[i].w[1] > 0 && t->n[i].depth > maxd)
             maxd = t->n[i].depth;
     }
+    return maxd;
+}
+
+/* The SVG's opening, style, script, title lines and interface texts. */
+static void put_svg_head(FILE *out, const dtree *t, const tr_export_metric *metric,
+                         const tr_export_opts *o, int plain, int height)
+{
     int64_t total = t->n[0].w[1], base_total = t->n[0].w[0];
     int width = o->width;
-    int height = PAD_TOP + PAD_BOTTOM + (int)(maxd + 1) * FRAME_H;
-    double scale = total > 0 ? (double)(width - 2 * PAD_X) / (double)total : 0;
     const char *title = o->title ? o->title : plain ? "Flame Graph" : "Differential Flame Graph";
     char a[64], b[64];
     fmt_value(a, sizeof a, base_total, metric->unit);
@@ -358,41 +364,58 @@ static tr_status write_flamegraph(dtree *t, const tr_export_metric *metric, cons
     if (total <= 0)
         fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">No %s in the new run's selected "
                      "events</text>\n", width / 2, PAD_TOP + FRAME_H, metric->label);
+}
+
+/* One frame: its group, tooltip, box and label. */
+static void put_svg_frame(FILE *out, const dnode *n, const tr_export_metric *metric, int plain,
+                      int64_t total, double x, int y, double px, tr_name_cap *cap)
+{
+    char a[64], b[64];
+    fmt_value(a, sizeof a, n->w[0], metric->unit);
+    fmt_value(b, sizeof b, n->w[1], metric->unit);
+    fprintf(out, "<g class=\"f\" data-x=\"%lld\" data-w=\"%lld\" data-d=\"%u\"", (long long)n->x,
+            (long long)n->w[1], n->depth);
+    if (!plain)
+        fprintf(out, " data-base=\"%lld\"", (long long)n->w[0]);
+    fputs("><title>", out);
+    size_t shown = tr_name_cap_take(cap, n->name, n->name_len);
+    tr_put_xml_text(out, n->name, shown);
+    if (shown < n->name_len)
+        fputs(TR_ELLIPSIS, out);
+    if (plain)
+        fprintf(out, " (%s, %.2f%%)</title>", b, 100.0 * (double)n->w[1] / (double)total);
+    else if (n->w[0] > 0)
+        fprintf(out, " (%s -> %s, %+.2f%%)</title>", a, b,
+                ((double)n->w[1] - (double)n->w[0]) * 100.0 / (double)n->w[0]);
+    else
+        fprintf(out, " (%s, new)</title>", b);
+    fprintf(out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"", x, y, px, FRAME_H - 1);
+    if (plain)
+        put_hot_colour(out, n);
+    else
+        put_colour(out, n);
+    fprintf(out, "\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%d\">", x + 3, y + FRAME_H - 5);
+    tr_flamegraph_put_label(out, n->name, n->name_len, px);
+    fputs("</text></g>\n", out);
+}
+
+static tr_status write_flamegraph(dtree *t, const tr_export_metric *metric, const tr_export_opts *o,
+                                  int plain, FILE *out, tr_error *err)
+{
+    uint32_t maxd = lay_out(t, metric);
+    int64_t total = t->n[0].w[1];
+    int height = PAD_TOP + PAD_BOTTOM + (int)(maxd + 1) * FRAME_H;
+    double scale = total > 0 ? (double)(o->width - 2 * PAD_X) / (double)total : 0;
+    put_svg_head(out, t, metric, o, plain, height);
     tr_name_cap cap = {LABEL_MAX, TITLE_MAX, TITLE_BUDGET};
-    for (size_t i = 0; i < nn && total > 0; i++) {
+    for (size_t i = 0; i < t->nn && total > 0; i++) {
         const dnode *n = &t->n[i];
         double px = (double)n->w[1] * scale;
         if (n->w[1] <= 0 || px < o->minwidth)
             continue;
-        double x = PAD_X + (double)n->x * scale;
         int y = o->inverted ? PAD_TOP + (int)n->depth * FRAME_H
                             : height - PAD_BOTTOM - (int)(n->depth + 1) * FRAME_H;
-        fmt_value(a, sizeof a, n->w[0], metric->unit);
-        fmt_value(b, sizeof b, n->w[1], metric->unit);
-        fprintf(out, "<g class=\"f\" data-x=\"%lld\" data-w=\"%lld\" data-d=\"%u\"", (long long)n->x,
-                (long long)n->w[1], n->depth);
-        if (!plain)
-            fprintf(out, " data-base=\"%lld\"", (long long)n->w[0]);
-        fputs("><title>", out);
-        size_t shown = tr_name_cap_take(&cap, n->name, n->name_len);
-        tr_put_xml_text(out, n->name, shown);
-        if (shown < n->name_len)
-            fputs(TR_ELLIPSIS, out);
-        if (plain)
-            fprintf(out, " (%s, %.2f%%)</title>", b, 100.0 * (double)n->w[1] / (double)total);
-        else if (n->w[0] > 0)
-            fprintf(out, " (%s -> %s, %+.2f%%)</title>", a, b,
-                    ((double)n->w[1] - (double)n->w[0]) * 100.0 / (double)n->w[0]);
-        else
-            fprintf(out, " (%s, new)</title>", b);
-        fprintf(out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"", x, y, px, FRAME_H - 1);
-        if (plain)
-            put_hot_colour(out, n);
-        else
-            put_colour(out, n);
-        fprintf(out, "\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%d\">", x + 3, y + FRAME_H - 5);
-        tr_flamegraph_put_label(out, n->name, n->name_len, px);
-        fputs("</text></g>\n", out);
+        put_svg_frame(out, n, metric, plain, total, PAD_X + (double)n->x * scale, y, px, &cap);
     }
     fputs("</svg>\n", out);
     return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error") : TR_OK;
