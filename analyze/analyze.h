@@ -20,7 +20,6 @@
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "lib/error.h"
 #include "lib/format.h"
@@ -42,14 +41,6 @@ typedef struct {
     char **frames;                               /* innermost first */
     size_t nframes;
 } tr_group;
-
-/* 1 when the group's resolved shape lists an input: the Input Shapes column is shown
- * for such a group, as PyTorch shows it for a non-empty input_shapes (a trace
- * recorded without shapes gives every op "[]"). */
-static inline int tr_group_has_shape(const tr_group *g)
-{
-    return g->shape_id != 0 && g->shape && strcmp(g->shape, "[]") != 0;
-}
 
 typedef struct {
     tr_group *groups;
@@ -141,6 +132,8 @@ typedef struct {
 } tr_analyze_opts;
 
 tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_error *err);
+/* The denominators and the has_* flags the columns follow, from the resolved groups. */
+void tr_summary_totals(tr_summary *s);
 void tr_summary_sort(tr_summary *s, const tr_sort_key *key);
 void tr_summary_free(tr_summary *s);
 

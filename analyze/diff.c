@@ -217,24 +217,6 @@ static tr_status add_group(tr_group *dst, tr_group *src, int move_durations, tr_
 
 /* ---- many runs as one ---- */
 
-static void recount(tr_summary *s)
-{
-    s->sum_cpu_self = s->sum_gpu_self_device = 0;
-    s->has_gpu = s->has_shapes = s->has_mem = s->has_gpu_mem = s->has_flops = s->has_frames = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        const tr_group *g = &s->groups[i];
-        tr_sat_acc(&s->sum_cpu_self, g->cpu_self);
-        if (g->on_gpu)
-            tr_sat_acc(&s->sum_gpu_self_device, g->gpu_self);
-        s->has_gpu |= g->gpu_self > 0;
-        s->has_shapes |= tr_group_has_shape(g);
-        s->has_mem |= g->cpu_mem || g->gpu_mem || g->cpu_mem_self || g->gpu_mem_self;
-        s->has_gpu_mem |= g->gpu_mem_self > 0;
-        s->has_flops |= g->flops > 0;
-        s->has_frames |= g->nframes > 0;
-    }
-}
-
 static void group_strings_free(tr_group *g)
 {
     free(g->name);
@@ -295,7 +277,7 @@ tr_status tr_summary_merge(tr_summary *dst, tr_summary *src, tr_error *err)
         dst->stack_source = src->stack_source;
     src->groups = NULL;
     src->n = src->cap = 0;
-    recount(dst);
+    tr_summary_totals(dst);
     tr_summary_sort(dst, NULL);
     return st;
 }

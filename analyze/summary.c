@@ -1855,7 +1855,7 @@ static char *string_of(scan_ctx *c, int64_t id)
     return r;
 }
 
-/* Names, shapes and frames of the groups, and whether any shape lists an input. */
+/* Names, shapes and frames of the groups. */
 static tr_status resolve(scan_ctx *c)
 {
     tr_summary *s = c->s;
@@ -1865,7 +1865,6 @@ static tr_status resolve(scan_ctx *c)
         g->shape = string_of(c, g->shape_id);
         if (!g->name || !g->shape)
             return nomem(c);
-        s->has_shapes |= tr_group_has_shape(g);
         size_t n = 0;
         for (int64_t k = g->stack_key; k > 0; k = c->keys.parent[k])
             n++;
@@ -2009,19 +2008,23 @@ static tr_status scan_extras(scan_ctx *c)
     return rc;
 }
 
-/* The totals and the has_* flags the table's columns follow. */
-static void summary_totals(tr_summary *s)
+void tr_summary_totals(tr_summary *s)
 {
+    s->sum_cpu_self = s->sum_gpu_self_device = 0;
+    s->has_gpu = s->has_shapes = s->has_mem = s->has_gpu_mem = s->has_flops = s->has_frames = 0;
     for (size_t i = 0; i < s->n; i++) {
-        tr_group *g = &s->groups[i];
+        const tr_group *g = &s->groups[i];
         tr_sat_acc(&s->sum_cpu_self, g->cpu_self);
         if (g->on_gpu)
             tr_sat_acc(&s->sum_gpu_self_device, g->gpu_self);
         s->has_gpu |= g->gpu_self > 0;
+        /* as PyTorch shows Input Shapes for a non-empty input_shapes: a trace
+         * recorded without shapes gives every op "[]" */
+        s->has_shapes |= g->shape_id != 0 && g->shape && strcmp(g->shape, "[]") != 0;
         s->has_mem |= g->cpu_mem || g->gpu_mem || g->cpu_mem_self || g->gpu_mem_self;
         s->has_gpu_mem |= g->gpu_mem_self > 0;
         s->has_flops |= g->flops > 0;
-        s->has_frames |= g->stack_key > 0;
+        s->has_frames |= g->nframes > 0;
     }
 }
 
@@ -2039,10 +2042,11 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
         rc = scan_groups(&c, from_aggregates, from_stack_aggregates);
     if (rc == TR_OK)
         rc = scan_extras(&c);
-    if (rc == TR_OK) {
-        summary_totals(s);
-        tr_summary_sort(s, NULL);
+    if (rc == TR_OK)
         rc = resolve(&c);
+    if (rc == TR_OK) {
+        tr_summary_totals(s);
+        tr_summary_sort(s, NULL);
     }
     scan_ctx_free(&c);
     return rc;
