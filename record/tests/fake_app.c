@@ -42,6 +42,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,87 +214,97 @@ static void run(int threads, int n)
         pthread_join(t[i], NULL);
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for (the top of this file says what each does). */
+typedef struct {
+    int threads, iters, incomplete, do_fork, code, sig, profiler, sleep_ms, fault, late_ms, spawn,
+        poll, internal, takeover, domain_cross, overhead, takeover_ms, inner_wide, catch_sig, print_env;
+    long uniq;
+    const char *order, *form, *capture, *start_end;
+} app_opts;
+
+typedef enum { OPT_FLAG, OPT_INT, OPT_LONG, OPT_STRING } opt_type;
+
+static const struct {
+    const char *name;
+    opt_type type;
+    size_t field;   /* offsetof in app_opts */
+} app_options[] = {
+    {"-t", OPT_INT, offsetof(app_opts, threads)},
+    {"-n", OPT_INT, offsetof(app_opts, iters)},
+    {"--fork", OPT_FLAG, offsetof(app_opts, do_fork)},
+    {"--exit", OPT_INT, offsetof(app_opts, code)},
+    {"--signal", OPT_INT, offsetof(app_opts, sig)},
+    {"--fault", OPT_FLAG, offsetof(app_opts, fault)},
+    {"--late", OPT_INT, offsetof(app_opts, late_ms)},
+    {"--spawn", OPT_FLAG, offsetof(app_opts, spawn)},
+    {"--poll", OPT_INT, offsetof(app_opts, poll)},
+    {"--internal", OPT_INT, offsetof(app_opts, internal)},
+    {"--overhead", OPT_INT, offsetof(app_opts, overhead)},
+    {"--domain-cross", OPT_FLAG, offsetof(app_opts, domain_cross)},
+    {"--takeover", OPT_FLAG, offsetof(app_opts, takeover)},
+    {"--takeover-at", OPT_INT, offsetof(app_opts, takeover_ms)},
+    {"--unique-ranges", OPT_LONG, offsetof(app_opts, uniq)},
+    {"--order", OPT_STRING, offsetof(app_opts, order)},
+    {"--inner-wide", OPT_FLAG, offsetof(app_opts, inner_wide)},
+    {"--form", OPT_STRING, offsetof(app_opts, form)},
+    {"--incomplete", OPT_INT, offsetof(app_opts, incomplete)},
+    {"--sleep", OPT_INT, offsetof(app_opts, sleep_ms)},
+    {"--profiler", OPT_FLAG, offsetof(app_opts, profiler)},
+    {"--capture", OPT_STRING, offsetof(app_opts, capture)},
+    {"--start-end", OPT_STRING, offsetof(app_opts, start_end)},
+    {"--catch", OPT_INT, offsetof(app_opts, catch_sig)},
+    {"--print-env", OPT_FLAG, offsetof(app_opts, print_env)},
+};
+#define NOPTIONS (sizeof app_options / sizeof app_options[0])
+
+/* Fills o from argv; 0, or 64 (EX_USAGE) on a bad argument. */
+static int parse_args(int argc, char **argv, app_opts *o)
 {
-    int threads = 1, do_fork = 0, code = 0, sig = 0, profiler = 0, sleep_ms = 0, fault = 0;
-    int late_ms = 0, spawn = 0, poll = -1, internal = 0, takeover = 0, domain_cross = 0, overhead = 0;
-    int takeover_ms = 0;
-    long uniq = 0;
-    const char *order = "nvtx-first";
-    fake_nvtx_form form = FAKE_NVTX_A;
-    const char *capture = NULL, *start_end = NULL;
+    *o = (app_opts){.threads = 1, .iters = 100, .poll = -1, .order = "nvtx-first", .form = "a"};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-t") && i + 1 < argc)
-            threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "-n") && i + 1 < argc)
-            iters = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--fork"))
-            do_fork = 1;
-        else if (!strcmp(argv[i], "--exit") && i + 1 < argc)
-            code = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--signal") && i + 1 < argc)
-            sig = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--fault"))
-            fault = 1;
-        else if (!strcmp(argv[i], "--late") && i + 1 < argc)
-            late_ms = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--spawn"))
-            spawn = 1;
-        else if (!strcmp(argv[i], "--poll") && i + 1 < argc)
-            poll = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--internal") && i + 1 < argc)
-            internal = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--overhead") && i + 1 < argc)
-            overhead = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--domain-cross"))
-            domain_cross = 1;
-        else if (!strcmp(argv[i], "--takeover"))
-            takeover = 1;
-        else if (!strcmp(argv[i], "--takeover-at") && i + 1 < argc)
-            takeover_ms = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--unique-ranges") && i + 1 < argc)
-            uniq = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--order") && i + 1 < argc)
-            order = argv[++i];
-        else if (!strcmp(argv[i], "--inner-wide"))
-            inner_form = FAKE_NVTX_W;
-        else if (!strcmp(argv[i], "--form") && i + 1 < argc) {
-            static const struct { const char *name; fake_nvtx_form form; } forms[] = {
-                {"a", FAKE_NVTX_A}, {"w", FAKE_NVTX_W}, {"ex-w", FAKE_NVTX_EX_UNICODE},
-                {"registered", FAKE_NVTX_REGISTERED}, {"registered-w", FAKE_NVTX_REGISTERED_W}};
-            const char *f = argv[++i];
-            size_t k = 0;
-            while (k < sizeof forms / sizeof forms[0] && strcmp(forms[k].name, f))
-                k++;
-            if (k == sizeof forms / sizeof forms[0]) {
-                fprintf(stderr, "fake_app: bad --form %s\n", f);
-                return 64;
-            }
-            form = forms[k].form;
-        }
-        else if (!strcmp(argv[i], "--incomplete") && i + 1 < argc)
-            incomplete = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--sleep") && i + 1 < argc)
-            sleep_ms = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--profiler"))
-            profiler = 1;
-        else if (!strcmp(argv[i], "--capture") && i + 1 < argc)
-            capture = argv[++i];
-        else if (!strcmp(argv[i], "--start-end") && i + 1 < argc)
-            start_end = argv[++i];
-        else if (!strcmp(argv[i], "--catch") && i + 1 < argc)
-            signal(atoi(argv[++i]), on_caught);
-        else if (!strcmp(argv[i], "--print-env")) {
-            const char *vars[] = {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "TRACE_RECORD_DIR",
-                                  "TRACE_RECORD_SESSION", "TRACE_RECORD_KINDS", "TRACE_RECORD_ONLY_PID"};
-            for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++)
-                printf("%s=%s\n", vars[k], getenv(vars[k]) ? getenv(vars[k]) : "");
-            return code;
-        } else {
+        size_t k = 0;
+        while (k < NOPTIONS && strcmp(argv[i], app_options[k].name))
+            k++;
+        if (k == NOPTIONS || (app_options[k].type != OPT_FLAG && i + 1 >= argc)) {
             fprintf(stderr, "fake_app: bad argument %s\n", argv[i]);
             return 64;
         }
+        char *field = (char *)o + app_options[k].field;
+        switch (app_options[k].type) {
+        case OPT_FLAG: *(int *)field = 1; break;
+        case OPT_INT: *(int *)field = atoi(argv[++i]); break;
+        case OPT_LONG: *(long *)field = atol(argv[++i]); break;
+        case OPT_STRING: *(const char **)field = argv[++i]; break;
+        }
     }
+    return 0;
+}
+
+static int form_of(const char *name, fake_nvtx_form *form)
+{
+    static const struct { const char *name; fake_nvtx_form form; } forms[] = {
+        {"a", FAKE_NVTX_A}, {"w", FAKE_NVTX_W}, {"ex-w", FAKE_NVTX_EX_UNICODE},
+        {"registered", FAKE_NVTX_REGISTERED}, {"registered-w", FAKE_NVTX_REGISTERED_W}};
+    for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++)
+        if (!strcmp(forms[k].name, name)) {
+            *form = forms[k].form;
+            return 0;
+        }
+    return -1;
+}
+
+static void print_env(void)
+{
+    const char *vars[] = {"CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "TRACE_RECORD_DIR",
+                          "TRACE_RECORD_SESSION", "TRACE_RECORD_KINDS", "TRACE_RECORD_ONLY_PID"};
+    for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++)
+        printf("%s=%s\n", vars[k], getenv(vars[k]) ? getenv(vars[k]) : "");
+}
+
+/* Both injections in the asked order, the "setup" range around the context and one
+ * driver call, then the "ready" mark. */
+static void start_up(const char *order)
+{
     if (!strcmp(order, "cuda-first")) {
         inject();
         inject_nvtx();
@@ -312,44 +323,54 @@ int main(int argc, char **argv)
     fake_cupti_api(1, 307);   /* one driver API call: cuLaunchKernel */
     fake_cupti_pop();
     fake_cupti_mark("ready");
-    if (profiler)
-        fake_cupti_api(0, 171);   /* cudaProfilerStart */
-    if (capture)
-        fake_cupti_push_as(form, capture);
+}
+
+/* The run, inside whatever capture the options ask for, then 10 iterations outside it. */
+static void run_captured(const app_opts *o, fake_nvtx_form form)
+{
     static const char other_domain[] = "other";
-    if (capture && domain_cross)
+    if (o->profiler)
+        fake_cupti_api(0, 171);   /* cudaProfilerStart */
+    if (o->capture)
+        fake_cupti_push_as(form, o->capture);
+    if (o->capture && o->domain_cross)
         fake_cupti_domain_push(other_domain, "crossing");
-    uint64_t range = start_end ? fake_cupti_range_start_as(form, start_end) : 0;
-    run(threads, iters);
-    if (start_end)
+    uint64_t range = o->start_end ? fake_cupti_range_start_as(form, o->start_end) : 0;
+    run(o->threads, iters);
+    if (o->start_end)
         fake_cupti_range_end(range);
-    if (capture)
+    if (o->capture)
         fake_cupti_pop();
-    if (profiler)
+    if (o->profiler)
         fake_cupti_api(0, 172);   /* cudaProfilerStop */
-    if (profiler || capture || start_end)
+    if (o->profiler || o->capture || o->start_end)
         run(1, 10);               /* outside the capture range */
-    if (capture && domain_cross)
+    if (o->capture && o->domain_cross)
         fake_cupti_domain_pop(other_domain);
-    for (int i = 0; i < internal; i++)
+}
+
+/* Internal launches, overhead records, stream polls, unique ranges, takeovers. */
+static void run_extras(const app_opts *o)
+{
+    for (int i = 0; i < o->internal; i++)
         fake_cupti_internal_launch("internal_kernel");
-    for (int i = 0; i < overhead; i++)
+    for (int i = 0; i < o->overhead; i++)
         fake_cupti_overhead();
-    if (poll >= 0) {
-        for (int i = 0; i < poll; i++)
+    if (o->poll >= 0) {
+        for (int i = 0; i < o->poll; i++)
             fake_cupti_stream_query(7, 0);
         fake_cupti_stream_query(7, 1);
         fake_cupti_sync_as(fake_cupti_api(0, 131), 3, 7, 0);   /* cudaStreamSynchronize */
     }
-    if (uniq)
-        unique_ranges(uniq);
-    if (takeover) {
+    if (o->uniq)
+        unique_ranges(o->uniq);
+    if (o->takeover) {
         fake_cupti_second_client(1);
         run(1, 10);
         fake_cupti_second_client(0);
     }
-    if (takeover_ms > 0) {
-        paced(takeover_ms);
+    if (o->takeover_ms > 0) {
+        paced(o->takeover_ms);
         struct timespec at;
         clock_gettime(CLOCK_REALTIME, &at);
         fake_cupti_second_client(1);
@@ -358,7 +379,14 @@ int main(int argc, char **argv)
         paced(300);
         fake_cupti_second_client(0);
     }
-    if (do_fork) {
+}
+
+/* --fork and --spawn: child processes of N/2 iterations; returns 93 when the spawned
+ * one failed, else 0. */
+static int run_children(const app_opts *o)
+{
+    int failed = 0;
+    if (o->do_fork) {
         fflush(stdout);
         pid_t p = fork();
         if (p == 0) {
@@ -370,7 +398,7 @@ int main(int argc, char **argv)
         int st;
         waitpid(p, &st, 0);
     }
-    if (spawn) {
+    if (o->spawn) {
         fflush(stdout);
         pid_t p = fork();
         if (p == 0) {
@@ -382,23 +410,56 @@ int main(int argc, char **argv)
         int st = 0;
         if (waitpid(p, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
             fprintf(stderr, "fake_app: the spawned child failed (status %#x)\n", st);
-            code = 93;
+            failed = 93;
         }
     }
-    if (late_ms) {
-        usleep((useconds_t)late_ms * 1000);
+    return failed;
+}
+
+/* --late, --sleep, then the end asked for: a signal or a fault. */
+static void finish(const app_opts *o)
+{
+    if (o->late_ms) {
+        usleep((useconds_t)o->late_ms * 1000);
         run(1, 10);
     }
-    if (sleep_ms)
-        usleep((useconds_t)sleep_ms * 1000);   /* lets the periodic flush run */
-    if (sig) {
+    if (o->sleep_ms)
+        usleep((useconds_t)o->sleep_ms * 1000);   /* lets the periodic flush run */
+    if (o->sig) {
         fflush(stdout);
-        raise(sig);
+        raise(o->sig);
     }
-    if (fault) {
+    if (o->fault) {
         fflush(stdout);
         volatile uintptr_t bad = 8;   /* opaque to the compiler: a real fault, not a trap */
         *(volatile int *)bad = 1;
     }
-    return caught ? 42 : code;
+}
+
+int main(int argc, char **argv)
+{
+    app_opts o;
+    fake_nvtx_form form;
+    if (parse_args(argc, argv, &o))
+        return 64;
+    if (form_of(o.form, &form) < 0) {
+        fprintf(stderr, "fake_app: bad --form %s\n", o.form);
+        return 64;
+    }
+    if (o.print_env) {
+        print_env();
+        return o.code;
+    }
+    iters = o.iters;
+    incomplete = o.incomplete;
+    if (o.inner_wide)
+        inner_form = FAKE_NVTX_W;
+    if (o.catch_sig)
+        signal(o.catch_sig, on_caught);
+    start_up(o.order);
+    run_captured(&o, form);
+    run_extras(&o);
+    int code = run_children(&o);
+    finish(&o);
+    return caught ? 42 : code ? code : o.code;
 }
