@@ -157,156 +157,201 @@ static void coll_args(int nranks, int k, long long seq, int rank)
 /* Times in the files are µs with 3 decimals (exact ns), on the rank's clock. */
 #define US(ns) (ns) / 1000, (unsigned)((ns) % 1000)
 
+/* The job: its parameters, each rank's state and the collectives of the step. */
+typedef struct {
+    int nranks, straggler;
+    unsigned long long seed;
+    long long delay_us, noise_us;
+    rank_state *rs;
+    /* PyTorch numbers the collectives of each process group in one sequence */
+    long long seq[NCOLLS], pg_seq[2];
+    long long arrive[NCOLLS][1024], ends[NCOLLS][1024];   /* ns, per collective and rank */
+} job_ctx;
+
+/* Opens each rank's file and writes its head; 1 on failure (the files opened so far
+ * are kept in j->nranks, to be closed). */
+static int open_ranks(job_ctx *j, long long clock_us, const char *prefix)
+{
+    uint64_t job_rng = j->seed * 0x2545f4914f6cdd1dull + 7;
+    int nranks = j->nranks;
+    for (int r = 0; r < nranks; r++) {
+        rank_state *rs = &j->rs[r];
+        char path[4096];
+        snprintf(path, sizeof path, "%s%d.json", prefix, r);
+        rs->f = fopen(path, "w");
+        if (!rs->f) {
+            fprintf(stderr, "gen-kineto: cannot write %s\n", path);
+            j->nranks = r;
+            return 1;
+        }
+        rs->first = 1;
+        /* the same compute timings on every rank: only the straggler's delay,
+         * the launch jitter and the noise tell the ranks apart */
+        rs->rng = j->seed * 0x9e3779b97f4a7c15ull + 1;
+        rs->jitter = (j->seed + 1000003ull * (uint64_t)(r + 1)) * 0x9e3779b97f4a7c15ull + 1;
+        rs->t_cpu[0] = rs->t_cpu[1] = rs->t_gpu = rs->t_comm = 1000;
+        /* a clock error in [-clock_us, clock_us] µs, to the ns */
+        rs->clock_err_ns = clock_us > 0
+            ? (long long)bench_rnd(&job_rng, (uint32_t)(2 * clock_us * 1000 + 1)) - clock_us * 1000 : 0;
+        fprintf(rs->f, "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H100\"}],\n"
+                       "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d},\n"
+                       "\"traceEvents\": [", r, nranks);
+        printf("rank %d offset_ns %lld file %s\n", r, j->rs[0].clock_err_ns - rs->clock_err_ns, path);
+    }
+    return 0;
+}
+
+/* Rank r's compute of the step (the same layers on every rank, the structure from the
+ * seed), then its collectives' launches from thread 0: the kernel waits for the last
+ * compute kernel (its gradients) and for the previous collective. */
+static void compute_and_launch(job_ctx *j, int r)
+{
+    rank_state *rs = &j->rs[r];
+    rank_in(rs);
+    long long t0 = t_cpu[0] > t_cpu[1] ? t_cpu[0] : t_cpu[1];
+    t_cpu[0] = t_cpu[1] = t0 + (r == j->straggler ? j->delay_us : 0);
+    rs->step_start = t0;
+    for (int layer = 0; layer < 8; layer++) {
+        int th = layer % 2;
+        layer_rng = (j->seed + (uint64_t)layer) * 0xbf58476d1ce4e5b9ull + 1;
+        target = events + 1000000;
+        op(th, 0, layer);
+        if (t_cpu[th] < t_cpu[!th])
+            t_cpu[th] = t_cpu[!th];
+    }
+    for (size_t k = 0; k < NCOLLS; k++) {
+        long long ls = (t_cpu[0] += 3) * 1000 + bench_rnd(&rs->jitter, 1000), ld = 2000 + rnd(3000);
+        j->arrive[k][r] = (t_gpu > t_cpu[0] + 7 ? t_gpu : t_cpu[0] + 7) * 1000 + bench_rnd(&rs->jitter, 1000);
+        long long c = ++corr, e1 = ++ext, e2 = ++ext;
+        long long ps = ls - 4000, pe = ls + ld + 3000;
+        sep();
+        fprintf(f, "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", "
+                   "\"pid\": 100, \"tid\": 200, \"ts\": %lld.%03u, \"dur\": %lld.%03u, "
+                   "\"args\": {\"External id\": %lld, ", US(ps), US(pe - ps), e1);
+        coll_args(j->nranks, (int)k, j->seq[k], r);
+        fputs("}}", f);
+        sep();
+        fprintf(f, "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"%s\", \"pid\": 100, "
+                   "\"tid\": 200, \"ts\": %lld.%03u, \"dur\": %lld.%03u, \"args\": {\"External id\": %lld}}",
+                colls[k].annot, US(ls - 1000), US(ld + 2000), e2);
+        sep();
+        fprintf(f, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
+                   "\"pid\": 100, \"tid\": 200, \"ts\": %lld.%03u, \"dur\": %lld.%03u, "
+                   "\"args\": {\"External id\": %lld, \"correlation\": %lld}}", US(ls), US(ld), e2, c);
+        t_cpu[0] = pe / 1000 + 1;
+    }
+    rank_out(rs);
+}
+
+/* A collective starts on a rank when it is ready there and the previous one has ended
+ * there; it ends on every rank once the last rank is in, plus its transfer time (16 ns
+ * per 64 elements) and a little noise. */
+static void settle_collectives(job_ctx *j)
+{
+    for (size_t k = 0; k < NCOLLS; k++) {
+        long long in = 0;
+        for (int r = 0; r < j->nranks; r++) {
+            long long prev = k ? j->ends[k - 1][r] + 500 : j->rs[r].t_comm * 1000;
+            if (j->arrive[k][r] < prev)
+                j->arrive[k][r] = prev;
+            if (j->arrive[k][r] > in)
+                in = j->arrive[k][r];
+        }
+        for (int r = 0; r < j->nranks; r++) {
+            rank_in(&j->rs[r]);
+            j->ends[k][r] = in + 5000 + colls[k].nelems / 64
+                            + (j->noise_us > 0 ? bench_rnd(&j->rs[r].jitter, (uint32_t)(j->noise_us * 1000)) : 0);
+            rank_out(&j->rs[r]);
+        }
+    }
+}
+
+/* Rank r's collective kernels; returns the end of its last one, in µs. */
+static long long write_collective_kernels(job_ctx *j, int r)
+{
+    rank_state *rs = &j->rs[r];
+    rank_in(rs);
+    long long prev_end = 0;
+    for (size_t k = 0; k < NCOLLS; k++) {
+        long long a = j->arrive[k][r], e = j->ends[k][r];
+        prev_end = e;
+        long long c = corr - (long long)NCOLLS + 1 + (long long)k;
+        sep();
+        fprintf(f, "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": 0, \"tid\": %d, "
+                   "\"ts\": %lld.%03u, \"dur\": %lld.%03u, \"args\": {\"External id\": %lld, "
+                   "\"device\": 0, \"stream\": %d, \"correlation\": %lld, \"grid\": [2, 1, 1], "
+                   "\"block\": [512, 1, 1]",
+                colls[k].kernel, COMM_STREAM, US(a), US(e - a), ext - 2 * ((long long)NCOLLS - 1 - (long long)k),
+                COMM_STREAM, c);
+        if (colls[k].args_on_kernel) {
+            fputs(", ", f);
+            coll_args(j->nranks, (int)k, j->seq[k], r);
+        }
+        fputs("}}", f);
+    }
+    rs->t_comm = prev_end / 1000 + 1;
+    rank_out(rs);
+    return prev_end / 1000;
+}
+
+/* The step ends with a stream synchronize that waits for the collectives (last: the
+ * latest end of a collective on any rank, µs), inside the ProfilerStep#N range. */
+static void end_step(job_ctx *j, int r, int step, long long last)
+{
+    rank_state *rs = &j->rs[r];
+    rank_in(rs);
+    long long ss = t_cpu[0] + 2, se = (last > t_gpu ? last : t_gpu) + 3 + rnd(3);
+    sep();
+    fprintf(f, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", "
+               "\"pid\": 100, \"tid\": 200, \"ts\": %lld, \"dur\": %lld, "
+               "\"args\": {\"External id\": %lld, \"correlation\": %lld}}", ss, se - ss, ++ext, ++corr);
+    sep();
+    fprintf(f, "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#%d\", "
+               "\"pid\": 100, \"tid\": 200, \"ts\": %lld, \"dur\": %lld, \"args\": {\"External id\": %lld}}",
+            step, rs->step_start, se + 1 - rs->step_start, ++ext);
+    t_cpu[0] = t_cpu[1] = se + 2;
+    rank_out(rs);
+}
+
 static int job(int nranks, long long per_rank, unsigned long long seed, int straggler,
                long long delay_us, long long noise_us, long long clock_us, const char *prefix)
 {
+    job_ctx *j = calloc(1, sizeof *j);
     rank_state *rs = calloc((size_t)nranks, sizeof *rs);
-    if (!rs)
+    if (!j || !rs) {
+        free(j);
+        free(rs);
         return 1;
-    uint64_t job_rng = seed * 0x2545f4914f6cdd1dull + 7;
-    int status = 0;
-    for (int r = 0; r < nranks; r++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s%d.json", prefix, r);
-        rs[r].f = fopen(path, "w");
-        if (!rs[r].f) {
-            fprintf(stderr, "gen-kineto: cannot write %s\n", path);
-            status = 1;
-            nranks = r;
-            break;
-        }
-        rs[r].first = 1;
-        /* the same compute timings on every rank: only the straggler's delay,
-         * the launch jitter and the noise tell the ranks apart */
-        rs[r].rng = seed * 0x9e3779b97f4a7c15ull + 1;
-        rs[r].jitter = (seed + 1000003ull * (uint64_t)(r + 1)) * 0x9e3779b97f4a7c15ull + 1;
-        rs[r].t_cpu[0] = rs[r].t_cpu[1] = rs[r].t_gpu = rs[r].t_comm = 1000;
-        /* a clock error in [-clock_us, clock_us] µs, to the ns */
-        rs[r].clock_err_ns = clock_us > 0
-            ? (long long)bench_rnd(&job_rng, (uint32_t)(2 * clock_us * 1000 + 1)) - clock_us * 1000 : 0;
-        fprintf(rs[r].f, "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H100\"}],\n"
-                         "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d},\n"
-                         "\"traceEvents\": [", r, nranks);
-        printf("rank %d offset_ns %lld file %s\n", r, rs[0].clock_err_ns - rs[r].clock_err_ns, path);
     }
-    if (status)
-        goto done;
-    printf("straggler %d\n", straggler);
+    *j = (job_ctx){.nranks = nranks, .straggler = straggler, .seed = seed, .delay_us = delay_us,
+                   .noise_us = noise_us, .rs = rs};
+    int status = open_ranks(j, clock_us, prefix);
+    if (!status)
+        printf("straggler %d\n", straggler);
     /* in ns from here on: the files get µs with 3 decimals */
-    /* PyTorch numbers the collectives of each process group in one sequence */
-    long long seq[NCOLLS] = {0}, pg_seq[2] = {0};
-    static long long arrive[NCOLLS][1024], ends[NCOLLS][1024];
-    for (int step = 0; rs[0].events < per_rank; step++) {
-        long long last = 0;
+    for (int step = 0; !status && rs[0].events < per_rank; step++) {
         for (size_t k = 0; k < NCOLLS; k++)
-            seq[k] = pg_seq[colls[k].pg[0] - '0']++;
+            j->seq[k] = j->pg_seq[colls[k].pg[0] - '0']++;
+        for (int r = 0; r < nranks; r++)
+            compute_and_launch(j, r);
+        settle_collectives(j);
+        long long last = 0;
         for (int r = 0; r < nranks; r++) {
-            rank_in(&rs[r]);
-            long long t0 = t_cpu[0] > t_cpu[1] ? t_cpu[0] : t_cpu[1];
-            t_cpu[0] = t_cpu[1] = t0 + (r == straggler ? delay_us : 0);
-            rs[r].step_start = t0;
-            /* the same layers on every rank (the structure comes from the seed) */
-            for (int layer = 0; layer < 8; layer++) {
-                int th = layer % 2;
-                layer_rng = (seed + (uint64_t)layer) * 0xbf58476d1ce4e5b9ull + 1;
-                target = events + 1000000;
-                op(th, 0, layer);
-                if (t_cpu[th] < t_cpu[!th])
-                    t_cpu[th] = t_cpu[!th];
-            }
-            /* the collectives, launched from thread 0; the kernel waits for the
-             * last compute kernel (its gradients) and for the previous collective */
-            for (size_t k = 0; k < NCOLLS; k++) {
-                long long ls = (t_cpu[0] += 3) * 1000 + bench_rnd(&rs[r].jitter, 1000), ld = 2000 + rnd(3000);
-                arrive[k][r] = (t_gpu > t_cpu[0] + 7 ? t_gpu : t_cpu[0] + 7) * 1000 + bench_rnd(&rs[r].jitter, 1000);
-                long long c = ++corr, e1 = ++ext, e2 = ++ext;
-                long long ps = ls - 4000, pe = ls + ld + 3000;
-                sep();
-                fprintf(f, "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", "
-                           "\"pid\": 100, \"tid\": 200, \"ts\": %lld.%03u, \"dur\": %lld.%03u, "
-                           "\"args\": {\"External id\": %lld, ", US(ps), US(pe - ps), e1);
-                coll_args(nranks, (int)k, seq[k], r);
-                fputs("}}", f);
-                sep();
-                fprintf(f, "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"%s\", \"pid\": 100, "
-                           "\"tid\": 200, \"ts\": %lld.%03u, \"dur\": %lld.%03u, \"args\": {\"External id\": %lld}}",
-                        colls[k].annot, US(ls - 1000), US(ld + 2000), e2);
-                sep();
-                fprintf(f, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
-                           "\"pid\": 100, \"tid\": 200, \"ts\": %lld.%03u, \"dur\": %lld.%03u, "
-                           "\"args\": {\"External id\": %lld, \"correlation\": %lld}}", US(ls), US(ld), e2, c);
-                t_cpu[0] = pe / 1000 + 1;
-            }
-            rank_out(&rs[r]);
+            long long end = write_collective_kernels(j, r);
+            if (end > last)
+                last = end;
         }
-        /* a collective starts on a rank when it is ready there and the previous
-         * one has ended there; it ends on every rank once the last rank is in,
-         * plus its transfer time (16 ns per 64 elements) and a little noise */
-        for (size_t k = 0; k < NCOLLS; k++) {
-            long long in = 0;
-            for (int r = 0; r < nranks; r++) {
-                long long prev = k ? ends[k - 1][r] + 500 : rs[r].t_comm * 1000;
-                if (arrive[k][r] < prev)
-                    arrive[k][r] = prev;
-                if (arrive[k][r] > in)
-                    in = arrive[k][r];
-            }
-            for (int r = 0; r < nranks; r++) {
-                rank_in(&rs[r]);
-                ends[k][r] = in + 5000 + colls[k].nelems / 64
-                             + (noise_us > 0 ? bench_rnd(&rs[r].jitter, (uint32_t)(noise_us * 1000)) : 0);
-                rank_out(&rs[r]);
-            }
-        }
-        for (int r = 0; r < nranks; r++) {
-            rank_in(&rs[r]);
-            long long prev_end = 0;
-            for (size_t k = 0; k < NCOLLS; k++) {
-                long long a = arrive[k][r], e = ends[k][r];
-                prev_end = e;
-                long long c = corr - (long long)NCOLLS + 1 + (long long)k;
-                sep();
-                fprintf(f, "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": 0, \"tid\": %d, "
-                           "\"ts\": %lld.%03u, \"dur\": %lld.%03u, \"args\": {\"External id\": %lld, "
-                           "\"device\": 0, \"stream\": %d, \"correlation\": %lld, \"grid\": [2, 1, 1], "
-                           "\"block\": [512, 1, 1]",
-                        colls[k].kernel, COMM_STREAM, US(a), US(e - a), ext - 2 * ((long long)NCOLLS - 1 - (long long)k),
-                        COMM_STREAM, c);
-                if (colls[k].args_on_kernel) {
-                    fputs(", ", f);
-                    coll_args(nranks, (int)k, seq[k], r);
-                }
-                fputs("}}", f);
-            }
-            if (prev_end / 1000 > last)
-                last = prev_end / 1000;
-            rs[r].t_comm = prev_end / 1000 + 1;
-            rank_out(&rs[r]);
-        }
-        /* the step ends with a stream synchronize that waits for the collectives */
-        for (int r = 0; r < nranks; r++) {
-            rank_in(&rs[r]);
-            long long ss = t_cpu[0] + 2, se = (last > t_gpu ? last : t_gpu) + 3 + rnd(3);
-            sep();
-            fprintf(f, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaStreamSynchronize\", "
-                       "\"pid\": 100, \"tid\": 200, \"ts\": %lld, \"dur\": %lld, "
-                       "\"args\": {\"External id\": %lld, \"correlation\": %lld}}", ss, se - ss, ++ext, ++corr);
-            sep();
-            fprintf(f, "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#%d\", "
-                       "\"pid\": 100, \"tid\": 200, \"ts\": %lld, \"dur\": %lld, \"args\": {\"External id\": %lld}}",
-                    step, rs[r].step_start, se + 1 - rs[r].step_start, ++ext);
-            t_cpu[0] = t_cpu[1] = se + 2;
-            rank_out(&rs[r]);
-        }
+        for (int r = 0; r < nranks; r++)
+            end_step(j, r, step, last);
     }
-done:
-    for (int r = 0; r < nranks; r++) {
+    for (int r = 0; r < j->nranks; r++) {
         fprintf(rs[r].f, "\n], \"displayTimeUnit\": \"ms\", \"baseTimeNanoseconds\": %lld}\n",
                 1700000000000000000ll + rs[r].clock_err_ns);
         if (fclose(rs[r].f) != 0)
             status = 1;
     }
     free(rs);
+    free(j);
     return status;
 }
 
