@@ -67,6 +67,9 @@ typedef struct {
     /* when set, receives the number of events left out for impossible times
      * (an end before the start, or out of range) */
     size_t *skipped;
+    /* --stacks --compat torch: when set, receives 1 when no event has recorded frames
+     * (PyTorch's export_stacks() needs a profile recorded with with_stack=True) */
+    int *no_frames;
     /* chrome: --min-dur (ns; slices shorter are left out), --max-size (bytes of one
      * part; 0 = one file), gzip the output, and what was written */
     int64_t min_dur;

@@ -446,8 +446,10 @@ int main(int argc, char **argv)
         return rc == EXIT_NOW ? 0 : rc;
     }
     size_t skipped = 0;
+    int no_frames = 0;
     tr_export_chrome_stats cstats = {0};
     a.o.skipped = &skipped;
+    a.o.no_frames = &no_frames;
     a.o.chrome_stats = &cstats;
     a.o.gzip = a.output && strlen(a.output) > 3 && !strcmp(a.output + strlen(a.output) - 3, ".gz");
     tr_input_db in[2] = {{0}, {0}};
@@ -463,6 +465,10 @@ int main(int argc, char **argv)
     if (skipped)
         fprintf(stderr, "trace-export: %s: warning: %zu event(s) with impossible times "
                 "(an end before the start, or out of range) left out\n", argv[optind], skipped);
+    if (no_frames)
+        fprintf(stderr, "trace-export: %s: warning: no event has recorded frames, so the stacks are "
+                "empty (PyTorch's export_stacks() needs a profile recorded with with_stack=True)\n",
+                argv[optind]);
     tr_export_chrome_warn(stderr, &cstats);
     return 0;
 }

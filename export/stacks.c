@@ -134,7 +134,9 @@ static tr_status write_torch(tr_scan *sc, FILE *out, tr_error *err)
                        tr_rundb_name(sc->db), sqlite3_errmsg(sc->db));
     }
     int rc;
+    size_t with_frames = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        with_frames++;
         int64_t v = sqlite3_column_int64(st, gpu ? 2 : 1);
         int claimed;
         const tr_torch_metrics *tm = tr_torch_compat_get(&tc, sqlite3_column_int64(st, 3), &claimed);
@@ -157,6 +159,8 @@ static tr_status write_torch(tr_scan *sc, FILE *out, tr_error *err)
     if (status == TR_OK && rc != SQLITE_DONE)
         status = tr_fail(err, TR_ERR_INPUT, "%s: cannot read table events: %s",
                          tr_rundb_name(sc->db), sqlite3_errmsg(sc->db));
+    if (status == TR_OK && sc->o->no_frames)
+        *sc->o->no_frames = with_frames == 0;
     sqlite3_finalize(st);
     tr_torch_compat_free(&tc);
     return status;

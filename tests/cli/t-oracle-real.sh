@@ -43,7 +43,11 @@ for dir in "$real"/golden/*/; do
     same stack5.txt "$dir/table_stack5.txt" \
         "$BIN/trace-analyze" --compat torch --group-by-stack 5 --sort self_cpu_time_total -n -1 "$w.db"
     if [ ! -f "$dir/stacks_self_cpu.txt" ]; then
-        :   # profiled without stacks: PyTorch's export_stacks() refuses
+        # profiled without stacks: PyTorch's export_stacks() refuses; we write an empty
+        # file and say why
+        "$BIN/trace-export" --stacks --compat torch -o "$w.stacks.txt" "$w.db" 2>"$w.stacks.err" \
+            && [ ! -s "$w.stacks.txt" ] && grep -q 'with_stack=True' "$w.stacks.err" \
+            || fail "$w: export --stacks --compat torch of a profile without frames"
     elif "$BIN/trace-export" --stacks --compat torch --metric self_cpu_time_total \
         -o "$w.stacks.txt" "$w.db" 2>"$w.stacks.err"; then
         cmp -s "$dir/stacks_self_cpu.txt" "$w.stacks.txt" || {
