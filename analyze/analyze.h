@@ -40,6 +40,8 @@ typedef struct {
     char *name, *shape;                          /* resolved after the scan */
     char **frames;                               /* innermost first */
     size_t nframes;
+    int hidden;                                  /* --compat torch --top-level: its first event has a
+                                                    parent, so PyTorch leaves the row out */
 } tr_group;
 
 typedef struct {

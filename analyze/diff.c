@@ -189,6 +189,7 @@ static tr_status add_group(tr_group *dst, tr_group *src, int move_durations, tr_
         dst->first_end = src->first_end;
         dst->first_id = src->first_id;
         dst->is_async = src->is_async;
+        dst->hidden = src->hidden;   /* the first event decides, as in one run */
     }
     dst->count += src->count;
     tr_sat_acc(&dst->cpu_total, src->cpu_total);

@@ -310,8 +310,8 @@ static int selected(scan_ctx *c, const ev_row *r)
     int kind = r->kind, gpu = r->gpu;
     if (sel->kind_mask && (kind < 0 || kind >= 32 || !(sel->kind_mask & (1u << kind))))
         return 0;
-    if (sel->top_level && !gpu && r->has_parent)
-        return 0;
+    if (sel->top_level && !gpu && r->has_parent && !c->o->compat_torch)
+        return 0;   /* --compat torch: every event counts; rows go by their first (hide_nested_firsts) */
     if (sel->has_thread && (!r->has_tid || r->tid != sel->thread))
         return 0;
     if (sel->has_device && (!gpu || !r->has_device || r->device != sel->device))
@@ -1992,10 +1992,42 @@ static tr_status scan_groups(scan_ctx *c, int from_aggregates, int from_stack_ag
 }
 
 /* The unattributed GPU time and, under a selection, the CPU time it covers. */
+/* --compat torch --top-level, as PyTorch's table(top_level_events_only=True) does it:
+ * a row is left out when the first event of its key has a parent (device activities
+ * and memory events have none there), and it counts all the key's events when shown;
+ * the columns and the totals still come from every row (SEMANTICS.md 4.6, defect 19). */
+static tr_status hide_nested_firsts(scan_ctx *c)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(c->db, "SELECT parent_id IS NOT NULL AND kind <> ? FROM events WHERE id = ?",
+                           -1, &st, NULL) != SQLITE_OK)
+        return step_error(c);
+    tr_status rc = TR_OK;
+    for (size_t i = 0; i < c->s->n && rc == TR_OK; i++) {
+        tr_group *g = &c->s->groups[i];
+        if (g->on_gpu)
+            continue;
+        sqlite3_bind_int(st, 1, TR_KIND_MEMORY);
+        sqlite3_bind_int64(st, 2, g->first_id);
+        int r = sqlite3_step(st);
+        if (r == SQLITE_ROW)
+            g->hidden = sqlite3_column_int(st, 0);
+        else if (r != SQLITE_DONE)
+            rc = step_error(c);
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 static tr_status scan_extras(scan_ctx *c)
 {
     tr_summary *s = c->s;
     tr_status rc = TR_OK;
+    if (c->o->compat_torch && c->sel && c->sel->top_level)
+        rc = hide_nested_firsts(c);
+    if (rc != TR_OK)
+        return rc;
     if (!c->o->compat_torch)
         rc = c->unattr.on ? unattributed_by_id(c) : scan_unattributed(c);
     s->filtered = selection_active(c->sel);

@@ -522,6 +522,19 @@ static size_t shown_columns(const table_ctx *c, const column **shown)
     return n;
 }
 
+/* The groups to print, in order: at most --limit, without those --compat torch
+ * --top-level leaves out (analyze.h, tr_group.hidden).  NULL when out of memory. */
+static const tr_group **rows_to_show(const tr_summary *s, const tr_analyze_opts *o, size_t *nrows)
+{
+    const tr_group **rows = malloc((s->n ? s->n : 1) * sizeof *rows);
+    size_t n = 0;
+    for (size_t r = 0; rows && r < s->n && (o->limit < 0 || (long)n < o->limit); r++)
+        if (!s->groups[r].hidden)
+            rows[n++] = &s->groups[r];
+    *nrows = n;
+    return rows;
+}
+
 static void put_separator(FILE *out, const column *const *shown, size_t ncols, const table_ctx *c)
 {
     for (size_t i = 0; i < ncols; i++) {
@@ -630,11 +643,15 @@ tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *
     put_separator(out, shown, ncols, &c);
     const column *cells[NCOLUMNS];   /* whose cell each column prints */
     size_t frames_at = cells_of(&c, shown, ncols, cells);
+    size_t nrows;
+    const tr_group **rows = rows_to_show(s, o, &nrows);
+    if (!rows) {
+        free_display(&c);
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    }
     char cell[8192];
-    for (size_t r = 0; r < s->n; r++) {
-        if (o->limit >= 0 && (long)r >= o->limit)
-            break;
-        const tr_group *g = &s->groups[r];
+    for (size_t r = 0; r < nrows; r++) {
+        const tr_group *g = rows[r];
         if (o->stats)
             tr_group_stats_get(g, &c.stats);
         for (size_t i = 0; i < ncols; i++) {
@@ -658,6 +675,7 @@ tr_status tr_print_table(FILE *out, const tr_summary *s, const tr_analyze_opts *
             put_cell(out, "", width_of(shown[i], &c), shown[i]->left);
         fputc('\n', out);
     }
+    free(rows);
     put_separator(out, shown, ncols, &c);
     put_footer(out, s, o);
     free_display(&c);
@@ -696,11 +714,15 @@ static tr_status write_csv(FILE *out, const tr_summary *s, const tr_analyze_opts
     prepare(&c, s, o);
     const column *shown[NCOLUMNS];
     size_t ncols = machine_columns(&c, shown);
+    size_t nrows;
+    const tr_group **rows = rows_to_show(s, o, &nrows);
+    if (!rows)
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
     for (size_t i = 0; i < ncols; i++)
         fprintf(out, "%s%s", i ? "," : "", shown[i]->key);
     fputc('\n', out);
-    for (size_t r = 0; r < s->n && (o->limit < 0 || (long)r < o->limit); r++) {
-        const tr_group *g = &s->groups[r];
+    for (size_t r = 0; r < nrows; r++) {
+        const tr_group *g = rows[r];
         if (o->stats)
             tr_group_stats_get(g, &c.stats);
         for (size_t i = 0; i < ncols; i++) {
@@ -714,8 +736,10 @@ static tr_status write_csv(FILE *out, const tr_summary *s, const tr_analyze_opts
                 for (size_t f = 0; f < g->nframes; f++)
                     len += strlen(g->frames[f]) + 4;
                 char *joined = malloc(len);
-                if (!joined)
+                if (!joined) {
+                    free(rows);
                     return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+                }
                 joined[0] = '\0';
                 for (size_t f = 0; f < g->nframes; f++) {
                     if (f)
@@ -732,6 +756,7 @@ static tr_status write_csv(FILE *out, const tr_summary *s, const tr_analyze_opts
         }
         fputc('\n', out);
     }
+    free(rows);
     return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error on output") : TR_OK;
 }
 
@@ -749,9 +774,13 @@ static tr_status write_json(FILE *out, const tr_summary *s, const tr_analyze_opt
             "\"before_capture\":%lld,\"correlation_not_found\":%lld},", (long long)s->unattributed,
             (long long)s->unattributed_ns, (long long)s->unattributed_no_corr,
             (long long)s->unattributed_before, (long long)s->unattributed_not_found);
+    size_t nrows;
+    const tr_group **rows = rows_to_show(s, o, &nrows);
+    if (!rows)
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
     fputs("\"rows\":[", out);
-    for (size_t r = 0; r < s->n && (o->limit < 0 || (long)r < o->limit); r++) {
-        const tr_group *g = &s->groups[r];
+    for (size_t r = 0; r < nrows; r++) {
+        const tr_group *g = rows[r];
         if (o->stats)
             tr_group_stats_get(g, &c.stats);
         fputs(r ? ",\n{" : "\n{", out);
@@ -774,6 +803,7 @@ static tr_status write_json(FILE *out, const tr_summary *s, const tr_analyze_opt
         fputc('}', out);
     }
     fputs("\n]}\n", out);
+    free(rows);
     return ferror(out) ? tr_fail(err, TR_ERR_RUNTIME, "write error on output") : TR_OK;
 }
 
@@ -799,15 +829,21 @@ static tr_status write_markdown(FILE *out, const tr_summary *s, const tr_analyze
     for (size_t i = 0; i < ncols; i++)
         fputs(shown[i]->left || shown[i]->cell == c_name ? ":---|" : "---:|", out);
     fputc('\n', out);
+    size_t nrows;
+    const tr_group **rows = rows_to_show(s, o, &nrows);
+    if (!rows) {
+        free_display(&c);
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    }
     char cell[8192];
-    for (size_t r = 0; r < s->n && (o->limit < 0 || (long)r < o->limit); r++) {
-        const tr_group *g = &s->groups[r];
+    for (size_t r = 0; r < nrows; r++) {
+        const tr_group *g = rows[r];
         if (o->stats)
             tr_group_stats_get(g, &c.stats);
         fputc('|', out);
         for (size_t i = 0; i < ncols; i++) {
             if (shown[i]->cell == c_name)
-                snprintf(cell, sizeof cell, "%s", c.display ? c.display[r] : g->name);   /* not cut */
+                snprintf(cell, sizeof cell, "%s", c.display ? c.display[g - s->groups] : g->name);   /* not cut */
             else
                 shown[i]->cell(cell, sizeof cell, g, &c);
             fputc(' ', out);
@@ -816,6 +852,7 @@ static tr_status write_markdown(FILE *out, const tr_summary *s, const tr_analyze
         }
         fputc('\n', out);
     }
+    free(rows);
     fputc('\n', out);
     put_footer(out, s, o);
     free_display(&c);

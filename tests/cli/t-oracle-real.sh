@@ -42,6 +42,8 @@ for dir in "$real"/golden/*/; do
         "$BIN/trace-analyze" --compat torch --group-by-shape --sort self_cpu_time_total -n -1 "$w.db"
     same stack5.txt "$dir/table_stack5.txt" \
         "$BIN/trace-analyze" --compat torch --group-by-stack 5 --sort self_cpu_time_total -n -1 "$w.db"
+    [ ! -f "$dir/table_top.txt" ] || same top.txt "$dir/table_top.txt" \
+        "$BIN/trace-analyze" --compat torch --top-level --sort self_cpu_time_total -n -1 "$w.db"
     if [ ! -f "$dir/stacks_self_cpu.txt" ]; then
         # profiled without stacks: PyTorch's export_stacks() refuses; we write an empty
         # file and say why
@@ -110,4 +112,4 @@ print(sum(1 for e in json.load(open(sys.argv[1])) if e.get("ph") == "X"))' \
         fi
     fi
 done
-[ "$n" -ge 15 ] || fail "expected at least 15 workloads in $real/golden, found $n"
+[ "$n" -ge 16 ] || fail "expected at least 16 workloads in $real/golden, found $n"

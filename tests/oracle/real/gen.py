@@ -13,6 +13,8 @@ OUTDIR/<workload>/:
   table_unsorted.txt   key_averages().table(row_limit=-1)
   table_shapes.txt     key_averages(group_by_input_shape=True).table(sort_by=..., row_limit=-1)
   table_stack5.txt     key_averages(group_by_stack_n=5).table(sort_by=..., row_limit=-1)
+  table_top.txt        key_averages().table(sort_by=..., row_limit=-1, top_level_events_only=True)
+                       (the workloads written since it was added)
   stacks_self_cpu.txt  export_stacks(path, "self_cpu_time_total") (with_stack=True only)
   events.tsv           prof.function_events after the tree rebuild (a debugging aid)
   rows_*.csv           the key_averages() rows of table_default/shapes/stack5 in
@@ -28,7 +30,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = ["mlp", "conv", "rnn", "attn", "fork", "sched", "customfn", "shapesmix", "ckpt", "loop",
-             "flops", "autocast", "dblgrad", "exc", "bare"]
+             "flops", "autocast", "dblgrad", "exc", "bare", "toplevel"]
 SORT = "self_cpu_time_total"
 USER_SCOPE = 7
 
@@ -159,6 +161,8 @@ def dump(prof, outdir):
         sort_by=SORT, row_limit=-1))
     write_text(p("table_stack5.txt"), prof.key_averages(group_by_stack_n=5).table(
         sort_by=SORT, row_limit=-1))
+    write_text(p("table_top.txt"), prof.key_averages().table(sort_by=SORT, row_limit=-1,
+                                                             top_level_events_only=True))
     if raw.with_stack:   # PyTorch asserts otherwise
         prof.export_stacks(p("stacks_self_cpu.txt"), "self_cpu_time_total")
     write_rows_csv(prof.key_averages(), p("rows_default.csv"))
@@ -534,6 +538,28 @@ def w_bare(outdir):
         model(x).pow(2).mean().backward()
         opt.step()
         opt.zero_grad()
+    dump(prof, outdir)
+
+
+def w_toplevel(outdir):
+    """For table(top_level_events_only=True): relu first nested in a module then at the top
+    level (no row), linear at the top level first then nested in a range (one row counting
+    both), and ops only ever nested."""
+    import torch
+    from torch import nn
+    from torch.profiler import record_function
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    lin = nn.Linear(8, 8)
+    x = torch.randn(4, 8)
+    with cpu_profile() as prof:
+        y = lin(x)
+        with record_function("model"):
+            m(x).sum().backward()
+        torch.relu(x)
+        with record_function("again"):
+            y = lin(y)
+        y.sum().item()
     dump(prof, outdir)
 
 # ---- driver ---------------------------------------------------------------------------------
