@@ -25,7 +25,9 @@
  *   run, and it stops (disabling the kinds).
  *   --takeover-at MS: after the run, iterations at a steady pace (one a millisecond);
  *   after MS milliseconds of them another CUPTI client takes the buffers (the time is
- *   printed, "takeover-at-ns=" CLOCK_REALTIME), 300 ms more run, and it stops.
+ *   printed, "takeover-at-ns=" CLOCK_REALTIME), 800 ms more run (four of the recorder's
+ *   periodic flushes, so that a loaded machine still has one after the takeover), and
+ *   it stops.
  *   --unique-ranges R opens and closes R NVTX ranges of unique ~175-byte names and
  *   prints "rss-growth-kb=N": the growth of the process from R/10 ranges to R.
  *   --domain-cross: a range of another domain opens inside the --capture range and
@@ -376,7 +378,7 @@ static void run_extras(const app_opts *o)
         fake_cupti_second_client(1);
         printf("takeover-at-ns=%lld\n", (long long)at.tv_sec * 1000000000ll + at.tv_nsec);
         fflush(stdout);
-        paced(300);
+        paced(800);
         fake_cupti_second_client(0);
     }
 }
