@@ -1991,7 +1991,6 @@ static tr_status scan_groups(scan_ctx *c, int from_aggregates, int from_stack_ag
     return rc;
 }
 
-/* The unattributed GPU time and, under a selection, the CPU time it covers. */
 /* --compat torch --top-level, as PyTorch's table(top_level_events_only=True) does it:
  * a row is left out when the first event of its key has a parent (device activities
  * and memory events have none there), and it counts all the key's events when shown;
@@ -2020,6 +2019,8 @@ static tr_status hide_nested_firsts(scan_ctx *c)
     return rc;
 }
 
+/* The rows --compat torch --top-level hides, the unattributed GPU time and, under a
+ * selection, the CPU time it covers. */
 static tr_status scan_extras(scan_ctx *c)
 {
     tr_summary *s = c->s;
