@@ -351,7 +351,7 @@ static int index_api_calls(const tr_trace *t, corr_index *ix)
 /* First pass: resets the derived fields (so a rebuild gives the same
  * result), lists the API calls for the correlation index and counts what
  * later steps need counted. */
-static tr_status reset_and_list_calls(tr_trace *t, tree_links *l, int fresh, tr_error *err)
+static tr_status reset_and_list_calls(tr_trace *t, tree_links *l, tr_error *err)
 {
     tr_event *ev = t->events.v;
     size_t nsrc = t->sources.n;
@@ -366,8 +366,7 @@ static tr_status reset_and_list_calls(tr_trace *t, tree_links *l, int fresh, tr_
         e->parent = -1;
         e->depth = 0;
         e->cpu_self = e->gpu_self = e->gpu_total = 0;
-        if (fresh)
-            e->flags &= (uint8_t)~TR_FLAG_MERGED;
+        e->flags &= (uint8_t)~TR_FLAG_MERGED;
         if (e->end < e->start)
             e->end = e->start;
         l->nmem += e->kind == TR_KIND_MEMORY;
@@ -414,9 +413,9 @@ static void list_cpu_events(tr_trace *t, tree_links *l, cpu_key_range *r)
 }
 
 /* Maps correlation ids to API calls and nests the CPU events of each thread. */
-static tr_status build_links(tr_trace *t, tree_links *l, int fresh, tr_error *err)
+static tr_status build_links(tr_trace *t, tree_links *l, tr_error *err)
 {
-    tr_status st = reset_and_list_calls(t, l, fresh, err);
+    tr_status st = reset_and_list_calls(t, l, err);
     if (st != TR_OK)
         return st;
     l->order = tr_spill_calloc(t->events.n ? t->events.n : 1, sizeof *l->order);
@@ -478,6 +477,27 @@ static tr_status merge_redispatched(tr_trace *t, const tree_links *l, uint32_t *
     else
         *outer_out = outer;
     return TR_OK;
+}
+
+/* The CPU tree again without the merged ops: the order stays sorted with
+ * them taken out, and the correlation index holds API calls only, which a
+ * merge does not touch, so neither is made again.  Each event of the order
+ * gets back the fields build_cpu_tree() sets; a merged op has no time. */
+static tr_status rebuild_without_merged(tr_trace *t, tree_links *l, tr_error *err)
+{
+    tr_event *ev = t->events.v;
+    size_t kept = 0;
+    for (size_t k = 0; k < l->n; k++) {
+        tr_spill_tick();
+        tr_event *e = &ev[l->order[k]];
+        e->parent = -1;
+        e->depth = 0;
+        e->cpu_self = 0;
+        if (!(e->flags & TR_FLAG_MERGED))
+            l->order[kept++] = l->order[k];
+    }
+    l->n = kept;
+    return build_cpu_tree(t, l->order, l->n, err);
 }
 
 /* Merged ops hang under the op they merged into, with no time of their own. */
@@ -745,12 +765,11 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
     tree_links l = {0};
     uint32_t *outer = NULL;
     size_t merged = 0;
-    tr_status st = build_links(t, &l, 1, err);
+    tr_status st = build_links(t, &l, err);
     if (st == TR_OK)
         st = merge_redispatched(t, &l, &outer, &merged, err);
     if (st == TR_OK && merged) {
-        links_free(&l);
-        st = build_links(t, &l, 0, err);
+        st = rebuild_without_merged(t, &l, err);
         if (st == TR_OK)
             link_merged(t, outer);
     }
