@@ -2,9 +2,10 @@
  * report_gputime.c - the GPU time breakdown of TraceLens's gpu_timeline.
  *
  * GPU activities (kernels, copies, sets) whose launching call is in the trace
- * are classified: copies are memcpy; kernels with nccl or rccl in the name
- * (any case) are communication; every other kernel and every set is
- * computation.  Each class is a union of intervals.  Activities arrive in
+ * are classified as TraceLens does: copies are memcpy; kernels with nccl,
+ * rccl or cross_device_reduce in the name (any case) are communication;
+ * every other kernel and every set is computation, but for ROCm's own copy
+ * kernels, which are memcpy.  Each class is a union of intervals.  Activities arrive in
  * start order, so every union is built in one pass with O(1) state, and the
  * set differences TraceLens computes follow from unions alone:
  *   |comm \ comp|          = |comm ∪ comp| - |comp|
@@ -20,11 +21,11 @@
  * a trace's do (they are multiples of the floats' spacing), so the rows agree
  * to the last bit; else they differ by its rounding, 1e-16 per interval.
  */
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "analyze/report.h"
 #include "lib/checked.h"
@@ -150,7 +151,7 @@ typedef struct {
     scope *sc;             /* [0] all devices, [1 + i] device i */
     fscope *fs;            /* the same scopes in TraceLens's floats */
     int64_t micro_thresh;
-    tr_i64map is_comm;     /* kernel name id -> 1 communication, 0 computation */
+    tr_i64map is_comm;     /* kernel name id -> its class (kernel_class()) */
     tr_i64map base;        /* Kineto source id -> its time base (ns) */
 } gt_state;
 
@@ -178,15 +179,49 @@ static tr_status load_bases(tr_report_ctx *c, gt_state *g)
     return rc;
 }
 
+/* Communication kernels, as TraceLens names them: "nccl" or "rccl" anywhere
+ * in the name, or vLLM's custom all-reduce (cross_device_reduce_1stage,
+ * _2stage), any case. */
+static const char *const comm_markers[] = {"nccl", "rccl", "cross_device_reduce"};
+
 static int name_is_comm(const char *s)
 {
-    for (const char *p = s; *p; p++) {
-        char a = (char)tolower((unsigned char)p[0]);
-        if ((a == 'n' || a == 'r') && tolower((unsigned char)p[1]) == 'c' && tolower((unsigned char)p[2]) == 'c'
-            && tolower((unsigned char)p[3]) == 'l')
-            return 1;
-    }
+    for (const char *p = s; *p; p++)
+        for (size_t m = 0; m < sizeof comm_markers / sizeof comm_markers[0]; m++)
+            if (!strncasecmp(p, comm_markers[m], strlen(comm_markers[m])))
+                return 1;
     return 0;
+}
+
+/* ROCm before 7.2 recorded its own copies as kernels named after the copy
+ * (MEMORY_COPY_HOST_TO_DEVICE, __amd_rocclr_copyBuffer...); TraceLens counts
+ * them as copies, so that traces of both ROCm versions compare.  Its fill
+ * kernels stay computation, as sets are. */
+static int name_is_rocm_copy(const char *s)
+{
+    static const char *const exact[] = {"MEMORY_COPY_HOST_TO_DEVICE", "MEMORY_COPY_DEVICE_TO_HOST",
+                                        "MEMORY_COPY_DEVICE_TO_DEVICE"};
+    size_t n = strlen(s);
+    if (n > 3 && !strcmp(s + n - 3, ".kd"))
+        n -= 3;
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+        if (n == strlen(exact[i]) && !strncmp(s, exact[i], n))
+            return 1;
+    static const char base[] = "__amd_rocclr_copyBuffer";
+    if (n < sizeof base - 1 || strncmp(s, base, sizeof base - 1))
+        return 0;
+    const char *rest = s + sizeof base - 1, *end = s + n;
+    if (end - rest >= 4 && !strncmp(rest, "Rect", 4))
+        rest += 4;
+    if (end - rest >= 7 && !strncmp(rest, "Aligned", 7))
+        rest += 7;
+    return rest == end;
+}
+
+/* 0 computation, 1 communication, 2 memcpy, for a kernel of this name. */
+static int kernel_class(const char *name)
+{
+    return name_is_rocm_copy(name) ? 2 : name_is_comm(name);
 }
 
 void tr_gt_scope_add(scope *s, int cls, int64_t st, int64_t en, int64_t micro_thresh)
@@ -223,7 +258,7 @@ int tr_gt_class(tr_report_ctx *c, tr_i64map *is_comm, const tr_rev *ev)
         char *name = tr_report_string(c, ev->name_id);
         if (!name)
             return -1;
-        v = name_is_comm(name);
+        v = kernel_class(name);
         free(name);
         if (tr_i64map_put(is_comm, ev->name_id, v) < 0)
             return -1;

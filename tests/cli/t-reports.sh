@@ -88,6 +88,31 @@ expect_status 0 "$BIN/trace-analyze" --report gpu-time --format json timeline.db
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['reports'][0]['tables'][0]['rows'][0]['time_ns']==21000" \
     "$TMP/out" || fail "gpu-time json does not parse or lacks its rows"
 
+# --- gpu-time's classes for the kernel names TraceLens treats specially: vLLM's
+# custom all-reduce is communication; ROCm 7.1's copy kernels (cat kernel) are
+# memcpy, its fill kernels computation; names only like them are computation.
+python3 - <<'PY'
+import json
+ev, t = [], 0
+kernels = [("cross_device_reduce_1stage<float, 8>", "comm"), ("void vllm::Cross_Device_Reduce_2stage", "comm"),
+           ("MEMORY_COPY_HOST_TO_DEVICE", "copy"), ("__amd_rocclr_copyBufferRectAligned.kd", "copy"),
+           ("__amd_rocclr_copyBuffer", "copy"), ("__amd_rocclr_fillBufferAligned.kd", "comp"),
+           ("__amd_rocclr_copyBufferX", "comp"), ("MEMORY_COPY_HOST_TO_DEVICE_2", "comp"),
+           ("my_memory_copy_kernel", "comp")]
+for corr, (name, _) in enumerate(kernels, 1):
+    ev.append({"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1,
+               "ts": corr, "dur": 0.5, "args": {"correlation": corr}})
+    ev.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": 100 * corr, "dur": 10,
+               "args": {"device": 0, "stream": 7, "correlation": corr}})
+json.dump({"traceEvents": ev}, open("classes.json", "w"))
+want = {c: 10000 * sum(1 for _, k in kernels if k == c) for c in ("comm", "copy", "comp")}
+open("classes.want", "w").write("%d %d %d " % (want["comp"], want["comm"], want["copy"]))
+PY
+expect_status 0 "$BIN/trace-ingest" -q -o classes.db classes.json
+expect_status 0 "$BIN/trace-analyze" --report gpu-time --format csv classes.db
+expect_eq "$(grep -E '^all,(computation_time|total_comm_time|total_memcpy_time)' "$TMP/out" | cut -d, -f3 | tr '\n' ' ')" \
+    "$(cat classes.want)" "gpu-time: cross_device_reduce is communication, ROCm copy kernels memcpy"
+
 # --- gpu-time in TraceLens's float microseconds: a Kineto trace whose ts lie near
 # 1.4e12 us after a baseTimeNanoseconds.  TraceLens measures float64 ts and
 # ts + dur; time_ms and percent must be those floats' rows (computed here the
