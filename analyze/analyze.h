@@ -136,6 +136,13 @@ typedef struct {
 tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_error *err);
 /* The denominators and the has_* flags the columns follow, from the resolved groups. */
 void tr_summary_totals(tr_summary *s);
+/* The denominator of Self CUDA % and the footer's "Self CUDA time total": the
+ * device rows' self time (PyTorch's); a table without device rows, or a
+ * filtered one whose host rows launched more than the device rows shown (a
+ * kernel excluded by name or outside --time-range, its launcher kept), takes
+ * the time the host rows launched, so that neither side's shares pass 100%.
+ * *launched (may be NULL) is set when it is the host rows' time. */
+int64_t tr_summary_gpu_base(const tr_summary *s, int compat_torch, int *launched);
 void tr_summary_sort(tr_summary *s, const tr_sort_key *key);
 void tr_summary_free(tr_summary *s);
 

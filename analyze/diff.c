@@ -630,11 +630,10 @@ static size_t limit_rows(const diff_ctx *c)
     return c->o->limit >= 0 && (size_t)c->o->limit < c->nrows ? (size_t)c->o->limit : c->nrows;
 }
 
-/* The GPU total of a run's table footer: the device rows' self time, or, when a
- * selection shows no device rows, the GPU time the host rows launched. */
+/* The GPU total of a run's table footer (tr_summary_gpu_base()). */
 static int64_t gpu_total(const tr_summary *s, const tr_analyze_opts *o)
 {
-    return o->compat_torch || s->sum_gpu_self_device ? s->sum_gpu_self_device : s->sum_gpu_self_host;
+    return tr_summary_gpu_base(s, o->compat_torch, NULL);
 }
 
 /* The line that compares the runs as a whole. */
@@ -790,7 +789,7 @@ static void put_number(FILE *out, double v)
     else if (v == floor(v) && fabs(v) < 9e15)
         fprintf(out, "%.0f", v);
     else
-        fprintf(out, "%.6g", v);
+        fprintf(out, "%.15g", v);
 }
 
 /* A machine cell: raw numbers (0 for a run without the group), text escaped by put_str. */

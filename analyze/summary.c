@@ -2041,6 +2041,15 @@ static tr_status scan_extras(scan_ctx *c)
     return rc;
 }
 
+int64_t tr_summary_gpu_base(const tr_summary *s, int compat_torch, int *launched)
+{
+    int host = !compat_torch && (!s->sum_gpu_self_device
+                                 || (s->filtered && s->sum_gpu_self_host > s->sum_gpu_self_device));
+    if (launched)
+        *launched = host;
+    return host ? s->sum_gpu_self_host : s->sum_gpu_self_device;
+}
+
 void tr_summary_totals(tr_summary *s)
 {
     s->sum_cpu_self = s->sum_gpu_self_device = 0;

@@ -87,10 +87,7 @@ static double cpu_total_base(const table_ctx *c)
 }
 static double gpu_self_base(const table_ctx *c)
 {
-    const tr_summary *s = c->s;
-    if (c->o->compat_torch || s->sum_gpu_self_device)
-        return (double)s->sum_gpu_self_device;
-    return (double)s->sum_gpu_self_host;
+    return (double)tr_summary_gpu_base(c->s, c->o->compat_torch, NULL);
 }
 static double share(double x, double total, const table_ctx *c)
 {
@@ -551,11 +548,10 @@ static void put_footer(FILE *out, const tr_summary *s, const tr_analyze_opts *o)
     tr_fmt_time(buf, sizeof buf, US(s->sum_cpu_self), o->unit);
     fprintf(out, "Self CPU time total: %s\n", buf);
     if (s->has_gpu) {
-        int64_t gpu = o->compat_torch || s->sum_gpu_self_device ? s->sum_gpu_self_device
-                                                                : s->sum_gpu_self_host;
+        int launched;
+        int64_t gpu = tr_summary_gpu_base(s, o->compat_torch, &launched);
         tr_fmt_time(buf, sizeof buf, US(gpu), o->unit);
-        fprintf(out, "Self CUDA time total: %s%s\n", buf,
-                o->compat_torch || s->sum_gpu_self_device ? "" : " (launched by the rows shown)");
+        fprintf(out, "Self CUDA time total: %s%s\n", buf, launched ? " (launched by the rows shown)" : "");
     }
     if (s->filtered && !o->compat_torch) {
         char cov[64];
@@ -695,7 +691,7 @@ static void number(FILE *out, const column *col, double v)
     else if (col->raw == RAW_INT)
         fprintf(out, "%.0f", v);
     else
-        fprintf(out, "%.6g", v);
+        fprintf(out, "%.15g", v);
 }
 
 static size_t machine_columns(const table_ctx *c, const column **shown)

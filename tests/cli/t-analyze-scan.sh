@@ -133,7 +133,7 @@ def expect(opts):
     out = {}
     for (n, d, st), g in rows.items():
         pct = min(100.0, g[2] * 100.0 / base) if base else 0.0
-        row = [g[0], g[1], g[2], g[3], g[4], "%.6g" % pct]
+        row = [g[0], g[1], g[2], g[3], g[4], "%.15g" % pct]
         if stats:
             du = sorted(g[5])
             if du:
@@ -145,7 +145,7 @@ def expect(opts):
                 var = 0.0
                 for x in du: var += (float(x) - mean) * (float(x) - mean)
                 sd = sqrt(var / (len(du) - 1)) if len(du) > 1 else 0.0
-                row += [du[0], du[-1], "%.6g" % med, "%.6g" % sd]
+                row += [du[0], du[-1], "%.15g" % med, "%.15g" % sd]
             else:
                 row += [0, 0, "0", "0"]
         out[(n, d, st)] = row
@@ -153,7 +153,7 @@ def expect(opts):
     return out, events, (base if filtered and events else None)
 def got(name, stats):
     text = open(name + ".json").read()
-    # the real columns as printed (%.6g), not as Python reads them back
+    # the real columns as printed (%.15g), not as Python reads them back
     pct = re.findall(r'"cpu_total_pct":([^,]*),', text)
     med = re.findall(r'"median_ns":([^,]*),', text)
     sd = re.findall(r'"stddev_ns":([^,}]*)[,}]', text)
