@@ -48,7 +48,15 @@ typedef struct {
     tr_rgroups g;
     tr_rvalues durs;   /* for the medians */
     int by;
+    int skip_merged;   /* the scans carry e.flags: leave out merged redispatches */
 } dursum;
+
+/* A redispatch merged into its parent op is one call with it (docs/semantics.md),
+ * so the ranges and ops summary does not count it again. */
+static int left_out(const dursum *d, sqlite3_stmt *st)
+{
+    return d->skip_merged && (sqlite3_column_int(st, TR_SCAN_NCOLS) & TR_FLAG_MERGED);
+}
 
 static int64_t key2(tr_report_ctx *c, const dursum *d, const tr_rev *ev)
 {
@@ -63,8 +71,9 @@ static int64_t key2(tr_report_ctx *c, const dursum *d, const tr_rev *ev)
 
 static tr_status fold(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, void *arg)
 {
-    (void)st;
     dursum *d = arg;
+    if (left_out(d, st))
+        return TR_OK;
     tr_rgroup *g = tr_rgroups_get(&d->g, ev->name_id, key2(c, d, ev));
     if (!g)
         return tr_report_nomem(c);
@@ -77,8 +86,9 @@ static tr_status fold(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, void
 
 static tr_status median(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, void *arg)
 {
-    (void)st;
     dursum *d = arg;
+    if (left_out(d, st))
+        return TR_OK;
     tr_rgroup *g = tr_rgroups_find(&d->g, ev->name_id, key2(c, d, ev));
     if (g)
         tr_rgroup_median_feed(g, ev->end - ev->start);
@@ -92,11 +102,13 @@ static tr_status dursum_run(tr_report_ctx *c, tr_rresult *r, unsigned mask, int 
     dursum d;
     memset(&d, 0, sizeof d);
     d.by = by;
-    tr_status st = tr_report_scan(c, mask, 0, NULL, NULL, NULL, fold, &d);
+    d.skip_merged = (mask & TR_KBIT(TR_KIND_OP)) != 0;
+    const char *flags_col = d.skip_merged ? "e.flags" : NULL;
+    tr_status st = tr_report_scan(c, mask, 0, NULL, flags_col, NULL, fold, &d);
     /* the medians from the values the scan kept, else from a second scan in
      * duration order */
     if (st == TR_OK && d.g.n && tr_rvalues_select(&d.durs, &d.g, tr_rranks_median) < 0)
-        st = tr_report_scan(c, mask, TR_SCAN_NARROW, "e.end_ns - e.start_ns", NULL, NULL, median, &d);
+        st = tr_report_scan(c, mask, TR_SCAN_NARROW, "e.end_ns - e.start_ns", flags_col, NULL, median, &d);
     tr_rvalues_free(&d.durs);
     if (st == TR_OK)
         st = tr_rgroups_finish(c, &d.g, 1);

@@ -132,8 +132,9 @@ static tr_status walk(ng_state *s)
         if (id != prev_id) {
             while (rc == TR_OK && s->depth && s->stack[s->depth - 1].end <= start)
                 rc = close_top(s);
+            /* an async range nests in nothing; a merged redispatch's work is its outer op's */
             if (rc == TR_OK && (kind == TR_KIND_RANGE || kind == TR_KIND_OP)
-                && !(sqlite3_column_int(st, 6) & TR_FLAG_ASYNC)) {
+                && !(sqlite3_column_int(st, 6) & (TR_FLAG_ASYNC | TR_FLAG_MERGED))) {
                 tr_rev ev;
                 memset(&ev, 0, sizeof ev);
                 ev.kind = kind, ev.name_id = sqlite3_column_int64(st, 2), ev.thread = thread, ev.dev = -1;

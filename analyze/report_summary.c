@@ -104,7 +104,8 @@ static tr_status on_event(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, 
         s->unattributed++, tr_sat_acc(&s->unattributed_ns, dur);
     if (flags & TR_FLAG_UNTERMINATED)
         s->unterminated++;
-    if (flags & TR_FLAG_ASYNC)
+    /* overhead rows carry the async bit too (they are on no thread) */
+    if ((flags & TR_FLAG_ASYNC) && (ev->kind == TR_KIND_RANGE || ev->kind == TR_KIND_OP))
         s->async++;
     if (ev->thread) {
         int64_t n = 0;
@@ -114,7 +115,7 @@ static tr_status on_event(tr_report_ctx *c, const tr_rev *ev, sqlite3_stmt *st, 
     }
     tr_rgroups *gs = ev->kind == TR_KIND_KERNEL ? &s->kernels
                      : ev->kind == TR_KIND_OP || ev->kind == TR_KIND_RANGE ? &s->ops : NULL;
-    if (gs) {
+    if (gs && !(flags & TR_FLAG_MERGED)) {   /* a merged redispatch is its outer op's */
         tr_rgroup *g = tr_rgroups_get(gs, ev->name_id, ev->kind);
         if (!g)
             return tr_report_nomem(c);
