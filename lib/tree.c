@@ -688,7 +688,9 @@ static void attribute_gpu(tr_trace *t, tree_links *l)
 {
     tr_event *ev = t->events.v;
     /* each source's lowest API-call correlation: CUPTI numbers launches in order,
-     * so an activity below it was launched before the capture began */
+     * so an activity below it was launched before the capture began (a source
+     * without API calls has none: its activities' calls are not found, as
+     * trace-analyze says too) */
     const int64_t *first = l->first_corr;
     memset(t->gpu_unlaunched, 0, sizeof t->gpu_unlaunched);
     for (size_t i = 0; i < t->events.n; i++) {
@@ -705,8 +707,8 @@ static void attribute_gpu(tr_trace *t, tree_links *l)
         uint32_t src = tr_event_source(t, g);
         uint32_t api_plus1 = corr_lookup(&l->cm, src, g->correlation);
         if (!api_plus1) {
-            t->gpu_unlaunched[src < t->sources.n && g->correlation < first[src]
-                              ? TR_UNLAUNCHED_BEFORE_CAPTURE : TR_UNLAUNCHED_NOT_FOUND]++;
+            int before = src < t->sources.n && first[src] != INT64_MAX && g->correlation < first[src];
+            t->gpu_unlaunched[before ? TR_UNLAUNCHED_BEFORE_CAPTURE : TR_UNLAUNCHED_NOT_FOUND]++;
             continue;
         }
         tr_event *api = &ev[api_plus1 - 1];
