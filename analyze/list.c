@@ -43,8 +43,9 @@ struct tr_list {
     "ON d.id = s.device_id WHERE d.source_id IN (@)))"
 #define RANKS "/*ranks*/"
 
-/* GPU activities, by the kinds table rather than fixed ids */
-#define ON_GPU "e.kind IN (SELECT id FROM kinds WHERE on_gpu)"
+/* GPU activities (kernels, copies, sets: what the summary report counts, not
+ * the event records), by the kinds table rather than fixed ids */
+#define ON_GPU "e.kind IN (SELECT id FROM kinds WHERE on_gpu AND name IN ('kernel', 'memcpy', 'memset'))"
 
 static const tr_list lists[] = {
     {"threads", "OS threads (--thread TID): process, name, host events and the GPU work they launched",
