@@ -1,5 +1,6 @@
 #include "lib/ranks.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -334,20 +335,28 @@ static int describe_gaps(const int64_t *d, size_t nd, int64_t world, char *buf, 
     return any;
 }
 
-/* The trailing number of a file name ("rank12.db" -> 12), or -1. */
-static int64_t name_number(const char *label)
+static const char *base_name(const char *label)
 {
-    const char *base = strrchr(label, '/') ? strrchr(label, '/') + 1 : label;
-    int64_t v = -1;
-    for (const char *p = base; *p; p++) {
-        if (*p >= '0' && *p <= '9') {
-            char *end;
-            long long x = strtoll(p, &end, 10);
-            v = x;
-            p = end - 1;
-        }
-    }
-    return v;
+    const char *slash = strrchr(label, '/');
+    return slash ? slash + 1 : label;
+}
+
+/* The numbers two file names hold where they first differ ("rank10.db" and
+ * "rank2.db": 10 and 2); 0 when they do not differ there by a number
+ * ("h100_bert.db" and "h100_qwen-0.5B.db" differ by a name). */
+static int numbers_where_differ(const char *a, const char *b, long long *na, long long *nb)
+{
+    a = base_name(a), b = base_name(b);
+    size_t i = 0;
+    while (a[i] && a[i] == b[i])
+        i++;
+    while (i > 0 && isdigit((unsigned char)a[i - 1]))
+        i--;   /* the same digits before the difference belong to both numbers */
+    if (!isdigit((unsigned char)a[i]) || !isdigit((unsigned char)b[i]))
+        return 0;
+    *na = strtoll(a + i, NULL, 10);
+    *nb = strtoll(b + i, NULL, 10);
+    return 1;
 }
 
 /* Ranks from the argument order follow the shell's sort, which puts
@@ -355,15 +364,12 @@ static int64_t name_number(const char *label)
 static void check_position_order(const tr_source_rank *v, const char *const *label, size_t n,
                                  tr_rank_warn_fn warn, void *ctx)
 {
-    int64_t prev = -1;
     const char *prev_label = NULL;
     for (size_t i = 0; i < n; i++) {
         if (v[i].stored || (prev_label && !strcmp(label[i], prev_label)))
             continue;
-        int64_t num = name_number(label[i]);
-        if (num < 0)
-            return;
-        if (prev_label && num < prev) {
+        long long prev, num;
+        if (prev_label && numbers_where_differ(prev_label, label[i], &prev, &num) && num < prev) {
             char msg[1024];
             snprintf(msg, sizeof msg, "ranks follow the order of the inputs, and %s comes after %s although "
                      "its number is lower (the shell sorts names as text): zero-pad the names, or set "
@@ -371,7 +377,6 @@ static void check_position_order(const tr_source_rank *v, const char *const *lab
             warn(ctx, msg);
             return;
         }
-        prev = num;
         prev_label = label[i];
     }
 }

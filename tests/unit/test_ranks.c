@@ -102,6 +102,20 @@ static void test_checks(void)
     l.n = 0;
     tr_ranks_check(pos, padded, 3, collect, &l);
     CU_ASSERT_EQUAL(l.n, 0);
+    /* the number where the names differ, not the last one: a step after the rank */
+    const char *steps[] = {"t_rank1_step5.json", "t_rank10_step5.json", "t_rank2_step5.json"};
+    l.n = 0;
+    tr_ranks_check(pos, steps, 3, collect, &l);
+    CU_ASSERT_EQUAL(l.n, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(l.lines[0], "t_rank2_step5.json comes after t_rank10_step5.json"));
+    /* names that differ by more than a number carry no order: models with sizes in their names */
+    const char *models[] = {"kineto__h100_bert-small.db", "kineto__h100_Qwen1.5-0.5B.db", "rank9.db"};
+    l.n = 0;
+    tr_ranks_check(pos, models, 3, collect, &l);
+    CU_ASSERT_EQUAL(l.n, 0);
+    const char *nine_ten[] = {"r/rank9.db", "r/rank10.db", "r/rank11.db"};
+    tr_ranks_check(pos, nine_ten, 3, collect, &l);
+    CU_ASSERT_EQUAL(l.n, 0);
 }
 
 TR_SUITE(ranks,
