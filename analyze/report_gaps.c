@@ -74,6 +74,8 @@ typedef struct {
 
 static void keep(gp_state *s, const gap *g)
 {
+    if (!s->cap)
+        return;   /* top=0: the totals by class only */
     if (s->ntop < s->cap) {
         s->top[s->ntop++] = *g;
         return;
@@ -252,11 +254,11 @@ tr_status tr_report_gaps(tr_report_ctx *c, tr_rresult *r)
     gp_state s;
     memset(&s, 0, sizeof s);
     s.min = c->param[0];
-    s.cap = c->param[1] > 0 ? (size_t)c->param[1] : 1;
+    s.cap = c->param[1] > 0 ? (size_t)c->param[1] : 0;
     s.kwait = c->param[2];
     s.end = calloc(c->ndevs + 1, sizeof *s.end);
     s.open = calloc(c->ndevs + 1, sizeof *s.open);
-    s.top = calloc(s.cap, sizeof *s.top);
+    s.top = calloc(s.cap ? s.cap : 1, sizeof *s.top);
     tr_status st = s.end && s.open && s.top ? TR_OK : tr_report_nomem(c);
     if (st == TR_OK)
         st = tr_report_scan(c, TR_GPU_KINDS, TR_SCAN_LAUNCH, TR_ORDER_START, NULL, NULL, on_gpu, &s);
