@@ -237,6 +237,8 @@ static void event_census(const tr_trace *t, size_t per_kind[TR_KIND_COUNT_], siz
         if (tr_kinds[e->kind].on_gpu)
             (*on_gpu)++;
         uint32_t s = tr_event_source(t, e);
+        if (!s && nsrc == 1)
+            s = 1;   /* on no thread or stream (an overhead row), but there is one source */
         if (!lo || !hi || s > nsrc || e->end < e->start)
             continue;
         lo[s] = e->start < lo[s] ? e->start : lo[s];

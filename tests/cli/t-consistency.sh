@@ -8,7 +8,7 @@ need_traces || return 0
 for f in "$TRACES"/nvprof/* "$TRACES"/nsys/* "$TRACES"/kineto/*.json*; do
     [ -f "$f" ] || continue
     b=$(basename "$f")
-    "$BIN/trace-ingest" -q -o c.db "$f" 2>/dev/null || continue
+    "$BIN/trace-ingest" -o c.db "$f" 2>ingest.err || continue
     [ "$(q c.db 'SELECT count(*) FROM events')" -gt 0 ] || continue
     "$BIN/trace-analyze" --format json -n -1 c.db >table.json 2>/dev/null || { fail "$b: table"; continue; }
     "$BIN/trace-analyze" --report summary,nvtx,nvtx-gpu --format json -n -1 c.db >reports.json 2>/dev/null \
@@ -45,6 +45,10 @@ for key, mkey in (("no_correlation", "gpu_unlaunched_no_correlation"),
     if int(meta.get(mkey, 0)) != nl[key]:
         why.append("%s: ingest %s, table %s" % (key, meta.get(mkey, 0), nl[key]))
 run = {r["item"]: r for r in rows("summary", "Run")}
+# the span of the one source, as ingest and the summary say it
+said = [l.rsplit("span ", 1)[1].strip() for l in open("ingest.err") if l.startswith("  source ") and "span " in l]
+if "span" in run and said != [run["span"]["value"]]:
+    why.append("span: ingest %s, summary %s" % (said, run["span"]["value"]))
 un = run.get("unattributed GPU activities")
 if (un["number"] if un else 0) != nl["activities"]:
     why.append("unattributed: summary %s, table %s" % (un and un["number"], nl["activities"]))
