@@ -1,6 +1,6 @@
 # Numbers that two outputs both show must agree, on every shared trace: the
 # reasons for GPU work without a launching call (ingest's meta, the table, the
-# summary), the activities of each device (--list devices, the summary), the
+# summary), a source's span (ingest, the summary), the activities of each device (--list devices, the summary), the
 # cross-thread ranges (summary, run.db), op and range calls with merged
 # redispatches counted once (nvtx, nvtx-gpu, summary, run.db), and Self CUDA %
 # under filters that keep a launcher but drop what it launched.
