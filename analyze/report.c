@@ -113,9 +113,12 @@ static tr_status parse_param(const tr_report *rep, tr_report_req *req, const cha
         int64_t v = !eq ? -1
                     : pp->type == TR_PARAM_TIME ? parse_duration(eq + 1, n - kn - 1)
                                                  : parse_count(eq + 1, n - kn - 1);
+        if (pp->type == TR_PARAM_FLAG && v > 1)
+            v = -1;
         if (v < 0)
             return tr_fail(err, TR_ERR_USAGE, "invalid %s parameter '%.*s' (%s=%s)", rep->name, (int)n, p,
-                           pp->name, pp->type == TR_PARAM_TIME ? "TIME, e.g. 10us" : "COUNT");
+                           pp->name, pp->type == TR_PARAM_TIME ? "TIME, e.g. 10us"
+                                     : pp->type == TR_PARAM_FLAG ? "0 or 1" : "COUNT");
         req->param[i] = v;
         return TR_OK;
     }
@@ -190,7 +193,7 @@ void tr_report_opts_free(tr_report_opts *ro)
 
 static void fmt_param_default(char *b, size_t n, const tr_report_param *p)
 {
-    if (p->type == TR_PARAM_COUNT)
+    if (p->type == TR_PARAM_COUNT || p->type == TR_PARAM_FLAG)
         snprintf(b, n, "%lld", (long long)p->def);
     else if (p->def % 1000000 == 0 && p->def)
         snprintf(b, n, "%lldms", (long long)(p->def / 1000000));

@@ -119,7 +119,7 @@ typedef struct {
     size_t nowned_cols;
 } tr_rresult;
 
-typedef enum { TR_PARAM_TIME, TR_PARAM_COUNT } tr_param_type;
+typedef enum { TR_PARAM_TIME, TR_PARAM_COUNT, TR_PARAM_FLAG /* 0 or 1 */ } tr_param_type;
 
 typedef struct {
     const char *name;

@@ -38,7 +38,7 @@
 
 const tr_report_param tr_critpath_params[] = {
     {"top", TR_PARAM_COUNT, 10, "ops off the path with the least slack, listed per step"},
-    {"all", TR_PARAM_COUNT, 0, "1: the path of every step (default: of the slowest step)"},
+    {"all", TR_PARAM_FLAG, 0, "1: the path of every step (default: of the slowest step)"},
     {NULL, 0, 0, NULL},
 };
 

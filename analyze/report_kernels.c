@@ -35,8 +35,8 @@ const tr_report_col tr_nvtx_cols[] = {DURSUM_STATS("Instances"), {"kind", "Kind"
                                       {"name", "Range", TR_COL_STR, 0}, {NULL, NULL, 0, 0}};
 
 const tr_report_param tr_kernels_params[] = {
-    {"device", TR_PARAM_COUNT, 0, "1: a row per kernel name and device"},
-    {"stream", TR_PARAM_COUNT, 0, "1: a row per kernel name, device and stream"},
+    {"device", TR_PARAM_FLAG, 0, "1: a row per kernel name and device"},
+    {"stream", TR_PARAM_FLAG, 0, "1: a row per kernel name, device and stream"},
     {NULL, 0, 0, NULL},
 };
 const tr_report_param tr_api_params[] = {{NULL, 0, 0, NULL}};

@@ -15,6 +15,9 @@ expect_one_line_error
 expect_status 2 "$BIN/trace-analyze" --report gpu-time:nothing=1 x.db
 expect_one_line_error
 expect_grep 'micro' "$TMP/err"
+expect_status 2 "$BIN/trace-analyze" --report kernels:device=2 x.db
+expect_one_line_error
+expect_grep 'device=0 or 1' "$TMP/err"
 
 # every report in the list has a section in docs/reports.md
 docs="$GOLDEN_DIR/../../../docs/reports.md"
