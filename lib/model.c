@@ -238,6 +238,16 @@ uint32_t tr_stack_child(tr_trace *t, uint32_t parent, uint32_t frame)
     return id;
 }
 
+int tr_shape_get(tr_trace *t, const char *s, size_t n, uint32_t *shape)
+{
+    if (n == 2 && s[0] == '[' && s[1] == ']') {
+        *shape = 0;
+        return 0;
+    }
+    *shape = tr_intern_add(&t->strings, s, n);
+    return *shape ? 0 : -1;
+}
+
 uint32_t tr_stack_get(tr_trace *t, const uint32_t *frames, size_t nframes)
 {
     uint32_t node = 0;

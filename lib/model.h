@@ -185,6 +185,12 @@ uint32_t tr_stack_get(tr_trace *t, const uint32_t *frames, size_t nframes);
  * than tr_stack_get() on the whole list, which would be quadratic in depth. */
 uint32_t tr_stack_child(tr_trace *t, uint32_t parent, uint32_t frame);
 
+/* The shape id of an input-shape list as its source writes it ("[[2, 3], []]"):
+ * the interned text, or 0 for the empty list "[]", which says no more than a
+ * list not recorded (PyTorch groups both as "[]"; one id keeps them one group).
+ * -1 on out-of-memory. */
+int tr_shape_get(tr_trace *t, const char *s, size_t n, uint32_t *shape);
+
 /* Appends a zeroed event (correlation/seq/op_id/flops = -1, parent = -1); NULL on OOM. */
 tr_event *tr_add_event(tr_trace *t, tr_kind kind);
 /* Events appended by this process, for a progress indicator on another

@@ -136,7 +136,7 @@ void ct_nvtx_name(ct_reader *r, tr_event *e, uint32_t raw, int op_ok)
         e->seq = a.seq;
         e->op_id = a.op_id;
         if (a.sizes)
-            e->shape = tr_intern_add(&r->t->strings, a.sizes, a.sizes_len);
+            (void)tr_shape_get(r->t, a.sizes, a.sizes_len, &e->shape);   /* 0 on OOM: no shape */
     } else {
         e->name = raw;
     }

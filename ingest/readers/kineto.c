@@ -980,7 +980,8 @@ static tr_status op_args(kin_reader *r, size_t idx, const char *name, const cJSO
         r->tmp.n = 0;
         if (repr(&r->tmp, dims, 0) < 0)
             return oom(r);
-        e->shape = tr_intern_add(&r->t->strings, r->tmp.v, r->tmp.n);
+        if (tr_shape_get(r->t, r->tmp.v, r->tmp.n, &e->shape) < 0)
+            return oom(r);
     }
     e->seq = int_of(a[A_SEQUENCE], -1);
     int64_t rf = int_of(a[A_RECORD_FUNCTION], -1);

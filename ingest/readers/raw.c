@@ -439,8 +439,8 @@ static tr_status name_marker(raw_reader *r, tr_event *e, uint32_t raw, tr_error 
         return TR_OK;
     }
     uint32_t name = tr_intern_add(&r->t->strings, a.name, a.name_len);
-    uint32_t shape = a.sizes ? tr_intern_add(&r->t->strings, a.sizes, a.sizes_len) : 0;
-    if (!name || (a.sizes && !shape))
+    uint32_t shape = 0;
+    if (!name || (a.sizes && tr_shape_get(r->t, a.sizes, a.sizes_len, &shape) < 0))
         return oom(err);
     e->kind = TR_KIND_OP;
     e->name = name;

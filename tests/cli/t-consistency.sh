@@ -94,3 +94,11 @@ t = json.load(open(sys.argv[1]))['reports'][0]['tables']
 listed = [x for x in t if x['rows'] and 'gap_ns' in x['rows'][0]]
 assert not listed and any(x['rows'] for x in t), t
 " "$TMP/out" || fail "gaps top=0 lists gaps, or no totals"
+# an op recorded with an empty shape list and the same op recorded without
+# shapes are one group (PyTorch prints both as "[]"): the two resnet50 traces,
+# one with record_shapes and one without, join their optimizer rows
+K=$TRACES/kineto
+expect_status 0 "$BIN/trace-ingest" -q -o rA.db "$K"/kineto__plugin_resnet50_nw0_worker0_TOPLEVEL_ARRAY.pt.trace.json.gz
+expect_status 0 "$BIN/trace-ingest" -q -o rB.db "$K"/kineto__tb_plugin_resnet50_nw0_worker0.1623143089861.pt.trace.json.gz
+expect_status 0 "$BIN/trace-analyze" --diff --group-by-shape -n -1 --format csv rA.db rB.db
+expect_eq "$(grep -c '^Optimizer.step#SGD.step,' "$TMP/out")" 1 "one Optimizer.step row in the shape diff"
