@@ -144,6 +144,10 @@ void tr_summary_totals(tr_summary *s);
  * *launched (may be NULL) is set when it is the host rows' time. */
 int64_t tr_summary_gpu_base(const tr_summary *s, int compat_torch, int *launched);
 void tr_summary_sort(tr_summary *s, const tr_sort_key *key);
+/* Whether a's first appearance comes before b's: the earlier first event,
+ * the longer one, the lower id, a device row before a host row; the order of
+ * rows that tie on the sort key, in one run.db and over several. */
+int tr_group_first_before(const tr_group *a, const tr_group *b);
 void tr_summary_free(tr_summary *s);
 
 /* Output formats (rows of a table). */

@@ -171,20 +171,10 @@ static void entries_free(entry *e, size_t n)
     free(e);
 }
 
-/* The first appearance of b before a's, by tr_summary_sort()'s rule. */
-static int first_before(const tr_group *a, const tr_group *b)
-{
-    if (a->first_start != b->first_start)
-        return a->first_start < b->first_start;
-    if (a->first_end != b->first_end)
-        return a->first_end > b->first_end;
-    return a->first_id < b->first_id;
-}
-
 /* Adds src's numbers to dst's; durations move only when both lists are given. */
 static tr_status add_group(tr_group *dst, tr_group *src, int move_durations, tr_error *err)
 {
-    if (first_before(src, dst)) {
+    if (tr_group_first_before(src, dst)) {
         dst->first_start = src->first_start;
         dst->first_end = src->first_end;
         dst->first_id = src->first_id;

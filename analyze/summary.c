@@ -2096,13 +2096,17 @@ tr_status tr_summarize(sqlite3 *db, const tr_analyze_opts *o, tr_summary *s, tr_
 
 static const tr_sort_key *sort_by;
 
-static int first_before(const tr_group *a, const tr_group *b)
+int tr_group_first_before(const tr_group *a, const tr_group *b)
 {
     if (a->first_start != b->first_start)
         return a->first_start < b->first_start;
     if (a->first_end != b->first_end)
         return a->first_end > b->first_end;
-    return a->first_id < b->first_id;
+    if (a->first_id != b->first_id)
+        return a->first_id < b->first_id;
+    /* one event first in two rows: a GPU activity without its launching call
+     * is in its own row and in the host row [no launching call] */
+    return a->on_gpu > b->on_gpu;
 }
 
 static int cmp_groups(const void *pa, const void *pb)
@@ -2114,7 +2118,7 @@ static int cmp_groups(const void *pa, const void *pb)
             return va > vb ? -1 : 1;
     }
     /* ties keep first-appearance order: PyTorch's sorts are stable */
-    return first_before(a, b) ? -1 : first_before(b, a);
+    return tr_group_first_before(a, b) ? -1 : tr_group_first_before(b, a);
 }
 
 void tr_summary_sort(tr_summary *s, const tr_sort_key *key)

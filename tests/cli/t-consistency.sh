@@ -102,3 +102,13 @@ expect_status 0 "$BIN/trace-ingest" -q -o rA.db "$K"/kineto__plugin_resnet50_nw0
 expect_status 0 "$BIN/trace-ingest" -q -o rB.db "$K"/kineto__tb_plugin_resnet50_nw0_worker0.1623143089861.pt.trace.json.gz
 expect_status 0 "$BIN/trace-analyze" --diff --group-by-shape -n -1 --format csv rA.db rB.db
 expect_eq "$(grep -c '^Optimizer.step#SGD.step,' "$TMP/out")" 1 "one Optimizer.step row in the shape diff"
+# the table of several run.dbs is the table of one run.db holding them, ties
+# included: a GPU activity without its launching call is first in two rows (its
+# own and [no launching call]), which keep the order they have in one run.db
+expect_status 0 "$BIN/trace-ingest" -q -o rAB.db "$K"/kineto__plugin_resnet50_nw0_worker0_TOPLEVEL_ARRAY.pt.trace.json.gz \
+    "$K"/kineto__tb_plugin_resnet50_nw0_worker0.1623143089861.pt.trace.json.gz
+for key in none self_cpu_time_total cpu_time_total count cpu_memory_usage; do
+    "$BIN/trace-analyze" -n -1 --format csv -s $key rA.db rB.db >many.csv 2>/dev/null
+    "$BIN/trace-analyze" -n -1 --format csv -s $key rAB.db >one.csv 2>/dev/null
+    cmp -s many.csv one.csv || fail "-s $key: the table of rA.db rB.db differs from rAB.db's: $(diff many.csv one.csv | head -3)"
+done
