@@ -285,11 +285,12 @@ static void call_stats(tr_coll_call *c, size_t nr)
     c->order_violation = c->present && first_out < last_in;
 }
 
-/* On every rank, or on every rank of its process group where the trace gives
- * the group's size (a group of some ranks only, as tensor-parallel groups are). */
+/* On every rank of its process group: as many as the group's size where the
+ * trace gives it (a group of some ranks only, as tensor-parallel groups are;
+ * or of more ranks than were given, one missing), else every rank given. */
 static int call_paired(const tr_coll_call *c, size_t nr)
 {
-    return c->present == nr || (c->group_size > 0 && (int64_t)c->present == c->group_size);
+    return c->group_size > 0 ? (int64_t)c->present == c->group_size : c->present == nr;
 }
 
 /* Sequence numbers key the calls of a (pg, op) when every rank gives one,

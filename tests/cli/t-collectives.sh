@@ -140,6 +140,9 @@ PY
 expect_status 0 "$A" --report collectives all.db
 expect_grep "8 rank(s), $calls call(s), $calls paired on every rank of their group" "$TMP/out"
 expect_no_grep "warning" "$TMP/out"
+# a rank's trace missing: the group of 8 is not whole, no call is paired
+expect_status 0 "$A" --report collectives rank0.db rank1.db rank2.db rank3.db rank4.db rank5.db rank7.db
+expect_grep "7 rank(s), $calls call(s), 0 paired on every rank of their group" "$TMP/out"
 expect_status 0 "$A" --report collectives --format json all.db
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["reports"][0]["tables"][0]["rows_total"] > 0' \
     "$TMP/out" || fail "collectives json"
