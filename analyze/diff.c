@@ -308,17 +308,28 @@ static tr_status span_error(sqlite3 *db, tr_error *err)
                    sqlite3_errmsg(db));
 }
 
+/* The events' rank is selected (always, with no --rank; m is NULL then). */
+static int rank_kept(const tr_rank_map *m, sqlite3_stmt *st)
+{
+    if (!m)
+        return 1;
+    int64_t th = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
+    int64_t sr = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 3);
+    return tr_rank_map_ok(m, th, sr);
+}
+
 /* The whole run's span and GPU busy time, whatever the selection: they say how
- * the two runs compare as a whole. */
-static tr_status run_span(sqlite3 *db, run_info *r, tr_error *err)
+ * the two runs compare as a whole.  With --rank (m), the run is those ranks. */
+static tr_status run_span(sqlite3 *db, const tr_rank_map *m, run_info *r, tr_error *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT start_ns, end_ns FROM events", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT start_ns, end_ns, thread_id, stream_id FROM events", -1, &st, NULL)
+        != SQLITE_OK)
         return span_error(db, err);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t s = sqlite3_column_int64(st, 0), e = sqlite3_column_int64(st, 1);
-        if (!tr_times_ok(s, e))
+        if (!tr_times_ok(s, e) || !rank_kept(m, st))
             continue;
         if (!r->has_span || s < r->first)
             r->first = s;
@@ -329,14 +340,15 @@ static tr_status run_span(sqlite3 *db, run_info *r, tr_error *err)
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
         return span_error(db, err);
-    if (sqlite3_prepare_v2(db, "SELECT e.start_ns, e.end_ns FROM events e JOIN kinds k ON k.id = e.kind "
-                           "WHERE k.on_gpu = 1 ORDER BY e.start_ns", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT e.start_ns, e.end_ns, e.thread_id, e.stream_id FROM events e "
+                           "JOIN kinds k ON k.id = e.kind WHERE k.on_gpu = 1 ORDER BY e.start_ns", -1, &st, NULL)
+        != SQLITE_OK)
         return span_error(db, err);
     int64_t cs = 0, ce = 0;
     int open = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t s = sqlite3_column_int64(st, 0), e = sqlite3_column_int64(st, 1);
-        if (!tr_times_ok(s, e))
+        if (!tr_times_ok(s, e) || !rank_kept(m, st))
             continue;
         if (open && s <= ce) {
             if (e > ce)
@@ -356,12 +368,15 @@ static tr_status run_span(sqlite3 *db, run_info *r, tr_error *err)
 }
 
 /* tr_summarize with --rank resolved against this run.db, whose sources
- * without a stored rank are counted from base (lib/ranks.h). */
+ * without a stored rank are counted from base (lib/ranks.h); with r, also the
+ * run's span and GPU busy time over those ranks. */
 static tr_status summarize_ranked(sqlite3 *db, const tr_analyze_opts *o, int64_t base, tr_summary *s,
-                                  tr_error *err)
+                                  run_info *r, tr_error *err)
 {
-    if (!o->select || !o->select->ranks.n)
-        return tr_summarize(db, o, s, err);
+    if (!o->select || !o->select->ranks.n) {
+        tr_status st = tr_summarize(db, o, s, err);
+        return st == TR_OK && r ? run_span(db, NULL, r, err) : st;
+    }
     tr_selection sel = *o->select;
     tr_analyze_opts oo = *o;
     sel.rank_base = base;
@@ -369,6 +384,8 @@ static tr_status summarize_ranked(sqlite3 *db, const tr_analyze_opts *o, int64_t
     tr_status st = tr_selection_bind(&sel, db, err);
     if (st == TR_OK)
         st = tr_summarize(db, &oo, s, err);
+    if (st == TR_OK && r)
+        st = run_span(db, sel.rank_map, r, err);
     tr_selection_unbind(&sel);
     return st;
 }
@@ -380,9 +397,7 @@ static tr_status load_run(run_info *r, const char *path, const tr_analyze_opts *
     tr_status st = tr_rundb_open(path, &db, err);
     /* each side of a diff is a run of its own: its ranks count from 0 */
     if (st == TR_OK)
-        st = summarize_ranked(db, o, 0, &r->s, err);
-    if (st == TR_OK)
-        st = run_span(db, r, err);
+        st = summarize_ranked(db, o, 0, &r->s, r, err);
     if (db)
         sqlite3_close(db);
     if (st == TR_OK && r->s.skipped && warn) {
@@ -971,7 +986,7 @@ tr_status tr_analyze_merged(char *const *paths, size_t n, const tr_analyze_opts 
         sqlite3 *db = NULL;
         st = tr_rundb_open(paths[i], &db, err);
         if (st == TR_OK)
-            st = summarize_ranked(db, &oo, rank_base, i ? &one : &all, err);
+            st = summarize_ranked(db, &oo, rank_base, i ? &one : &all, NULL, err);
         /* event ids continue from file to file, as trace-ingest numbers the
          * files it is given together, so first-appearance ties break the same way */
         sqlite3_stmt *q = NULL;

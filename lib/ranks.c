@@ -480,8 +480,17 @@ tr_status tr_ranks_prepare(const char *const *paths, const char *const *names, s
         if (st != TR_OK)
             break;
         base += (int64_t)nv;
+        int here = 0;
         for (size_t k = 0; k < nv; k++)
-            found |= tr_rank_set_has(want, v[k].rank);
+            here |= tr_rank_set_has(want, v[k].rank);
+        found |= here;
+        if (separate && want && want->n && !here && warn) {
+            /* a --diff whose one side the selection empties compares nothing: say why */
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s holds none of the selected ranks: its side of the comparison is empty",
+                     names[i]);
+            warn(ctx, msg);
+        }
         if (nall + nv > cap) {
             cap = 2 * (nall + nv);
             tr_source_rank *na = realloc(all, cap * sizeof *na);
@@ -509,12 +518,13 @@ tr_status tr_ranks_prepare(const char *const *paths, const char *const *names, s
         free(d);
         const char *who = n == 1 ? names[0] : "the inputs";
         const char *pre = nall ? "ranks: " : "no sources";
+        /* --list reads one run.db: over several, the ranks named here are the list */
+        const char *hint = n == 1 ? "; trace-analyze --list ranks shows them" : "";
         if (want->n == 1 && want->v[0].lo == want->v[0].hi)
-            st = tr_fail(err, TR_ERR_INPUT, "%s: no rank %" PRId64 " (%s%s; trace-analyze --list ranks shows them)",
-                         who, want->v[0].lo, pre, have);
+            st = tr_fail(err, TR_ERR_INPUT, "%s: no rank %" PRId64 " (%s%s%s)", who, want->v[0].lo, pre, have,
+                         hint);
         else
-            st = tr_fail(err, TR_ERR_INPUT, "%s: none of the selected ranks (%s%s; trace-analyze --list ranks "
-                         "shows them)", who, pre, have);
+            st = tr_fail(err, TR_ERR_INPUT, "%s: none of the selected ranks (%s%s%s)", who, pre, have, hint);
     }
     free(all);
     free(label);

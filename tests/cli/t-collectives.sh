@@ -140,6 +140,14 @@ PY
 expect_status 0 "$A" --report collectives all.db
 expect_grep "8 rank(s), $calls call(s), $calls paired on every rank of their group" "$TMP/out"
 expect_no_grep "warning" "$TMP/out"
+# --diff of one rank of the job against that rank's own run.db: equal, header included;
+# a side without the rank is empty, and said to be
+expect_status 0 "$A" --diff --rank 1 all.db rank1.db
+h=$(head -1 "$TMP/out")
+expect_eq "$(echo "$h" | sed -E 's/: ([^;]*) -> \1(;|$)/ same\2/g')" \
+    "Self CPU time total same; Self CUDA time total same; Span same; GPU busy same" "--diff --rank 1 all.db rank1.db: $h"
+expect_status 0 "$A" --diff --rank 1 all.db rank0.db
+expect_grep 'rank0.db holds none of the selected ranks' "$TMP/err"
 # a rank's trace missing: the group of 8 is not whole, no call is paired
 expect_status 0 "$A" --report collectives rank0.db rank1.db rank2.db rank3.db rank4.db rank5.db rank7.db
 expect_grep "7 rank(s), $calls call(s), 0 paired on every rank of their group" "$TMP/out"
