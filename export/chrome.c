@@ -345,6 +345,14 @@ typedef struct {
     int nparts;
     tr_output part;
     int part_open;
+    /* parts: the event render() left in ev, and its flow (ev from flow_at) */
+    int64_t ev_start, flow_call_start;
+    size_t flow_at;
+    int has_flow;
+    /* parts: where the current one starts, and where the one before it ended:
+     * a flow starts on its launching call, which must be in the same part */
+    int64_t part_first_start, prev_part_last_start, last_start;
+    int part_has_event;
     tr_export_chrome_stats *stats;
     /* the detail tables read beside the events (see detail()) */
     int merge;
@@ -1463,7 +1471,11 @@ static int render(chrome_ctx *c, const tr_sql_cell *r, int64_t *nev)
     put_args(c, b, &e);
     cb_lit(b, "}}");
     *nev = 1;
+    c->ev_start = e.start;
+    c->has_flow = e.launch_sel;
     if (e.launch_sel) {
+        c->flow_at = b->n;
+        c->flow_call_start = e.l_start;
         put_flow(c, b, &e);
         *nev = 3;
     }
@@ -1552,6 +1564,19 @@ static tr_status close_part(chrome_ctx *c, tr_error *err)
     return st;
 }
 
+/* Is the launching call of the event in ev, which starts at call_start, in the
+ * part being written?  Parts are in start order: a call that started after the
+ * part's first event is; one that started with it is unless the part before
+ * ended at that same time (the cut may have fallen between them).  A call that
+ * starts after its GPU work (clocks apart) comes next, in this part but for a cut
+ * in between. */
+static int call_in_part(const chrome_ctx *c, int64_t call_start)
+{
+    if (c->nparts <= 1 || call_start > c->part_first_start)
+        return 1;
+    return call_start == c->part_first_start && c->prev_part_last_start < c->part_first_start;
+}
+
 static tr_status put_event(chrome_ctx *c, const char *p, size_t n, int64_t nevents, tr_error *err)
 {
     tr_status st;
@@ -1560,6 +1585,17 @@ static tr_status put_event(chrome_ctx *c, const char *p, size_t n, int64_t neven
         && c->sk.bytes + c->out.n + n + sizeof footer - 1 > max) {
         if ((st = close_part(c, err)) != TR_OK || (st = open_part(c, err)) != TR_OK)
             return st;
+        c->prev_part_last_start = c->last_start;
+        c->part_has_event = 0;
+    }
+    if (!c->part_has_event) {
+        c->part_first_start = c->ev_start;
+        c->part_has_event = 1;
+    }
+    c->last_start = c->ev_start;
+    if (c->has_flow && !call_in_part(c, c->flow_call_start)) {
+        n = c->flow_at;   /* the call is in a part before: neither end of its flow here */
+        nevents -= 2;
     }
     if (c->sk.events == 0)
         p++, n--;   /* the first event of the array: no comma */

@@ -2,7 +2,7 @@
 # viewers (structure, one track per stream, GPUs apart from host processes), read back
 # by trace-ingest into the same tables; .gz, --min-dur, --max-size parts and --step.
 need_traces || return 0
-check_chrome() {   # check_chrome FILE...: every file a whole trace; prints events, flows, GPU tracks
+check_chrome() {   # check_chrome FILE...: every file a whole trace; prints slices and instants, flows, GPU tracks
     python3 - "$@" <<'PY'
 import gzip, json, sys
 cats = {"cpu_op", "user_annotation", "cuda_runtime", "cuda_driver", "cuda_sync", "kernel",
@@ -38,6 +38,13 @@ for path in sys.argv[1:]:
             assert e.get("bp") == "e", e
             finishes[e["id"]] = e
     assert set(starts) == set(finishes), "unmatched flows"
+    # a flow starts inside its launching call's slice, in the same file (Perfetto binds it there)
+    spans = {}
+    for e in ev:
+        if e["ph"] == "X":
+            spans.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    for e in starts.values():
+        assert any(a <= e["ts"] <= b for a, b in spans.get((e["pid"], e["tid"]), ())), ("flow start", path, e)
     for e in ev:
         if e["ph"] == "X" and e["cat"] in gpu_cats:
             # on the track of its device and stream, apart from every host process
@@ -51,7 +58,7 @@ for path in sys.argv[1:]:
         if e["ph"] == "X" and e["cat"] == "kernel":
             a = e["args"]
             assert len(a["grid"]) == 3 and len(a["block"]) == 3 and "registers per thread" in a, e
-    total += sum(e["ph"] != "M" for e in ev)
+    total += sum(e["ph"] in ("X", "i") for e in ev)
     flows += len(starts)
 print(total, flows, len(tracks))
 PY
