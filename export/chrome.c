@@ -1325,11 +1325,14 @@ static void put_launch_args(cbuf *b, size_t args_at, const tr_sql_cell *d)
         ARG("registers per thread");
         cb_i64(b, d[C_REGS - C_KN].i);
     }
-    if (d[C_SMEM - C_KN].type != SQLITE_NULL) {
+    /* Kineto's "shared memory" is static + dynamic, as HTA and TraceLens read it;
+     * "dynamic shared memory" keeps the split for trace-ingest */
+    int has_static = d[C_SMEM - C_KN].type != SQLITE_NULL, has_dynamic = d[C_DSMEM - C_KN].type != SQLITE_NULL;
+    if (has_static || has_dynamic) {
         ARG("shared memory");
-        cb_i64(b, d[C_SMEM - C_KN].i);
+        cb_i64(b, tr_sat_add(has_static ? d[C_SMEM - C_KN].i : 0, has_dynamic ? d[C_DSMEM - C_KN].i : 0));
     }
-    if (d[C_DSMEM - C_KN].type != SQLITE_NULL) {
+    if (has_dynamic) {
         ARG("dynamic shared memory");
         cb_i64(b, d[C_DSMEM - C_KN].i);
     }

@@ -1027,9 +1027,13 @@ static tr_status kernel_args(kin_reader *r, size_t idx, const char *name, const 
         d.block[k] = j_number(bk) ? (int32_t)bk->valueint : -1;
     }
     d.registers = (int32_t)int_of(a[A_REGISTERS], -1);
-    d.static_smem = (int32_t)int_of(a[A_SHARED_MEMORY], -1);
-    /* Kineto writes static and dynamic shared memory as one sum; our own export splits them */
-    d.dynamic_smem = (int32_t)int_of(a[A_DYNAMIC_SHARED_MEMORY], -1);
+    /* Kineto writes static and dynamic shared memory as one sum, kept as static;
+     * our own export adds the dynamic part, which splits it again */
+    int64_t total = int_of(a[A_SHARED_MEMORY], -1), dynamic = int_of(a[A_DYNAMIC_SHARED_MEMORY], -1);
+    if (dynamic >= 0 && total >= dynamic)
+        total -= dynamic;
+    d.static_smem = (int32_t)total;
+    d.dynamic_smem = (int32_t)dynamic;
     r->t->events.v[idx].detail = tr_add_kernel_detail(r->t, &d);
     return TR_OK;
 }

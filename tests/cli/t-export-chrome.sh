@@ -79,6 +79,12 @@ for trace in "$TRACES"/nvprof/*; do
     # every API call -> activity link is drawn
     links=$(q "$db" "SELECT count(*) FROM events e JOIN kinds k ON k.id = e.kind JOIN events p ON p.id = e.parent_id WHERE k.on_gpu")
     expect_eq "$(echo "$out" | cut -d' ' -f2)" "$links" "$name: flow arrows"
+    # Kineto's "shared memory" is static + dynamic (HTA and TraceLens read it so)
+    smem=$(q "$db" "SELECT coalesce(sum(coalesce(static_shared_bytes, 0) + coalesce(dynamic_shared_bytes, 0)), 0) FROM kernels
+                    WHERE static_shared_bytes IS NOT NULL OR dynamic_shared_bytes IS NOT NULL")
+    expect_eq "$(python3 -c 'import json, sys
+print(sum(e["args"].get("shared memory", 0) for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("cat") == "kernel"))' "$TMP/t.json")" \
+        "$smem" "$name: shared memory"
 done
 # several streams -> several tracks
 db="$TMP/kSched__RTX2080Ti_sp_15_mm_1_timeline.db"
