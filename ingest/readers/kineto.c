@@ -125,7 +125,7 @@ typedef struct {
     uint32_t c_thread;
     size_t unknown, unknown_first_len;
     char unknown_first[64];
-    size_t no_ts, gpu_annotations;
+    size_t no_ts, overhead;
     size_t legacy;          /* events in the autograd profiler's own layout */
 } kin_reader;
 
@@ -1080,7 +1080,7 @@ static tr_status python_args(kin_reader *r, size_t idx, const char *name, const 
 
 /* ---- categories ------------------------------------------------------------ */
 
-enum { KIN_KEEP, KIN_DROP_OPS, KIN_SKIP, KIN_SKIP_COUNTED };
+enum { KIN_KEEP, KIN_DROP_OPS, KIN_SKIP, KIN_SKIP_OVERHEAD };
 
 /* The categories of complete events: Kineto's name, the 2020 pre-release's,
  * the kind it becomes, whether it runs on a device stream, and the args it keeps. */
@@ -1096,7 +1096,7 @@ static const kin_category kin_categories[] = {
     {"cpu_op", "Operator", TR_KIND_OP, 0, KIN_DROP_OPS, op_args},
     {"user_annotation", NULL, TR_KIND_RANGE, 0, KIN_KEEP, op_args},
     /* the GPU-side span of a user annotation: it would count the GPU time twice */
-    {"gpu_user_annotation", NULL, 0, 0, KIN_SKIP_COUNTED, NULL},
+    {"gpu_user_annotation", NULL, 0, 0, KIN_SKIP, NULL},
     {"cuda_runtime", "Runtime", TR_KIND_RUNTIME, 0, KIN_KEEP, api_args},
     {"cuda_driver", "Driver", TR_KIND_DRIVER, 0, KIN_KEEP, api_args},
     {"cuda_sync", NULL, TR_KIND_SYNC, 1, KIN_KEEP, NULL},
@@ -1109,8 +1109,11 @@ static const kin_category kin_categories[] = {
     {"openacc_launch", NULL, TR_KIND_OPENACC_LAUNCH, 0, KIN_KEEP, NULL},
     {"openacc_other", NULL, TR_KIND_OPENACC_OTHER, 0, KIN_KEEP, NULL},
     {"cuda_event", NULL, TR_KIND_CUDA_EVENT, 1, KIN_KEEP, NULL},
-    /* the profiler's own span and its overhead rows */
-    {"Trace", "overhead", 0, 0, KIN_SKIP, NULL},
+    /* the profiler's own span */
+    {"Trace", NULL, 0, 0, KIN_SKIP, NULL},
+    /* its overhead (CUPTI's buffer flushes; nvprof's and nsys's overhead rows as
+     * trace-export writes them): not in PyTorch's tables, left out, and said so */
+    {"overhead", NULL, 0, 0, KIN_SKIP_OVERHEAD, NULL},
 };
 
 /* PyTorch's autograd profiler without Kineto writes no "cat": host events
@@ -1158,9 +1161,9 @@ static const kin_category *classify(kin_reader *r, const kin_item *it, const cha
             snprintf(r->unknown_first, sizeof r->unknown_first, "%s", cat ? cat : "(none)");
         return NULL;
     }
-    if (c->keep == KIN_SKIP_COUNTED)
-        r->gpu_annotations++;
-    if (c->keep == KIN_SKIP_COUNTED || c->keep == KIN_SKIP
+    if (c->keep == KIN_SKIP_OVERHEAD)
+        r->overhead++;
+    if (c->keep == KIN_SKIP || c->keep == KIN_SKIP_OVERHEAD
         || (c->keep == KIN_DROP_OPS && skipped_name(name)))
         return NULL;
     return c;
@@ -1873,6 +1876,9 @@ static tr_status finish(kin_reader *r)
                        r->unknown, r->unknown_first);
     if (r->no_ts)
         tr_ingest_warn(r->o, "%s: %zu event(s) without a usable ts skipped", r->path, r->no_ts);
+    if (r->overhead)
+        tr_ingest_warn(r->o, "%s: %zu profiler overhead slice(s) (cat overhead) left out, as PyTorch's "
+                       "tables leave them out", r->path, r->overhead);
     return TR_OK;
 }
 

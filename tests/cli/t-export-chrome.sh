@@ -231,3 +231,10 @@ fi
 n=$(python3 -c 'import json,sys; ev=json.load(open(sys.argv[1]))["traceEvents"]; x=[e for e in ev if e["ph"]!="M"]; assert all(e["name"]=="aten::linear" for e in x), x[:1]; print(len(x))' "$TMP/i.json") \
     || fail "--include wrote other events"
 expect_eq "$n" "$(q "$TMP/qwen.db" "SELECT count(*) FROM events e JOIN strings s ON s.id = e.name_id WHERE s.value = 'aten::linear'")" "--include events"
+# overhead rows are written (viewers show them) but not read back, and ingest says how many
+db="$TMP/profiling-lm__net-17ed9e2.db"
+n=$(q "$db" "SELECT count(*) FROM events e JOIN kinds k ON k.id = e.kind WHERE k.name = 'overhead'")
+[ "$n" -gt 0 ] || fail "profiling-lm has no overhead rows"
+expect_status 0 "$BIN/trace-export" --chrome -o "$TMP/oh.json" "$db"
+expect_status 0 "$BIN/trace-ingest" -o "$TMP/oh.db" "$TMP/oh.json"
+expect_grep "$n profiler overhead slice(s) (cat overhead) left out" "$TMP/err"
