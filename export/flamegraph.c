@@ -89,11 +89,11 @@ static void fmt_value(char *buf, size_t n, int64_t v, const char *unit)
         if (a < 1024)
             snprintf(buf, n, "%lld B", (long long)v);
         else if (a < 1048576.0)
-            snprintf(buf, n, "%.2f KB", d / 1024);
+            snprintf(buf, n, "%.2f KiB", d / 1024);
         else if (a < 1073741824.0)
-            snprintf(buf, n, "%.2f MB", d / 1048576.0);
+            snprintf(buf, n, "%.2f MiB", d / 1048576.0);
         else
-            snprintf(buf, n, "%.2f GB", d / 1073741824.0);
+            snprintf(buf, n, "%.2f GiB", d / 1073741824.0);
     } else {
         snprintf(buf, n, "%lld %s", (long long)v, unit);
     }
@@ -313,8 +313,10 @@ static void write_head(FILE *out, const tr_export_opts *o, const tr_scan *sc, co
             width, height);
     fprintf(out, "<text id=\"title\" x=\"%d\" y=\"22\">", width / 2);
     tr_put_xml_text(out, title, tr_utf8_cut(title, strlen(title), LABEL_MAX));
-    fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"40\">%s: %s total%s; stacks: %s",
-            width / 2, metric->label, tot,
+    /* frees are summed but not drawn: a memory graph's width is what was allocated */
+    int bytes = !strcmp(metric->unit, "bytes");
+    fprintf(out, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"40\">%s: %s %s%s; stacks: %s",
+            width / 2, metric->label, tot, bytes ? "allocated (frees not drawn)" : "total",
             auto_gpu ? " (the trace has no CPU time)" : "",
             sc->use_frames ? "recorded frames" : "range ancestry");
     if (o->include_re || o->exclude_re || o->has_time_range || o->has_thread || o->has_device || o->ranks.n)
