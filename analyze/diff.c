@@ -12,7 +12,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "analyze/diff.h"
 #include "lib/checked.h"
@@ -971,18 +970,6 @@ tr_status tr_analyze_merged(char *const *paths, size_t n, const tr_analyze_opts 
     }
     int64_t id_base = 0, rank_base = 0;
     for (size_t i = 0; i < n && st == TR_OK; i++) {
-        /* the same file twice counts twice: say so, as a repeated rank would be a mistake */
-        struct stat a, b;
-        for (size_t k = 0; k < i && warn; k++)
-            if (stat(paths[i], &a) == 0 && stat(paths[k], &b) == 0 && a.st_dev == b.st_dev
-                && a.st_ino == b.st_ino) {
-                char line[2200];
-                snprintf(line, sizeof line, "warning: %s is %s again: its events count twice", paths[i],
-                         paths[k]);
-                fputs("trace-analyze: ", warn);
-                tr_put_line(warn, line);
-                break;
-            }
         sqlite3 *db = NULL;
         st = tr_rundb_open(paths[i], &db, err);
         if (st == TR_OK)

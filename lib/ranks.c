@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "lib/rundb.h"
 
@@ -457,6 +458,23 @@ void tr_ranks_check(const tr_source_rank *v, const char *const *label, size_t n,
     free(r);
 }
 
+/* The same file twice (by device and inode, whatever the names) counts its
+ * events twice: a mistake more often than not, so it is said. */
+static void warn_if_repeated(const char *const *paths, const char *const *names, size_t i,
+                             tr_rank_warn_fn warn, void *ctx)
+{
+    struct stat a, b;
+    if (!warn || stat(paths[i], &a) != 0)
+        return;
+    for (size_t k = 0; k < i; k++)
+        if (stat(paths[k], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+            char msg[2200];
+            snprintf(msg, sizeof msg, "%s is %s again: its events count twice", names[i], names[k]);
+            warn(ctx, msg);
+            return;
+        }
+}
+
 tr_status tr_ranks_prepare(const char *const *paths, const char *const *names, size_t n, int separate,
                            const tr_rank_set *want, int64_t *bases, tr_rank_warn_fn warn, void *ctx,
                            tr_error *err)
@@ -473,6 +491,8 @@ tr_status tr_ranks_prepare(const char *const *paths, const char *const *names, s
         tr_source_rank *v = NULL;
         size_t nv = 0;
         bases[i] = separate ? 0 : base;
+        if (!separate)
+            warn_if_repeated(paths, names, i, warn, ctx);
         if ((st = tr_rundb_open(paths[i], &db, err)) == TR_OK)
             st = tr_source_ranks_load(db, bases[i], &v, &nv, err);
         if (db)

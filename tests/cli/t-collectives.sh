@@ -148,6 +148,12 @@ expect_eq "$(echo "$h" | sed -E 's/: ([^;]*) -> \1(;|$)/ same\2/g')" \
     "Self CPU time total same; Self CUDA time total same; Span same; GPU busy same" "--diff --rank 1 all.db rank1.db: $h"
 expect_status 0 "$A" --diff --rank 1 all.db rank0.db
 expect_grep 'rank0.db holds none of the selected ranks' "$TMP/err"
+# the same run.db twice is said to count twice, for the table and the reports alike
+for r in "" "--report collectives" "--report ranks"; do
+    # shellcheck disable=SC2086
+    expect_status 0 "$A" $r rank0.db rank1.db rank1.db
+    expect_grep 'warning: rank1.db is rank1.db again: its events count twice' "$TMP/err"
+done
 # a rank's trace missing: the group of 8 is not whole, no call is paired
 expect_status 0 "$A" --report collectives rank0.db rank1.db rank2.db rank3.db rank4.db rank5.db rank7.db
 expect_grep "7 rank(s), $calls call(s), 0 paired on every rank of their group" "$TMP/out"
