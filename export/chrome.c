@@ -944,17 +944,18 @@ static tr_status kineto_meta(chrome_ctx *c, tr_error *err)
             break;
         case 2:
             snprintf(buf, sizeof buf, "GPU %lld%s%s", (long long)a, has ? ": " : "", has ? name : "");
-            meta_name(c, "process_name", a + c->dev_shift, 0, buf);
+            meta_name(c, "process_name", tr_sat_add(a, c->dev_shift), 0, buf);
             snprintf(buf, sizeof buf, "GPU %lld", (long long)a);
-            meta(h, "process_labels", a + c->dev_shift, 0, "labels");
+            meta(h, "process_labels", tr_sat_add(a, c->dev_shift), 0, "labels");
             put_escaped(c, h, buf, strlen(buf));
             cb_lit(h, "}}");
-            meta_int(h, "process_sort_index", a + c->dev_shift, 0, "sort_index", GPU_SORT_BASE + a);
+            meta_int(h, "process_sort_index", tr_sat_add(a, c->dev_shift), 0, "sort_index",
+                     tr_sat_add(GPU_SORT_BASE, a));
             break;
         default:
             snprintf(buf, sizeof buf, "stream %lld", (long long)b);
-            meta_name(c, "thread_name", a + c->dev_shift, b, buf);
-            meta_int(h, "thread_sort_index", a + c->dev_shift, b, "sort_index", b);
+            meta_name(c, "thread_name", tr_sat_add(a, c->dev_shift), b, buf);
+            meta_int(h, "thread_sort_index", tr_sat_add(a, c->dev_shift), b, "sort_index", b);
         }
     }
     sqlite3_finalize(st);
@@ -1237,7 +1238,7 @@ static void find_track(const chrome_ctx *c, ev_row *e)
 {
     e->pid = e->tid = 0;
     if (e->on_stream) {
-        e->pid = e->dev + c->dev_shift;
+        e->pid = tr_sat_add(e->dev, c->dev_shift);
         e->tid = e->stream;
         if (c->multi_rank)
             tr_i64map_get(&c->stream_pid, e->stream_id, &e->pid);

@@ -16,6 +16,7 @@
 
 #include "lib/output.h"
 #include "lib/bulk_insert.h"
+#include "lib/checked.h"
 #include "lib/version.h"
 
 /* the columns of aggregates, and of stack_aggregates after its own two */
@@ -267,7 +268,7 @@ static int fill_event(const void *ctx, size_t i, tr_cell *c)
     tr_cell_int(&c[15], e->bytes);
     tr_cell_opt(&c[16], e->flops, -1);
     tr_cell_int(&c[17], e->flags);
-    tr_cell_int(&c[18], tr_kinds[e->kind].on_gpu ? 0 : e->end - e->start);
+    tr_cell_int(&c[18], tr_kinds[e->kind].on_gpu ? 0 : tr_sat_sub(e->end, e->start));
     tr_cell_int(&c[19], e->cpu_self);
     tr_cell_int(&c[20], e->gpu_total);
     tr_cell_int(&c[21], e->gpu_self);

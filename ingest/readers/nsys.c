@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "ingest/readers/cupti_tables.h"
+#include "lib/checked.h"
 #include "lib/spill.h"
 
 #define WHAT "nsys export"
@@ -101,11 +102,22 @@ static tr_status read_names(ct_reader *r, const ct_table *table, tr_error *err)
 
 /* One NVTX_EVENTS row: a mark or a range; the naming rows are skipped.
  * c: start, end, eventType, text, textId, globalTid, endGlobalTid. */
-static tr_status add_nvtx_event(ct_reader *r, const tr_sql_cell *c, size_t *unterminated, tr_error *err)
+static tr_status add_nvtx_event(ct_reader *r, const tr_sql_cell *c, size_t *unterminated, ct_bad *bad,
+                                tr_error *err)
 {
     int64_t type = c[2].i;
     if (type != NSYS_NVTX_MARK && type != NSYS_NVTX_PUSHPOP && type != NSYS_NVTX_STARTEND)
         return TR_OK;   /* domain/category/thread naming rows carry no time span */
+    /* times as the activity tables' are checked (ct_interval); a range may lack its end */
+    int has_end = type != NSYS_NVTX_MARK && c[1].type != SQLITE_NULL;
+    if (c[0].type != SQLITE_INTEGER || (has_end && c[1].type != SQLITE_INTEGER)) {
+        bad->no_time++;
+        return TR_OK;
+    }
+    if (!ct_time_ok(c[0].i) || (has_end && (!ct_time_ok(c[1].i) || !tr_span_ok(c[0].i, c[1].i)))) {
+        bad->bad_span++;
+        return TR_OK;
+    }
     tr_event *e = tr_add_event(r->t, type == NSYS_NVTX_MARK ? TR_KIND_MARK : TR_KIND_RANGE);
     if (!e)
         return ct_oom(r, err);
@@ -154,16 +166,18 @@ static tr_status read_nvtx(ct_reader *r, const ct_table *table, tr_error *err)
         return s;
     }
     size_t unterminated = 0;
+    ct_bad bad = {tab, 0, 0};
     const tr_sql_cell *c;
     int rc = 0;
     while (s == TR_OK && (c = tr_sql_ahead_next(ahead, &rc, err)) != NULL)
-        s = add_nvtx_event(r, c, &unterminated, err);
+        s = add_nvtx_event(r, c, &unterminated, &bad, err);
     tr_sql_ahead_stop(ahead);
     sqlite3_finalize(st);
     if (s != TR_OK)
         return s;
     if (rc < 0)
         return err->status;
+    ct_report_bad(r, &bad);
     if (unterminated) {
         for (size_t i = 0; i < r->t->events.n; i++) {
             tr_spill_tick();

@@ -140,3 +140,14 @@ expect_status 0 "$BIN/trace-ingest" -q -o oddstart.db oddstart.sqlite
 expect_eq "$(q oddstart.db 'SELECT count(*) + 1 FROM events')" "$(q tied.db 'SELECT count(*) FROM events')" "events of oddstart"
 expect_eq "$(q oddstart.db 'SELECT count(*) FROM (SELECT start_ns - lag(start_ns) OVER (ORDER BY id) AS d
                             FROM events WHERE kind = 4) WHERE d < 0')" 0 "runtime calls of oddstart in start order"
+# NVTX_EVENTS' times are checked as the activity tables' are: a start no trace can hold,
+# an end before the start and a start that is text are skipped, counted and said
+cp tied.sqlite badnvtx.sqlite
+q badnvtx.sqlite "UPDATE NVTX_EVENTS SET start = -9223372036854775808 WHERE rowid = (SELECT min(rowid) FROM NVTX_EVENTS WHERE eventType = 59);
+                  UPDATE NVTX_EVENTS SET \"end\" = start - 5 WHERE rowid = (SELECT max(rowid) FROM NVTX_EVENTS WHERE eventType = 59);
+                  UPDATE NVTX_EVENTS SET start = 'soon' WHERE rowid = (SELECT min(rowid) + 1 FROM NVTX_EVENTS WHERE eventType = 59)"
+expect_status 0 "$BIN/trace-ingest" -o badnvtx.db badnvtx.sqlite
+expect_grep 'table=NVTX_EVENTS: 2 row(s) ending before they start (or with impossible times) skipped' "$TMP/err"
+expect_grep 'table=NVTX_EVENTS: 1 row(s) without a start or end time skipped' "$TMP/err"
+expect_eq "$(q badnvtx.db 'SELECT count(*) + 3 FROM events')" "$(q tied.db 'SELECT count(*) FROM events')" "events of badnvtx"
+expect_eq "$(q badnvtx.db 'SELECT count(*) FROM events WHERE end_ns < start_ns OR cpu_total_ns < 0')" 0 "badnvtx: no impossible times"
