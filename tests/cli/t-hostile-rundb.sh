@@ -129,6 +129,11 @@ variant stack-sparse-max "INSERT INTO stack_nodes(id, parent_id, frame_id) VALUE
   (-1, 9223372036854775807, 1); UPDATE events SET stack_id = -1"
 every_tool in/stack-sparse.db
 every_tool in/stack-sparse-max.db
+# device numbers at the ends of int64: the chrome export moves GPUs past the host pids
+variant device-max "UPDATE devices SET device = 9223372036854775807"
+variant device-min "UPDATE devices SET device = -9223372036854775808"
+every_tool in/device-max.db
+every_tool in/device-min.db
 # an array as long as the largest id would need 64 GB: give the tools 2 GB of address space
 # (not under ASan, which reserves terabytes for its shadow)
 if ! grep -qa __asan_init "$BIN/trace-analyze"; then
