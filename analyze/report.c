@@ -671,6 +671,72 @@ char *tr_report_string(tr_report_ctx *c, int64_t id)
     return r;
 }
 
+/* The devices, labelled, and dev_index: devices.id -> their index in c->devs. */
+static tr_status load_devices(tr_report_ctx *c, tr_i64map *dev_index)
+{
+    int nsources = (int)tr_report_query_i64(c, "SELECT count(*) FROM sources");
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->db, "SELECT id, source_id, device FROM devices ORDER BY source_id, device, id", -1,
+                           &st, NULL) != SQLITE_OK)
+        return db_error(c);
+    size_t cap = 0;
+    tr_status rc = TR_OK;
+    while (rc == TR_OK && sqlite3_step(st) == SQLITE_ROW) {
+        if (c->ndevs == cap) {
+            cap = cap ? 2 * cap : 8;
+            tr_rdevice *nd = realloc(c->devs, cap * sizeof *nd);
+            if (!nd) {
+                rc = tr_report_nomem(c);
+                break;
+            }
+            c->devs = nd;
+        }
+        tr_rdevice *d = &c->devs[c->ndevs++];
+        d->id = sqlite3_column_int64(st, 0);
+        d->source = sqlite3_column_int64(st, 1);
+        d->ordinal = sqlite3_column_int64(st, 2);
+        d->label = NULL;
+        int ok = nsources > 1 ? asprintf(&d->label, "s%lld:%lld", (long long)d->source, (long long)d->ordinal)
+                              : asprintf(&d->label, "%lld", (long long)d->ordinal);
+        if (ok < 0)
+            d->label = NULL;
+        if (ok < 0 || tr_i64map_put(dev_index, d->id, (int64_t)(c->ndevs - 1)) < 0)
+            rc = tr_report_nomem(c);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Each stream's device index and number. */
+static tr_status load_streams(tr_report_ctx *c, const tr_i64map *dev_index)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->db, "SELECT id, device_id, stream FROM streams", -1, &st, NULL) != SQLITE_OK)
+        return db_error(c);
+    tr_status rc = TR_OK;
+    while (rc == TR_OK && sqlite3_step(st) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0), dev = sqlite3_column_int64(st, 1), i;
+        if ((tr_i64map_get(dev_index, dev, &i) && tr_i64map_put(&c->stream_dev, id, i) < 0)
+            || tr_i64map_put(&c->stream_num, id, sqlite3_column_int64(st, 2)) < 0)
+            rc = tr_report_nomem(c);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static tr_status load_threads(tr_report_ctx *c)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(c->db, "SELECT id, tid FROM threads", -1, &st, NULL) != SQLITE_OK)
+        return db_error(c);
+    tr_status rc = TR_OK;
+    while (rc == TR_OK && sqlite3_step(st) == SQLITE_ROW)
+        if (tr_i64map_put(&c->thread_tid, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)) < 0)
+            rc = tr_report_nomem(c);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /* t0: the first event's start when the caller knows it (NULL: asked of db when --time-range needs it). */
 static tr_status ctx_init_at(tr_report_ctx *c, sqlite3 *db, const tr_analyze_opts *o, tr_error *err,
                              const int64_t *t0)
@@ -686,55 +752,16 @@ static tr_status ctx_init_at(tr_report_ctx *c, sqlite3 *db, const tr_analyze_opt
     tr_i64map_init(&c->name_ok);
     if (sqlite3_prepare_v2(db, "SELECT value FROM strings WHERE id = ?", -1, &c->name_stmt, NULL) != SQLITE_OK)
         return db_error(c);
-    int nsources = (int)tr_report_query_i64(c, "SELECT count(*) FROM sources");
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT id, source_id, device FROM devices ORDER BY source_id, device, id", -1, &st,
-                           NULL) != SQLITE_OK)
-        return db_error(c);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        tr_rdevice *nd = realloc(c->devs, (c->ndevs + 1) * sizeof *nd);
-        if (!nd) {
-            sqlite3_finalize(st);
-            return tr_report_nomem(c);
-        }
-        c->devs = nd;
-        tr_rdevice *d = &c->devs[c->ndevs++];
-        d->id = sqlite3_column_int64(st, 0);
-        d->source = sqlite3_column_int64(st, 1);
-        d->ordinal = sqlite3_column_int64(st, 2);
-        d->label = NULL;
-        int ok = nsources > 1 ? asprintf(&d->label, "s%lld:%lld", (long long)d->source, (long long)d->ordinal)
-                              : asprintf(&d->label, "%lld", (long long)d->ordinal);
-        if (ok < 0) {
-            d->label = NULL;
-            sqlite3_finalize(st);
-            return tr_report_nomem(c);
-        }
-    }
-    sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(db, "SELECT id, device_id, stream FROM streams", -1, &st, NULL) != SQLITE_OK)
-        return db_error(c);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0), dev = sqlite3_column_int64(st, 1);
-        for (size_t i = 0; i < c->ndevs; i++)
-            if (c->devs[i].id == dev && tr_i64map_put(&c->stream_dev, id, (int64_t)i) < 0) {
-                sqlite3_finalize(st);
-                return tr_report_nomem(c);
-            }
-        if (tr_i64map_put(&c->stream_num, id, sqlite3_column_int64(st, 2)) < 0) {
-            sqlite3_finalize(st);
-            return tr_report_nomem(c);
-        }
-    }
-    sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(db, "SELECT id, tid FROM threads", -1, &st, NULL) != SQLITE_OK)
-        return db_error(c);
-    while (sqlite3_step(st) == SQLITE_ROW)
-        if (tr_i64map_put(&c->thread_tid, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)) < 0) {
-            sqlite3_finalize(st);
-            return tr_report_nomem(c);
-        }
-    sqlite3_finalize(st);
+    tr_i64map dev_index;
+    tr_i64map_init(&dev_index);
+    tr_status rc = load_devices(c, &dev_index);
+    if (rc == TR_OK)
+        rc = load_streams(c, &dev_index);
+    tr_i64map_free(&dev_index);
+    if (rc == TR_OK)
+        rc = load_threads(c);
+    if (rc != TR_OK)
+        return rc;
     if (t0)
         c->t0 = *t0;
     else if (c->sel && c->sel->has_time)

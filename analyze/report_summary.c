@@ -294,23 +294,37 @@ static tr_status device_table(tr_report_ctx *c, tr_rresult *r, sm_state *s)
     tr_rtable *t = tr_rtable_add(r, "Devices", device_cols);
     if (!t)
         return tr_report_nomem(c);
+    /* the streams of every device in one pass: a count per device would scan them all each time */
+    tr_i64map streams;
+    tr_i64map_init(&streams);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(c->db, "SELECT coalesce(s.value, ''), d.compute_major, d.compute_minor, "
-                           "(SELECT count(*) FROM streams x WHERE x.device_id = d.id) FROM devices d "
-                           "LEFT JOIN strings s ON s.id = d.name_id WHERE d.id = ?", -1, &st, NULL) != SQLITE_OK)
-        return tr_fail(c->err, TR_ERR_INPUT, "run database: cannot read devices: %s", sqlite3_errmsg(c->db));
+    if (sqlite3_prepare_v2(c->db, "SELECT device_id, count(*) FROM streams GROUP BY device_id", -1, &st, NULL)
+        != SQLITE_OK)
+        return tr_fail(c->err, TR_ERR_INPUT, "run database: cannot read streams: %s", sqlite3_errmsg(c->db));
     tr_status rc = TR_OK;
+    while (rc == TR_OK && sqlite3_step(st) == SQLITE_ROW)
+        if (tr_i64map_put(&streams, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)) < 0)
+            rc = tr_report_nomem(c);
+    sqlite3_finalize(st);
+    if (rc == TR_OK && sqlite3_prepare_v2(c->db, "SELECT coalesce(s.value, ''), d.compute_major, d.compute_minor "
+                                          "FROM devices d LEFT JOIN strings s ON s.id = d.name_id WHERE d.id = ?",
+                                          -1, &st, NULL) != SQLITE_OK)
+        rc = tr_fail(c->err, TR_ERR_INPUT, "run database: cannot read devices: %s", sqlite3_errmsg(c->db));
+    if (rc != TR_OK) {
+        tr_i64map_free(&streams);
+        return rc;
+    }
     for (size_t i = 0; rc == TR_OK && i < c->ndevs; i++) {
         sqlite3_bind_int64(st, 1, c->devs[i].id);
         char name[512] = "";
         int64_t nstreams = 0;
+        tr_i64map_get(&streams, c->devs[i].id, &nstreams);
         if (sqlite3_step(st) == SQLITE_ROW) {
             const char *nm = (const char *)sqlite3_column_text(st, 0);
             if (sqlite3_column_type(st, 1) != SQLITE_NULL)
                 snprintf(name, sizeof name, "%s (sm %d.%d)", nm, sqlite3_column_int(st, 1), sqlite3_column_int(st, 2));
             else
                 snprintf(name, sizeof name, "%s", nm);
-            nstreams = sqlite3_column_int64(st, 3);
         }
         sqlite3_reset(st);
         tr_cell *row = tr_rtable_row(t);
@@ -327,6 +341,7 @@ static tr_status device_table(tr_report_ctx *c, tr_rresult *r, sm_state *s)
             tr_cell_pct(&row[4], (double)busy, (double)(s->dev_last[i] - s->dev_first[i]));
     }
     sqlite3_finalize(st);
+    tr_i64map_free(&streams);
     return rc;
 }
 

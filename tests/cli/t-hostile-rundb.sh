@@ -134,6 +134,20 @@ variant device-max "UPDATE devices SET device = 9223372036854775807"
 variant device-min "UPDATE devices SET device = -9223372036854775808"
 every_tool in/device-max.db
 every_tool in/device-min.db
+# 20,000 devices with a stream and a kernel each: the reports' device tables must not
+# take time in their square (the summary took 14 s, past the timeout)
+variant many-devices "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+  INSERT INTO devices(id, source_id, device) SELECT 1000 + i, 1, 1000 + i FROM n;
+  WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+  INSERT INTO streams(id, device_id, stream) SELECT 1000 + i, 1000 + i, 7 FROM n;
+  WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+  INSERT INTO events(id, kind, name_id, start_ns, end_ns, stream_id, depth, flags, cpu_total_ns, cpu_self_ns,
+                     gpu_total_ns, gpu_self_ns, cpu_mem_total, cpu_mem_self, gpu_mem_total, gpu_mem_self)
+  SELECT 1000 + i, (SELECT id FROM kinds WHERE name = 'kernel'), 1, 100 + i, 101 + i, 1000 + i, 0, 0, 0, 0,
+         1, 1, 0, 0, 0, 0 FROM n"
+every_tool in/many-devices.db
+run_tool in/many-devices.db trace-analyze --report summary,kernels,ranks
+expect_eq "$rc" 0 "the reports on 20,000 devices"
 # an array as long as the largest id would need 64 GB: give the tools 2 GB of address space
 # (not under ASan, which reserves terabytes for its shadow)
 if ! grep -qa __asan_init "$BIN/trace-analyze"; then
