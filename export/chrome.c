@@ -365,6 +365,10 @@ typedef struct {
      * their own, so equal pids and device ordinals of two ranks never share a track */
     int multi_rank;
     tr_i64map thread_pid, stream_pid;   /* threads.id / streams.id -> pid of its track */
+    /* names and shapes over NAME_SOFT bytes, not cached escaped (each use is cut by
+     * what is left of the budget): their first bytes, so that each use does not read
+     * the whole value from SQLite again, by id modulo the slots */
+    struct { int64_t id; size_t len; char *head; } longs[8];
 } chrome_ctx;
 
 static tr_status nomem(tr_error *err) { return tr_fail(err, TR_ERR_RUNTIME, "out of memory"); }
@@ -405,6 +409,31 @@ static void put_span(chrome_ctx *c, cbuf *b, int64_t i)
     cb_put(b, c->arena.v + c->spans[i].off, c->spans[i].len);
 }
 
+/* String id's value, or for one longer than NAME_SOFT its first NAME_HARD + 4
+ * bytes (all the name cap reads) with *len its whole length; NULL on OOM. */
+static const char *string_of(chrome_ctx *c, int64_t id, size_t *len)
+{
+    size_t slot = (size_t)((uint64_t)id % (sizeof c->longs / sizeof c->longs[0]));
+    if (c->longs[slot].head && c->longs[slot].id == id) {
+        *len = c->longs[slot].len;
+        return c->longs[slot].head;
+    }
+    const char *s = tr_scan_string(&c->sc, id, len);
+    if (*len <= NAME_SOFT)
+        return s;
+    size_t keep = *len < NAME_HARD + 4 ? *len : NAME_HARD + 4;
+    char *head = malloc(keep + 1);
+    if (!head)
+        return NULL;
+    memcpy(head, s, keep);
+    head[keep] = '\0';
+    free(c->longs[slot].head);
+    c->longs[slot].id = id;
+    c->longs[slot].len = *len;
+    c->longs[slot].head = head;
+    return head;
+}
+
 /* The name of a string id as a JSON string; short names are escaped once. */
 static void put_name(chrome_ctx *c, cbuf *b, int64_t id)
 {
@@ -414,7 +443,11 @@ static void put_name(chrome_ctx *c, cbuf *b, int64_t id)
         return;
     }
     size_t len;
-    const char *s = tr_scan_string(&c->sc, id, &len);
+    const char *s = string_of(c, id, &len);
+    if (!s) {
+        b->oom = 1;
+        return;
+    }
     if (len > NAME_SOFT) {
         put_escaped(c, b, s, len);   /* each use takes from the budget */
         return;
@@ -503,7 +536,11 @@ static void put_shape(chrome_ctx *c, cbuf *b, int64_t id)
     int64_t i;
     if (!tr_i64map_get(&c->shapes, id, &i)) {
         size_t len;
-        const char *s = tr_scan_string(&c->sc, id, &len);
+        const char *s = string_of(c, id, &len);
+        if (!s) {
+            b->oom = 1;
+            return;
+        }
         size_t off = c->arena.n;
         if (len > NAME_SOFT || !repr_to_json(&c->arena, s, len)) {
             c->arena.n = off;
@@ -1839,6 +1876,8 @@ static tr_status chrome(sqlite3 *db, const tr_export_opts *o, FILE *out, const c
     tr_i64map_free(&c->stream_ctx);
     tr_i64map_free(&c->thread_pid);
     tr_i64map_free(&c->stream_pid);
+    for (size_t k = 0; k < sizeof c->longs / sizeof c->longs[0]; k++)
+        free(c->longs[k].head);
     for (int k = 0; k < D_N; k++)
         sqlite3_finalize(c->side[k]);
     free(c);

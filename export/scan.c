@@ -63,6 +63,42 @@ static int hash_grow(tr_scan *sc)
     return 0;
 }
 
+
+/* String name_id's value, copied once for every node that bears it (-1: no memory). */
+static int shared_name(tr_scan *sc, int64_t name_id, char **name, size_t *len)
+{
+    int64_t at;
+    if (tr_i64map_get(&sc->name_index, name_id, &at)) {
+        *name = sc->names[at];
+        *len = sc->name_lens[at];
+        return 0;
+    }
+    if (sc->nnames == sc->names_cap) {
+        size_t ncap = sc->names_cap ? 2 * sc->names_cap : 256;
+        char **nn = realloc(sc->names, ncap * sizeof *nn);
+        if (nn)
+            sc->names = nn;
+        size_t *nl = nn ? realloc(sc->name_lens, ncap * sizeof *nl) : NULL;
+        if (!nl)
+            return -1;
+        sc->name_lens = nl;
+        sc->names_cap = ncap;
+    }
+    const char *v = tr_scan_string(sc, name_id, len);
+    char *copy = malloc(*len + 1);
+    if (!copy)
+        return -1;
+    memcpy(copy, v, *len);
+    copy[*len] = 0;
+    if (tr_i64map_put(&sc->name_index, name_id, (int64_t)sc->nnames) < 0) {
+        free(copy);
+        return -1;
+    }
+    sc->name_lens[sc->nnames] = *len;
+    sc->names[sc->nnames++] = copy;
+    *name = copy;
+    return 0;
+}
 /* The child of `parent` named name_id with this kind, made on first use. */
 static tr_status node_child(tr_scan *sc, uint32_t parent, int64_t name_id, int kind,
                             uint32_t *out, tr_error *err)
@@ -88,13 +124,10 @@ static tr_status node_child(tr_scan *sc, uint32_t parent, int64_t name_id, int k
         sc->nodes = nn;
         sc->cap = ncap;
     }
+    char *copy;
     size_t len;
-    const char *name = tr_scan_string(sc, name_id, &len);
-    char *copy = malloc(len + 1);
-    if (!copy)
+    if (shared_name(sc, name_id, &copy, &len) < 0)
         return nomem(err);
-    memcpy(copy, name, len);
-    copy[len] = 0;
     uint32_t idx = (uint32_t)sc->nnodes++;
     tr_fnode *n = &sc->nodes[idx];
     memset(n, 0, sizeof *n);
@@ -442,6 +475,7 @@ tr_status tr_scan_init(tr_scan *sc, sqlite3 *db, const tr_export_opts *o, tr_err
     tr_i64map_init(&sc->thread_map);
     tr_i64map_init(&sc->stream_map);
     tr_i64map_init(&sc->event_memo);
+    tr_i64map_init(&sc->name_index);
     sc->cap = 1024;
     sc->nodes = calloc(sc->cap, sizeof *sc->nodes);
     if (!sc->nodes || hash_grow(sc) < 0)
@@ -495,8 +529,13 @@ void tr_scan_free(tr_scan *sc)
 {
     if (sc->o && sc->o->skipped)
         *sc->o->skipped += sc->nbad;
-    for (size_t i = 0; i < sc->nnodes; i++)
-        free(sc->nodes[i].name);
+    if (sc->nodes)
+        free(sc->nodes[0].name);   /* the root's "all"; the others are names' */
+    for (size_t i = 0; i < sc->nnames; i++)
+        free(sc->names[i]);
+    free(sc->names);
+    free(sc->name_lens);
+    tr_i64map_free(&sc->name_index);
     free(sc->nodes);
     free(sc->hash);
     free(sc->frame_memo);

@@ -26,7 +26,7 @@ typedef struct {
     int64_t name_id;          /* strings.id (frames and events alike) */
     uint8_t kind;             /* tr_kind, or TR_KIND_FRAME */
     int8_t match;             /* -1 unknown, 0/1: the path matches --include; +2 if --exclude */
-    char *name;               /* resolved name (raw, unescaped) */
+    char *name;               /* resolved name (raw, unescaped), owned by the scan's names */
     size_t name_len;
     int64_t v[TR_M_COUNT_];   /* metric sums of the selected events at exactly this stack
                                * (only of the metrics in tr_scan.sum_m; the others stay 0) */
@@ -65,6 +65,12 @@ typedef struct {
     /* frame tree */
     tr_fnode *nodes;
     size_t nnodes, cap;
+    /* each name once, whatever the number of nodes that bear it: strings.id ->
+     * index in names (a huge name under a thousand stacks is still one copy) */
+    tr_i64map name_index;
+    char **names;
+    size_t *name_lens;
+    size_t nnames, names_cap;
     uint32_t *hash;           /* open addressing: node index + 1, 0 = empty */
     size_t hcap;
     /* stack_nodes id -> frame-tree node + 1 (0 = not yet made) */

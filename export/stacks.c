@@ -7,6 +7,7 @@
 #include "analyze/compat_torch.h"
 #include "lib/model.h"
 #include "lib/checked.h"
+#include "lib/escape.h"
 #include "lib/rundb.h"
 
 /* Frames written in all folded lines together: about 2.5 GB of text at ten bytes
@@ -19,18 +20,30 @@ typedef struct {
     int64_t value;
 } line;
 
+/* A frame is cut past this many bytes (the chrome export's longest name): a
+ * line repeats every frame of its path, so one huge name under many stacks
+ * would otherwise multiply into gigabytes of text, all held for the sort.
+ * No real name comes near it (the longest C++ kernel names are tens of KB). */
+#define FRAME_MAX (64 * 1024)
+
 /* The two frame spellings, as tr_scan_put_path() takes them. */
 static int put_folded(FILE *f, const char *s, size_t len, void *ctx)
 {
     (void)ctx;
-    tr_put_folded_frame(f, s, len);
+    size_t cut = tr_utf8_cut(s, len, FRAME_MAX);
+    tr_put_folded_frame(f, s, cut);
+    if (cut < len)
+        fputs(TR_ELLIPSIS, f);
     return 0;
 }
 
 static int put_torch(FILE *f, const char *s, size_t len, void *ctx)
 {
     (void)ctx;
-    tr_put_torch_frame(f, s, len);
+    size_t cut = tr_utf8_cut(s, len, FRAME_MAX);
+    tr_put_torch_frame(f, s, cut);
+    if (cut < len)
+        fputs(TR_ELLIPSIS, f);
     return 0;
 }
 

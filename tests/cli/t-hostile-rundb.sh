@@ -146,6 +146,17 @@ variant many-devices "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FR
   SELECT 1000 + i, (SELECT id FROM kinds WHERE name = 'kernel'), 1, 100 + i, 101 + i, 1000 + i, 0, 0, 0, 0,
          1, 1, 0, 0, 0, 0 FROM n"
 every_tool in/many-devices.db
+# a 20 MB name under several stacks: read once, cut in every output (no line of
+# folded stacks holds 20 MB once per frame, no slice name is 20 MB)
+variant long-name "UPDATE strings SET value = printf('%.*c', 20000000, 'A') WHERE id IN
+  (SELECT name_id FROM events WHERE kind = (SELECT id FROM kinds WHERE name = 'runtime'))"
+every_tool in/long-name.db
+for x in "--stacks" "--stacks --stack-source tree" "--chrome" "--flamegraph"; do
+    # shellcheck disable=SC2086
+    run_tool in/long-name.db trace-export $x
+    expect_eq "$rc" 0 "export $x of a 20 MB name"
+    [ "$(wc -c <"$TMP/out.x")" -lt 1000000 ] || fail "export $x of a 20 MB name wrote $(wc -c <"$TMP/out.x") bytes"
+done
 run_tool in/many-devices.db trace-analyze --report summary,kernels,ranks
 expect_eq "$rc" 0 "the reports on 20,000 devices"
 # an array as long as the largest id would need 64 GB: give the tools 2 GB of address space
