@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ingest/readers/cupti_tables.h"
 #include "lib/checked.h"
@@ -592,6 +593,18 @@ tr_status ct_read_sync(ct_reader *r, const ct_table *tab, tr_error *err)
     return ct_read_events(r, tab, NULL, fill_sync, err);
 }
 
+/* The file is read as it stands (immutable: no lock, no journal), as a profiler
+ * leaves it.  A write-ahead log beside it holds changes a writer has not put
+ * into the file: they are not read, and that is said. */
+static void warn_unread_journal(const ct_reader *r, const char *path)
+{
+    char wal[4200];
+    struct stat sb;
+    if (snprintf(wal, sizeof wal, "%s-wal", path) < (int)sizeof wal && stat(wal, &sb) == 0 && sb.st_size > 0)
+        tr_ingest_warn(r->o, "%s: %s holds %lld bytes of changes not written into the database; they are "
+                       "not read (open it once with sqlite3 to fold them in)", path, wal, (long long)sb.st_size);
+}
+
 tr_status ct_read_file(tr_trace *t, const char *path, const tr_ingest_opts *o, const ct_format *fmt,
                        tr_error *err)
 {
@@ -604,6 +617,7 @@ tr_status ct_read_file(tr_trace *t, const char *path, const tr_ingest_opts *o, c
     tr_status s = tr_sql_open(&r.in, path, fmt->what, err);
     if (s != TR_OK)
         return s;
+    warn_unread_journal(&r, path);
     if (!tr_sql_has_table(&r.in, fmt->strings)) {
         s = tr_fail(err, TR_ERR_INPUT, "Cannot read %s: path=\"%s\": no %s table (not %s)", fmt->what,
                     path, fmt->strings, fmt->not_this);

@@ -155,3 +155,12 @@ for f in "$TRACES"/nvprof/*; do
                           WHERE c.kind NOT IN (7,8,9) AND (c.thread_id != p.thread_id
                           OR c.start_ns < p.start_ns OR c.end_ns > p.end_ns)")" 0 "$b: nesting"
 done
+# a write-ahead log beside the database: its changes are not read, and that is said
+need_traces && {
+    cp "$TRACES"/nvprof/profiling-lm__net-17ed9e2.sql wal.sql && chmod u+w wal.sql
+    python3 -c "import sqlite3, os; c = sqlite3.connect('wal.sql', isolation_level=None)
+c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA wal_autocheckpoint=0')
+c.execute('DELETE FROM CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL'); os._exit(0)"
+    expect_status 0 "$BIN/trace-ingest" -o wal.db wal.sql
+    expect_grep 'wal.sql-wal holds [0-9]* bytes of changes not written into the database; they are not read' "$TMP/err"
+}
