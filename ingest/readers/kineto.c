@@ -1565,8 +1565,15 @@ static tr_status top_value(kin_reader *r, const char *key, cJSON *v)
             r->have_base = 1;
         }
     } else if (strcmp(key, "distributedInfo") == 0 && j_object(v)) {
-        r->t->sources.v[r->source].rank = jint(v, "rank", -1);
-        r->t->sources.v[r->source].world_size = jint(v, "world_size", 0);
+        int64_t rank = jint(v, "rank", -1), world = jint(v, "world_size", 0);
+        if (rank < -1 || world < 0) {
+            /* no rank rather than one the tools would refuse or misplace */
+            tr_ingest_warn(r->o, "%s: distributedInfo gives rank %lld of world size %lld: ignored", r->path,
+                           (long long)rank, (long long)world);
+            rank = -1, world = 0;
+        }
+        r->t->sources.v[r->source].rank = rank;
+        r->t->sources.v[r->source].world_size = world;
     } else if (strcmp(key, "schemaVersion") == 0 && j_number(v)) {
         char buf[32];
         snprintf(buf, sizeof buf, "schema %d", v->valueint);

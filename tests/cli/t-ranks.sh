@@ -223,3 +223,12 @@ for bad in "'abc'" 2.7 -5; do
     expect_status 3 "$X" --stacks -o badrank.folded badrank.db
     expect_no_file badrank.folded
 done
+# a negative rank or world size in distributedInfo is not a rank: ingest leaves it out,
+# says so, and every tool reads what it wrote
+kineto neg.json -5 0 1 20 || fail "cannot write neg.json"
+expect_status 0 "$I" -o neg.db neg.json
+expect_grep 'distributedInfo gives rank -5 of world size 0: ignored' "$TMP/err"
+expect_eq "$(ranks neg.db)" "NULL" "the rank of neg.db"
+expect_status 0 "$A" neg.db
+expect_status 0 "$A" --report ranks neg.db
+expect_status 0 "$X" --chrome -o neg.json.out neg.db
