@@ -76,6 +76,9 @@ static tr_status unrecognised(const char *path, const unsigned char *head, size_
 {
     if (n == 0)
         return tr_fail(err, TR_ERR_INPUT, "%s: empty file", path);
+    if (n >= 16 && memcmp(head, "SQLite format 3", 16) == 0 && tr_sqlite_cut_short(path))
+        return tr_fail(err, TR_ERR_INPUT, "%s: SQLite database cut short: its header counts more pages "
+                       "than the file holds (a copy or download that did not finish?)", path);
     if (n >= 16 && memcmp(head, "SQLite format 3", 16) == 0)
         return tr_fail(err, TR_ERR_INPUT,
                        "%s: SQLite database of an unknown kind (not an nvprof export: no "
@@ -90,7 +93,9 @@ static tr_status unrecognised(const char *path, const unsigned char *head, size_
         snprintf(json, sizeof json, "gzip data that is not a JSON trace");
     else if (k < n && (head[k] == '{' || head[k] == '['))
         snprintf(json, sizeof json, "JSON naming no traceEvents, ph or schemaVersion in its first 4 KiB");
-    else if (k < n && head[k] >= 0x20 && head[k] < 0x7f)
+    else if (k == n)
+        snprintf(json, sizeof json, "only white space in its first %zu bytes", n);
+    else if (head[k] >= 0x20 && head[k] < 0x7f)
         snprintf(json, sizeof json, "not JSON: it starts with '%c'", head[k]);
     else
         snprintf(json, sizeof json, "not JSON: it starts with byte 0x%02x", k < n ? head[k] : 0);

@@ -15,6 +15,9 @@ tr_status tr_sql_open(tr_sql_input *in, const char *path, const char *what, tr_e
     if (!tr_file_is_sqlite(path))
         return tr_fail(err, TR_ERR_INPUT, "Cannot read %s: path=\"%s\": not an SQLite database",
                        what, path);
+    if (tr_sqlite_cut_short(path))
+        return tr_fail(err, TR_ERR_INPUT, "Cannot read %s: path=\"%s\": the file is cut short (its header "
+                       "counts more pages than it holds)", what, path);
     if (tr_sqlite_open_ro(path, &in->db) != SQLITE_OK) {
         tr_fail(err, TR_ERR_INPUT, "Cannot read %s: path=\"%s\": %s", what, path,
                 in->db ? sqlite3_errmsg(in->db) : "out of memory");

@@ -206,6 +206,30 @@ int tr_file_is_sqlite(const char *path)
     return got == (ssize_t)sizeof hdr && memcmp(hdr, "SQLite format 3", 16) == 0;
 }
 
+int tr_sqlite_cut_short(const char *path)
+{
+    unsigned char h[100];
+    const char *what;
+    int fd = open_regular(path, &what);
+    if (fd < 0)
+        return 0;
+    ssize_t got = read(fd, h, sizeof h);
+    struct stat sb;
+    int have_size = fstat(fd, &sb) == 0;
+    close(fd);
+    if (got < 16 || memcmp(h, "SQLite format 3", 16) != 0 || !have_size)
+        return 0;
+    if (got < (ssize_t)sizeof h)
+        return 1;   /* not even the header */
+    uint32_t page = (uint32_t)h[16] << 8 | h[17];
+    if (page == 1)
+        page = 65536;
+    uint32_t pages = (uint32_t)h[28] << 24 | (uint32_t)h[29] << 16 | (uint32_t)h[30] << 8 | h[31];
+    if (memcmp(h + 24, h + 92, 4) != 0 || page < 512 || (page & (page - 1)) || !pages)
+        return 0;   /* an older writer's header: the count is not kept */
+    return (uint64_t)sb.st_size < (uint64_t)page * pages;
+}
+
 /* Prepared insert with positional binds. */
 typedef struct {
     sqlite3_stmt *st;
@@ -976,6 +1000,9 @@ tr_status tr_rundb_open(const char *path, sqlite3 **out, tr_error *err)
     close(fd);
     if (got != (ssize_t)sizeof hdr || memcmp(hdr, "SQLite format 3", 16) != 0)
         return tr_fail(err, TR_ERR_INPUT, "%s: not a run database (not an SQLite file)", path);
+    if (tr_sqlite_cut_short(path))
+        return tr_fail(err, TR_ERR_INPUT, "%s: the run database is cut short (its header counts more pages "
+                       "than the file holds)", path);
     sqlite3 *db = NULL;
     int orc = tr_sqlite_open_ro(path, &db);
     if (orc != SQLITE_OK) {

@@ -91,5 +91,8 @@ const char *tr_rundb_name(sqlite3 *db);
 /* True when the file is a regular file that starts with the SQLite header
  * (never blocks: FIFOs, devices and directories are not SQLite files). */
 int tr_file_is_sqlite(const char *path);
+/* True when an SQLite file is shorter than its header says (the page count,
+ * where the header keeps one, times the page size): a copy that did not finish. */
+int tr_sqlite_cut_short(const char *path);
 
 #endif

@@ -56,3 +56,19 @@ expect_grep "tried nvprof and nsys (not an SQLite file), kineto (not JSON: it st
 printf '{"x": 1}' > other.txt
 expect_status 3 "$BIN/trace-ingest" -q -o nt.db other.txt
 expect_grep "kineto (JSON naming no traceEvents" "$TMP/err"
+printf '  \n\t\n' > blank.json
+expect_status 3 "$BIN/trace-ingest" -q -o nt.db blank.json
+expect_grep "kineto (only white space in its first 5 bytes)" "$TMP/err"
+# an SQLite file cut short, at ingest (whether or not a reader recognised its first pages)
+# and given to trace-analyze as a run.db
+"$BIN/gen-nvprof" -n 2000 -o whole.nvvp >/dev/null 2>&1 || fail "gen-nvprof"
+for n in 60 4096 50000; do
+    head -c $n whole.nvvp > cut$n.nvvp
+    bad "nvprof cut at $n" cut$n.nvvp
+    expect_grep "cut short" "$TMP/err"
+done
+expect_status 0 "$BIN/trace-ingest" -q -o whole.db whole.nvvp
+head -c 40000 whole.db > cut.db
+expect_status 3 "$BIN/trace-analyze" cut.db
+expect_one_line_error
+expect_grep "cut.db: the run database is cut short" "$TMP/err"
