@@ -1343,8 +1343,9 @@ static void tree_ids_free(tree_ids *t)
 }
 
 /* The path of holder id, made up its parent chain (each holder's ancestry is its
- * parent's path when the parent is a holder, else the root); -1 out of memory.
- * A chain longer than the ids is a cycle, and ends at the root. */
+ * parent's path when the parent is a holder, else the root); -1 out of memory,
+ * -2 when the chain comes back to an event it has passed (a parent_id cycle:
+ * bad input, docs/schema.md). */
 static int64_t self_of(scan_ctx *c, tree_ids *t, int64_t id)
 {
     size_t n = 0;
@@ -1354,8 +1355,10 @@ static int64_t self_of(scan_ctx *c, tree_ids *t, int64_t id)
             return -1;
         t->chain[n++] = (int32_t)k;
         int64_t up = (int64_t)t->up[k] - 1;
-        if (up < 0 || !(t->what[up] & TREE_HOLDER) || n > (size_t)t->max_id + 1)
+        if (up < 0 || !(t->what[up] & TREE_HOLDER))
             break;
+        if (n > (size_t)t->max_id + 1)
+            return -2;
         k = up;
         base = t->self[k] >> 1;
     }
@@ -1432,7 +1435,10 @@ static tr_status scan_tree_ids(scan_ctx *c, int64_t max_id)
         if ((t.what[id] & TREE_DEVICE) && !(t.what[up] & TREE_API))
             continue;
         int64_t p = self_of(c, &t, up);
-        if (p < 0)
+        if (p == -2)
+            rc = tr_fail(c->err, TR_ERR_INPUT, "%s: table events: parent_id has a cycle through id %lld",
+                         tr_rundb_name(c->db), (long long)up);
+        else if (p < 0)
             rc = nomem(c);
         else
             anc[id] = (int32_t)p;

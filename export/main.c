@@ -22,7 +22,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: trace-export --stacks|--flamegraph|--chrome [-o FILE] [options] run.db|TRACE\n"
+            "usage: trace-export --stacks|--flamegraph|--chrome|--html|--events [-o FILE] [options] run.db|TRACE\n"
             "       trace-export --stacks|--flamegraph --diff [-o FILE] [options] BASE.db NEW.db\n"
             "       trace-export --flamegraph|--stacks --folded [--diff] [-o FILE] FOLDED [NEW.folded]\n"
             "\n"

@@ -43,7 +43,7 @@ static void usage(FILE *f)
             "      --kinds LIST        comma list of: kernel,runtime,driver,memcpy,memset,sync,\n"
             "                          nvtx,overhead,query (default: all but overhead and query)\n"
             "      --no-children       record only PROGRAM's process, not its descendants\n"
-            "      --buffer-size BYTES CUPTI activity buffer size (default 8M; k/M suffix)\n"
+            "      --buffer-size BYTES CUPTI activity buffer size (default 8M; k, M or G suffix)\n"
             "      --buffer-budget BYTES  memory the buffer pool may grow to (default 256M)\n"
             "      --flush-ms MS       periodic flush interval (default 200)\n"
             "      --delay SECONDS     keep only activity starting SECONDS after launch\n"

@@ -111,6 +111,12 @@ for v in gpu-self-parent gpu-loop; do
     done
 done
 
+# trace-analyze follows the chain of host events for --group-by-stack on the tree: a
+# loop among them is bad input there too (docs/schema.md)
+run_tool in/host-loop.db trace-analyze --group-by-stack 2 --stack-source tree
+expect_eq "$rc" 3 "analyze --group-by-stack --stack-source tree on host-loop.db"
+expect_grep 'events: parent_id has a cycle' "$TMP/err"
+
 # ---- stack_nodes: a cycle, a self-parent, a 10^6-deep chain, sparse ids
 variant stack-cycle "UPDATE stack_nodes SET parent_id = (SELECT max(id) FROM stack_nodes) WHERE parent_id IS NULL"
 variant stack-self "UPDATE stack_nodes SET parent_id = id WHERE id = (SELECT max(id) FROM stack_nodes)"
