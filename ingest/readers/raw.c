@@ -1018,6 +1018,63 @@ static uint32_t crc_at(crc_ahead *c, size_t off, const unsigned char *p, size_t 
     return crc_of(p, pl);
 }
 
+/* The next 8-byte-aligned offset after off where a whole chunk checks out
+ * (sync word, length, payload CRC), or len when there is none. */
+static size_t resync(const unsigned char *d, size_t len, size_t off)
+{
+    size_t next = (off | 7) + 1;
+    while (next < len && !chunk_ok(d, len, next))
+        next += 8;
+    return next < len ? next : len;
+}
+
+/* One chunk whose CRC checked out, by its type; unknown types are skipped. */
+static tr_status read_chunk(raw_reader *r, unsigned type, const unsigned char *p, size_t pl, tr_error *err)
+{
+    switch (type) {
+    case TR_RAW_CH_META: read_meta(r, p, pl); return TR_OK;
+    case TR_RAW_CH_STRINGS: return read_strings(r, p, pl, err);
+    case TR_RAW_CH_RECORDS: return read_records(r, p, pl, err);
+    case TR_RAW_CH_STACKS: return read_stacks(r, p, pl, err);
+    case TR_RAW_CH_MAPS: return read_maps(r, p, pl, err);
+    case TR_RAW_CH_MODULES: return read_modules(r, p, pl, err);
+    case TR_RAW_CH_STATUS: read_status(r, p, pl); return TR_OK;
+    case TR_RAW_CH_STATS:
+        if (pl >= 8) {
+            size_t n = tr_raw_ld32(p);
+            for (size_t i = 0; i < n && i < TR_RAW_STAT_COUNT_ && 8 + 8 * i + 8 <= pl; i++)
+                r->stats[i] = tr_raw_ld64(p + 8 + 8 * i);
+            r->have_stats = 1;
+        }
+        return TR_OK;
+    case TR_RAW_CH_END: r->have_end = 1; return TR_OK;
+    default: return TR_OK;
+    }
+}
+
+typedef struct { size_t bad_crc, bad_crc_bytes, garbage, truncated; } chunk_damage;
+
+static void warn_damage(raw_reader *r, const chunk_damage *dm)
+{
+    if (dm->truncated)
+        tr_ingest_warn(r->o, "%s: file truncated: the last %zu byte(s) (1 partial chunk) lost",
+                       r->path, dm->truncated);
+    if (dm->bad_crc)
+        tr_ingest_warn(r->o, "%s: %zu chunk(s) with a bad CRC skipped (%zu bytes lost)", r->path,
+                       dm->bad_crc, dm->bad_crc_bytes);
+    if (dm->garbage)
+        tr_ingest_warn(r->o, "%s: %zu byte(s) of damaged data skipped between chunks", r->path,
+                       dm->garbage);
+    if (!r->have_end && !dm->truncated)
+        tr_ingest_warn(r->o, "%s: no end marker: the process did not exit normally "
+                       "(crash, _exit or kill); records after its last flush are lost", r->path);
+}
+
+/* The chunks from off on.  Damage is measured by the next chunk that checks
+ * out: a payload CRC that fails, a length that is not a multiple of 8, or one
+ * past the end of the file with good chunks after it may all be a damaged
+ * length, which must not decide where reading goes on (it would skip good
+ * chunks, or every chunk to the end). */
 static tr_status read_chunks(raw_reader *r, raw_input *in, size_t off, tr_error *err)
 {
     const unsigned char *d = in->d;
@@ -1025,81 +1082,36 @@ static tr_status read_chunks(raw_reader *r, raw_input *in, size_t off, tr_error 
     crc_ahead crcs;
     crc_ahead_start(&crcs, d, len, off);
     tr_status st = TR_OK;
-    size_t bad_crc = 0, bad_crc_bytes = 0, garbage = 0, truncated = 0;
+    chunk_damage dm = {0, 0, 0, 0};
     while (off < len) {
-        if (len - off < TR_RAW_CHUNK_HDR || tr_raw_ld32(d + off) != TR_RAW_CHUNK_SYNC
-            || tr_raw_ld32(d + off + 8) > TR_RAW_MAX_PAYLOAD) {
-            if (len - off < TR_RAW_CHUNK_HDR && tr_raw_ld32(d + off) == TR_RAW_CHUNK_SYNC) {
-                truncated = len - off;
-                break;
-            }
-            /* resynchronise on the next valid chunk at an 8-byte boundary */
-            size_t next = off + 8;
-            while (next < len && !chunk_ok(d, len, next))
-                next += 8;
-            if (next >= len) {
-                truncated = len - off;
-                break;
-            }
-            garbage += next - off;
-            off = next;
-            continue;
-        }
-        size_t pl = tr_raw_ld32(d + off + 8);
-        if (pl > len - off - TR_RAW_CHUNK_HDR) {
-            truncated = len - off;
-            break;
-        }
+        int sync = len - off >= TR_RAW_CHUNK_HDR && tr_raw_ld32(d + off) == TR_RAW_CHUNK_SYNC;
+        size_t pl = sync ? tr_raw_ld32(d + off + 8) : 0;
+        int sane = sync && pl <= TR_RAW_MAX_PAYLOAD && pl % 8 == 0;
+        int whole = sane && pl <= len - off - TR_RAW_CHUNK_HDR;
         const unsigned char *p = d + off + TR_RAW_CHUNK_HDR;
-        if (crc_at(&crcs, off, p, pl) != tr_raw_ld32(d + off + 12)) {
-            bad_crc++;
-            bad_crc_bytes += TR_RAW_CHUNK_HDR + pl;
+        if (whole && crc_at(&crcs, off, p, pl) == tr_raw_ld32(d + off + 12)) {
+            if ((st = read_chunk(r, tr_raw_ld16(d + off + 4), p, pl, err)) != TR_OK)
+                break;
             off += TR_RAW_CHUNK_HDR + pl;
+            release_before(in, off);
             continue;
         }
-        tr_status s = TR_OK;
-        switch (tr_raw_ld16(d + off + 4)) {
-        case TR_RAW_CH_META: read_meta(r, p, pl); break;
-        case TR_RAW_CH_STRINGS: s = read_strings(r, p, pl, err); break;
-        case TR_RAW_CH_RECORDS: s = read_records(r, p, pl, err); break;
-        case TR_RAW_CH_STACKS: s = read_stacks(r, p, pl, err); break;
-        case TR_RAW_CH_MAPS: s = read_maps(r, p, pl, err); break;
-        case TR_RAW_CH_MODULES: s = read_modules(r, p, pl, err); break;
-        case TR_RAW_CH_STATUS: read_status(r, p, pl); break;
-        case TR_RAW_CH_STATS:
-            if (pl >= 8) {
-                size_t n = tr_raw_ld32(p);
-                for (size_t i = 0; i < n && i < TR_RAW_STAT_COUNT_ && 8 + 8 * i + 8 <= pl; i++)
-                    r->stats[i] = tr_raw_ld64(p + 8 + 8 * i);
-                r->have_stats = 1;
-            }
+        size_t next = resync(d, len, off);
+        if (whole) {
+            dm.bad_crc++;   /* a whole chunk whose payload does not check out */
+            dm.bad_crc_bytes += next - off;
+        } else if (next == len) {
+            dm.truncated = len - off;   /* nothing checks out after it: the file ends mid-chunk */
             break;
-        case TR_RAW_CH_END: r->have_end = 1; break;
-        default: break;   /* unknown chunk types are skipped */
+        } else {
+            dm.garbage += next - off;
         }
-        if (s != TR_OK) {
-            st = s;
-            break;
-        }
-        off += TR_RAW_CHUNK_HDR + pl;
-        release_before(in, off);
+        off = next;
     }
     crc_ahead_stop(&crcs);
-    if (st != TR_OK)
-        return st;
-    if (truncated)
-        tr_ingest_warn(r->o, "%s: file truncated: the last %zu byte(s) (1 partial chunk) lost",
-                       r->path, truncated);
-    if (bad_crc)
-        tr_ingest_warn(r->o, "%s: %zu chunk(s) with a bad CRC skipped (%zu bytes lost)", r->path,
-                       bad_crc, bad_crc_bytes);
-    if (garbage)
-        tr_ingest_warn(r->o, "%s: %zu byte(s) of damaged data skipped between chunks", r->path,
-                       garbage);
-    if (!r->have_end && !truncated)
-        tr_ingest_warn(r->o, "%s: no end marker: the process did not exit normally "
-                       "(crash, _exit or kill); records after its last flush are lost", r->path);
-    return TR_OK;
+    if (st == TR_OK)
+        warn_damage(r, &dm);
+    return st;
 }
 
 static void warn_summary(raw_reader *r)

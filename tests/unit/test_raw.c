@@ -362,8 +362,23 @@ static void test_bad_crc_skips_chunk(void)
     CU_ASSERT(strstr(w.all, "296 byte(s) of damaged data skipped") != NULL);
     tr_trace_free(&t);
 
-    /* a damaged header is refused */
+    /* a damaged length, odd or past the end of the file, loses that chunk alone:
+     * the chunks after it are found again, not skipped by the length */
     b.d[kat] ^= 0xff;
+    uint32_t pl = tr_raw_ld32(b.d + kat + 8);
+    const uint32_t lengths[] = {pl ^ 1, pl ^ 8, pl ^ (1u << 20)};
+    for (size_t k = 0; k < sizeof lengths / sizeof lengths[0]; k++) {
+        memcpy(b.d + kat + 8, &lengths[k], 4);
+        CU_ASSERT_FATAL(tr_trace_init(&t, &err) == TR_OK);
+        CU_ASSERT(read_bytes(b.d, b.n, &t, &w, &err) == TR_OK);
+        CU_ASSERT_EQUAL(count(&t).kind[TR_KIND_KERNEL], 0);
+        CU_ASSERT_EQUAL(count(&t).kind[TR_KIND_MEMCPY], 2);
+        CU_ASSERT(strstr(w.all, "truncated") == NULL);
+        tr_trace_free(&t);
+    }
+    memcpy(b.d + kat + 8, &pl, 4);
+
+    /* a damaged header is refused */
     b.d[30] ^= 1;
     CU_ASSERT_FATAL(tr_trace_init(&t, &err) == TR_OK);
     CU_ASSERT(read_bytes(b.d, b.n, &t, &w, &err) == TR_ERR_INPUT);
