@@ -7,6 +7,7 @@
  * found (as a shell does); 1 when the recorder itself cannot start.  When the
  * program succeeded but the ingest failed, the ingest's status (1 or 3).
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -68,20 +69,33 @@ static int usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
+/* Digits only: strtoull takes a sign (and "-1" as ULLONG_MAX) and leading space. */
+static int parse_count(const char *s, unsigned long long *v, char **end)
+{
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    *v = strtoull(s, end, 10);
+    return errno ? -1 : 0;
+}
+
 static int parse_size(const char *s, unsigned long long *out)
 {
     char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
+    unsigned long long v;
+    if (parse_count(s, &v, &end) < 0)
         return -1;
+    int shift = 0;
     if (*end == 'k' || *end == 'K')
-        v <<= 10, end++;
+        shift = 10, end++;
     else if (*end == 'm' || *end == 'M')
-        v <<= 20, end++;
+        shift = 20, end++;
     else if (*end == 'g' || *end == 'G')
-        v <<= 30, end++;
-    if (*end || v < 65536 || v > (1ull << 30))
+        shift = 30, end++;
+    if (*end || v > (1ull << 30) >> shift)   /* checked before the shift, which could wrap */
+        return -1;
+    v <<= shift;
+    if (v < 65536)
         return -1;
     *out = v;
     return 0;
@@ -92,7 +106,7 @@ static int parse_seconds(const char *s, unsigned long long *ns)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || v < 0 || v > 1e9)
+    if (errno || end == s || *end || !(v >= 0 && v <= 1e9))   /* NaN fails both */
         return -1;
     *ns = (unsigned long long)(v * 1e9);
     return 0;
@@ -283,8 +297,8 @@ static int parse_option(record_args *a, int c, const char *arg)
     case O_BUDGET:
         return parse_size(arg, &a->budget) < 0 ? usage_error("bad --buffer-budget '%s' (64k..1G)", arg) : 0;
     case O_FLUSH:
-        a->flush_ms = strtoull(arg, &end, 10);
-        return *end || !a->flush_ms || a->flush_ms > 600000 ? usage_error("bad --flush-ms '%s'", arg) : 0;
+        return parse_count(arg, &a->flush_ms, &end) < 0 || *end || !a->flush_ms || a->flush_ms > 600000
+               ? usage_error("bad --flush-ms '%s'", arg) : 0;
     case O_DELAY:
         return parse_seconds(arg, &a->delay) < 0 ? usage_error("bad --delay '%s'", arg) : 0;
     case O_DUR:

@@ -17,6 +17,13 @@ expect_status 2 "$REC"
 expect_one_line_error
 expect_status 2 "$REC" --kinds bogus "$APP"
 expect_status 2 "$REC" --buffer-size 12 "$APP"
+# values that wrap or carry a sign are refused, not read as some other number
+for bad in "--buffer-size 18014398509482048k" "--buffer-size -18446744073709486080" "--buffer-size 2G" \
+           "--buffer-budget 4294967296g" "--flush-ms -18446744073709551416" "--flush-ms ' 5'" "--delay nan" \
+           "--duration -1"; do
+    eval "expect_status 2 \"\$REC\" $bad \"\$APP\""
+    expect_one_line_error
+done
 expect_status 127 "$REC" -o nf.db ./no-such-program
 expect_one_line_error
 expect_grep "cannot run './no-such-program'" "$TMP/err"
