@@ -164,6 +164,11 @@ static int make_raw_dir(const char *out, const char *rawdir, int *created)
         fprintf(stderr, PROG ": cannot write %s: directory %s: %s\n", out, parent, strerror(e));
         return -1;
     }
+    /* the run database itself cannot be a directory: said before the program runs, not after */
+    if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, PROG ": cannot write %s: it is a directory\n", out);
+        return -1;
+    }
     if (lstat(rawdir, &st) == 0) {
         if (S_ISDIR(st.st_mode))
             return 0;

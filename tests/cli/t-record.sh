@@ -24,6 +24,12 @@ for bad in "--buffer-size 18014398509482048k" "--buffer-size -184467440737094860
     eval "expect_status 2 \"\$REC\" $bad \"\$APP\""
     expect_one_line_error
 done
+# -o naming a directory is refused before the program runs
+mkdir outdir
+expect_status 1 "$REC" -o outdir sh -c 'echo ran > ran.txt'
+expect_one_line_error
+expect_grep "cannot write outdir: it is a directory" "$TMP/err"
+expect_no_file ran.txt
 expect_status 127 "$REC" -o nf.db ./no-such-program
 expect_one_line_error
 expect_grep "cannot run './no-such-program'" "$TMP/err"
