@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -926,15 +927,20 @@ static void drain_nvtx(void)
 
 /* ---------------------------------------------------------------- buffers */
 
-/* A pool buffer, zeroed once: CUPTI may leave padding between records
- * unwritten, and a record walked by mistake then reads zeros, not old data. */
+/* A pool buffer, zero-filled: CUPTI may leave padding between records
+ * unwritten, and a record walked by mistake then reads zeros, not old data.
+ * Anonymous pages come zeroed as they are first written, so a new buffer costs
+ * the thread that asks for it nothing up front (a memset of 8 MiB held the
+ * application's threads for milliseconds).  Pool buffers are kept for reuse,
+ * never freed. */
 static pool_buf *new_buffer(void)
 {
-    pool_buf *b = aligned_alloc(64, sizeof(pool_buf) + g.buf_size);
-    if (b) {
-        memset(b + 1, 0, g.buf_size);
-        b->size = g.buf_size;
-    }
+    void *m = mmap(NULL, sizeof(pool_buf) + g.buf_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    pool_buf *b = m;
+    b->size = g.buf_size;
     return b;
 }
 
@@ -943,23 +949,34 @@ static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size, size_t *max_r
     *max_records = 0;
     pthread_mutex_lock(&g.mu);
     pool_buf *b = g.free_list;
+    int make = 0;   /* a slot in the pool, for a buffer made below */
     if (b && b->size == g.buf_size) {
         g.free_list = b->next;
     } else if (g.allocated < g.pool_cap) {
-        b = new_buffer();
-        if (b) {
-            b->size = g.buf_size;
-            g.allocated++;
-        }
+        b = NULL;
+        make = 1;
+        g.allocated++;
     } else {
         b = NULL;
     }
-    if (!b)
+    if (!b && !make)
         g.pool_empty++;
     else
         g.outstanding++;
     g.last_buffer_mono = mono_ns();
     pthread_mutex_unlock(&g.mu);
+    if (make) {
+        /* zeroing megabytes takes milliseconds: on this (the application's)
+         * thread, but not under the lock every other thread needs */
+        b = new_buffer();
+        if (!b) {
+            pthread_mutex_lock(&g.mu);
+            g.allocated--;
+            g.outstanding--;
+            g.pool_empty++;
+            pthread_mutex_unlock(&g.mu);
+        }
+    }
     if (!b) {
         *buf = NULL;
         *size = 0;
