@@ -26,22 +26,15 @@ typedef struct {
  * No real name comes near it (the longest C++ kernel names are tens of KB). */
 #define FRAME_MAX (64 * 1024)
 
-/* The two frame spellings, as tr_scan_put_path() takes them. */
-static int put_folded(FILE *f, const char *s, size_t len, void *ctx)
-{
-    (void)ctx;
-    size_t cut = tr_utf8_cut(s, len, FRAME_MAX);
-    tr_put_folded_frame(f, s, cut);
-    if (cut < len)
-        fputs(TR_ELLIPSIS, f);
-    return 0;
-}
+/* A frame cut at FRAME_MAX, as tr_scan_put_path() takes it; ctx points at
+ * the spelling's writer (folded or PyTorch's). */
+typedef void (*frame_writer)(FILE *f, const char *s, size_t len);
+static const frame_writer folded_spelling = tr_put_folded_frame, torch_spelling = tr_put_torch_frame;
 
-static int put_torch(FILE *f, const char *s, size_t len, void *ctx)
+static int put_frame(FILE *f, const char *s, size_t len, void *ctx)
 {
-    (void)ctx;
     size_t cut = tr_utf8_cut(s, len, FRAME_MAX);
-    tr_put_torch_frame(f, s, cut);
+    (*(const frame_writer *)ctx)(f, s, cut);
     if (cut < len)
         fputs(TR_ELLIPSIS, f);
     return 0;
@@ -94,7 +87,7 @@ static tr_status write_folded(tr_scan *sc, FILE *out, tr_error *err)
             st = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
             break;
         }
-        int bad = tr_scan_put_path(f, sc, (uint32_t)i, put_folded, NULL);
+        int bad = tr_scan_put_path(f, sc, (uint32_t)i, put_frame, (void *)&folded_spelling);
         if (fclose(f) != 0 || bad)
             st = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
         lines[k++].value = sc->nodes[i].v[m];
@@ -163,7 +156,7 @@ static tr_status write_torch(tr_scan *sc, FILE *out, tr_error *err)
             break;
         if (!node)
             continue;
-        if (tr_scan_put_path(out, sc, node, put_torch, NULL) < 0) {
+        if (tr_scan_put_path(out, sc, node, put_frame, (void *)&torch_spelling) < 0) {
             status = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
             break;
         }

@@ -76,7 +76,8 @@ static tr_status unrecognised(const char *path, const unsigned char *head, size_
 {
     if (n == 0)
         return tr_fail(err, TR_ERR_INPUT, "%s: empty file", path);
-    if (n >= 16 && memcmp(head, "SQLite format 3", 16) == 0 && tr_sqlite_cut_short(path))
+    int cut_short;
+    if (n >= 16 && memcmp(head, "SQLite format 3", 16) == 0 && tr_sqlite_probe(path, &cut_short) && cut_short)
         return tr_fail(err, TR_ERR_INPUT, "%s: SQLite database cut short: its header counts more pages "
                        "than the file holds (a copy or download that did not finish?)", path);
     if (n >= 16 && memcmp(head, "SQLite format 3", 16) == 0)

@@ -12,10 +12,11 @@ tr_status tr_sql_open(tr_sql_input *in, const char *path, const char *what, tr_e
     in->db = NULL;
     in->path = path;
     in->what = what;
-    if (!tr_file_is_sqlite(path))
+    int cut_short;
+    if (!tr_sqlite_probe(path, &cut_short))
         return tr_fail(err, TR_ERR_INPUT, "Cannot read %s: path=\"%s\": not an SQLite database",
                        what, path);
-    if (tr_sqlite_cut_short(path))
+    if (cut_short)
         return tr_fail(err, TR_ERR_INPUT, "Cannot read %s: path=\"%s\": the file is cut short (its header "
                        "counts more pages than it holds)", what, path);
     if (tr_sqlite_open_ro(path, &in->db) != SQLITE_OK) {

@@ -459,20 +459,25 @@ void tr_ranks_check(const tr_source_rank *v, const char *const *label, size_t n,
 }
 
 /* The same file twice (by device and inode, whatever the names) counts its
- * events twice: a mistake more often than not, so it is said. */
-static void warn_if_repeated(const char *const *paths, const char *const *names, size_t i,
-                             tr_rank_warn_fn warn, void *ctx)
+ * events twice: a mistake more often than not, so it is said, once a repeat.
+ * Each file is looked at once. */
+static void warn_repeated_files(const char *const *paths, const char *const *names, size_t n,
+                                tr_rank_warn_fn warn, void *ctx)
 {
-    struct stat a, b;
-    if (!warn || stat(paths[i], &a) != 0)
-        return;
-    for (size_t k = 0; k < i; k++)
-        if (stat(paths[k], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-            char msg[2200];
-            snprintf(msg, sizeof msg, "%s is %s again: its events count twice", names[i], names[k]);
-            warn(ctx, msg);
-            return;
-        }
+    struct stat *st = warn ? malloc(n * sizeof *st) : NULL;
+    unsigned char *ok = st ? malloc(n) : NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        ok[i] = stat(paths[i], &st[i]) == 0;
+        for (size_t k = 0; ok[i] && k < i; k++)
+            if (ok[k] && st[i].st_dev == st[k].st_dev && st[i].st_ino == st[k].st_ino) {
+                char msg[2200];
+                snprintf(msg, sizeof msg, "%s is %s again: its events count twice", names[i], names[k]);
+                warn(ctx, msg);
+                break;
+            }
+    }
+    free(ok);
+    free(st);
 }
 
 tr_status tr_ranks_prepare(const char *const *paths, const char *const *names, size_t n, int separate,
@@ -486,13 +491,13 @@ tr_status tr_ranks_prepare(const char *const *paths, const char *const *names, s
     int found = !want || !want->n;
     tr_status st = TR_OK;
     char have[256] = "";
+    if (!separate)
+        warn_repeated_files(paths, names, n, warn, ctx);
     for (size_t i = 0; i < n && st == TR_OK; i++) {
         sqlite3 *db = NULL;
         tr_source_rank *v = NULL;
         size_t nv = 0;
         bases[i] = separate ? 0 : base;
-        if (!separate)
-            warn_if_repeated(paths, names, i, warn, ctx);
         if ((st = tr_rundb_open(paths[i], &db, err)) == TR_OK)
             st = tr_source_ranks_load(db, bases[i], &v, &nv, err);
         if (db)

@@ -194,32 +194,13 @@ static int open_regular(const char *path, const char **what)
     return fd;
 }
 
-int tr_file_is_sqlite(const char *path)
+/* Whether a file of size bytes whose first got bytes are h (the SQLite magic
+ * checked) is shorter than its header says: the page count (at byte 28, valid
+ * when the counter at 92 matches the one at 24) times the page size (at 16;
+ * 1 stands for 65536). */
+static int header_cut_short(const unsigned char *h, ssize_t got, int64_t size)
 {
-    char hdr[16];
-    const char *what;
-    int fd = open_regular(path, &what);
-    if (fd < 0)
-        return 0;
-    ssize_t got = read(fd, hdr, sizeof hdr);
-    close(fd);
-    return got == (ssize_t)sizeof hdr && memcmp(hdr, "SQLite format 3", 16) == 0;
-}
-
-int tr_sqlite_cut_short(const char *path)
-{
-    unsigned char h[100];
-    const char *what;
-    int fd = open_regular(path, &what);
-    if (fd < 0)
-        return 0;
-    ssize_t got = read(fd, h, sizeof h);
-    struct stat sb;
-    int have_size = fstat(fd, &sb) == 0;
-    close(fd);
-    if (got < 16 || memcmp(h, "SQLite format 3", 16) != 0 || !have_size)
-        return 0;
-    if (got < (ssize_t)sizeof h)
+    if (got < 100)
         return 1;   /* not even the header */
     uint32_t page = (uint32_t)h[16] << 8 | h[17];
     if (page == 1)
@@ -227,7 +208,31 @@ int tr_sqlite_cut_short(const char *path)
     uint32_t pages = (uint32_t)h[28] << 24 | (uint32_t)h[29] << 16 | (uint32_t)h[30] << 8 | h[31];
     if (memcmp(h + 24, h + 92, 4) != 0 || page < 512 || (page & (page - 1)) || !pages)
         return 0;   /* an older writer's header: the count is not kept */
-    return (uint64_t)sb.st_size < (uint64_t)page * pages;
+    return (uint64_t)size < (uint64_t)page * pages;
+}
+
+int tr_sqlite_probe(const char *path, int *cut_short)
+{
+    unsigned char h[100];
+    const char *what;
+    *cut_short = 0;
+    int fd = open_regular(path, &what);
+    if (fd < 0)
+        return 0;
+    ssize_t got = read(fd, h, sizeof h);
+    struct stat sb;
+    int have_size = fstat(fd, &sb) == 0;
+    close(fd);
+    if (got < 16 || memcmp(h, "SQLite format 3", 16) != 0)
+        return 0;
+    *cut_short = have_size && header_cut_short(h, got, (int64_t)sb.st_size);
+    return 1;
+}
+
+int tr_file_is_sqlite(const char *path)
+{
+    int cut_short;
+    return tr_sqlite_probe(path, &cut_short);
 }
 
 /* Prepared insert with positional binds. */
@@ -993,14 +998,14 @@ tr_status tr_rundb_open(const char *path, sqlite3 **out, tr_error *err)
     if (fd < 0)
         return what ? tr_fail(err, TR_ERR_INPUT, "%s: not a run database (%s)", path, what)
                     : tr_fail(err, TR_ERR_INPUT, "cannot open %s: %s", path, strerror(errno));
-    char hdr[16];
+    unsigned char hdr[100];
     ssize_t got = read(fd, hdr, sizeof hdr);
     struct stat sb;
     int64_t size = fstat(fd, &sb) == 0 ? (int64_t)sb.st_size : 0;
     close(fd);
-    if (got != (ssize_t)sizeof hdr || memcmp(hdr, "SQLite format 3", 16) != 0)
+    if (got < 16 || memcmp(hdr, "SQLite format 3", 16) != 0)
         return tr_fail(err, TR_ERR_INPUT, "%s: not a run database (not an SQLite file)", path);
-    if (tr_sqlite_cut_short(path))
+    if (header_cut_short(hdr, got, size))
         return tr_fail(err, TR_ERR_INPUT, "%s: the run database is cut short (its header counts more pages "
                        "than the file holds)", path);
     sqlite3 *db = NULL;

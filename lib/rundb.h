@@ -91,8 +91,9 @@ const char *tr_rundb_name(sqlite3 *db);
 /* True when the file is a regular file that starts with the SQLite header
  * (never blocks: FIFOs, devices and directories are not SQLite files). */
 int tr_file_is_sqlite(const char *path);
-/* True when an SQLite file is shorter than its header says (the page count,
- * where the header keeps one, times the page size): a copy that did not finish. */
-int tr_sqlite_cut_short(const char *path);
+/* The same, with *cut_short set when the file is shorter than its header says
+ * (the page count, where the header keeps one, times the page size): a copy
+ * that did not finish.  One open and one read. */
+int tr_sqlite_probe(const char *path, int *cut_short);
 
 #endif

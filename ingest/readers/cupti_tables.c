@@ -22,9 +22,7 @@ int ct_time_ok(int64_t v)
     return v >= -TR_NS_SPAN_MAX && v <= TR_NS_SPAN_MAX;
 }
 
-/* ct_interval() on values already read: their SQLite types and integers. */
-static int interval_of(ct_bad *b, int stype, int64_t s, int etype, int64_t e, int64_t *start,
-                       int64_t *end)
+int ct_interval_of(ct_bad *b, int stype, int64_t s, int etype, int64_t e, int64_t *start, int64_t *end)
 {
     if (stype != SQLITE_INTEGER || etype != SQLITE_INTEGER) {
         b->no_time++;
@@ -41,7 +39,7 @@ static int interval_of(ct_bad *b, int stype, int64_t s, int etype, int64_t e, in
 
 int ct_interval(ct_bad *b, sqlite3_stmt *st, int cs, int ce, int64_t *start, int64_t *end)
 {
-    return interval_of(b, sqlite3_column_type(st, cs), sqlite3_column_int64(st, cs),
+    return ct_interval_of(b, sqlite3_column_type(st, cs), sqlite3_column_int64(st, cs),
                        sqlite3_column_type(st, ce), sqlite3_column_int64(st, ce), start, end);
 }
 
@@ -213,7 +211,7 @@ static int row_times(const ct_reader *r, const ct_row *w, ct_bad *bad, int64_t *
 {
     int cs = w->col[CT_START], ce = w->col[CT_END];
     if (r->fmt->flags & CT_CHECK_TIMES)
-        return interval_of(bad, row_type(w, cs), row_int(w, cs), row_type(w, ce), row_int(w, ce),
+        return ct_interval_of(bad, row_type(w, cs), row_int(w, cs), row_type(w, ce), row_int(w, ce),
                            start, end);
     *start = row_int(w, cs);
     *end = row_int(w, ce);

@@ -163,6 +163,8 @@ tr_status ct_oom(const ct_reader *r, tr_error *err);
 int ct_time_ok(int64_t v);
 /* 1 and the times when columns cs and ce hold a usable interval; else counts why and 0. */
 int ct_interval(ct_bad *b, sqlite3_stmt *st, int cs, int ce, int64_t *start, int64_t *end);
+/* ct_interval() on values already read: their SQLite types and integers. */
+int ct_interval_of(ct_bad *b, int stype, int64_t s, int etype, int64_t e, int64_t *start, int64_t *end);
 void ct_report_bad(const ct_reader *r, const ct_bad *b);
 void ct_note_ts(ct_reader *r, int64_t ts);
 uint32_t ct_thread(ct_reader *r, int64_t pid, int64_t tid);

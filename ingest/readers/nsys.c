@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include "ingest/readers/cupti_tables.h"
-#include "lib/checked.h"
 #include "lib/spill.h"
 
 #define WHAT "nsys export"
@@ -108,16 +107,13 @@ static tr_status add_nvtx_event(ct_reader *r, const tr_sql_cell *c, size_t *unte
     int64_t type = c[2].i;
     if (type != NSYS_NVTX_MARK && type != NSYS_NVTX_PUSHPOP && type != NSYS_NVTX_STARTEND)
         return TR_OK;   /* domain/category/thread naming rows carry no time span */
-    /* times as the activity tables' are checked (ct_interval); a range may lack its end */
+    /* times as the activity tables' are checked; a mark, or a range whose end was
+     * never recorded, has its start checked alone */
     int has_end = type != NSYS_NVTX_MARK && c[1].type != SQLITE_NULL;
-    if (c[0].type != SQLITE_INTEGER || (has_end && c[1].type != SQLITE_INTEGER)) {
-        bad->no_time++;
+    const tr_sql_cell *end = has_end ? &c[1] : &c[0];
+    int64_t start, stop;
+    if (!ct_interval_of(bad, c[0].type, c[0].i, end->type, end->i, &start, &stop))
         return TR_OK;
-    }
-    if (!ct_time_ok(c[0].i) || (has_end && (!ct_time_ok(c[1].i) || !tr_span_ok(c[0].i, c[1].i)))) {
-        bad->bad_span++;
-        return TR_OK;
-    }
     tr_event *e = tr_add_event(r->t, type == NSYS_NVTX_MARK ? TR_KIND_MARK : TR_KIND_RANGE);
     if (!e)
         return ct_oom(r, err);
