@@ -348,6 +348,25 @@ static int index_api_calls(const tr_trace *t, corr_index *ix)
     return 0;
 }
 
+/* The tree's fields back to where the tree starts from.  Only the fields that
+ * differ are stored: a fresh event (tr_add_event()) already has these values,
+ * and a page of a spilled event array that a pass only reads is not made
+ * dirty, so it costs a read fault, which maps its neighbours too, and not a
+ * write fault of its own (docs/ingest.md, "What it costs"). */
+static void reset_event(tr_event *e)
+{
+    if (e->parent != -1)
+        e->parent = -1;
+    if (e->depth)
+        e->depth = 0;
+    if (e->cpu_self || e->gpu_self || e->gpu_total)
+        e->cpu_self = e->gpu_self = e->gpu_total = 0;
+    if (e->flags & TR_FLAG_MERGED)
+        e->flags &= (uint8_t)~TR_FLAG_MERGED;
+    if (e->end < e->start)
+        e->end = e->start;
+}
+
 /* First pass: resets the derived fields (so a rebuild gives the same
  * result), lists the API calls for the correlation index and counts what
  * later steps need counted. */
@@ -363,12 +382,7 @@ static tr_status reset_and_list_calls(tr_trace *t, tree_links *l, tr_error *err)
     for (size_t i = 0; i < t->events.n; i++) {
         tr_spill_tick();
         tr_event *e = &ev[i];
-        e->parent = -1;
-        e->depth = 0;
-        e->cpu_self = e->gpu_self = e->gpu_total = 0;
-        e->flags &= (uint8_t)~TR_FLAG_MERGED;
-        if (e->end < e->start)
-            e->end = e->start;
+        reset_event(e);
         l->nmem += e->kind == TR_KIND_MEMORY;
         if (!tr_kinds[e->kind].is_api || e->correlation < 0)
             continue;
@@ -736,7 +750,9 @@ static void sum_totals(tr_trace *t, const tree_links *l)
     for (size_t k = l->n; k-- > 0;) {
         tr_spill_tick();
         tr_event *e = &ev[l->order[k]];
-        e->gpu_total = tr_sat_add(e->gpu_total, e->gpu_self);
+        /* adding 0 stores nothing: the page stays clean (reset_event()) */
+        if (e->gpu_self)
+            e->gpu_total = tr_sat_add(e->gpu_total, e->gpu_self);
         tr_event_mem *m = t->mem ? &t->mem[l->order[k]] : NULL;
         if (m && e->kind == TR_KIND_MEMORY && (e->flags & TR_FLAG_GPU_MEMORY)) {
             m->gpu_self += e->bytes;
@@ -747,7 +763,8 @@ static void sum_totals(tr_trace *t, const tree_links *l)
         }
         if (e->parent < 0)
             continue;
-        ev[e->parent].gpu_total = tr_sat_add(ev[e->parent].gpu_total, e->gpu_total);
+        if (e->gpu_total)
+            ev[e->parent].gpu_total = tr_sat_add(ev[e->parent].gpu_total, e->gpu_total);
         if (!m)
             continue;
         tr_event_mem *pm = &t->mem[e->parent];
