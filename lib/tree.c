@@ -53,11 +53,14 @@ static int cmp_cpu(const void *pa, const void *pb)
 
 /* Correlation index: (source, correlation) -> API event index, an array
  * sorted by key.  A hash map here was random access over every API call of
- * the trace; GPU activities come roughly in launch order, so successive
- * binary searches touch the same few pages, which keeps a spilled index
- * (lib/spill.h) cheap. */
+ * the trace; GPU activities come roughly in launch order, so each search
+ * starts from where the last one ended (`hint`) and widens its steps until
+ * it has the key between two of them: a few neighbouring slots in the usual
+ * case, where a binary search over the whole array touched two dozen slots
+ * across it (its top levels are pages that every trim of a spilled index,
+ * lib/spill.h, drops, and the next search maps again). */
 typedef struct { int64_t corr; uint32_t source; uint32_t event_plus1; } corr_slot;
-typedef struct { corr_slot *s; size_t n; } corr_index;
+typedef struct { corr_slot *s; size_t n; size_t hint; } corr_index;
 
 static int corr_before(const corr_slot *a, uint32_t source, int64_t corr)
 {
@@ -74,18 +77,44 @@ static int cmp_corr_slot(const void *pa, const void *pb)
     return a->event_plus1 < b->event_plus1 ? -1 : a->event_plus1 > b->event_plus1;
 }
 
-/* The API event (+ 1) of (source, corr), 0 when none. */
-static uint32_t corr_lookup(const corr_index *ix, uint32_t source, int64_t corr)
+/* The first slot not before (source, corr), n when none: a galloping search
+ * from the hint, then a binary one between the last two steps. */
+static size_t corr_lower_bound(corr_index *ix, uint32_t source, int64_t corr)
 {
-    size_t lo = 0, hi = ix->n;
-    while (lo < hi) {
+    size_t n = ix->n, lo, hi, h = ix->hint < n ? ix->hint : 0;
+    if (n == 0)
+        return 0;
+    if (corr_before(&ix->s[h], source, corr)) {   /* after h: steps forward */
+        lo = h + 1;
+        hi = lo;
+        for (size_t step = 1; hi < n && corr_before(&ix->s[hi], source, corr); step *= 2) {
+            lo = hi + 1;
+            hi = n - hi > step ? hi + step : n;
+        }
+    } else {   /* at h or before: steps back */
+        hi = h;
+        lo = h;
+        for (size_t step = 1; lo > 0 && !corr_before(&ix->s[lo - 1], source, corr); step *= 2) {
+            hi = lo - 1;
+            lo = lo - 1 > step ? lo - 1 - step : 0;
+        }
+    }
+    while (lo < hi) {   /* the bound is in [lo, hi]: before s[lo - 1] fails, s[hi] is not before */
         size_t mid = lo + (hi - lo) / 2;
         if (corr_before(&ix->s[mid], source, corr))
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < ix->n && ix->s[lo].source == source && ix->s[lo].corr == corr ? ix->s[lo].event_plus1 : 0;
+    ix->hint = lo < n ? lo : n - 1;
+    return lo;
+}
+
+/* The API event (+ 1) of (source, corr), 0 when none. */
+static uint32_t corr_lookup(corr_index *ix, uint32_t source, int64_t corr)
+{
+    size_t i = corr_lower_bound(ix, source, corr);
+    return i < ix->n && ix->s[i].source == source && ix->s[i].corr == corr ? ix->s[i].event_plus1 : 0;
 }
 
 /* Sorts s[0..n) by (source, corr, event): an LSD radix sort on the key when

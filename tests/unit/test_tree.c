@@ -390,6 +390,47 @@ static void test_sort_paths(void)
     check_shuffled_nesting(-5000000, 0);                          /* negative times */
 }
 
+/* Each GPU activity finds its launch by correlation id whatever the order it
+ * comes in: the search starts where the last one ended, so ids in launch
+ * order, in reverse, jumping about, missing (between two launches, before the
+ * first, after the last) and a driver call with a runtime call's id (the
+ * runtime call wins) all find what a search of the whole index finds. */
+static void test_correlation_lookups(void)
+{
+    setup();
+    enum { N = 2000 };
+    size_t launch[N];
+    for (int i = 0; i < N; i++)   /* ids 7, 10, 13, ...: gaps between them */
+        launch[i] = add(TR_KIND_RUNTIME, "cudaLaunchKernel", 10 * i, 10 * i + 5, thread1, 3 * i + 7);
+    size_t driver = add(TR_KIND_DRIVER, "cuLaunchKernel", 100000, 100005, thread1, 3 * 500 + 7);
+    int order[3 * N];
+    int n = 0;
+    for (int i = 0; i < N / 4; i++)            /* launch order */
+        order[n++] = i;
+    for (int i = N / 2 - 1; i >= N / 4; i--)   /* reverse */
+        order[n++] = i;
+    for (int i = 0; i < N / 2; i++)            /* jumping between the two ends */
+        order[n++] = (i & 1) ? N / 2 + i / 2 : N - 1 - i / 2;
+    size_t kernel[3 * N];
+    for (int k = 0; k < n; k++)
+        kernel[k] = add(TR_KIND_KERNEL, "k", 1000000 + k, 1000001 + k, 0, 3 * order[k] + 7);
+    size_t missing[] = {add(TR_KIND_KERNEL, "gap", 2000000, 2000001, 0, 3 * 40 + 8),
+                        add(TR_KIND_KERNEL, "before", 2000002, 2000003, 0, 1),
+                        add(TR_KIND_KERNEL, "after", 2000004, 2000005, 0, 3 * N + 100),
+                        add(TR_KIND_KERNEL, "gap2", 2000006, 2000007, 0, 3 * 1500 + 9)};
+    size_t again = add(TR_KIND_KERNEL, "k", 2000008, 2000009, 0, 3 * 500 + 7);
+    build();
+    int ok = 1;
+    for (int k = 0; k < n; k++)
+        ok &= EV(kernel[k])->parent == (int64_t)launch[order[k]];
+    CU_ASSERT(ok);
+    for (size_t m = 0; m < sizeof missing / sizeof missing[0]; m++)
+        CU_ASSERT_EQUAL(EV(missing[m])->parent, -1);
+    CU_ASSERT_EQUAL(EV(again)->parent, (int64_t)launch[500]);   /* the runtime call, not the driver's */
+    CU_ASSERT_EQUAL(EV(driver)->gpu_self, 0);
+    tr_trace_free(&t);
+}
+
 TR_SUITE(tree,
          {"partial overlap: siblings, self >= 0", test_partial_overlap},
          {"touching and zero-length events", test_touching_and_zero_length},
@@ -400,6 +441,7 @@ TR_SUITE(tree,
          {"memory totals and self", test_memory},
          {"sync waits take their call's thread", test_sync_adopts_thread},
          {"sorted the same on the radix and fallback paths", test_sort_paths},
+         {"correlation ids found in any order", test_correlation_lookups},
          {"redispatched ops merge into their parent", test_redispatch_merge},
          {"backward ops take their forward op's stack", test_backward_stacks},
          {"memory: deepest holder of the closed window", test_memory_closed_windows},
