@@ -117,8 +117,59 @@ static uint32_t corr_lookup(corr_index *ix, uint32_t source, int64_t corr)
     return i < ix->n && ix->s[i].source == source && ix->s[i].corr == corr ? ix->s[i].event_plus1 : 0;
 }
 
-/* Sorts s[0..n) by (source, corr, event): an LSD radix sort on the key when
- * it fits in 64 bits (stable, so events stay in index order), else qsort. */
+/* The sorts below merge an array's ascending runs where there are at most
+ * this many: log2(runs) passes over it, where an LSD radix sort takes two a
+ * byte of the key that differs. */
+#define MERGE_RUNS_MAX 32
+
+static uint64_t slot_key(const corr_slot *s)
+{
+    return (uint64_t)s->source << 48 | (uint64_t)s->corr;
+}
+
+/* Where the slots, in event order, are a few runs of ascending keys (each
+ * CUPTI API table's calls come with rising correlation ids), they are merged
+ * pairwise, a pass at a time, between s and spare; equal keys keep their
+ * order (the left run's first), as in the radix sort.  Returns the array
+ * that holds the result; NULL (nothing moved) when there are more than
+ * MERGE_RUNS_MAX runs. */
+static corr_slot *merge_slot_runs(corr_slot *a, corr_slot *b, size_t n)
+{
+    size_t starts[MERGE_RUNS_MAX + 1], runs = 0;
+    starts[runs++] = 0;
+    for (size_t k = 1; k < n; k++) {
+        tr_spill_tick();
+        if (slot_key(&a[k]) >= slot_key(&a[k - 1]))
+            continue;
+        if (runs == MERGE_RUNS_MAX)
+            return NULL;
+        starts[runs++] = k;
+    }
+    starts[runs] = n;
+    while (runs > 1) {
+        size_t out = 0;
+        for (size_t r = 0; r < runs; r += 2) {
+            size_t lo = starts[r], mid = starts[r + 1], hi = r + 1 < runs ? starts[r + 2] : mid;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid || j < hi) {
+                tr_spill_tick();
+                int right = i == mid || (j < hi && slot_key(&a[j]) < slot_key(&a[i]));
+                b[k++] = right ? a[j++] : a[i++];
+            }
+            starts[out++] = lo;
+        }
+        starts[out] = n;
+        runs = out;
+        corr_slot *t = a;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Sorts s[0..n) by (source, corr, event): a merge of its runs where there
+ * are few, else an LSD radix sort on the key when it fits in 64 bits (both
+ * stable, so events stay in index order), else qsort. */
 static int sort_corr_slots(corr_slot *s, size_t n)
 {
     if (n < 2)   /* s is NULL when the trace has no API call */
@@ -137,29 +188,33 @@ static int sort_corr_slots(corr_slot *s, size_t n)
     corr_slot *spare = tr_spill_calloc(n, sizeof *spare);
     if (!spare)
         return -1;
-    corr_slot *a = s, *b = spare;
-    uint64_t differ = 0, first = (uint64_t)s[0].source << 48 | (uint64_t)s[0].corr;
-    for (size_t k = 0; k < n; k++) {
-        tr_spill_tick();
-        differ |= ((uint64_t)s[k].source << 48 | (uint64_t)s[k].corr) ^ first;
-    }
-    for (int shift = 0; shift < 64; shift += 8) {
-        if (!((differ >> shift) & 0xff))
-            continue;
-        size_t count[257] = {0};
+    corr_slot *a = merge_slot_runs(s, spare, n);
+    if (!a) {
+        corr_slot *b = spare;
+        a = s;
+        uint64_t differ = 0, first = slot_key(&s[0]);
         for (size_t k = 0; k < n; k++) {
             tr_spill_tick();
-            count[((((uint64_t)a[k].source << 48 | (uint64_t)a[k].corr) >> shift) & 0xff) + 1]++;
+            differ |= slot_key(&s[k]) ^ first;
         }
-        for (int d = 0; d < 256; d++)
-            count[d + 1] += count[d];
-        for (size_t k = 0; k < n; k++) {
-            tr_spill_tick();
-            b[count[(((uint64_t)a[k].source << 48 | (uint64_t)a[k].corr) >> shift) & 0xff]++] = a[k];
+        for (int shift = 0; shift < 64; shift += 8) {
+            if (!((differ >> shift) & 0xff))
+                continue;
+            size_t count[257] = {0};
+            for (size_t k = 0; k < n; k++) {
+                tr_spill_tick();
+                count[((slot_key(&a[k]) >> shift) & 0xff) + 1]++;
+            }
+            for (int d = 0; d < 256; d++)
+                count[d + 1] += count[d];
+            for (size_t k = 0; k < n; k++) {
+                tr_spill_tick();
+                b[count[(slot_key(&a[k]) >> shift) & 0xff]++] = a[k];
+            }
+            corr_slot *t = a;
+            a = b;
+            b = t;
         }
-        corr_slot *t = a;
-        a = b;
-        b = t;
     }
     if (a != s)
         tr_spill_copy(s, a, n * sizeof *s);
@@ -172,20 +227,111 @@ typedef struct { size_t event; int64_t frontier, covered; } open_frame;
 /* The range of the sort key, gathered while the order is collected. */
 typedef struct { int64_t lo, hi; uint32_t max_thread; } cpu_key_range;
 
+/* Keys and the event indices they sort, in separate arrays (24 bytes an
+ * event for both buffers, not the 32 of a padded key-index pair): the sort
+ * of the CPU events sets the peak RSS of the whole ingest. */
+typedef struct { uint64_t *key; uint32_t *idx; } keyed;
+
+/* LSD radix, 8 bits a pass, skipping bytes that are the same in every key
+ * (differ: the bits in which some key differs from the first); b is the
+ * spare.  Stable.  Returns the buffer that holds the result. */
+static keyed radix_sort_keyed(keyed a, keyed b, size_t n, uint64_t differ)
+{
+    for (int shift = 0; shift < 64; shift += 8) {
+        if (!((differ >> shift) & 0xff))
+            continue;
+        size_t count[257] = {0};
+        for (size_t k = 0; k < n; k++) {
+            tr_spill_tick();
+            count[((a.key[k] >> shift) & 0xff) + 1]++;
+        }
+        for (int d = 0; d < 256; d++)
+            count[d + 1] += count[d];
+        for (size_t k = 0; k < n; k++) {
+            tr_spill_tick();
+            size_t to = count[(a.key[k] >> shift) & 0xff]++;
+            b.key[to] = a.key[k];
+            b.idx[to] = a.idx[k];
+        }
+        keyed t = a;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Where the keys, in index order, are a few ascending runs (nvprof's and
+ * nsys's tables, each in time order; a raw recording's threads), merging the
+ * runs takes log2(runs) passes over the keys where the radix sort takes two
+ * a byte of the key that differs (MERGE_RUNS_MAX). */
+
+/* The starts of the ascending runs of key[0..n), with n after the last; 0
+ * when there are more than MERGE_RUNS_MAX. */
+static size_t find_runs(const uint64_t *key, size_t n, size_t *starts)
+{
+    size_t runs = 0;
+    starts[runs++] = 0;
+    for (size_t k = 1; k < n; k++) {
+        tr_spill_tick();
+        if (key[k] >= key[k - 1])
+            continue;
+        if (runs == MERGE_RUNS_MAX)
+            return 0;
+        starts[runs++] = k;
+    }
+    starts[runs] = n;
+    return runs;
+}
+
+/* Merges the runs pairwise, a pass at a time, between a and b; equal keys
+ * keep their order (the left run's first), so the result is the stable
+ * sort's, as the radix sort's.  Returns the buffer that holds the result. */
+static keyed merge_runs(keyed a, keyed b, size_t *starts, size_t runs)
+{
+    while (runs > 1) {
+        size_t out = 0;
+        for (size_t r = 0; r < runs; r += 2) {
+            size_t lo = starts[r], mid = starts[r + 1], hi = r + 1 < runs ? starts[r + 2] : mid;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                tr_spill_tick();
+                size_t from = a.key[j] < a.key[i] ? j++ : i++;
+                b.key[k] = a.key[from];
+                b.idx[k++] = a.idx[from];
+            }
+            for (; i < mid; i++, k++) {
+                tr_spill_tick();
+                b.key[k] = a.key[i];
+                b.idx[k] = a.idx[i];
+            }
+            for (; j < hi; j++, k++) {
+                tr_spill_tick();
+                b.key[k] = a.key[j];
+                b.idx[k] = a.idx[j];
+            }
+            starts[out++] = lo;
+        }
+        starts[out] = starts[runs];
+        runs = out;
+        keyed t = a;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 /* Sorts order[0..n) so that each thread's events are in cmp_cpu order, the
- * threads interleaved by start time: a radix sort on (start, thread) does
- * most of the work in a few linear passes (qsort through an index into the
- * events was a tenth of the ingest time); runs of equal (start, thread) are
- * then finished with cmp_cpu.  Falls back to qsort by cmp_cpu (one thread
- * after the other) when the key does not fit; every walk over the order
- * needs only each thread's events in cmp_cpu order.  Time first, because a
- * thread's events are spread over the whole event array (nvprof stores each
- * table's rows together, the threads interleaved), so a walk one thread
- * after the other reads every page of the array once a thread, where a walk
- * in time order reads it about once: once the array is in a file (lib/spill.h)
- * each read of a dropped page is a page fault.  Keys and event indices sit in
- * separate arrays (24 bytes an event for both buffers, not the 32 of a padded
- * key-index pair): this sort sets the peak RSS of the whole ingest. */
+ * threads interleaved by start time: a sort on (start, thread) does most of
+ * the work in a few linear passes (qsort through an index into the events
+ * was a tenth of the ingest time); runs of equal (start, thread) are then
+ * finished with cmp_cpu.  Falls back to qsort by cmp_cpu (one thread after
+ * the other) when the key does not fit; every walk over the order needs only
+ * each thread's events in cmp_cpu order.  Time first, because a thread's
+ * events are spread over the whole event array (nvprof stores each table's
+ * rows together, the threads interleaved), so a walk one thread after the
+ * other reads every page of the array once a thread, where a walk in time
+ * order reads it about once: once the array is in a file (lib/spill.h) each
+ * read of a dropped page is a page fault. */
 static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, cpu_key_range r,
                                  tr_error *err)
 {
@@ -206,7 +352,6 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
         tr_spill_free(ib);
         return oom(err);
     }
-    uint32_t *ia = order;
     uint64_t differ = 0;
     for (size_t k = 0; k < n; k++) {
         tr_spill_tick();
@@ -214,39 +359,18 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
         ka[k] = (uint64_t)(e->start - r.lo) << thread_bits | e->thread;
         differ |= ka[k] ^ ka[0];
     }
-    /* LSD radix, 8 bits a pass, skipping bytes that are the same in every key */
-    for (int shift = 0; shift < 64; shift += 8) {
-        if (!((differ >> shift) & 0xff))
-            continue;
-        size_t count[257] = {0};
-        for (size_t k = 0; k < n; k++) {
-            tr_spill_tick();
-            count[((ka[k] >> shift) & 0xff) + 1]++;
-        }
-        for (int d = 0; d < 256; d++)
-            count[d + 1] += count[d];
-        for (size_t k = 0; k < n; k++) {
-            tr_spill_tick();
-            size_t to = count[(ka[k] >> shift) & 0xff]++;
-            kb[to] = ka[k];
-            ib[to] = ia[k];
-        }
-        uint64_t *kt = ka;
-        ka = kb;
-        kb = kt;
-        uint32_t *it = ia;
-        ia = ib;
-        ib = it;
-    }
-    if (ia != order) {   /* an odd number of passes: the sorted indices are in the spare */
-        tr_spill_copy(order, ia, n * sizeof *order);
-        ib = ia;
-    }
+    size_t starts[MERGE_RUNS_MAX + 1];
+    size_t runs = find_runs(ka, n, starts);
+    keyed a = {ka, order}, b = {kb, ib};
+    keyed sorted = runs ? merge_runs(a, b, starts, runs) : radix_sort_keyed(a, b, n, differ);
+    if (sorted.idx != order)   /* the sorted indices are in the spare */
+        tr_spill_copy(order, sorted.idx, n * sizeof *order);
     /* stable passes kept equal keys in index order; finish each run properly */
+    const uint64_t *key = sorted.key;
     for (size_t k = 0; k < n;) {
         tr_spill_tick();
         size_t end = k + 1;
-        while (end < n && ka[end] == ka[k])
+        while (end < n && key[end] == key[k])
             end++;
         if (end - k > 1)
             qsort(order + k, end - k, sizeof *order, cmp_cpu);

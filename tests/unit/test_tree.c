@@ -390,11 +390,42 @@ static void test_sort_paths(void)
     check_shuffled_nesting(-5000000, 0);                          /* negative times */
 }
 
+/* Events that come as a few runs in time order (nvprof's tables: all the
+ * ranges, then all the calls) are merged rather than radix-sorted: the same
+ * nesting, ties across runs included (an outer and an inner range starting
+ * together, from different runs, with a call of a third run at that start on
+ * the other thread). */
+static void test_sort_runs_merged(void)
+{
+    setup();
+    enum { G = 700 };
+    size_t outer[G], inner[G], call[G], other[G];
+    for (int g = 0; g < G; g++)
+        inner[g] = add(TR_KIND_RANGE, "inner", 1000 * g, 1000 * g + 200, thread1, -1);
+    for (int g = 0; g < G; g++)
+        call[g] = add(TR_KIND_RUNTIME, "call", 1000 * g + 10, 1000 * g + 110, thread1, -1);
+    for (int g = 0; g < G; g++)
+        other[g] = add(TR_KIND_RUNTIME, "call", 1000 * g, 1000 * g + 50, thread2, -1);
+    for (int g = 0; g < G; g++)
+        outer[g] = add(TR_KIND_RANGE, "outer", 1000 * g, 1000 * g + 500, thread1, -1);
+    build();
+    int ok = 1;
+    for (int g = 0; g < G; g++) {
+        ok &= EV(outer[g])->parent == -1 && EV(outer[g])->cpu_self == 300;
+        ok &= EV(inner[g])->parent == (int64_t)outer[g] && EV(inner[g])->depth == 1;
+        ok &= EV(call[g])->parent == (int64_t)inner[g] && EV(call[g])->depth == 2;
+        ok &= EV(other[g])->parent == -1;
+    }
+    CU_ASSERT(ok);
+    tr_trace_free(&t);
+}
+
 /* Each GPU activity finds its launch by correlation id whatever the order it
  * comes in: the search starts where the last one ended, so ids in launch
  * order, in reverse, jumping about, missing (between two launches, before the
- * first, after the last) and a driver call with a runtime call's id (the
- * runtime call wins) all find what a search of the whole index finds. */
+ * first, after the last), a driver call with a runtime call's id (the
+ * runtime call wins) and a second runtime call with one (the first wins) all
+ * find what a search of the whole index finds. */
 static void test_correlation_lookups(void)
 {
     setup();
@@ -403,6 +434,8 @@ static void test_correlation_lookups(void)
     for (int i = 0; i < N; i++)   /* ids 7, 10, 13, ...: gaps between them */
         launch[i] = add(TR_KIND_RUNTIME, "cudaLaunchKernel", 10 * i, 10 * i + 5, thread1, 3 * i + 7);
     size_t driver = add(TR_KIND_DRIVER, "cuLaunchKernel", 100000, 100005, thread1, 3 * 500 + 7);
+    /* a second runtime call with an id taken: the first one added stands */
+    size_t dup = add(TR_KIND_RUNTIME, "cudaLaunchKernel", 100010, 100015, thread1, 3 * 1000 + 7);
     int order[3 * N];
     int n = 0;
     for (int i = 0; i < N / 4; i++)            /* launch order */
@@ -428,6 +461,7 @@ static void test_correlation_lookups(void)
         CU_ASSERT_EQUAL(EV(missing[m])->parent, -1);
     CU_ASSERT_EQUAL(EV(again)->parent, (int64_t)launch[500]);   /* the runtime call, not the driver's */
     CU_ASSERT_EQUAL(EV(driver)->gpu_self, 0);
+    CU_ASSERT_EQUAL(EV(dup)->gpu_self, 0);
     tr_trace_free(&t);
 }
 
@@ -441,6 +475,7 @@ TR_SUITE(tree,
          {"memory totals and self", test_memory},
          {"sync waits take their call's thread", test_sync_adopts_thread},
          {"sorted the same on the radix and fallback paths", test_sort_paths},
+         {"a few runs in time order merged", test_sort_runs_merged},
          {"correlation ids found in any order", test_correlation_lookups},
          {"redispatched ops merge into their parent", test_redispatch_merge},
          {"backward ops take their forward op's stack", test_backward_stacks},
