@@ -167,6 +167,37 @@ static corr_slot *merge_slot_runs(corr_slot *a, corr_slot *b, size_t n)
     return a;
 }
 
+/* LSD radix on the slots' keys, 8 bits a pass, skipping bytes that are the
+ * same in every key; b is the spare.  Stable.  Returns the array that holds
+ * the result. */
+static corr_slot *radix_sort_slots(corr_slot *a, corr_slot *b, size_t n)
+{
+    uint64_t differ = 0, first = slot_key(&a[0]);
+    for (size_t k = 0; k < n; k++) {
+        tr_spill_tick();
+        differ |= slot_key(&a[k]) ^ first;
+    }
+    for (int shift = 0; shift < 64; shift += 8) {
+        if (!((differ >> shift) & 0xff))
+            continue;
+        size_t count[257] = {0};
+        for (size_t k = 0; k < n; k++) {
+            tr_spill_tick();
+            count[((slot_key(&a[k]) >> shift) & 0xff) + 1]++;
+        }
+        for (int d = 0; d < 256; d++)
+            count[d + 1] += count[d];
+        for (size_t k = 0; k < n; k++) {
+            tr_spill_tick();
+            b[count[(slot_key(&a[k]) >> shift) & 0xff]++] = a[k];
+        }
+        corr_slot *t = a;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 /* Sorts s[0..n) by (source, corr, event): a merge of its runs where there
  * are few, else an LSD radix sort on the key when it fits in 64 bits (both
  * stable, so events stay in index order), else qsort. */
@@ -189,33 +220,8 @@ static int sort_corr_slots(corr_slot *s, size_t n)
     if (!spare)
         return -1;
     corr_slot *a = merge_slot_runs(s, spare, n);
-    if (!a) {
-        corr_slot *b = spare;
-        a = s;
-        uint64_t differ = 0, first = slot_key(&s[0]);
-        for (size_t k = 0; k < n; k++) {
-            tr_spill_tick();
-            differ |= slot_key(&s[k]) ^ first;
-        }
-        for (int shift = 0; shift < 64; shift += 8) {
-            if (!((differ >> shift) & 0xff))
-                continue;
-            size_t count[257] = {0};
-            for (size_t k = 0; k < n; k++) {
-                tr_spill_tick();
-                count[((slot_key(&a[k]) >> shift) & 0xff) + 1]++;
-            }
-            for (int d = 0; d < 256; d++)
-                count[d + 1] += count[d];
-            for (size_t k = 0; k < n; k++) {
-                tr_spill_tick();
-                b[count[(slot_key(&a[k]) >> shift) & 0xff]++] = a[k];
-            }
-            corr_slot *t = a;
-            a = b;
-            b = t;
-        }
-    }
+    if (!a)
+        a = radix_sort_slots(s, spare, n);
     if (a != s)
         tr_spill_copy(s, a, n * sizeof *s);
     tr_spill_free(spare);
@@ -260,13 +266,10 @@ static keyed radix_sort_keyed(keyed a, keyed b, size_t n, uint64_t differ)
     return a;
 }
 
-/* Where the keys, in index order, are a few ascending runs (nvprof's and
- * nsys's tables, each in time order; a raw recording's threads), merging the
- * runs takes log2(runs) passes over the keys where the radix sort takes two
- * a byte of the key that differs (MERGE_RUNS_MAX). */
-
 /* The starts of the ascending runs of key[0..n), with n after the last; 0
- * when there are more than MERGE_RUNS_MAX. */
+ * when there are more than MERGE_RUNS_MAX.  The CPU events of nvprof's and
+ * nsys's tables, each in time order, and of a raw recording's threads come
+ * in a few such runs. */
 static size_t find_runs(const uint64_t *key, size_t n, size_t *starts)
 {
     size_t runs = 0;
