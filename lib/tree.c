@@ -200,7 +200,7 @@ static corr_slot *radix_sort_slots(corr_slot *a, corr_slot *b, size_t n)
 
 /* Sorts s[0..n) by (source, corr, event): a merge of its runs where there
  * are few, else an LSD radix sort on the key when it fits in 64 bits (both
- * stable, so events stay in index order), else qsort. */
+ * stable, so events stay in index order), else a comparison sort. */
 static int sort_corr_slots(corr_slot *s, size_t n)
 {
     if (n < 2)   /* s is NULL when the trace has no API call */
@@ -213,7 +213,7 @@ static int sort_corr_slots(corr_slot *s, size_t n)
         max_corr = s[k].corr > max_corr ? s[k].corr : max_corr;
     }
     if (max_source >= (1u << 16) || max_corr >= (INT64_C(1) << 48)) {
-        qsort(s, n, sizeof *s, cmp_corr_slot);
+        tr_spill_sort(s, n, sizeof *s, cmp_corr_slot);   /* glibc's qsort would malloc a copy */
         return 0;
     }
     corr_slot *spare = tr_spill_calloc(n, sizeof *spare);
@@ -326,10 +326,13 @@ static keyed merge_runs(keyed a, keyed b, size_t *starts, size_t runs)
 /* Sorts order[0..n) so that each thread's events are in cmp_cpu order, the
  * threads interleaved by start time: a sort on (start, thread) does most of
  * the work in a few linear passes (qsort through an index into the events
- * was a tenth of the ingest time); runs of equal (start, thread) are then
- * finished with cmp_cpu.  Falls back to qsort by cmp_cpu (one thread after
- * the other) when the key does not fit; every walk over the order needs only
- * each thread's events in cmp_cpu order.  Time first, because a thread's
+ * was a tenth of the ingest time); runs of equal keys are then finished with
+ * cmp_cpu.  Where the two do not fit in 64 bits (starts more than 4.9 hours
+ * apart, or 2^20 threads) the key is the start alone, and cmp_cpu orders the
+ * threads within each run of equal starts; every walk over the order needs
+ * only each thread's events in cmp_cpu order.  (A qsort through cmp_cpu did
+ * that before: one random read of the event array a comparison, which on a
+ * spilled array is a page fault each.)  Time first, because a thread's
  * events are spread over the whole event array (nvprof stores each table's
  * rows together, the threads interleaved), so a walk one thread after the
  * other reads every page of the array once a thread, where a walk in time
@@ -341,12 +344,9 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
     sort_events = ev;
     if (n < 2)
         return TR_OK;
-    const int time_bits = 44;   /* 4.9 hours of nanoseconds */
-    const int thread_bits = 64 - time_bits;
-    if ((uint64_t)r.hi - (uint64_t)r.lo >= (1ull << time_bits) || r.max_thread >= (1u << thread_bits)) {
-        qsort(order, n, sizeof *order, cmp_cpu);
-        return TR_OK;
-    }
+    int thread_bits = 20;   /* and 44 bits of time: 4.9 hours of nanoseconds */
+    if ((uint64_t)r.hi - (uint64_t)r.lo >= (1ull << (64 - thread_bits)) || r.max_thread >= (1u << thread_bits))
+        thread_bits = 0;
     uint64_t *ka = tr_spill_calloc(n, sizeof *ka), *kb = tr_spill_calloc(n, sizeof *kb);
     uint32_t *ib = tr_spill_calloc(n, sizeof *ib);
     if (!ka || !kb || !ib) {
@@ -359,7 +359,8 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
     for (size_t k = 0; k < n; k++) {
         tr_spill_tick();
         const tr_event *e = &ev[order[k]];
-        ka[k] = (uint64_t)(e->start - r.lo) << thread_bits | e->thread;
+        uint64_t since = (uint64_t)e->start - (uint64_t)r.lo;
+        ka[k] = thread_bits ? since << thread_bits | e->thread : since;
         differ |= ka[k] ^ ka[0];
     }
     size_t starts[MERGE_RUNS_MAX + 1];

@@ -386,8 +386,34 @@ static void check_shuffled_nesting(int64_t base, int64_t far)
 static void test_sort_paths(void)
 {
     check_shuffled_nesting(1000, 2000000);                        /* radix */
-    check_shuffled_nesting(1700000000000000000, 1800000000000000000); /* qsort fallback */
+    check_shuffled_nesting(1700000000000000000, 1800000000000000000); /* the start alone as key */
     check_shuffled_nesting(-5000000, 0);                          /* negative times */
+}
+
+/* Starts days apart leave no room for the thread in the sort key: events of
+ * two threads with the same starts still nest each in its own thread. */
+static void test_sort_wide_span(void)
+{
+    setup();
+    enum { G = 300 };
+    const int64_t day = 86400000000000;
+    size_t outer[2][G], inner[2][G];
+    for (int g = G - 1; g >= 0; g--)
+        for (int th = 0; th < 2; th++) {
+            int64_t at = (g % 3) * day + 1000 * g;
+            inner[th][g] = add(TR_KIND_RANGE, "inner", at, at + 10 + th, th ? thread2 : thread1, -1);
+            outer[th][g] = add(TR_KIND_RANGE, "outer", at, at + 100 + th, th ? thread2 : thread1, -1);
+        }
+    build();
+    int ok = 1;
+    for (int g = 0; g < G; g++)
+        for (int th = 0; th < 2; th++) {
+            ok &= EV(outer[th][g])->parent == -1;
+            ok &= EV(inner[th][g])->parent == (int64_t)outer[th][g];
+            ok &= EV(outer[th][g])->cpu_self == 90;
+        }
+    CU_ASSERT(ok);
+    tr_trace_free(&t);
 }
 
 /* Events that come as a few runs in time order (nvprof's tables: all the
@@ -474,7 +500,8 @@ TR_SUITE(tree,
          {"idempotent; async not nested", test_idempotent_and_async},
          {"memory totals and self", test_memory},
          {"sync waits take their call's thread", test_sync_adopts_thread},
-         {"sorted the same on the radix and fallback paths", test_sort_paths},
+         {"sorted the same with and without the thread in the key", test_sort_paths},
+         {"days apart: each thread nests its own events", test_sort_wide_span},
          {"a few runs in time order merged", test_sort_runs_merged},
          {"correlation ids found in any order", test_correlation_lookups},
          {"redispatched ops merge into their parent", test_redispatch_merge},
