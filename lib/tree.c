@@ -459,6 +459,7 @@ typedef struct {
     int64_t *first_corr;  /* per source: its lowest API-call correlation, INT64_MAX none */
     size_t nmem;          /* memory events in the trace */
     size_t nmem_in_tree;  /* of them, in order */
+    size_t nops;          /* ops in the trace: none, nothing to merge */
 } tree_links;
 
 static void links_free(tree_links *l)
@@ -541,6 +542,7 @@ static tr_status reset_and_list_calls(tr_trace *t, tree_links *l, tr_error *err)
         tr_event *e = &ev[i];
         reset_event(e);
         l->nmem += e->kind == TR_KIND_MEMORY;
+        l->nops += e->kind == TR_KIND_OP;
         if (!tr_kinds[e->kind].is_api || e->correlation < 0)
             continue;
         uint32_t src = tr_event_source(t, e);
@@ -616,6 +618,8 @@ static tr_status merge_redispatched(tr_trace *t, const tree_links *l, uint32_t *
     size_t nev = t->events.n;
     *merged = 0;
     *outer_out = NULL;
+    if (!l->nops)   /* only ops merge: a CUDA trace without framework ops skips two passes */
+        return TR_OK;
     uint32_t *children = tr_spill_calloc(nev ? nev : 1, sizeof *children);
     uint32_t *outer = tr_spill_calloc(nev ? nev : 1, sizeof *outer);
     if (!children || !outer) {
