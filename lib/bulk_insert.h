@@ -53,6 +53,14 @@ typedef int (*tr_row_fill)(const void *ctx, size_t row, tr_cell *cells);
 tr_status tr_bulk_insert(sqlite3 *db, const char *table, int ncols, size_t nrows,
                          tr_row_fill fill, const void *ctx, tr_error *err);
 
+/* As tr_bulk_insert(), for rows whose first cell is the table's INTEGER
+ * PRIMARY KEY (rows may be left out): a key one above the largest in the
+ * table so far goes in as NULL, which SQLite numbers as that key without the
+ * seek it makes to check a given one; a detail table keyed by event ids
+ * (runs of consecutive ids) is cheaper so.  The table is the same. */
+tr_status tr_bulk_insert_keyed(sqlite3 *db, const char *table, int ncols, size_t nrows,
+                               tr_row_fill fill, const void *ctx, tr_error *err);
+
 /* As tr_bulk_insert(), for rows that are all kept and whose first cell is the
  * table's INTEGER PRIMARY KEY, numbered on from first_id (first_id, first_id
  * + 1, ...).  SQLite numbers them itself (a NULL key becomes the largest in

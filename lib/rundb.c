@@ -499,8 +499,8 @@ static tr_status write_before_tree(sqlite3 *db, const tr_trace *t, size_t *nstri
     DONE();
 
     for (size_t i = 0; i < sizeof detail_tables / sizeof detail_tables[0]; i++)
-        if ((st = tr_bulk_insert(db, detail_tables[i].table, detail_tables[i].ncols, t->events.n,
-                                 detail_tables[i].fill, t, err)) != TR_OK)
+        if ((st = tr_bulk_insert_keyed(db, detail_tables[i].table, detail_tables[i].ncols, t->events.n,
+                                       detail_tables[i].fill, t, err)) != TR_OK)
             goto out;
 out:
     if (s.st)
