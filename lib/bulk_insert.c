@@ -99,9 +99,6 @@ static int bulk_close(sqlite3_vtab_cursor *c)
     return SQLITE_OK;
 }
 
-/* Moves to the next kept row at or after c->row and fills its cells.  Rows
- * that SQLite numbers (tr_bulk_append()) must be kept and carry the key it
- * gives them; SQLITE_ERROR otherwise. */
 /* A key one above the table's largest is given as NULL, which SQLite numbers
  * "the largest key plus one" (the documented rule) by a walk down the right
  * edge of the B-tree, where a given key costs a seek to check that it is
@@ -112,12 +109,15 @@ static void number_key(bulk_cursor *c)
     if (key->type != TR_CELL_INT)
         return;
     int64_t k = key->i;
-    if (c->max_key >= 1 && c->max_key < INT64_MAX - 1 && k == c->max_key + 1)
+    if (c->max_key >= 1 && c->max_key < INT64_MAX && k == c->max_key + 1)
         key->type = TR_CELL_NULL;
     if (k > c->max_key)
         c->max_key = k;
 }
 
+/* Moves to the next kept row at or after c->row and fills its cells.  Rows
+ * that SQLite numbers (tr_bulk_append()) must be kept and carry the key it
+ * gives them; SQLITE_ERROR otherwise. */
 static int advance(bulk_cursor *c)
 {
     const bulk_job *job = c->job;
@@ -238,16 +238,6 @@ tr_status tr_bulk_insert(sqlite3 *db, const char *table, int ncols, size_t nrows
     return run_job(db, table, &job, "*", err);
 }
 
-static tr_status last_rowid(sqlite3 *db, const char *table, int64_t *last, tr_error *err);
-
-tr_status tr_bulk_insert_keyed(sqlite3 *db, const char *table, int ncols, size_t nrows,
-                               tr_row_fill fill, const void *ctx, tr_error *err)
-{
-    bulk_job job = {ncols, 0, nrows, fill, ctx, 0, 1, 0};
-    tr_status st = last_rowid(db, table, &job.table_max, err);
-    return st == TR_OK ? run_job(db, table, &job, "*", err) : st;
-}
-
 /* The table's largest rowid (0 when empty) in *last. */
 static tr_status last_rowid(sqlite3 *db, const char *table, int64_t *last, tr_error *err)
 {
@@ -261,6 +251,14 @@ static tr_status last_rowid(sqlite3 *db, const char *table, int64_t *last, tr_er
     return rc == SQLITE_ROW ? TR_OK
                             : tr_fail(err, TR_ERR_RUNTIME, "SQLite: %s (writing table %s)",
                                       sqlite3_errmsg(db), table);
+}
+
+tr_status tr_bulk_insert_keyed(sqlite3 *db, const char *table, int ncols, size_t nrows,
+                               tr_row_fill fill, const void *ctx, tr_error *err)
+{
+    bulk_job job = {ncols, 0, nrows, fill, ctx, 0, 1, 0};
+    tr_status st = last_rowid(db, table, &job.table_max, err);
+    return st == TR_OK ? run_job(db, table, &job, "*", err) : st;
 }
 
 tr_status tr_bulk_append(sqlite3 *db, const char *table, int ncols, size_t nrows, int64_t first_id,
