@@ -1,0 +1,698 @@
+/* Bulk loads of SQLite b-trees: see btree_append.h.  Section numbers below
+ * are those of https://www.sqlite.org/fileformat2.html. */
+#include "lib/btree_append.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/spill.h"
+
+#define WRITE_PAGES 64          /* pages gathered into one write */
+#define MAX_COLUMNS 64
+#define MAX_INDEX_CELL 4096     /* an index entry and its size: max_local() of a 16 KiB page */
+
+/* 1.3.2: the page holding byte 2^30 of the file is never a b-tree page */
+static uint32_t pending_byte = 0x40000000u;
+
+void tr_btree_set_pending_byte(uint32_t offset)
+{
+    pending_byte = offset;
+}
+
+enum { LEAF_TABLE = 0x0D, INTERIOR_TABLE = 0x05, LEAF_INDEX = 0x0A, INTERIOR_INDEX = 0x02 };
+
+struct tr_btree_file {
+    int fd;
+    char *path;
+    unsigned char header[100];
+    uint32_t page_size, usable;   /* usable: less the reserved bytes at each page's end */
+    uint32_t old_pages, npages;   /* pages before the load; pages now, written or buffered */
+    uint32_t lock_page;           /* the page holding PENDING_BYTE */
+    int roots_written;
+    int int01;                    /* schema format 4: the integers 0 and 1 take no bytes (2.1) */
+    unsigned char *wbuf;          /* the last nbuf pages, not yet written */
+    size_t nbuf;
+    unsigned char *pages;         /* three page buffers for the builders */
+    unsigned char *record;        /* one record, page_size bytes */
+};
+
+/* ---- integers as the file format stores them ---- */
+
+static uint32_t get2(const unsigned char *p) { return (uint32_t)p[0] << 8 | p[1]; }
+static uint32_t get4(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static void put2(unsigned char *p, uint32_t v) { p[0] = (unsigned char)(v >> 8); p[1] = (unsigned char)v; }
+static void put4(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+/* 1.6, "varint": big-endian groups of 7 bits, the ninth byte whole */
+static size_t varint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v > 0x7f && n < 9) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static size_t put_varint(unsigned char *p, uint64_t v)
+{
+    if (v <= 0x7f) {
+        p[0] = (unsigned char)v;
+        return 1;
+    }
+    if (v >> 56) {
+        p[8] = (unsigned char)v;
+        v >>= 8;
+        for (int i = 7; i >= 0; i--, v >>= 7)
+            p[i] = (unsigned char)((v & 0x7f) | 0x80);
+        return 9;
+    }
+    unsigned char tmp[9];
+    size_t n = 0;
+    for (; v; v >>= 7)
+        tmp[n++] = (unsigned char)((v & 0x7f) | 0x80);
+    tmp[0] &= 0x7f;
+    for (size_t i = 0; i < n; i++)
+        p[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* ---- records (2.1) ---- */
+
+/* The serial type of an integer by the bits its magnitude needs (its sign
+ * takes one more), and each type's body length. */
+static const unsigned char type_by_bits[65] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,
+    4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+    6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6};
+static const unsigned char body_len[10] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
+
+static unsigned int_type(int64_t v, int int01)
+{
+    if (int01 && (uint64_t)v <= 1)
+        return 8 + (unsigned)v;
+    uint64_t u = (uint64_t)(v ^ (v >> 63));   /* ~v for a negative v */
+    return type_by_bits[64 - __builtin_clzll(u | 1)];
+}
+
+/* Encodes cells[0..n) (cell 0 as NULL when rowid_alias) into f->record;
+ * returns its length, or 0 when it is longer than max.  The integers go in
+ * as 8-byte stores, so the buffer has 8 bytes to spare past max. */
+static size_t encode_record(tr_btree_file *f, const tr_cell *cells, int n, int rowid_alias, size_t max)
+{
+    uint64_t type[MAX_COLUMNS];
+    size_t types = 0, body = 0;
+    for (int i = 0; i < n; i++) {
+        const tr_cell *c = &cells[i];
+        uint64_t t = 0;
+        size_t len = 0;
+        if (i == 0 && rowid_alias) {
+            t = 0;
+        } else if (c->type == TR_CELL_INT) {
+            t = int_type(c->i, f->int01);
+            len = body_len[t];
+        } else if (c->type == TR_CELL_TEXT && c->s) {
+            len = c->len < 0 ? strlen(c->s) : (size_t)c->len;
+            t = 2 * (uint64_t)len + 13;
+        }
+        type[i] = t;
+        types += t < 0x80 ? 1 : varint_len(t);
+        body += len;
+    }
+    size_t head = types + 1;
+    while (varint_len(head) + types != head)
+        head = varint_len(head) + types;
+    if (head + body > max)
+        return 0;
+    unsigned char *p = f->record;
+    p += put_varint(p, head);
+    for (int i = 0; i < n; i++) {
+        if (type[i] < 0x80)
+            *p++ = (unsigned char)type[i];
+        else
+            p += put_varint(p, type[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        uint64_t t = type[i];
+        if (t >= 13) {
+            size_t len = (size_t)(t - 13) / 2;
+            memcpy(p, cells[i].s, len);
+            p += len;
+        } else if (body_len[t]) {
+            unsigned len = body_len[t];
+            uint64_t be = __builtin_bswap64((uint64_t)cells[i].i << (64 - 8 * len));
+            memcpy(p, &be, 8);
+            p += len;
+        }
+    }
+    return (size_t)(p - f->record);
+}
+
+/* 1.6: the largest payload a cell holds on its page without overflow pages */
+static size_t max_local(const tr_btree_file *f, int table)
+{
+    return table ? f->usable - 35 : (size_t)(f->usable - 12) * 64 / 255 - 23;
+}
+
+/* ---- pages (1.6) ---- */
+
+typedef struct {
+    unsigned char *p;
+    unsigned hdr;      /* header bytes: 8 on a leaf, 12 on an interior page */
+    unsigned ncells;
+    unsigned top;      /* start of the cell content area; cells are placed below it */
+    unsigned last, last_size;   /* the last cell's room on the page, and its size */
+} page;
+
+static void page_start(page *pg, const tr_btree_file *f, unsigned char type)
+{
+    memset(pg->p, 0, f->page_size);
+    pg->p[0] = type;
+    pg->hdr = type == LEAF_TABLE || type == LEAF_INDEX ? 8 : 12;
+    pg->ncells = 0;
+    pg->top = f->usable;
+    pg->last = pg->last_size = 0;
+}
+
+/* SQLite counts every cell as at least 4 bytes (room for a freeblock) */
+static size_t cell_room(size_t size) { return size < 4 ? 4 : size; }
+
+static int page_fits(const page *pg, size_t size)
+{
+    return pg->hdr + 2 * (size_t)(pg->ncells + 1) + cell_room(size) <= pg->top;
+}
+
+static unsigned char *page_add(page *pg, size_t size)
+{
+    pg->last = (unsigned)cell_room(size);
+    pg->last_size = (unsigned)size;
+    pg->top -= pg->last;
+    put2(pg->p + pg->hdr + 2 * pg->ncells, pg->top);
+    pg->ncells++;
+    return pg->p + pg->top;
+}
+
+/* Takes the last cell out again, into out (its bytes, size in *size). */
+static void page_pop(page *pg, unsigned char *out, size_t *size)
+{
+    memcpy(out, pg->p + pg->top, pg->last_size);
+    *size = pg->last_size;
+    pg->ncells--;
+    memset(pg->p + pg->top, 0, pg->last);
+    put2(pg->p + pg->hdr + 2 * pg->ncells, 0);
+    pg->top += pg->last;
+}
+
+static void page_finish(page *pg, uint32_t right_child)
+{
+    put2(pg->p + 3, pg->ncells);
+    put2(pg->p + 5, pg->top & 0xffff);   /* 65536 is stored as 0 */
+    if (pg->hdr == 12)
+        put4(pg->p + 8, right_child);
+}
+
+/* ---- the file ---- */
+
+static tr_status io_fail(tr_btree_file *f, tr_error *err, const char *what)
+{
+    return tr_fail(err, TR_ERR_RUNTIME, "%s: cannot %s: %s", f->path, what, strerror(errno));
+}
+
+static tr_status write_at(tr_btree_file *f, const unsigned char *p, size_t n, uint64_t off, tr_error *err)
+{
+    while (n > 0) {
+        ssize_t w = pwrite(f->fd, p, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            return io_fail(f, err, "write");
+        }
+        p += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return TR_OK;
+}
+
+static tr_status flush(tr_btree_file *f, tr_error *err)
+{
+    if (!f->nbuf)
+        return TR_OK;
+    uint64_t first = f->npages - f->nbuf;   /* 0-based page index of the first buffered */
+    tr_status st = write_at(f, f->wbuf, f->nbuf * f->page_size, first * f->page_size, err);
+    f->nbuf = 0;
+    return st;
+}
+
+/* Buffers p (NULL: zeros) as the file's next page. */
+static tr_status buffer_page(tr_btree_file *f, const unsigned char *p, tr_error *err)
+{
+    if (f->npages >= 0x7ffffffe)
+        return tr_fail(err, TR_ERR_RUNTIME, "%s: too many pages", f->path);
+    unsigned char *slot = f->wbuf + f->nbuf * f->page_size;
+    if (p)
+        memcpy(slot, p, f->page_size);
+    else
+        memset(slot, 0, f->page_size);
+    f->npages++;
+    f->nbuf++;
+    return f->nbuf == WRITE_PAGES ? flush(f, err) : TR_OK;
+}
+
+/* Appends page p as the file's next page; its number in *pgno. */
+static tr_status append_page(tr_btree_file *f, const unsigned char *p, uint32_t *pgno, tr_error *err)
+{
+    tr_status st = TR_OK;
+    if (f->npages + 1 == f->lock_page)
+        st = buffer_page(f, NULL, err);   /* the lock-byte page stays unused */
+    if (st == TR_OK && (st = buffer_page(f, p, err)) == TR_OK)
+        *pgno = f->npages;
+    return st;
+}
+
+static tr_status write_root(tr_btree_file *f, uint32_t root, const unsigned char *p, tr_error *err)
+{
+    f->roots_written = 1;
+    return write_at(f, p, f->page_size, (uint64_t)(root - 1) * f->page_size, err);
+}
+
+/* The root must be one of the file's pages before the load, an empty leaf of
+ * the expected kind (what CREATE TABLE / CREATE INDEX leave). */
+static tr_status check_root(tr_btree_file *f, uint32_t root, unsigned char type, tr_error *err)
+{
+    unsigned char *p = f->pages;
+    if (root < 2 || root > f->old_pages || root == f->lock_page)
+        return tr_fail(err, TR_ERR_RUNTIME, "%s: root page %u is not a b-tree page", f->path, root);
+    ssize_t r;
+    do
+        r = pread(f->fd, p, f->page_size, (off_t)(root - 1) * f->page_size);
+    while (r < 0 && errno == EINTR);
+    if (r != (ssize_t)f->page_size) {
+        if (r >= 0)
+            errno = EIO;
+        return io_fail(f, err, "read");
+    }
+    if (p[0] != type || get2(p + 3) != 0)
+        return tr_fail(err, TR_ERR_RUNTIME, "%s: root page %u is not an empty %s", f->path, root,
+                       type == LEAF_TABLE ? "table" : "index");
+    return TR_OK;
+}
+
+tr_status tr_btree_open(tr_btree_file **out, const char *path, tr_error *err)
+{
+    *out = NULL;
+    tr_btree_file *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = strdup(path))) {
+        free(f);
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    }
+    f->fd = open(path, O_RDWR | O_CLOEXEC);
+    if (f->fd < 0) {
+        tr_status st = io_fail(f, err, "open");
+        tr_btree_abort(f);
+        return st;
+    }
+    struct stat sb;
+    ssize_t r;
+    do
+        r = pread(f->fd, f->header, sizeof f->header, 0);
+    while (r < 0 && errno == EINTR);
+    const unsigned char *h = f->header;
+    uint32_t ps = get2(h + 16) == 1 ? 65536 : get2(h + 16);
+    if (fstat(f->fd, &sb) != 0 || r != (ssize_t)sizeof f->header) {
+        if (r >= 0)
+            errno = EIO;
+        tr_status st = io_fail(f, err, "read");
+        tr_btree_abort(f);
+        return st;
+    }
+    /* 1.3: what this writer produces: rollback-journal versions, no
+     * auto-vacuum, a page count that is valid and is the file's size */
+    int ok = memcmp(h, "SQLite format 3", 16) == 0 && ps >= 512 && ps <= 65536 && (ps & (ps - 1)) == 0
+             && h[18] == 1 && h[19] == 1 && h[20] < ps - 480 && get4(h + 52) == 0
+             && get4(h + 92) == get4(h + 24) && get4(h + 44) >= 1 && get4(h + 44) <= 4
+             && (uint64_t)sb.st_size == (uint64_t)get4(h + 28) * ps;
+    if (!ok) {
+        tr_btree_abort(f);
+        return tr_fail(err, TR_ERR_RUNTIME, "%s: not a database this writer can append to", path);
+    }
+    f->page_size = ps;
+    f->usable = ps - h[20];
+    f->old_pages = f->npages = get4(h + 28);
+    f->lock_page = pending_byte / ps + 1;
+    f->int01 = get4(h + 44) >= 4;
+    f->wbuf = malloc((size_t)WRITE_PAGES * ps);
+    f->pages = malloc(3 * (size_t)ps);
+    f->record = malloc((size_t)ps + 8);
+    if (!f->wbuf || !f->pages || !f->record) {
+        tr_btree_abort(f);
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    }
+    *out = f;
+    return TR_OK;
+}
+
+void tr_btree_abort(tr_btree_file *f)
+{
+    if (!f)
+        return;
+    if (f->fd >= 0)
+        close(f->fd);
+    free(f->wbuf);
+    free(f->pages);
+    free(f->record);
+    free(f->path);
+    free(f);
+}
+
+tr_status tr_btree_close(tr_btree_file *f, tr_error *err)
+{
+    tr_status st = flush(f, err);
+    if (st == TR_OK && (f->npages != f->old_pages || f->roots_written)) {
+        /* 1.3.8, 1.3.9: the page count, valid for the next change counter */
+        unsigned char *h = f->header;
+        uint32_t counter = get4(h + 24) + 1;
+        put4(h + 24, counter);
+        put4(h + 28, f->npages);
+        put4(h + 92, counter);
+        st = write_at(f, h, sizeof f->header, 0, err);
+    }
+    if (st == TR_OK && close(f->fd) != 0)
+        st = io_fail(f, err, "close");
+    f->fd = -1;
+    tr_btree_abort(f);
+    return st;
+}
+
+/* ---- one level of a b-tree: children and the dividers between them ----
+ *
+ * Child i's divider is the cell key that separates it from child i + 1: for a
+ * table the largest rowid under child i (a varint), for an index an entry
+ * (a varint size and a record) that lies in no child.  An interior cell is
+ * a child's page number followed by its divider, so both kinds of tree build
+ * their interior levels the same way. */
+
+typedef struct {
+    uint32_t *child;
+    size_t *end;          /* divider i is div[end[i-1] .. end[i]) (end[-1] = 0) */
+    unsigned char *div;
+    size_t n, cap, len, divcap;
+} level;
+
+static void level_free(level *l)
+{
+    free(l->child);
+    free(l->end);
+    free(l->div);
+    memset(l, 0, sizeof *l);
+}
+
+static size_t div_start(const level *l, size_t i) { return i ? l->end[i - 1] : 0; }
+
+static int level_push(level *l, uint32_t child, const unsigned char *d, size_t dlen)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        uint32_t *c = realloc(l->child, cap * sizeof *c);
+        if (c)
+            l->child = c;
+        size_t *e = realloc(l->end, cap * sizeof *e);
+        if (e)
+            l->end = e;
+        if (!c || !e)
+            return -1;
+        l->cap = cap;
+    }
+    if (dlen && l->len + dlen > l->divcap) {
+        size_t cap = l->divcap ? 2 * l->divcap : 4096;
+        while (cap < l->len + dlen)
+            cap *= 2;
+        unsigned char *d2 = realloc(l->div, cap);
+        if (!d2)
+            return -1;
+        l->div = d2;
+        l->divcap = cap;
+    }
+    if (dlen)
+        memcpy(l->div + l->len, d, dlen);
+    l->len += dlen;
+    l->child[l->n] = child;
+    l->end[l->n++] = l->len;
+    return 0;
+}
+
+/* The last child of the page that starts at child a: as many cells as fit,
+ * but never leaving one child alone for the last page (a page holds at least
+ * one cell, and the next is an interior cell's child too). */
+static size_t plan_page(const tr_btree_file *f, const level *l, size_t a)
+{
+    size_t used = 12, j = a;
+    while (j + 1 < l->n) {
+        size_t cell = cell_room(4 + l->end[j] - div_start(l, j));
+        if (used + 2 + cell > f->usable)
+            break;
+        used += 2 + cell;
+        j++;
+    }
+    if (j + 2 == l->n && j - a >= 2)
+        j--;
+    return j;
+}
+
+/* Builds the interior levels over lv (at least two children) up to a single
+ * page, which goes to the root. */
+static tr_status build_interior(tr_btree_file *f, level *lv, uint32_t root, unsigned char type,
+                                tr_error *err)
+{
+    page pg = {.p = f->pages};
+    while (1) {
+        level up = {0};
+        for (size_t a = 0; a < lv->n;) {
+            size_t b = plan_page(f, lv, a);
+            if (b == a || (b + 2 == lv->n)) {
+                level_free(&up);
+                return tr_fail(err, TR_ERR_RUNTIME, "%s: keys too long for an interior page", f->path);
+            }
+            page_start(&pg, f, type);
+            for (size_t j = a; j < b; j++) {
+                size_t d0 = div_start(lv, j), dlen = lv->end[j] - d0;
+                unsigned char *c = page_add(&pg, 4 + dlen);
+                put4(c, lv->child[j]);
+                memcpy(c + 4, lv->div + d0, dlen);
+            }
+            page_finish(&pg, lv->child[b]);
+            if (a == 0 && b + 1 == lv->n) {
+                level_free(&up);
+                return write_root(f, root, pg.p, err);
+            }
+            uint32_t pgno = 0;
+            tr_status st = append_page(f, pg.p, &pgno, err);
+            size_t d0 = div_start(lv, b);
+            if (st == TR_OK && level_push(&up, pgno, lv->div + d0, b + 1 < lv->n ? lv->end[b] - d0 : 0))
+                st = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+            if (st != TR_OK) {
+                level_free(&up);
+                return st;
+            }
+            a = b + 1;
+        }
+        level_free(lv);
+        *lv = up;
+    }
+}
+
+/* The leaves are appended one behind: the last finished leaf waits in
+ * `pending`, so that a tree of one leaf writes it to the root instead. */
+typedef struct {
+    page cur, pending;
+    int have_pending;
+    unsigned char pending_div[MAX_INDEX_CELL];
+    size_t pending_len;
+    level lv;
+} leaves;
+
+static void leaves_init(leaves *lf, tr_btree_file *f, unsigned char type)
+{
+    memset(lf, 0, sizeof *lf);
+    lf->cur.p = f->pages + f->page_size;
+    lf->pending.p = f->pages + 2 * (size_t)f->page_size;
+    page_start(&lf->cur, f, type);
+}
+
+/* The current leaf is full: it becomes pending, with divider d after it. */
+static tr_status leaves_next(tr_btree_file *f, leaves *lf, const unsigned char *d, size_t dlen,
+                             tr_error *err)
+{
+    if (lf->have_pending) {
+        uint32_t pgno = 0;
+        tr_status st = append_page(f, lf->pending.p, &pgno, err);
+        if (st != TR_OK)
+            return st;
+        if (level_push(&lf->lv, pgno, lf->pending_div, lf->pending_len))
+            return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    }
+    page_finish(&lf->cur, 0);
+    page tmp = lf->pending;
+    lf->pending = lf->cur;
+    lf->cur = tmp;
+    lf->have_pending = 1;
+    if (dlen)
+        memcpy(lf->pending_div, d, dlen);
+    lf->pending_len = dlen;
+    page_start(&lf->cur, f, lf->pending.p[0]);
+    return TR_OK;
+}
+
+/* The last leaf (cur, not empty) is done: writes the tree. */
+static tr_status leaves_finish(tr_btree_file *f, leaves *lf, uint32_t root, unsigned char interior,
+                               tr_error *err)
+{
+    tr_status st;
+    if (!lf->have_pending) {
+        page_finish(&lf->cur, 0);
+        st = write_root(f, root, lf->cur.p, err);
+    } else if ((st = leaves_next(f, lf, NULL, 0, err)) == TR_OK) {
+        uint32_t pgno = 0;
+        if ((st = append_page(f, lf->pending.p, &pgno, err)) == TR_OK
+            && level_push(&lf->lv, pgno, NULL, 0))
+            st = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+        if (st == TR_OK)
+            st = build_interior(f, &lf->lv, root, interior, err);
+    }
+    level_free(&lf->lv);
+    return st;
+}
+
+tr_status tr_btree_table(tr_btree_file *f, uint32_t root, int ncols, size_t nrows,
+                         tr_row_fill fill, const void *ctx, tr_error *err)
+{
+    if (ncols < 1 || ncols > MAX_COLUMNS)
+        return tr_fail(err, TR_ERR_RUNTIME, "%s: %d columns", f->path, ncols);
+    tr_status st = check_root(f, root, LEAF_TABLE, err);
+    if (st != TR_OK || nrows == 0)
+        return st;
+    leaves lf;
+    leaves_init(&lf, f, LEAF_TABLE);
+    tr_cell cells[MAX_COLUMNS];
+    size_t max = max_local(f, 1);
+    int64_t prev = 0;
+    for (size_t i = 0; i < nrows; i++) {
+        memset(cells, 0, sizeof cells[0] * (size_t)ncols);
+        fill(ctx, i, cells);
+        int64_t rowid = cells[0].i;
+        if (cells[0].type != TR_CELL_INT || (i && rowid <= prev)) {
+            level_free(&lf.lv);
+            return tr_fail(err, TR_ERR_RUNTIME, "%s: row %zu: rowids not ascending", f->path, i);
+        }
+        size_t len = encode_record(f, cells, ncols, 1, max);
+        if (!len) {
+            level_free(&lf.lv);
+            return tr_fail(err, TR_ERR_RUNTIME, "%s: row %zu does not fit in a page", f->path, i);
+        }
+        size_t size = varint_len(len) + varint_len((uint64_t)rowid) + len;
+        if (!page_fits(&lf.cur, size)) {
+            unsigned char d[9];
+            if ((st = leaves_next(f, &lf, d, put_varint(d, (uint64_t)prev), err)) != TR_OK) {
+                level_free(&lf.lv);
+                return st;
+            }
+        }
+        unsigned char *c = page_add(&lf.cur, size);
+        c += put_varint(c, len);
+        c += put_varint(c, (uint64_t)rowid);
+        memcpy(c, f->record, len);
+        prev = rowid;
+        tr_spill_tick();
+    }
+    return leaves_finish(f, &lf, root, INTERIOR_TABLE, err);
+}
+
+/* Index order (2.2): NULL, then numbers, then text by memcmp (BINARY). */
+static int cell_cmp(const tr_cell *a, const tr_cell *b)
+{
+    int ra = a->type == TR_CELL_TEXT && !a->s ? 0 : (int)a->type;
+    int rb = b->type == TR_CELL_TEXT && !b->s ? 0 : (int)b->type;
+    if (ra != rb)
+        return ra < rb ? -1 : 1;
+    if (ra == TR_CELL_INT)
+        return a->i < b->i ? -1 : a->i > b->i;
+    if (ra == TR_CELL_TEXT) {
+        size_t la = a->len < 0 ? strlen(a->s) : (size_t)a->len;
+        size_t lb = b->len < 0 ? strlen(b->s) : (size_t)b->len;
+        int c = memcmp(a->s, b->s, la < lb ? la : lb);
+        return c ? c : (la > lb) - (la < lb);
+    }
+    return 0;
+}
+
+tr_status tr_btree_index(tr_btree_file *f, uint32_t root, int ncols, size_t n,
+                         tr_row_fill fill, const void *ctx, tr_error *err)
+{
+    if (ncols < 1 || ncols > MAX_COLUMNS)
+        return tr_fail(err, TR_ERR_RUNTIME, "%s: %d columns", f->path, ncols);
+    tr_status st = check_root(f, root, LEAF_INDEX, err);
+    if (st != TR_OK || n == 0)
+        return st;
+    leaves lf;
+    leaves_init(&lf, f, LEAF_INDEX);
+    tr_cell cells[MAX_COLUMNS], prev[MAX_COLUMNS];
+    size_t max = max_local(f, 0);
+    if (max > MAX_INDEX_CELL - 9)
+        max = MAX_INDEX_CELL - 9;   /* entries this long are refused on larger pages too */
+    unsigned char cell[MAX_INDEX_CELL];
+    for (size_t k = 0; k < n && st == TR_OK; k++) {
+        memset(cells, 0, sizeof cells[0] * (size_t)ncols);
+        fill(ctx, k, cells);
+        int order = 0;
+        for (int c = 0; k && c < ncols && !order; c++)
+            order = cell_cmp(&prev[c], &cells[c]);
+        memcpy(prev, cells, sizeof cells[0] * (size_t)ncols);
+        size_t len = k && order >= 0 ? 0 : encode_record(f, cells, ncols, 0, max);
+        if (!len) {
+            st = tr_fail(err, TR_ERR_RUNTIME, "%s: index entry %zu %s", f->path, k,
+                         k && order >= 0 ? "out of order" : "does not fit in a page");
+            break;
+        }
+        size_t size = put_varint(cell, len);
+        memcpy(cell + size, f->record, len);
+        size += len;
+        if (page_fits(&lf.cur, size)) {
+            memcpy(page_add(&lf.cur, size), cell, size);
+        } else if (k + 1 < n) {
+            st = leaves_next(f, &lf, cell, size, err);   /* this entry divides two leaves */
+        } else {
+            /* the last entry cannot divide (no leaf would follow it): the
+             * full leaf's last entry divides, and this one starts a leaf */
+            unsigned char d[sizeof cell];
+            size_t dlen;
+            if (lf.cur.ncells < 2) {
+                st = tr_fail(err, TR_ERR_RUNTIME, "%s: index entries too long", f->path);
+                break;
+            }
+            page_pop(&lf.cur, d, &dlen);
+            if ((st = leaves_next(f, &lf, d, dlen, err)) == TR_OK)
+                memcpy(page_add(&lf.cur, size), cell, size);
+        }
+        tr_spill_tick();
+    }
+    if (st != TR_OK) {
+        level_free(&lf.lv);
+        return st;
+    }
+    return leaves_finish(f, &lf, root, INTERIOR_INDEX, err);
+}

@@ -1,0 +1,369 @@
+/* Bulk-loaded b-trees (lib/btree_append.h): files SQLite's integrity_check
+ * passes and reads back as the rows and index orders that INSERT and CREATE
+ * INDEX give, across page sizes, row counts around page boundaries, large
+ * rowids, the lock-byte page, and SQLite writing on afterwards; and the
+ * inputs the writer refuses. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/btree_append.h"
+#include "tests/unit/unit.h"
+
+#define TEXT_MAX 80   /* an index entry of (s, rowid) fits a 512-byte page */
+
+typedef struct {
+    int64_t id, a;
+    int a_null;
+    char s[TEXT_MAX + 1];
+} row;
+
+typedef struct {
+    row *rows;
+    size_t *by_a, *by_s;   /* row indices in each index's order */
+} table;
+
+/* Integers of every stored width, 0 and 1, NULLs, text of 0..80 bytes. */
+static void make_row(row *r, size_t i, size_t n)
+{
+    r->id = (int64_t)i * 3 + 1 + (i >= n / 2 ? ((int64_t)1 << 40) : 0);
+    r->a_null = i % 7 == 0;
+    switch (i % 7) {
+    case 1: r->a = 0; break;
+    case 2: r->a = 1; break;
+    case 3: r->a = -(int64_t)i * 977; break;
+    case 4: r->a = (int64_t)i << 33; break;
+    case 5: r->a = INT64_MIN + (int64_t)(i % 5); break;
+    default: r->a = INT64_MAX - (int64_t)(i % 3); break;
+    }
+    size_t len = (i * 37) % (TEXT_MAX + 1);
+    for (size_t k = 0; k < len; k++)
+        r->s[k] = (char)('a' + (i * 7 + k * 13) % 26);
+    r->s[len] = '\0';
+}
+
+static const row *sort_rows;
+
+static int cmp_a(const void *x, const void *y)
+{
+    const row *p = &sort_rows[*(const size_t *)x], *q = &sort_rows[*(const size_t *)y];
+    if (p->a_null != q->a_null)
+        return p->a_null ? -1 : 1;
+    if (!p->a_null && p->a != q->a)
+        return p->a < q->a ? -1 : 1;
+    return (p->id > q->id) - (p->id < q->id);
+}
+
+static int cmp_s(const void *x, const void *y)
+{
+    const row *p = &sort_rows[*(const size_t *)x], *q = &sort_rows[*(const size_t *)y];
+    int c = strcmp(p->s, q->s);
+    return c ? c : (p->id > q->id) - (p->id < q->id);
+}
+
+static void table_make(table *t, size_t n)
+{
+    t->rows = calloc(n ? n : 1, sizeof *t->rows);
+    t->by_a = calloc(n ? n : 1, sizeof *t->by_a);
+    t->by_s = calloc(n ? n : 1, sizeof *t->by_s);
+    for (size_t i = 0; i < n; i++) {
+        make_row(&t->rows[i], i, n);
+        t->by_a[i] = t->by_s[i] = i;
+    }
+    sort_rows = t->rows;
+    qsort(t->by_a, n, sizeof *t->by_a, cmp_a);
+    qsort(t->by_s, n, sizeof *t->by_s, cmp_s);
+}
+
+static void table_free(table *t)
+{
+    free(t->rows);
+    free(t->by_a);
+    free(t->by_s);
+}
+
+static int fill_row(const void *ctx, size_t i, tr_cell *c)
+{
+    const row *r = &((const table *)ctx)->rows[i];
+    tr_cell_int(&c[0], r->id);
+    if (r->a_null)
+        tr_cell_null(&c[1]);
+    else
+        tr_cell_int(&c[1], r->a);
+    tr_cell_text(&c[2], r->s, -1);
+    return 1;
+}
+
+static int fill_by_a(const void *ctx, size_t k, tr_cell *c)
+{
+    const table *t = ctx;
+    const row *r = &t->rows[t->by_a[k]];
+    if (r->a_null)
+        tr_cell_null(&c[0]);
+    else
+        tr_cell_int(&c[0], r->a);
+    tr_cell_int(&c[1], r->id);
+    return 1;
+}
+
+static int fill_by_s(const void *ctx, size_t k, tr_cell *c)
+{
+    const table *t = ctx;
+    const row *r = &t->rows[t->by_s[k]];
+    tr_cell_text(&c[0], r->s, -1);
+    tr_cell_int(&c[1], r->id);
+    return 1;
+}
+
+static int64_t query_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static char *query_text(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    char *v = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = strdup(sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "");
+    sqlite3_finalize(st);
+    return v;
+}
+
+static const char *schema =
+    "CREATE TABLE filler(x TEXT);"
+    "WITH RECURSIVE c(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM c WHERE k < 40) "
+    "INSERT INTO filler SELECT printf('%.*c', 100, 'x') FROM c;"
+    "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, s TEXT);"
+    "CREATE INDEX t_a ON t(a); CREATE INDEX t_s ON t(s)";
+
+/* A database with the schema above and t empty: the roots of t, t_a, t_s. */
+static int make_empty(const char *path, int page_size, const char *mode, uint32_t root[3])
+{
+    sqlite3 *db = NULL;
+    remove(path);
+    char sql[256];
+    snprintf(sql, sizeof sql, "PRAGMA page_size=%d; PRAGMA journal_mode=%s", page_size, mode);
+    int ok = sqlite3_open(path, &db) == SQLITE_OK && sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK
+             && sqlite3_exec(db, schema, NULL, NULL, NULL) == SQLITE_OK;
+    const char *names[] = {"t", "t_a", "t_s"};
+    for (int i = 0; ok && i < 3; i++) {
+        snprintf(sql, sizeof sql, "SELECT rootpage FROM sqlite_schema WHERE name = '%s'", names[i]);
+        root[i] = (uint32_t)query_int(db, sql);
+    }
+    return sqlite3_close(db) == SQLITE_OK && ok;
+}
+
+/* The same rows through INSERT, the indexes through CREATE INDEX. */
+static int make_reference(const char *path, const table *t, size_t n)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    remove(path);
+    int ok = sqlite3_open(path, &db) == SQLITE_OK
+             && sqlite3_exec(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, s TEXT); BEGIN",
+                             NULL, NULL, NULL) == SQLITE_OK
+             && sqlite3_prepare_v2(db, "INSERT INTO t VALUES(?, ?, ?)", -1, &st, NULL) == SQLITE_OK;
+    for (size_t i = 0; ok && i < n; i++) {
+        const row *r = &t->rows[i];
+        sqlite3_bind_int64(st, 1, r->id);
+        if (r->a_null)
+            sqlite3_bind_null(st, 2);
+        else
+            sqlite3_bind_int64(st, 2, r->a);
+        sqlite3_bind_text(st, 3, r->s, -1, SQLITE_STATIC);
+        ok = sqlite3_step(st) == SQLITE_DONE && sqlite3_reset(st) == SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    ok = ok && sqlite3_exec(db, "COMMIT; CREATE INDEX t_a ON t(a); CREATE INDEX t_s ON t(s)",
+                            NULL, NULL, NULL) == SQLITE_OK;
+    return sqlite3_close(db) == SQLITE_OK && ok;
+}
+
+static int load(const char *path, const table *t, size_t n, const uint32_t root[3], tr_error *err)
+{
+    tr_btree_file *f = NULL;
+    tr_status st = tr_btree_open(&f, path, err);
+    if (st == TR_OK && (st = tr_btree_table(f, root[0], 3, n, fill_row, t, err)) == TR_OK
+        && (st = tr_btree_index(f, root[1], 2, n, fill_by_a, t, err)) == TR_OK
+        && (st = tr_btree_index(f, root[2], 2, n, fill_by_s, t, err)) == TR_OK)
+        return tr_btree_close(f, err) == TR_OK;
+    tr_btree_abort(f);
+    return 0;
+}
+
+static int integrity_ok(sqlite3 *db)
+{
+    char *r = query_text(db, "PRAGMA integrity_check");
+    int ok = r && strcmp(r, "ok") == 0;
+    if (!ok)
+        fprintf(stderr, "integrity_check: %.300s\n", r ? r : "(none)");
+    free(r);
+    return ok;
+}
+
+static int same_text(sqlite3 *db, const char *sql_main, const char *sql_ref)
+{
+    char *a = query_text(db, sql_main), *b = query_text(db, sql_ref);
+    int same = a && b && strcmp(a, b) == 0;
+    free(a);
+    free(b);
+    return same;
+}
+
+/* Loads n rows into a file of the page size, then checks it against the
+ * reference and writes on it with SQLite. */
+static void check_load(int page_size, size_t n)
+{
+    char path[512], ref[512];
+    snprintf(path, sizeof path, "%s/btree-%d-%zu.db", tr_unit_tmpdir(), page_size, n);
+    snprintf(ref, sizeof ref, "%s/btree-ref.db", tr_unit_tmpdir());
+    table t;
+    table_make(&t, n);
+    uint32_t root[3];
+    tr_error err;
+    tr_error_clear(&err);
+    CU_ASSERT_FATAL(make_empty(path, page_size, "OFF", root));
+    CU_ASSERT_FATAL(make_reference(ref, &t, n));
+    int loaded = load(path, &t, n, root, &err);
+    if (!loaded)
+        fprintf(stderr, "page size %d, %zu rows: %s\n", page_size, n, err.msg);
+    CU_ASSERT_FATAL(loaded);
+
+    sqlite3 *db = NULL;
+    CU_ASSERT_FATAL(sqlite3_open(path, &db) == SQLITE_OK);
+    char attach[600];
+    snprintf(attach, sizeof attach, "ATTACH '%s' AS ref", ref);
+    CU_ASSERT_FATAL(sqlite3_exec(db, attach, NULL, NULL, NULL) == SQLITE_OK);
+    CU_ASSERT(integrity_ok(db));
+    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM main.t"), (int64_t)n);
+    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM (SELECT id, a, s, typeof(a) FROM main.t "
+                                  "EXCEPT SELECT id, a, s, typeof(a) FROM ref.t)"), 0);
+    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM (SELECT * FROM ref.t EXCEPT SELECT * FROM main.t)"), 0);
+    /* each index in its order, and lookups through it */
+    CU_ASSERT(same_text(db, "SELECT group_concat(id) FROM (SELECT id FROM main.t INDEXED BY t_a ORDER BY a, id)",
+                        "SELECT group_concat(id) FROM (SELECT id FROM ref.t INDEXED BY t_a ORDER BY a, id)"));
+    CU_ASSERT(same_text(db, "SELECT group_concat(id) FROM (SELECT id FROM main.t INDEXED BY t_s ORDER BY s, id)",
+                        "SELECT group_concat(id) FROM (SELECT id FROM ref.t INDEXED BY t_s ORDER BY s, id)"));
+    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM main.t INDEXED BY t_a WHERE a = 0"),
+                    query_int(db, "SELECT count(*) FROM ref.t WHERE a = 0"));
+    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM main.t INDEXED BY t_a WHERE a IS NULL"),
+                    query_int(db, "SELECT count(*) FROM ref.t WHERE a IS NULL"));
+    if (n > 2) {
+        char sql[256];
+        snprintf(sql, sizeof sql, "SELECT a FROM main.t WHERE id = %lld", (long long)t.rows[n - 2].id);
+        CU_ASSERT_EQUAL(query_int(db, sql), t.rows[n - 2].a_null ? 0 : t.rows[n - 2].a);
+    }
+    /* SQLite writes on: rows into the loaded trees and pages past them */
+    CU_ASSERT(sqlite3_exec(db, "DETACH ref; BEGIN; INSERT INTO t(a, s) VALUES(5, 'new'), (NULL, 'zz');"
+                           "INSERT INTO filler SELECT s FROM t LIMIT 3000; DELETE FROM t WHERE id % 5 = 0; "
+                           "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+    CU_ASSERT(integrity_ok(db));
+    sqlite3_close(db);
+    remove(path);
+    table_free(&t);
+}
+
+static void test_btree_loads(void)
+{
+    static const int page_sizes[] = {512, 1024, 4096, 16384, 65536};
+    static const size_t counts[] = {0, 1, 2, 3, 9, 10, 11, 57, 300, 1201, 20000};
+    for (size_t p = 0; p < sizeof page_sizes / sizeof page_sizes[0]; p++)
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+            check_load(page_sizes[p], counts[c]);
+}
+
+/* The page holding the pending byte is skipped, as SQLite skips it. */
+static void test_btree_lock_page(void)
+{
+    int old = sqlite3_test_control(SQLITE_TESTCTRL_PENDING_BYTE, 0x8000);
+    tr_btree_set_pending_byte(0x8000);
+    check_load(512, 20000);    /* page 65, past the filler table: inside the load */
+    check_load(1024, 3000);
+    sqlite3_test_control(SQLITE_TESTCTRL_PENDING_BYTE, old);
+    tr_btree_set_pending_byte(0x40000000u);
+}
+
+static int fill_reversed(const void *ctx, size_t i, tr_cell *c)
+{
+    (void)ctx;
+    tr_cell_int(&c[0], 10 - (int64_t)i);
+    tr_cell_null(&c[1]);
+    tr_cell_null(&c[2]);
+    return 1;
+}
+
+static int fill_entries_reversed(const void *ctx, size_t i, tr_cell *c)
+{
+    (void)ctx;
+    tr_cell_null(&c[0]);
+    tr_cell_int(&c[1], 10 - (int64_t)i);
+    return 1;
+}
+
+static int fill_long(const void *ctx, size_t i, tr_cell *c)
+{
+    static char text[700];
+    (void)ctx;
+    memset(text, 'x', sizeof text - 1);
+    tr_cell_int(&c[0], (int64_t)i + 1);
+    tr_cell_null(&c[1]);
+    tr_cell_text(&c[2], text, -1);
+    return 1;
+}
+
+static void test_btree_refusals(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/btree-bad.db", tr_unit_tmpdir());
+    uint32_t root[3];
+    tr_error err;
+    tr_error_clear(&err);
+    tr_btree_file *f = NULL;
+    table t;
+    table_make(&t, 50);
+    /* rowids out of order, an index out of order, a row needing overflow pages */
+    CU_ASSERT_FATAL(make_empty(path, 512, "OFF", root));
+    CU_ASSERT_FATAL(tr_btree_open(&f, path, &err) == TR_OK);
+    CU_ASSERT_EQUAL(tr_btree_table(f, root[0], 3, 5, fill_reversed, NULL, &err), TR_ERR_RUNTIME);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not ascending"));
+    CU_ASSERT_EQUAL(tr_btree_table(f, root[0], 3, 2, fill_long, NULL, &err), TR_ERR_RUNTIME);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "does not fit"));
+    CU_ASSERT_EQUAL(tr_btree_index(f, root[1], 2, 5, fill_entries_reversed, NULL, &err), TR_ERR_RUNTIME);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "out of order"));
+    /* a root that is not an empty leaf of its kind */
+    CU_ASSERT_EQUAL(tr_btree_index(f, root[0], 2, 50, fill_by_a, &t, &err), TR_ERR_RUNTIME);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not an empty index"));
+    CU_ASSERT_EQUAL(tr_btree_table(f, 1, 3, 50, fill_row, &t, &err), TR_ERR_RUNTIME);
+    tr_btree_abort(f);
+    /* a loaded table cannot be loaded again */
+    CU_ASSERT_FATAL(make_empty(path, 512, "OFF", root));
+    CU_ASSERT_FATAL(load(path, &t, 50, root, &err));
+    CU_ASSERT_FATAL(tr_btree_open(&f, path, &err) == TR_OK);
+    CU_ASSERT_EQUAL(tr_btree_table(f, root[0], 3, 50, fill_row, &t, &err), TR_ERR_RUNTIME);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not an empty table"));
+    tr_btree_abort(f);
+    /* files it does not write: WAL mode, not a database, no file */
+    CU_ASSERT_FATAL(make_empty(path, 4096, "WAL", root));
+    CU_ASSERT_EQUAL(tr_btree_open(&f, path, &err), TR_ERR_RUNTIME);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "can append to"));
+    FILE *fp = fopen(path, "w");
+    CU_ASSERT_FATAL(fp != NULL);
+    fputs("not a database\n", fp);
+    fclose(fp);
+    CU_ASSERT_EQUAL(tr_btree_open(&f, path, &err), TR_ERR_RUNTIME);
+    remove(path);
+    CU_ASSERT_EQUAL(tr_btree_open(&f, path, &err), TR_ERR_RUNTIME);
+    CU_ASSERT_PTR_NULL(f);
+    table_free(&t);
+}
+
+TR_SUITE(btree_append, {"loads checked against INSERT and CREATE INDEX", test_btree_loads},
+         {"the lock-byte page is skipped", test_btree_lock_page},
+         {"refused inputs", test_btree_refusals})
