@@ -15,8 +15,10 @@
 #include <unistd.h>
 
 #include "lib/output.h"
+#include "lib/btree_append.h"
 #include "lib/bulk_insert.h"
 #include "lib/checked.h"
+#include "lib/spill.h"
 #include "lib/version.h"
 
 /* the columns of aggregates, and of stack_aggregates after its own two */
@@ -138,10 +140,10 @@ const tr_rundb_table tr_rundb_views[] = {
 const size_t tr_rundb_nviews = sizeof tr_rundb_views / sizeof tr_rundb_views[0];
 
 /* Analyses are single scans; the one index serves tree walks (children of an
- * event).  Each further index would cost about a tenth of the ingest time. */
-static const char *const rundb_indexes[] = {
-    "CREATE INDEX events_parent ON events(parent_id)",
-};
+ * event).  Each further index would cost about a tenth of the ingest time.
+ * SQLite creates it empty; its entries are written as pages with the events'
+ * (write_event_pages()), so another index on events would need the same. */
+static const char events_parent_ddl[] = "CREATE INDEX events_parent ON events(parent_id)";
 
 static tr_status sql_exec(sqlite3 *db, const char *sql, tr_error *err)
 {
@@ -508,79 +510,8 @@ out:
     return st;
 }
 
-/* ---- the events table, in two halves at once ----
- *
- * Building the events table's rows is most of the write, and SQLite writes
- * one table on one thread.  So the second half of the rows goes into a table
- * of the same definition in a file of its own, beside the output, on a
- * second thread, while this thread writes the first half; the second half is
- * then appended with INSERT ... SELECT *, which SQLite runs as a copy of the
- * stored records (its transfer optimisation) at about a third of the cost of
- * building them.  The rows, and so the table, are the same. */
-#define EVENTS_SPLIT_MIN 65536   /* fewer events: one thread */
-
-typedef struct { const tr_trace *t; size_t first; } event_range;
-
-static int fill_event_in(const void *ctx, size_t i, tr_cell *c)
-{
-    const event_range *r = ctx;
-    return fill_event(r->t, r->first + i, c);
-}
-
-typedef struct {
-    const tr_trace *t;
-    size_t first;
-    char path[4096 + 64];
-    tr_status st;
-    tr_error err;
-} events_half;
-
-static const char *events_ddl(void)
-{
-    for (size_t i = 0; i < tr_rundb_ntables; i++)
-        if (strcmp(tr_rundb_tables[i].table, "events") == 0)
-            return tr_rundb_tables[i].ddl;
-    return NULL;
-}
-
-static void *write_second_half(void *arg)
-{
-    events_half *h = arg;
-    sqlite3 *db = NULL;
-    event_range range = {h->t, h->first};
-    char sql[2048];
-    snprintf(sql, sizeof sql, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
-             "PRAGMA page_size=16384; %s; BEGIN", events_ddl());
-    if (sqlite3_open_v2(h->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK)
-        h->st = tr_fail(&h->err, TR_ERR_RUNTIME, "SQLite: cannot create %s: %s", h->path,
-                        db ? sqlite3_errmsg(db) : "out of memory");
-    else if ((h->st = sql_exec(db, sql, &h->err)) == TR_OK
-             && (h->st = tr_bulk_append(db, "events", 26, h->t->events.n - h->first,
-                                        (int64_t)h->first + 1, fill_event_in, &range, &h->err)) == TR_OK)
-        h->st = sql_exec(db, "COMMIT", &h->err);
-    if (db && sqlite3_close(db) != SQLITE_OK && h->st == TR_OK)
-        h->st = tr_fail(&h->err, TR_ERR_RUNTIME, "SQLite: %s", sqlite3_errmsg(db));
-    return NULL;
-}
-
-/* Appends the half in h->path to main.events.  ATTACH and DETACH cannot run
- * inside a transaction: the one of the write is committed and begun again
- * around them (the file is a temporary one: nothing else sees it). */
-static tr_status append_second_half(sqlite3 *db, const events_half *h, tr_error *err)
-{
-    char *sql = sqlite3_mprintf("COMMIT; ATTACH %Q AS second_half; "
-                                "INSERT INTO main.events SELECT * FROM second_half.events; "
-                                "DETACH second_half; BEGIN", h->path);
-    if (!sql)
-        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
-    tr_status st = sql_exec(db, sql, err);
-    sqlite3_free(sql);
-    return st;
-}
-
-/* The aggregates are gathered on a thread of their own while the write
- * goes on (they only read the trace), then inserted. */
+/* The aggregates are gathered on a thread of their own while the events are
+ * written (they only read the trace), then inserted. */
 typedef struct {
     const tr_trace *t;
     tr_aggregates *ag;
@@ -618,44 +549,101 @@ static tr_status aggregates_finish(aggregates_job *j, sqlite3 *db, tr_status st,
     return st;
 }
 
-/* The events table, in two halves on two threads past EVENTS_SPLIT_MIN;
- * the aggregates' thread starts once the halves are written, beside the
- * copy of the second and the index build. */
-static tr_status write_events(sqlite3 *db, const tr_trace *t, const char *tmp_path, aggregates_job *agg,
-                              tr_error *err)
+/* ---- the events table and events_parent, as b-tree pages ----
+ *
+ * SQLite creates both empty; once its connection is closed, their pages are
+ * appended to the file (lib/btree_append.h): the rows in id order, the index
+ * entries (parent_id, id) in index order, which a counting sort by parent
+ * gives.  docs/ingest.md, "The events table as pages", says why. */
+
+typedef struct {
+    uint32_t *order;   /* event indices in events_parent's order */
+    uint32_t *end;     /* bucket b (parent index + 1; 0: no parent) ends at end[b] */
+    size_t *bucket;    /* the bucket of the entry asked for last (the entries come in order) */
+} parent_order;
+
+static int fill_parent_entry(const void *ctx, size_t k, tr_cell *c)
+{
+    const parent_order *p = ctx;
+    size_t b = *p->bucket;
+    while (p->end[b] <= k)
+        b++;
+    *p->bucket = b;
+    tr_cell_opt(&c[0], (int64_t)b, 0);            /* parent_id, as fill_event() writes it */
+    tr_cell_int(&c[1], (int64_t)p->order[k] + 1);
+    return 1;
+}
+
+static void parent_order_free(parent_order *p)
+{
+    tr_spill_free(p->order);
+    tr_spill_free(p->end);
+}
+
+/* A stable counting sort of the events by parent. */
+static tr_status sort_by_parent(const tr_trace *t, parent_order *p, tr_error *err)
 {
     size_t n = t->events.n;
-    if (n < EVENTS_SPLIT_MIN) {
-        aggregates_start(agg);
-        return tr_bulk_append(db, "events", 26, n, 1, fill_event, t, err);
+    p->order = tr_spill_calloc(n ? n : 1, sizeof *p->order);
+    p->end = tr_spill_calloc(n + 1, sizeof *p->end);
+    if (!p->order || !p->end || n > UINT32_MAX - 1) {
+        parent_order_free(p);
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
     }
-    events_half h = {.t = t, .first = n / 2};
-    snprintf(h.path, sizeof h.path, "%s-events", tmp_path);
-    int slot = tr_output_register(h.path);
-    pthread_t th;
-    int threaded = pthread_create(&th, NULL, write_second_half, &h) == 0;
-    if (!threaded)
-        write_second_half(&h);
-    event_range first_half = {t, 0};
-    tr_status st = tr_bulk_append(db, "events", 26, h.first, 1, fill_event_in, &first_half, err);
-    if (threaded)
-        pthread_join(th, NULL);
-    aggregates_start(agg);
-    if (st == TR_OK && h.st != TR_OK)
-        st = tr_error_copy(err, &h.err);
+    const tr_event *ev = t->events.v;
+    for (size_t i = 0; i < n; i++, tr_spill_tick())
+        p->end[ev[i].parent + 1]++;
+    uint32_t sum = 0;
+    for (size_t b = 0; b <= n; b++) {
+        uint32_t count = p->end[b];
+        p->end[b] = sum;
+        sum += count;
+    }
+    for (size_t i = 0; i < n; i++, tr_spill_tick())
+        p->order[p->end[ev[i].parent + 1]++] = (uint32_t)i;
+    return TR_OK;
+}
+
+static tr_status root_page(sqlite3 *db, const char *name, uint32_t *root, tr_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT rootpage FROM sqlite_master WHERE name = ?", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+    }
+    *root = rc == SQLITE_ROW ? (uint32_t)sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW)
+        return tr_fail(err, TR_ERR_RUNTIME, "SQLite: no root page for %s: %s", name, sqlite3_errmsg(db));
+    return TR_OK;
+}
+
+static tr_status write_event_pages(const char *path, const tr_trace *t, uint32_t events_root,
+                                   uint32_t parent_root, tr_error *err)
+{
+    tr_btree_file *f = NULL;
+    parent_order p = {0};
+    size_t bucket = 0;
+    p.bucket = &bucket;
+    tr_status st = tr_btree_open(&f, path, err);
+    if (st == TR_OK && (st = tr_btree_table(f, events_root, 26, t->events.n, fill_event, t, err)) == TR_OK
+        && (st = sort_by_parent(t, &p, err)) == TR_OK) {
+        st = tr_btree_index(f, parent_root, 2, t->events.n, fill_parent_entry, &p, err);
+        parent_order_free(&p);
+    }
     if (st == TR_OK)
-        st = append_second_half(db, &h, err);
-    unlink(h.path);
-    if (slot >= 0)
-        tr_output_unregister(slot);
+        return tr_btree_close(f, err);
+    tr_btree_abort(f);
     return st;
 }
 
-/* The rest, once the tree is built: the meta rows (the tree counts GPU
- * activities without a launching call), strings interned since, sources,
- * events, aggregates, collectives and the index. */
-static tr_status write_after_tree(sqlite3 *db, const char *tmp_path, const tr_trace *t,
-                                  size_t nstrings, const tr_meta_kv *meta, size_t nmeta,
+/* What SQLite writes once the tree is built: the meta rows (the tree counts
+ * GPU activities without a launching call), strings interned since, sources,
+ * collectives and events_parent, empty; the roots of the events table and of
+ * events_parent, for their pages. */
+static tr_status write_after_tree(sqlite3 *db, const tr_trace *t, size_t nstrings,
+                                  const tr_meta_kv *meta, size_t nmeta, uint32_t roots[2],
                                   tr_error *err)
 {
     tr_status st = TR_OK;
@@ -711,12 +699,11 @@ static tr_status write_after_tree(sqlite3 *db, const char *tmp_path, const tr_tr
     }
     DONE();
 
-    aggregates_job agg = {.t = t};
-    if ((st = write_events(db, t, tmp_path, &agg, err)) == TR_OK)
-        st = tr_coll_write(db, t, err);
-    for (size_t i = 0; i < sizeof rundb_indexes / sizeof rundb_indexes[0] && st == TR_OK; i++)
-        st = sql_exec(db, rundb_indexes[i], err);
-    st = aggregates_finish(&agg, db, st, err);
+    if ((st = tr_coll_write(db, t, err)) != TR_OK)
+        goto out;
+    if ((st = sql_exec(db, events_parent_ddl, err)) == TR_OK
+        && (st = root_page(db, "events", &roots[0], err)) == TR_OK)
+        st = root_page(db, "events_parent", &roots[1], err);
 out:
     if (s.st)
         sqlite3_finalize(s.st);
@@ -779,24 +766,52 @@ tr_status tr_rundb_write_begin(tr_rundb_writer **out, const tr_trace *t, const c
     return TR_OK;
 }
 
+static tr_status close_db(tr_rundb_writer *w, tr_error *err)
+{
+    tr_status st = TR_OK;
+    if (sqlite3_close(w->db) != SQLITE_OK)
+        st = tr_fail(err, TR_ERR_RUNTIME, "SQLite: %s", sqlite3_errmsg(w->db));
+    w->db = NULL;
+    return st;
+}
+
+/* Opens the file again after the events' pages, for the aggregates' rows. */
+static tr_status reopen_db(tr_rundb_writer *w, tr_error *err)
+{
+    if (sqlite3_open_v2(w->af.tmp_path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL)
+        != SQLITE_OK)
+        return tr_fail(err, TR_ERR_RUNTIME, "SQLite: %s", w->db ? sqlite3_errmsg(w->db) : "out of memory");
+    return sql_exec(w->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN", err);
+}
+
+/* The events' pages go in while SQLite has the file closed, and the
+ * aggregates' groups are gathered beside them; their rows follow. */
+static tr_status write_events_and_aggregates(tr_rundb_writer *w, const tr_trace *t,
+                                             const uint32_t roots[2], tr_error *err)
+{
+    aggregates_job agg = {.t = t};
+    aggregates_start(&agg);
+    tr_status st = write_event_pages(w->af.tmp_path, t, roots[0], roots[1], err);
+    if (st == TR_OK)
+        st = reopen_db(w, err);
+    st = aggregates_finish(&agg, w->db, st, err);
+    if (st == TR_OK && (st = sql_exec(w->db, "COMMIT", err)) == TR_OK)
+        st = close_db(w, err);
+    return st;
+}
+
 tr_status tr_rundb_write_end(tr_rundb_writer *w, const tr_trace *t, const tr_meta_kv *meta,
                              size_t nmeta, tr_error *err)
 {
-    const char *path = w->af.path;
+    uint32_t roots[2] = {0, 0};
     tr_status st;
-    if ((st = write_after_tree(w->db, w->af.tmp_path, t, w->nstrings, meta, nmeta, err)) != TR_OK
-        || (st = sql_exec(w->db, "COMMIT", err)) != TR_OK) {
-        tr_error_prefix(err, "cannot write %s: ", path);
+    if ((st = write_after_tree(w->db, t, w->nstrings, meta, nmeta, roots, err)) != TR_OK
+        || (st = sql_exec(w->db, "COMMIT", err)) != TR_OK || (st = close_db(w, err)) != TR_OK
+        || (st = write_events_and_aggregates(w, t, roots, err)) != TR_OK) {
+        tr_error_prefix(err, "cannot write %s: ", w->af.path);
         tr_rundb_write_abort(w);
         return st;
     }
-    if (sqlite3_close(w->db) != SQLITE_OK) {
-        st = tr_fail(err, TR_ERR_RUNTIME, "cannot write %s: %s", path, sqlite3_errmsg(w->db));
-        w->db = NULL;
-        tr_rundb_write_abort(w);
-        return st;
-    }
-    w->db = NULL;
     st = tr_output_commit(&w->af, err);
     free(w);
     return st;
