@@ -37,7 +37,8 @@ struct tr_btree_file {
     unsigned char *wbuf;          /* the last nbuf pages, not yet written */
     size_t nbuf;
     unsigned char *pages;         /* three page buffers for the builders */
-    unsigned char *record;        /* one record, page_size bytes */
+    unsigned char *record;        /* one record */
+    size_t record_size;
 };
 
 /* ---- integers as the file format stores them ---- */
@@ -108,9 +109,13 @@ static unsigned int_type(int64_t v, int int01)
     return type_by_bits[64 - __builtin_clzll(u | 1)];
 }
 
-/* Encodes cells[0..n) (cell 0 as NULL when rowid_alias) into f->record;
- * returns its length, or 0 when it is longer than max.  The integers go in
- * as 8-byte stores, so the buffer has 8 bytes to spare past max. */
+#define RECORD_TOO_LONG ((size_t)-1)
+#define RECORD_NO_MEMORY ((size_t)-2)
+
+/* Encodes cells[0..n) (cell 0 as NULL when rowid_alias) into f->record,
+ * grown as needed; returns its length, or one of the two above when it is
+ * longer than max or the buffer cannot grow.  The integers go in as 8-byte
+ * stores, so the buffer has 8 bytes to spare. */
 static size_t encode_record(tr_btree_file *f, const tr_cell *cells, int n, int rowid_alias, size_t max)
 {
     uint64_t type[MAX_COLUMNS];
@@ -136,7 +141,15 @@ static size_t encode_record(tr_btree_file *f, const tr_cell *cells, int n, int r
     while (varint_len(head) + types != head)
         head = varint_len(head) + types;
     if (head + body > max)
-        return 0;
+        return RECORD_TOO_LONG;
+    if (head + body + 8 > f->record_size) {
+        size_t size = head + body + 8;
+        unsigned char *r = realloc(f->record, size);
+        if (!r)
+            return RECORD_NO_MEMORY;
+        f->record = r;
+        f->record_size = size;
+    }
     unsigned char *p = f->record;
     p += put_varint(p, head);
     for (int i = 0; i < n; i++) {
@@ -166,6 +179,17 @@ static size_t max_local(const tr_btree_file *f, int table)
 {
     return table ? f->usable - 35 : (size_t)(f->usable - 12) * 64 / 255 - 23;
 }
+
+/* 1.6: the part of a table row's payload p that stays on its leaf when the
+ * rest goes to overflow pages */
+static size_t table_local(const tr_btree_file *f, size_t p)
+{
+    size_t x = max_local(f, 1), m = (size_t)(f->usable - 12) * 32 / 255 - 23;
+    size_t k = m + (p - m) % (f->usable - 4);
+    return p <= x ? p : k <= x ? k : m;
+}
+
+#define MAX_RECORD 1000000000   /* SQLite's default SQLITE_MAX_LENGTH */
 
 /* ---- pages (1.6) ---- */
 
@@ -285,6 +309,34 @@ static tr_status append_page(tr_btree_file *f, const unsigned char *p, uint32_t 
     return st;
 }
 
+/* The number append_page() gives the page after page p. */
+static uint32_t page_after(const tr_btree_file *f, uint32_t p)
+{
+    return p + 1 == f->lock_page ? p + 2 : p + 1;
+}
+
+/* 1.6, "Cell Payload Overflow Pages": the n bytes at data as a chain of
+ * pages, each the next one's number (0 on the last) and usable - 4 bytes;
+ * the first one's number in *first. */
+static tr_status write_overflow(tr_btree_file *f, const unsigned char *data, size_t n, uint32_t *first,
+                                tr_error *err)
+{
+    unsigned char *p = f->pages;   /* free while the leaves are built */
+    size_t chunk = f->usable - 4;
+    *first = page_after(f, f->npages);
+    for (size_t off = 0; off < n; off += chunk) {
+        size_t len = n - off < chunk ? n - off : chunk;
+        uint32_t pgno = 0;
+        memset(p, 0, f->page_size);
+        put4(p, off + len < n ? page_after(f, page_after(f, f->npages)) : 0);
+        memcpy(p + 4, data + off, len);
+        tr_status st = append_page(f, p, &pgno, err);
+        if (st != TR_OK)
+            return st;
+    }
+    return TR_OK;
+}
+
 static tr_status write_root(tr_btree_file *f, uint32_t root, const unsigned char *p, tr_error *err)
 {
     f->roots_written = 1;
@@ -346,6 +398,7 @@ tr_status tr_btree_open(tr_btree_file **out, const char *path, tr_error *err)
     int ok = memcmp(h, "SQLite format 3", 16) == 0 && ps >= 512 && ps <= 65536 && (ps & (ps - 1)) == 0
              && h[18] == 1 && h[19] == 1 && h[20] < ps - 480 && get4(h + 52) == 0
              && get4(h + 92) == get4(h + 24) && get4(h + 44) >= 1 && get4(h + 44) <= 4
+             && get4(h + 56) == 1
              && (uint64_t)sb.st_size == (uint64_t)get4(h + 28) * ps;
     if (!ok) {
         tr_btree_abort(f);
@@ -358,7 +411,8 @@ tr_status tr_btree_open(tr_btree_file **out, const char *path, tr_error *err)
     f->int01 = get4(h + 44) >= 4;
     f->wbuf = malloc((size_t)WRITE_PAGES * ps);
     f->pages = malloc(3 * (size_t)ps);
-    f->record = malloc((size_t)ps + 8);
+    f->record_size = (size_t)ps + 8;
+    f->record = malloc(f->record_size);
     if (!f->wbuf || !f->pages || !f->record) {
         tr_btree_abort(f);
         return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
@@ -578,46 +632,65 @@ static tr_status leaves_finish(tr_btree_file *f, leaves *lf, uint32_t root, unsi
     return st;
 }
 
+/* The row in f->record (len bytes) as a cell on the current leaf, its
+ * payload past what stays there in overflow pages. */
+static tr_status add_row(tr_btree_file *f, leaves *lf, int64_t rowid, int64_t prev, size_t len,
+                         tr_error *err)
+{
+    size_t local = table_local(f, len);
+    size_t size = varint_len(len) + varint_len((uint64_t)rowid) + local + (local < len ? 4 : 0);
+    tr_status st = TR_OK;
+    if (!page_fits(&lf->cur, size)) {
+        unsigned char d[9];
+        if ((st = leaves_next(f, lf, d, put_varint(d, (uint64_t)prev), err)) != TR_OK)
+            return st;
+    }
+    uint32_t overflow = 0;
+    if (local < len && (st = write_overflow(f, f->record + local, len - local, &overflow, err)) != TR_OK)
+        return st;
+    unsigned char *c = page_add(&lf->cur, size);
+    c += put_varint(c, len);
+    c += put_varint(c, (uint64_t)rowid);
+    memcpy(c, f->record, local);
+    if (local < len)
+        put4(c + local, overflow);
+    return TR_OK;
+}
+
 tr_status tr_btree_table(tr_btree_file *f, uint32_t root, int ncols, size_t nrows,
                          tr_row_fill fill, const void *ctx, tr_error *err)
 {
     if (ncols < 1 || ncols > MAX_COLUMNS)
         return tr_fail(err, TR_ERR_RUNTIME, "%s: %d columns", f->path, ncols);
     tr_status st = check_root(f, root, LEAF_TABLE, err);
-    if (st != TR_OK || nrows == 0)
+    if (st != TR_OK)
         return st;
     leaves lf;
     leaves_init(&lf, f, LEAF_TABLE);
     tr_cell cells[MAX_COLUMNS];
-    size_t max = max_local(f, 1);
     int64_t prev = 0;
-    for (size_t i = 0; i < nrows; i++) {
+    size_t kept = 0;
+    for (size_t i = 0; i < nrows && st == TR_OK; i++, tr_spill_tick()) {
         memset(cells, 0, sizeof cells[0] * (size_t)ncols);
-        fill(ctx, i, cells);
+        if (!fill(ctx, i, cells))
+            continue;
         int64_t rowid = cells[0].i;
-        if (cells[0].type != TR_CELL_INT || (i && rowid <= prev)) {
-            level_free(&lf.lv);
-            return tr_fail(err, TR_ERR_RUNTIME, "%s: row %zu: rowids not ascending", f->path, i);
+        if (cells[0].type != TR_CELL_INT || (kept && rowid <= prev)) {
+            st = tr_fail(err, TR_ERR_RUNTIME, "%s: row %zu: rowids not ascending", f->path, i);
+            break;
         }
-        size_t len = encode_record(f, cells, ncols, 1, max);
-        if (!len) {
-            level_free(&lf.lv);
-            return tr_fail(err, TR_ERR_RUNTIME, "%s: row %zu does not fit in a page", f->path, i);
-        }
-        size_t size = varint_len(len) + varint_len((uint64_t)rowid) + len;
-        if (!page_fits(&lf.cur, size)) {
-            unsigned char d[9];
-            if ((st = leaves_next(f, &lf, d, put_varint(d, (uint64_t)prev), err)) != TR_OK) {
-                level_free(&lf.lv);
-                return st;
-            }
-        }
-        unsigned char *c = page_add(&lf.cur, size);
-        c += put_varint(c, len);
-        c += put_varint(c, (uint64_t)rowid);
-        memcpy(c, f->record, len);
+        size_t len = encode_record(f, cells, ncols, 1, MAX_RECORD);
+        if (len == RECORD_TOO_LONG || len == RECORD_NO_MEMORY)
+            st = tr_fail(err, TR_ERR_RUNTIME, len == RECORD_NO_MEMORY ? "out of memory"
+                         : "%s: row %zu is longer than SQLite's limit", f->path, i);
+        else
+            st = add_row(f, &lf, rowid, prev, len, err);
         prev = rowid;
-        tr_spill_tick();
+        kept++;
+    }
+    if (st != TR_OK || !kept) {
+        level_free(&lf.lv);
+        return st;
     }
     return leaves_finish(f, &lf, root, INTERIOR_TABLE, err);
 }
@@ -662,8 +735,8 @@ tr_status tr_btree_index(tr_btree_file *f, uint32_t root, int ncols, size_t n,
         for (int c = 0; k && c < ncols && !order; c++)
             order = cell_cmp(&prev[c], &cells[c]);
         memcpy(prev, cells, sizeof cells[0] * (size_t)ncols);
-        size_t len = k && order >= 0 ? 0 : encode_record(f, cells, ncols, 0, max);
-        if (!len) {
+        size_t len = k && order >= 0 ? RECORD_TOO_LONG : encode_record(f, cells, ncols, 0, max);
+        if (len == RECORD_TOO_LONG || len == RECORD_NO_MEMORY) {
             st = tr_fail(err, TR_ERR_RUNTIME, "%s: index entry %zu %s", f->path, k,
                          k && order >= 0 ? "out of order" : "does not fit in a page");
             break;

@@ -21,9 +21,9 @@
  * writer does not produce (auto-vacuum, WAL, a page count that is not the
  * file's size, a root that is not an empty leaf) is refused, unchanged.
  *
- * Cells are integers, NULL and text.  A row longer than a page less 35
- * bytes, or an index entry longer than a quarter page (at most 4087 bytes),
- * would need overflow pages and is refused.
+ * Cells are integers, NULL and text.  A table row longer than its page
+ * holds goes on in overflow pages; an index entry longer than a quarter page
+ * (at most 4087 bytes) is refused.
  *
  * Ownership: the writer owns its descriptor and buffers; tr_btree_close()
  * and tr_btree_abort() free it.  After a failure the file is to be thrown
@@ -42,10 +42,10 @@ typedef struct tr_btree_file tr_btree_file;
 
 tr_status tr_btree_open(tr_btree_file **out, const char *path, tr_error *err);
 
-/* Fills the table whose root page is `root` with rows 0..nrows-1: cell 0 of
- * each is its rowid (an INTEGER PRIMARY KEY column, which the record holds as
- * NULL), strictly ascending; cells 1..ncols-1 the other columns.  Every row
- * is kept (fill's return value is ignored). */
+/* Fills the table whose root page is `root` with the rows among 0..nrows-1
+ * that fill keeps (returning 1): cell 0 of each is its rowid (an INTEGER
+ * PRIMARY KEY column, which the record holds as NULL), strictly ascending;
+ * cells 1..ncols-1 the other columns. */
 tr_status tr_btree_table(tr_btree_file *f, uint32_t root, int ncols, size_t nrows,
                          tr_row_fill fill, const void *ctx, tr_error *err);
 

@@ -420,18 +420,13 @@ static tr_status write_strings(sqlite3 *db, const tr_trace *t, size_t first, siz
 #define STEP() do { if ((st = step(db, &s, err)) != TR_OK) goto out; } while (0)
 #define DONE() do { sqlite3_finalize(s.st); s.st = NULL; } while (0)
 
-/* What the call tree leaves as it is: the strings interned so far (*nstrings
- * of them; a trace of distinct NVTX names has nearly a string per event), the
- * kinds, processes, threads, devices, streams, stack nodes and the detail
- * tables.  Reads only the event's kind and detail. */
-static tr_status write_before_tree(sqlite3 *db, const tr_trace *t, size_t *nstrings, tr_error *err)
+/* The small tables the call tree leaves as they are: kinds, processes,
+ * threads, devices, streams and stack nodes (the strings so far and the
+ * detail tables go in as pages, write_pages_before_tree()). */
+static tr_status write_before_tree(sqlite3 *db, const tr_trace *t, tr_error *err)
 {
     tr_status st = TR_OK;
     ins s = {0};
-
-    *nstrings = tr_intern_count(&t->strings);
-    if ((st = write_strings(db, t, 1, *nstrings + 1, err)) != TR_OK)
-        goto out;
 
     PREP("INSERT INTO kinds(id, name, on_gpu) VALUES(?, ?, ?)");
     for (int k = 1; k < TR_KIND_COUNT_; k++) {
@@ -499,11 +494,6 @@ static tr_status write_before_tree(sqlite3 *db, const tr_trace *t, size_t *nstri
         STEP();
     }
     DONE();
-
-    for (size_t i = 0; i < sizeof detail_tables / sizeof detail_tables[0]; i++)
-        if ((st = tr_bulk_insert_keyed(db, detail_tables[i].table, detail_tables[i].ncols, t->events.n,
-                                       detail_tables[i].fill, t, err)) != TR_OK)
-            goto out;
 out:
     if (s.st)
         sqlite3_finalize(s.st);
@@ -619,32 +609,71 @@ static tr_status root_page(sqlite3 *db, const char *name, uint32_t *root, tr_err
     return TR_OK;
 }
 
-static tr_status write_event_pages(const char *path, const tr_trace *t, uint32_t events_root,
-                                   uint32_t parent_root, tr_error *err)
+/* The tables and the index written as pages, and their root pages. */
+enum {
+    ROOT_STRINGS, ROOT_EVENTS, ROOT_EVENTS_PARENT, ROOT_DETAILS,
+    NROOTS = ROOT_DETAILS + sizeof detail_tables / sizeof detail_tables[0]
+};
+
+static tr_status find_roots(sqlite3 *db, uint32_t roots[NROOTS], tr_error *err)
 {
-    tr_btree_file *f = NULL;
-    parent_order p = {0};
-    size_t bucket = 0;
-    p.bucket = &bucket;
-    tr_status st = tr_btree_open(&f, path, err);
-    if (st == TR_OK && (st = tr_btree_table(f, events_root, 26, t->events.n, fill_event, t, err)) == TR_OK
-        && (st = sort_by_parent(t, &p, err)) == TR_OK) {
-        st = tr_btree_index(f, parent_root, 2, t->events.n, fill_parent_entry, &p, err);
-        parent_order_free(&p);
-    }
+    tr_status st = TR_OK;
+    const char *names[NROOTS] = {"strings", "events", "events_parent"};
+    for (size_t i = 0; i < sizeof detail_tables / sizeof detail_tables[0]; i++)
+        names[ROOT_DETAILS + i] = detail_tables[i].table;
+    for (size_t i = 0; i < NROOTS && st == TR_OK; i++)
+        st = root_page(db, names[i], &roots[i], err);
+    return st;
+}
+
+static tr_status close_pages(tr_btree_file *f, tr_status st, tr_error *err)
+{
     if (st == TR_OK)
         return tr_btree_close(f, err);
     tr_btree_abort(f);
     return st;
 }
 
-/* What SQLite writes once the tree is built: the meta rows (the tree counts
- * GPU activities without a launching call), strings interned since, sources,
- * collectives and events_parent, empty; the roots of the events table and of
- * events_parent, for their pages. */
+/* Before the tree: the strings interned so far (nstrings; a trace of
+ * distinct NVTX names has nearly a string per event) and the detail tables.
+ * Reads only the event's kind and detail, which the tree leaves as they are. */
+static tr_status write_pages_before_tree(const char *path, const tr_trace *t, size_t nstrings,
+                                         const uint32_t roots[NROOTS], tr_error *err)
+{
+    tr_btree_file *f = NULL;
+    string_range strings = {t, 1};
+    tr_status st = tr_btree_open(&f, path, err);
+    if (st == TR_OK)
+        st = tr_btree_table(f, roots[ROOT_STRINGS], 2, nstrings, fill_string_in, &strings, err);
+    for (size_t i = 0; i < sizeof detail_tables / sizeof detail_tables[0] && st == TR_OK; i++)
+        st = tr_btree_table(f, roots[ROOT_DETAILS + i], detail_tables[i].ncols, t->events.n,
+                            detail_tables[i].fill, t, err);
+    return close_pages(f, st, err);
+}
+
+/* After the tree: the events and events_parent. */
+static tr_status write_event_pages(const char *path, const tr_trace *t, const uint32_t roots[NROOTS],
+                                   tr_error *err)
+{
+    tr_btree_file *f = NULL;
+    parent_order p = {0};
+    size_t bucket = 0;
+    p.bucket = &bucket;
+    tr_status st = tr_btree_open(&f, path, err);
+    if (st == TR_OK
+        && (st = tr_btree_table(f, roots[ROOT_EVENTS], 26, t->events.n, fill_event, t, err)) == TR_OK
+        && (st = sort_by_parent(t, &p, err)) == TR_OK) {
+        st = tr_btree_index(f, roots[ROOT_EVENTS_PARENT], 2, t->events.n, fill_parent_entry, &p, err);
+        parent_order_free(&p);
+    }
+    return close_pages(f, st, err);
+}
+
+/* What SQLite writes once the tree is built, after the events' pages: the
+ * meta rows (the tree counts GPU activities without a launching call),
+ * strings interned since, sources and collectives. */
 static tr_status write_after_tree(sqlite3 *db, const tr_trace *t, size_t nstrings,
-                                  const tr_meta_kv *meta, size_t nmeta, uint32_t roots[2],
-                                  tr_error *err)
+                                  const tr_meta_kv *meta, size_t nmeta, tr_error *err)
 {
     tr_status st = TR_OK;
     ins s = {0};
@@ -699,11 +728,7 @@ static tr_status write_after_tree(sqlite3 *db, const tr_trace *t, size_t nstring
     }
     DONE();
 
-    if ((st = tr_coll_write(db, t, err)) != TR_OK)
-        goto out;
-    if ((st = sql_exec(db, events_parent_ddl, err)) == TR_OK
-        && (st = root_page(db, "events", &roots[0], err)) == TR_OK)
-        st = root_page(db, "events_parent", &roots[1], err);
+    st = tr_coll_write(db, t, err);
 out:
     if (s.st)
         sqlite3_finalize(s.st);
@@ -717,7 +742,8 @@ out:
 struct tr_rundb_writer {
     tr_output af;
     sqlite3 *db;
-    size_t nstrings;   /* written by tr_rundb_write_begin() */
+    size_t nstrings;          /* written by tr_rundb_write_begin() */
+    uint32_t roots[NROOTS];   /* of the tables written as pages */
 };
 
 void tr_rundb_write_abort(tr_rundb_writer *w)
@@ -728,6 +754,24 @@ void tr_rundb_write_abort(tr_rundb_writer *w)
         sqlite3_close(w->db);
     tr_output_abort(&w->af);
     free(w);
+}
+
+static tr_status close_db(tr_rundb_writer *w, tr_error *err)
+{
+    tr_status st = TR_OK;
+    if (sqlite3_close(w->db) != SQLITE_OK)
+        st = tr_fail(err, TR_ERR_RUNTIME, "SQLite: %s", sqlite3_errmsg(w->db));
+    w->db = NULL;
+    return st;
+}
+
+/* Opens the file again after the events' pages, for the rows that follow. */
+static tr_status reopen_db(tr_rundb_writer *w, tr_error *err)
+{
+    if (sqlite3_open_v2(w->af.tmp_path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL)
+        != SQLITE_OK)
+        return tr_fail(err, TR_ERR_RUNTIME, "SQLite: %s", w->db ? sqlite3_errmsg(w->db) : "out of memory");
+    return sql_exec(w->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN", err);
 }
 
 tr_status tr_rundb_write_begin(tr_rundb_writer **out, const tr_trace *t, const char *path,
@@ -751,13 +795,19 @@ tr_status tr_rundb_write_begin(tr_rundb_writer **out, const tr_trace *t, const c
         return st;
     }
     /* The file is a temporary one until its rename: no journal, no syncs.
-     * 16 KiB pages make the events table's appends a few percent cheaper than
-     * 8 KiB ones at the same peak RSS; 64 KiB ones were cheaper still but
-     * grew the index build's sorter by 20 MiB. */
+     * 16 KiB pages were chosen when SQLite appended the events (a few percent
+     * cheaper than 8 KiB); the pages written by lib/btree_append.c keep the
+     * size SQLite gives the file.  The large tables go in as pages: SQLite
+     * writes the small ones, closes the file, and opens it again after. */
+    w->nstrings = tr_intern_count(&t->strings);
     if ((st = sql_exec(w->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
                               "PRAGMA page_size=16384; BEGIN", err)) != TR_OK
         || (st = tr_rundb_create_schema(w->db, err)) != TR_OK
-        || (st = write_before_tree(w->db, t, &w->nstrings, err)) != TR_OK) {
+        || (st = sql_exec(w->db, events_parent_ddl, err)) != TR_OK
+        || (st = write_before_tree(w->db, t, err)) != TR_OK
+        || (st = find_roots(w->db, w->roots, err)) != TR_OK
+        || (st = sql_exec(w->db, "COMMIT", err)) != TR_OK || (st = close_db(w, err)) != TR_OK
+        || (st = write_pages_before_tree(w->af.tmp_path, t, w->nstrings, w->roots, err)) != TR_OK) {
         tr_error_prefix(err, "cannot write %s: ", path);
         tr_rundb_write_abort(w);
         return st;
@@ -766,48 +816,21 @@ tr_status tr_rundb_write_begin(tr_rundb_writer **out, const tr_trace *t, const c
     return TR_OK;
 }
 
-static tr_status close_db(tr_rundb_writer *w, tr_error *err)
-{
-    tr_status st = TR_OK;
-    if (sqlite3_close(w->db) != SQLITE_OK)
-        st = tr_fail(err, TR_ERR_RUNTIME, "SQLite: %s", sqlite3_errmsg(w->db));
-    w->db = NULL;
-    return st;
-}
-
-/* Opens the file again after the events' pages, for the aggregates' rows. */
-static tr_status reopen_db(tr_rundb_writer *w, tr_error *err)
-{
-    if (sqlite3_open_v2(w->af.tmp_path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL)
-        != SQLITE_OK)
-        return tr_fail(err, TR_ERR_RUNTIME, "SQLite: %s", w->db ? sqlite3_errmsg(w->db) : "out of memory");
-    return sql_exec(w->db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN", err);
-}
-
 /* The events' pages go in while SQLite has the file closed, and the
- * aggregates' groups are gathered beside them; their rows follow. */
-static tr_status write_events_and_aggregates(tr_rundb_writer *w, const tr_trace *t,
-                                             const uint32_t roots[2], tr_error *err)
-{
-    aggregates_job agg = {.t = t};
-    aggregates_start(&agg);
-    tr_status st = write_event_pages(w->af.tmp_path, t, roots[0], roots[1], err);
-    if (st == TR_OK)
-        st = reopen_db(w, err);
-    st = aggregates_finish(&agg, w->db, st, err);
-    if (st == TR_OK && (st = sql_exec(w->db, "COMMIT", err)) == TR_OK)
-        st = close_db(w, err);
-    return st;
-}
-
+ * aggregates' groups are gathered beside them; then SQLite opens the file
+ * again for the rest and the aggregates' rows. */
 tr_status tr_rundb_write_end(tr_rundb_writer *w, const tr_trace *t, const tr_meta_kv *meta,
                              size_t nmeta, tr_error *err)
 {
-    uint32_t roots[2] = {0, 0};
-    tr_status st;
-    if ((st = write_after_tree(w->db, t, w->nstrings, meta, nmeta, roots, err)) != TR_OK
-        || (st = sql_exec(w->db, "COMMIT", err)) != TR_OK || (st = close_db(w, err)) != TR_OK
-        || (st = write_events_and_aggregates(w, t, roots, err)) != TR_OK) {
+    aggregates_job agg = {.t = t};
+    aggregates_start(&agg);
+    tr_status st = write_event_pages(w->af.tmp_path, t, w->roots, err);
+    if (st == TR_OK && (st = reopen_db(w, err)) == TR_OK)
+        st = write_after_tree(w->db, t, w->nstrings, meta, nmeta, err);
+    st = aggregates_finish(&agg, w->db, st, err);
+    if (st == TR_OK && (st = sql_exec(w->db, "COMMIT", err)) == TR_OK)
+        st = close_db(w, err);
+    if (st != TR_OK) {
         tr_error_prefix(err, "cannot write %s: ", w->af.path);
         tr_rundb_write_abort(w);
         return st;

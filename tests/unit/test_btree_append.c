@@ -1,8 +1,8 @@
 /* Bulk-loaded b-trees (lib/btree_append.h): files SQLite's integrity_check
  * passes and reads back as the rows and index orders that INSERT and CREATE
- * INDEX give, across page sizes, row counts around page boundaries, large
- * rowids, the lock-byte page, and SQLite writing on afterwards; and the
- * inputs the writer refuses. */
+ * INDEX give, across page sizes, row counts around page boundaries, rows left
+ * out, rows on overflow pages, large rowids, the lock-byte page, and SQLite
+ * writing on afterwards; and the inputs the writer refuses. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,18 +15,26 @@
 
 typedef struct {
     int64_t id, a;
-    int a_null;
+    int a_null, kept;
     char s[TEXT_MAX + 1];
+    size_t xlen;   /* x: a text of xlen bytes, on overflow pages past a page */
 } row;
 
 typedef struct {
     row *rows;
-    size_t *by_a, *by_s;   /* row indices in each index's order */
+    size_t *by_a, *by_s;   /* kept row indices in each index's order */
+    size_t kept;
+    char *x;               /* the bytes of every x */
 } table;
 
-/* Integers of every stored width, 0 and 1, NULLs, text of 0..80 bytes. */
+#define X_MAX 70000
+
+/* Integers of every stored width, 0 and 1, NULLs, text of 0..80 bytes, a
+ * few rows 10 to 70,000 bytes long; every fifth row left out. */
 static void make_row(row *r, size_t i, size_t n)
 {
+    r->kept = i % 5 != 3;
+    r->xlen = i % 97 == 4 || i == 4 ? (i * 7919 + 1000) % X_MAX : 0;
     r->id = (int64_t)i * 3 + 1 + (i >= n / 2 ? ((int64_t)1 << 40) : 0);
     r->a_null = i % 7 == 0;
     switch (i % 7) {
@@ -67,13 +75,18 @@ static void table_make(table *t, size_t n)
     t->rows = calloc(n ? n : 1, sizeof *t->rows);
     t->by_a = calloc(n ? n : 1, sizeof *t->by_a);
     t->by_s = calloc(n ? n : 1, sizeof *t->by_s);
+    t->x = malloc(X_MAX);
+    for (size_t k = 0; k < X_MAX; k++)
+        t->x[k] = (char)('A' + (k * 31 + k / 7) % 26);
+    t->kept = 0;
     for (size_t i = 0; i < n; i++) {
         make_row(&t->rows[i], i, n);
-        t->by_a[i] = t->by_s[i] = i;
+        if (t->rows[i].kept)
+            t->by_a[t->kept] = t->by_s[t->kept] = i, t->kept++;
     }
     sort_rows = t->rows;
-    qsort(t->by_a, n, sizeof *t->by_a, cmp_a);
-    qsort(t->by_s, n, sizeof *t->by_s, cmp_s);
+    qsort(t->by_a, t->kept, sizeof *t->by_a, cmp_a);
+    qsort(t->by_s, t->kept, sizeof *t->by_s, cmp_s);
 }
 
 static void table_free(table *t)
@@ -81,17 +94,22 @@ static void table_free(table *t)
     free(t->rows);
     free(t->by_a);
     free(t->by_s);
+    free(t->x);
 }
 
 static int fill_row(const void *ctx, size_t i, tr_cell *c)
 {
-    const row *r = &((const table *)ctx)->rows[i];
+    const table *t = ctx;
+    const row *r = &t->rows[i];
+    if (!r->kept)
+        return 0;
     tr_cell_int(&c[0], r->id);
     if (r->a_null)
         tr_cell_null(&c[1]);
     else
         tr_cell_int(&c[1], r->a);
     tr_cell_text(&c[2], r->s, -1);
+    tr_cell_text(&c[3], t->x, (int)r->xlen);
     return 1;
 }
 
@@ -140,7 +158,7 @@ static const char *schema =
     "CREATE TABLE filler(x TEXT);"
     "WITH RECURSIVE c(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM c WHERE k < 40) "
     "INSERT INTO filler SELECT printf('%.*c', 100, 'x') FROM c;"
-    "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, s TEXT);"
+    "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, s TEXT, x TEXT);"
     "CREATE INDEX t_a ON t(a); CREATE INDEX t_s ON t(s)";
 
 /* A database with the schema above and t empty: the roots of t, t_a, t_s. */
@@ -149,7 +167,10 @@ static int make_empty(const char *path, int page_size, const char *mode, uint32_
     sqlite3 *db = NULL;
     remove(path);
     char sql[256];
-    snprintf(sql, sizeof sql, "PRAGMA page_size=%d; PRAGMA journal_mode=%s", page_size, mode);
+    snprintf(sql, sizeof sql, "PRAGMA page_size=%d; PRAGMA journal_mode=%s; PRAGMA encoding='%s'",
+             page_size, mode, strcmp(mode, "UTF16") == 0 ? "UTF-16" : "UTF-8");
+    if (strcmp(mode, "UTF16") == 0)
+        mode = "OFF";
     int ok = sqlite3_open(path, &db) == SQLITE_OK && sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK
              && sqlite3_exec(db, schema, NULL, NULL, NULL) == SQLITE_OK;
     const char *names[] = {"t", "t_a", "t_s"};
@@ -167,11 +188,14 @@ static int make_reference(const char *path, const table *t, size_t n)
     sqlite3_stmt *st = NULL;
     remove(path);
     int ok = sqlite3_open(path, &db) == SQLITE_OK
-             && sqlite3_exec(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, s TEXT); BEGIN",
+             && sqlite3_exec(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, s TEXT, x TEXT); BEGIN",
                              NULL, NULL, NULL) == SQLITE_OK
-             && sqlite3_prepare_v2(db, "INSERT INTO t VALUES(?, ?, ?)", -1, &st, NULL) == SQLITE_OK;
+             && sqlite3_prepare_v2(db, "INSERT INTO t VALUES(?, ?, ?, ?)", -1, &st, NULL) == SQLITE_OK;
     for (size_t i = 0; ok && i < n; i++) {
         const row *r = &t->rows[i];
+        if (!r->kept)
+            continue;
+        sqlite3_bind_text(st, 4, t->x, (int)r->xlen, SQLITE_STATIC);
         sqlite3_bind_int64(st, 1, r->id);
         if (r->a_null)
             sqlite3_bind_null(st, 2);
@@ -190,9 +214,9 @@ static int load(const char *path, const table *t, size_t n, const uint32_t root[
 {
     tr_btree_file *f = NULL;
     tr_status st = tr_btree_open(&f, path, err);
-    if (st == TR_OK && (st = tr_btree_table(f, root[0], 3, n, fill_row, t, err)) == TR_OK
-        && (st = tr_btree_index(f, root[1], 2, n, fill_by_a, t, err)) == TR_OK
-        && (st = tr_btree_index(f, root[2], 2, n, fill_by_s, t, err)) == TR_OK)
+    if (st == TR_OK && (st = tr_btree_table(f, root[0], 4, n, fill_row, t, err)) == TR_OK
+        && (st = tr_btree_index(f, root[1], 2, t->kept, fill_by_a, t, err)) == TR_OK
+        && (st = tr_btree_index(f, root[2], 2, t->kept, fill_by_s, t, err)) == TR_OK)
         return tr_btree_close(f, err) == TR_OK;
     tr_btree_abort(f);
     return 0;
@@ -242,9 +266,9 @@ static void check_load(int page_size, size_t n)
     snprintf(attach, sizeof attach, "ATTACH '%s' AS ref", ref);
     CU_ASSERT_FATAL(sqlite3_exec(db, attach, NULL, NULL, NULL) == SQLITE_OK);
     CU_ASSERT(integrity_ok(db));
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM main.t"), (int64_t)n);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM (SELECT id, a, s, typeof(a) FROM main.t "
-                                  "EXCEPT SELECT id, a, s, typeof(a) FROM ref.t)"), 0);
+    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM main.t"), (int64_t)t.kept);
+    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM (SELECT id, a, s, x, typeof(a) FROM main.t "
+                                  "EXCEPT SELECT id, a, s, x, typeof(a) FROM ref.t)"), 0);
     CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM (SELECT * FROM ref.t EXCEPT SELECT * FROM main.t)"), 0);
     /* each index in its order, and lookups through it */
     CU_ASSERT(same_text(db, "SELECT group_concat(id) FROM (SELECT id FROM main.t INDEXED BY t_a ORDER BY a, id)",
@@ -255,11 +279,12 @@ static void check_load(int page_size, size_t n)
                     query_int(db, "SELECT count(*) FROM ref.t WHERE a = 0"));
     CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM main.t INDEXED BY t_a WHERE a IS NULL"),
                     query_int(db, "SELECT count(*) FROM ref.t WHERE a IS NULL"));
-    if (n > 2) {
+    for (size_t i = 0; i < n; i += 1 + n / 7) {
         char sql[256];
-        snprintf(sql, sizeof sql, "SELECT a FROM main.t WHERE id = %lld", (long long)t.rows[n - 2].id);
-        CU_ASSERT_EQUAL(query_int(db, sql), t.rows[n - 2].a_null ? 0 : t.rows[n - 2].a);
+        snprintf(sql, sizeof sql, "SELECT coalesce(a, 0) FROM main.t WHERE id = %lld", (long long)t.rows[i].id);
+        CU_ASSERT_EQUAL(query_int(db, sql), !t.rows[i].kept ? -1 : t.rows[i].a_null ? 0 : t.rows[i].a);
     }
+    CU_ASSERT_EQUAL(query_int(db, "SELECT sum(length(x)) FROM main.t"), query_int(db, "SELECT sum(length(x)) FROM ref.t"));
     /* SQLite writes on: rows into the loaded trees and pages past them */
     CU_ASSERT(sqlite3_exec(db, "DETACH ref; BEGIN; INSERT INTO t(a, s) VALUES(5, 'new'), (NULL, 'zz');"
                            "INSERT INTO filler SELECT s FROM t LIMIT 3000; DELETE FROM t WHERE id % 5 = 0; "
@@ -307,14 +332,13 @@ static int fill_entries_reversed(const void *ctx, size_t i, tr_cell *c)
     return 1;
 }
 
-static int fill_long(const void *ctx, size_t i, tr_cell *c)
+static int fill_entry_long(const void *ctx, size_t i, tr_cell *c)
 {
-    static char text[700];
+    static char text[200];
     (void)ctx;
     memset(text, 'x', sizeof text - 1);
-    tr_cell_int(&c[0], (int64_t)i + 1);
-    tr_cell_null(&c[1]);
-    tr_cell_text(&c[2], text, -1);
+    tr_cell_text(&c[0], text, -1);
+    tr_cell_int(&c[1], (int64_t)i + 1);
     return 1;
 }
 
@@ -333,22 +357,26 @@ static void test_btree_refusals(void)
     CU_ASSERT_FATAL(tr_btree_open(&f, path, &err) == TR_OK);
     CU_ASSERT_EQUAL(tr_btree_table(f, root[0], 3, 5, fill_reversed, NULL, &err), TR_ERR_RUNTIME);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not ascending"));
-    CU_ASSERT_EQUAL(tr_btree_table(f, root[0], 3, 2, fill_long, NULL, &err), TR_ERR_RUNTIME);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "does not fit"));
     CU_ASSERT_EQUAL(tr_btree_index(f, root[1], 2, 5, fill_entries_reversed, NULL, &err), TR_ERR_RUNTIME);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "out of order"));
+    /* an entry longer than a quarter page */
+    CU_ASSERT_EQUAL(tr_btree_index(f, root[1], 2, 1, fill_entry_long, NULL, &err), TR_ERR_RUNTIME);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "does not fit"));
     /* a root that is not an empty leaf of its kind */
     CU_ASSERT_EQUAL(tr_btree_index(f, root[0], 2, 50, fill_by_a, &t, &err), TR_ERR_RUNTIME);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not an empty index"));
-    CU_ASSERT_EQUAL(tr_btree_table(f, 1, 3, 50, fill_row, &t, &err), TR_ERR_RUNTIME);
+    CU_ASSERT_EQUAL(tr_btree_table(f, 1, 4, 50, fill_row, &t, &err), TR_ERR_RUNTIME);
     tr_btree_abort(f);
     /* a loaded table cannot be loaded again */
     CU_ASSERT_FATAL(make_empty(path, 512, "OFF", root));
     CU_ASSERT_FATAL(load(path, &t, 50, root, &err));
     CU_ASSERT_FATAL(tr_btree_open(&f, path, &err) == TR_OK);
-    CU_ASSERT_EQUAL(tr_btree_table(f, root[0], 3, 50, fill_row, &t, &err), TR_ERR_RUNTIME);
+    CU_ASSERT_EQUAL(tr_btree_table(f, root[0], 4, 50, fill_row, &t, &err), TR_ERR_RUNTIME);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not an empty table"));
     tr_btree_abort(f);
+    /* text in UTF-16 */
+    CU_ASSERT_FATAL(make_empty(path, 4096, "UTF16", root));
+    CU_ASSERT_EQUAL(tr_btree_open(&f, path, &err), TR_ERR_RUNTIME);
     /* files it does not write: WAL mode, not a database, no file */
     CU_ASSERT_FATAL(make_empty(path, 4096, "WAL", root));
     CU_ASSERT_EQUAL(tr_btree_open(&f, path, &err), TR_ERR_RUNTIME);
