@@ -13,8 +13,6 @@ typedef struct {
     tr_row_fill fill;
     const void *ctx;
     int64_t first_id;          /* > 0: every row kept, with cell 0 = first_id, first_id + 1, ... */
-    int keyed;                 /* cell 0 is the INTEGER PRIMARY KEY: NULL where SQLite's number is it */
-    int64_t table_max;         /* keyed: the table's largest key before the insert */
 } bulk_job;
 
 typedef struct {
@@ -26,7 +24,6 @@ typedef struct {
     sqlite3_vtab_cursor base;
     const bulk_job *job;
     size_t row;          /* current row, counted from job->first_row; == nrows at the end */
-    int64_t max_key;     /* keyed: the largest key in the table, the rows given so far included */
     tr_cell cells[];     /* the current row, filled once by advance() */
 } bulk_cursor;
 
@@ -99,22 +96,6 @@ static int bulk_close(sqlite3_vtab_cursor *c)
     return SQLITE_OK;
 }
 
-/* A key one above the table's largest is given as NULL, which SQLite numbers
- * "the largest key plus one" (the documented rule) by a walk down the right
- * edge of the B-tree, where a given key costs a seek to check that it is
- * free; any other key is given as it is.  The row is the same either way. */
-static void number_key(bulk_cursor *c)
-{
-    tr_cell *key = &c->cells[0];
-    if (key->type != TR_CELL_INT)
-        return;
-    int64_t k = key->i;
-    if (c->max_key >= 1 && c->max_key < INT64_MAX && k == c->max_key + 1)
-        key->type = TR_CELL_NULL;
-    if (k > c->max_key)
-        c->max_key = k;
-}
-
 /* Moves to the next kept row at or after c->row and fills its cells.  Rows
  * that SQLite numbers (tr_bulk_append()) must be kept and carry the key it
  * gives them; SQLITE_ERROR otherwise. */
@@ -134,8 +115,6 @@ static int advance(bulk_cursor *c)
     }
     while (c->row < job->nrows && !job->fill(job->ctx, job->first_row + c->row, c->cells))
         c->row++;
-    if (job->keyed && c->row < job->nrows)
-        number_key(c);
     return SQLITE_OK;
 }
 
@@ -148,7 +127,6 @@ static int bulk_filter(sqlite3_vtab_cursor *cur, int idx, const char *idxstr, in
     (void)argv;
     bulk_cursor *c = (bulk_cursor *)cur;
     c->row = 0;
-    c->max_key = c->job->table_max;
     return advance(c);
 }
 
@@ -234,7 +212,7 @@ static tr_status run_job(sqlite3 *db, const char *table, const bulk_job *job, co
 tr_status tr_bulk_insert(sqlite3 *db, const char *table, int ncols, size_t nrows,
                          tr_row_fill fill, const void *ctx, tr_error *err)
 {
-    const bulk_job job = {ncols, 0, nrows, fill, ctx, 0, 0, 0};
+    const bulk_job job = {ncols, 0, nrows, fill, ctx, 0};
     return run_job(db, table, &job, "*", err);
 }
 
@@ -253,14 +231,6 @@ static tr_status last_rowid(sqlite3 *db, const char *table, int64_t *last, tr_er
                                       sqlite3_errmsg(db), table);
 }
 
-tr_status tr_bulk_insert_keyed(sqlite3 *db, const char *table, int ncols, size_t nrows,
-                               tr_row_fill fill, const void *ctx, tr_error *err)
-{
-    bulk_job job = {ncols, 0, nrows, fill, ctx, 0, 1, 0};
-    tr_status st = last_rowid(db, table, &job.table_max, err);
-    return st == TR_OK ? run_job(db, table, &job, "*", err) : st;
-}
-
 tr_status tr_bulk_append(sqlite3 *db, const char *table, int ncols, size_t nrows, int64_t first_id,
                          tr_row_fill fill, const void *ctx, tr_error *err)
 {
@@ -275,7 +245,7 @@ tr_status tr_bulk_append(sqlite3 *db, const char *table, int ncols, size_t nrows
     size_t given = 0;
     if (last != first_id - 1) {
         /* SQLite numbers on from the largest key: the first row sets it */
-        const bulk_job first = {ncols, 0, 1, fill, ctx, first_id, 0, 0};
+        const bulk_job first = {ncols, 0, 1, fill, ctx, first_id};
         if ((st = run_job(db, table, &first, "*", err)) != TR_OK)
             return st;
         given = 1;
@@ -284,6 +254,6 @@ tr_status tr_bulk_append(sqlite3 *db, const char *table, int ncols, size_t nrows
     int at = snprintf(columns, sizeof columns, "NULL");
     for (int i = 1; i < ncols; i++)
         at += snprintf(columns + at, sizeof columns - (size_t)at, ",c%d", i);
-    const bulk_job rest = {ncols, given, nrows - given, fill, ctx, first_id + (int64_t)given, 0, 0};
+    const bulk_job rest = {ncols, given, nrows - given, fill, ctx, first_id + (int64_t)given};
     return run_job(db, table, &rest, columns, err);
 }

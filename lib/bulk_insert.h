@@ -5,8 +5,8 @@
  * Binding each value and stepping a prepared INSERT once per row costs about
  * a third more CPU than letting one statement pull the rows: the per-row
  * reset, the per-value bind checks and the statement restart go away.  The
- * run database's large tables (events and its detail tables) are written
- * this way.
+ * run database's large tables go in as pages instead (lib/btree_append.h);
+ * its strings interned after the first part of the write come this way.
  *
  * The caller describes its rows with a fill function that writes one row's
  * cells; it may skip rows (returning 0), so a detail table can be written
@@ -52,14 +52,6 @@ typedef int (*tr_row_fill)(const void *ctx, size_t row, tr_cell *cells);
  * declaration order; ncols of them).  Runs inside the caller's transaction. */
 tr_status tr_bulk_insert(sqlite3 *db, const char *table, int ncols, size_t nrows,
                          tr_row_fill fill, const void *ctx, tr_error *err);
-
-/* As tr_bulk_insert(), for rows whose first cell is the table's INTEGER
- * PRIMARY KEY (rows may be left out): a key one above the largest in the
- * table so far goes in as NULL, which SQLite numbers as that key without the
- * seek it makes to check a given one; a detail table keyed by event ids
- * (runs of consecutive ids) is cheaper so.  The table is the same. */
-tr_status tr_bulk_insert_keyed(sqlite3 *db, const char *table, int ncols, size_t nrows,
-                               tr_row_fill fill, const void *ctx, tr_error *err);
 
 /* As tr_bulk_insert(), for rows that are all kept and whose first cell is the
  * table's INTEGER PRIMARY KEY, numbered on from first_id (first_id, first_id

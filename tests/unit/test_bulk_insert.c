@@ -119,45 +119,5 @@ static void test_bulk_append(void)
 /* Keys in runs of consecutive ids with gaps, a row left out, keys below the
  * largest (3, then 4: one above the last row, not above the largest) and
  * negative ones: each row keeps its own key and values. */
-static const int64_t keyed_ids[] = {5, 6, 7, 10, 11, 12, 3, 4, 13, 14, -7, -6, 15, 100, 101, 0, 102};
-
-static int fill_keyed(const void *ctx, size_t i, tr_cell *c)
-{
-    (void)ctx;
-    if (i == 4)
-        return 0;   /* 11 left out: 12 follows 10 */
-    tr_cell_int(&c[0], keyed_ids[i]);
-    tr_cell_int(&c[1], keyed_ids[i] * 3 + 1);
-    tr_cell_text(&c[2], "x", -1);
-    return 1;
-}
-
-static void test_bulk_keyed(void)
-{
-    sqlite3 *db = NULL;
-    CU_ASSERT_FATAL(sqlite3_open(":memory:", &db) == SQLITE_OK);
-    CU_ASSERT(sqlite3_exec(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, n INTEGER, s TEXT);"
-                           "CREATE TABLE u(id INTEGER PRIMARY KEY, n INTEGER, s TEXT);"
-                           "INSERT INTO u VALUES(1000, 0, 'y')", NULL, NULL, NULL) == SQLITE_OK);
-    tr_error err;
-    tr_error_clear(&err);
-    size_t n = sizeof keyed_ids / sizeof keyed_ids[0];
-    CU_ASSERT_EQUAL(tr_bulk_insert_keyed(db, "t", 3, n, fill_keyed, NULL, &err), TR_OK);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM t"), (int64_t)n - 1);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM t WHERE n <> id * 3 + 1"), 0);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM t WHERE id = 11"), 0);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT sum(id) FROM t"), 5 + 6 + 7 + 10 + 12 + 3 + 4 + 13 + 14 - 7 - 6 + 15 + 100 + 101 + 0 + 102);
-    /* a table whose largest key is above the rows': each row still gets its own */
-    CU_ASSERT_EQUAL(tr_bulk_insert_keyed(db, "u", 3, n, fill_keyed, NULL, &err), TR_OK);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM u WHERE id <> 1000 AND n <> id * 3 + 1"), 0);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT max(id) FROM u"), 1000);
-    /* a key taken fails as the plain insert does */
-    CU_ASSERT_EQUAL(tr_bulk_insert_keyed(db, "t", 3, 2, fill_keyed, NULL, &err), TR_ERR_RUNTIME);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "UNIQUE"));
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM temp.sqlite_master"), 0);
-    sqlite3_close(db);
-}
-
 TR_SUITE(bulk_insert, {"rows, NULLs, text, skips and errors", test_bulk_rows},
-         {"rows numbered by SQLite", test_bulk_append},
-         {"keys given or numbered by SQLite", test_bulk_keyed})
+         {"rows numbered by SQLite", test_bulk_append})
