@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "tests/unit/unit.h"
 
 #define MAX_SUITES 128
@@ -32,6 +34,16 @@ const char *tr_unit_traces_dir(void)
             dir = cand;
     }
     return dir;
+}
+
+int64_t tr_unit_query_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
 }
 
 const char *tr_unit_tmpdir(void)

@@ -134,16 +134,6 @@ static int fill_by_s(const void *ctx, size_t k, tr_cell *c)
     return 1;
 }
 
-static int64_t query_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t v = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 static char *query_text(sqlite3 *db, const char *sql)
 {
     sqlite3_stmt *st = NULL;
@@ -176,7 +166,7 @@ static int make_empty(const char *path, int page_size, const char *mode, uint32_
     const char *names[] = {"t", "t_a", "t_s"};
     for (int i = 0; ok && i < 3; i++) {
         snprintf(sql, sizeof sql, "SELECT rootpage FROM sqlite_schema WHERE name = '%s'", names[i]);
-        root[i] = (uint32_t)query_int(db, sql);
+        root[i] = (uint32_t)tr_unit_query_int(db, sql);
     }
     return sqlite3_close(db) == SQLITE_OK && ok;
 }
@@ -266,25 +256,25 @@ static void check_load(int page_size, size_t n)
     snprintf(attach, sizeof attach, "ATTACH '%s' AS ref", ref);
     CU_ASSERT_FATAL(sqlite3_exec(db, attach, NULL, NULL, NULL) == SQLITE_OK);
     CU_ASSERT(integrity_ok(db));
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM main.t"), (int64_t)t.kept);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM (SELECT id, a, s, x, typeof(a) FROM main.t "
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM main.t"), (int64_t)t.kept);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM (SELECT id, a, s, x, typeof(a) FROM main.t "
                                   "EXCEPT SELECT id, a, s, x, typeof(a) FROM ref.t)"), 0);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM (SELECT * FROM ref.t EXCEPT SELECT * FROM main.t)"), 0);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM (SELECT * FROM ref.t EXCEPT SELECT * FROM main.t)"), 0);
     /* each index in its order, and lookups through it */
     CU_ASSERT(same_text(db, "SELECT group_concat(id) FROM (SELECT id FROM main.t INDEXED BY t_a ORDER BY a, id)",
                         "SELECT group_concat(id) FROM (SELECT id FROM ref.t INDEXED BY t_a ORDER BY a, id)"));
     CU_ASSERT(same_text(db, "SELECT group_concat(id) FROM (SELECT id FROM main.t INDEXED BY t_s ORDER BY s, id)",
                         "SELECT group_concat(id) FROM (SELECT id FROM ref.t INDEXED BY t_s ORDER BY s, id)"));
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM main.t INDEXED BY t_a WHERE a = 0"),
-                    query_int(db, "SELECT count(*) FROM ref.t WHERE a = 0"));
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM main.t INDEXED BY t_a WHERE a IS NULL"),
-                    query_int(db, "SELECT count(*) FROM ref.t WHERE a IS NULL"));
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM main.t INDEXED BY t_a WHERE a = 0"),
+                    tr_unit_query_int(db, "SELECT count(*) FROM ref.t WHERE a = 0"));
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM main.t INDEXED BY t_a WHERE a IS NULL"),
+                    tr_unit_query_int(db, "SELECT count(*) FROM ref.t WHERE a IS NULL"));
     for (size_t i = 0; i < n; i += 1 + n / 7) {
         char sql[256];
         snprintf(sql, sizeof sql, "SELECT coalesce(a, 0) FROM main.t WHERE id = %lld", (long long)t.rows[i].id);
-        CU_ASSERT_EQUAL(query_int(db, sql), !t.rows[i].kept ? -1 : t.rows[i].a_null ? 0 : t.rows[i].a);
+        CU_ASSERT_EQUAL(tr_unit_query_int(db, sql), !t.rows[i].kept ? -1 : t.rows[i].a_null ? 0 : t.rows[i].a);
     }
-    CU_ASSERT_EQUAL(query_int(db, "SELECT sum(length(x)) FROM main.t"), query_int(db, "SELECT sum(length(x)) FROM ref.t"));
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT sum(length(x)) FROM main.t"), tr_unit_query_int(db, "SELECT sum(length(x)) FROM ref.t"));
     /* SQLite writes on: rows into the loaded trees and pages past them */
     CU_ASSERT(sqlite3_exec(db, "DETACH ref; BEGIN; INSERT INTO t(a, s) VALUES(5, 'new'), (NULL, 'zz');"
                            "INSERT INTO filler SELECT s FROM t LIMIT 3000; DELETE FROM t WHERE id % 5 = 0; "

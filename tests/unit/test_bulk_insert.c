@@ -21,16 +21,6 @@ static int fill_rows(const void *ctx, size_t i, tr_cell *c)
     return 1;
 }
 
-static int64_t query_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t v = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 static void test_bulk_rows(void)
 {
     sqlite3 *db = NULL;
@@ -40,14 +30,14 @@ static void test_bulk_rows(void)
     tr_error err;
     tr_error_clear(&err);
     CU_ASSERT_EQUAL(tr_bulk_insert(db, "t", 3, 3000, fill_rows, NULL, &err), TR_OK);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM t"), 2000);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM t WHERE n IS NULL"), 1000);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM t WHERE s IS NULL"), 500);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM t WHERE (id / 10) % 3 = 2"), 0);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT length(s) FROM t WHERE id = 60"), 5);   /* UTF-8 text */
-    CU_ASSERT_EQUAL(query_int(db, "SELECT instr(s, char(10)) FROM t WHERE id = 30"), 11);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM t"), 2000);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM t WHERE n IS NULL"), 1000);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM t WHERE s IS NULL"), 500);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM t WHERE (id / 10) % 3 = 2"), 0);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT length(s) FROM t WHERE id = 60"), 5);   /* UTF-8 text */
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT instr(s, char(10)) FROM t WHERE id = 30"), 11);
     /* the virtual table and its module are gone: a second call works the same */
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM temp.sqlite_master"), 0);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM temp.sqlite_master"), 0);
     CU_ASSERT_EQUAL(tr_bulk_insert(db, "t", 3, 0, fill_rows, NULL, &err), TR_OK);
     /* a clash with an existing row fails with SQLite's message and the table's name */
     CU_ASSERT_EQUAL(tr_bulk_insert(db, "t", 3, 3, fill_rows, NULL, &err), TR_ERR_RUNTIME);
@@ -55,8 +45,8 @@ static void test_bulk_rows(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "table t"));
     /* a column count that does not match the table */
     CU_ASSERT_EQUAL(tr_bulk_insert(db, "t", 2, 3, fill_rows, NULL, &err), TR_ERR_RUNTIME);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM t"), 2000);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM temp.sqlite_master"), 0);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM t"), 2000);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM temp.sqlite_master"), 0);
     sqlite3_close(db);
 }
 
@@ -84,26 +74,26 @@ static void test_bulk_append(void)
     /* an empty table numbers from 1: the first row goes in with its key */
     int64_t k[4] = {101, 101, 1 << 30, -1};
     CU_ASSERT_EQUAL(tr_bulk_append(db, "t", 3, 1000, 101, fill_numbered, k, &err), TR_OK);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM t"), 1000);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT min(id) FROM t"), 101);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT max(id) FROM t"), 1100);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM t WHERE n != (id - 101) * 7"), 0);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM t WHERE s IS NULL"), 250);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM t"), 1000);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT min(id) FROM t"), 101);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT max(id) FROM t"), 1100);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM t WHERE n != (id - 101) * 7"), 0);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM t WHERE s IS NULL"), 250);
     /* rows that follow on from the largest key are numbered by SQLite */
     k[0] = k[1] = 1101;
     CU_ASSERT_EQUAL(tr_bulk_append(db, "t", 3, 500, 1101, fill_numbered, k, &err), TR_OK);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM t"), 1500);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM t WHERE id > 1100 AND n != (id - 1101) * 7"), 0);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM t"), 1500);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM t WHERE id > 1100 AND n != (id - 1101) * 7"), 0);
     /* a gap after the largest key */
     k[0] = k[1] = 5001;
     CU_ASSERT_EQUAL(tr_bulk_append(db, "t", 3, 3, 5001, fill_numbered, k, &err), TR_OK);
-    CU_ASSERT_EQUAL(query_int(db, "SELECT sum(id) FROM t WHERE id > 1600"), 5001 + 5002 + 5003);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT sum(id) FROM t WHERE id > 1600"), 5001 + 5002 + 5003);
     CU_ASSERT_EQUAL(tr_bulk_append(db, "t", 3, 0, 9000, fill_numbered, k, &err), TR_OK);
     /* keys already taken fail as the plain insert does */
     k[0] = k[1] = 1000;
     CU_ASSERT_EQUAL(tr_bulk_append(db, "t", 3, 3, 1000, fill_numbered, k, &err), TR_ERR_RUNTIME);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "UNIQUE"));
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM t"), 1503);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM t"), 1503);
     /* a key out of sequence, and a row left out, fail the insert */
     int64_t skew[4] = {6001, 7001, 5, -1};
     CU_ASSERT_EQUAL(tr_bulk_append(db, "t", 3, 10, 6001, fill_numbered, skew, &err), TR_ERR_RUNTIME);
@@ -112,7 +102,7 @@ static void test_bulk_append(void)
     int64_t hole[4] = {8001, 8001, 1 << 30, 0};
     CU_ASSERT_EQUAL(tr_bulk_append(db, "t", 3, 10, 8001, fill_numbered, hole, &err), TR_ERR_RUNTIME);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "row 0 is out of sequence"));
-    CU_ASSERT_EQUAL(query_int(db, "SELECT count(*) FROM temp.sqlite_master"), 0);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM temp.sqlite_master"), 0);
     sqlite3_close(db);
 }
 

@@ -11,6 +11,8 @@
 #define TR_TESTS_UNIT_H
 
 #include <CUnit/CUnit.h>
+#include <sqlite3.h>
+#include <stdint.h>
 
 void tr_unit_add_suite(const char *name, CU_TestInfo *tests);
 
@@ -23,6 +25,9 @@ void tr_unit_add_suite(const char *name, CU_TestInfo *tests);
 
 /* Directory of the shared traces, or NULL when absent. */
 const char *tr_unit_traces_dir(void);
+/* The first column of the first row of sql as an integer; -1 when it fails. */
+int64_t tr_unit_query_int(sqlite3 *db, const char *sql);
+
 /* A fresh temporary directory for this run (removed at exit). */
 const char *tr_unit_tmpdir(void);
 
