@@ -13,6 +13,7 @@
 
 #define WRITE_PAGES 64          /* pages gathered into one write */
 #define MAX_COLUMNS 64
+#define MAX_PAGES 1073741823u   /* SQLite's default SQLITE_MAX_PAGE_COUNT */
 #define MAX_INDEX_CELL 4096     /* an index entry and its size: max_local() of a 16 KiB page */
 
 /* 1.3.2: the page holding byte 2^30 of the file is never a b-tree page */
@@ -286,7 +287,7 @@ static tr_status flush(tr_btree_file *f, tr_error *err)
 /* Buffers p (NULL: zeros) as the file's next page. */
 static tr_status buffer_page(tr_btree_file *f, const unsigned char *p, tr_error *err)
 {
-    if (f->npages >= 0x7ffffffe)
+    if (f->npages >= MAX_PAGES)
         return tr_fail(err, TR_ERR_RUNTIME, "%s: too many pages", f->path);
     unsigned char *slot = f->wbuf + f->nbuf * f->page_size;
     if (p)
