@@ -397,7 +397,7 @@ tr_status tr_btree_open(tr_btree_file **out, const char *path, tr_error *err)
     /* 1.3: what this writer produces: rollback-journal versions, no
      * auto-vacuum, a page count that is valid and is the file's size */
     int ok = memcmp(h, "SQLite format 3", 16) == 0 && ps >= 512 && ps <= 65536 && (ps & (ps - 1)) == 0
-             && h[18] == 1 && h[19] == 1 && h[20] < ps - 480 && get4(h + 52) == 0
+             && h[18] == 1 && h[19] == 1 && ps - h[20] >= 480 && get4(h + 52) == 0
              && get4(h + 92) == get4(h + 24) && get4(h + 44) >= 1 && get4(h + 44) <= 4
              && get4(h + 56) == 1
              && (uint64_t)sb.st_size == (uint64_t)get4(h + 28) * ps;
