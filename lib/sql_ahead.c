@@ -1,8 +1,12 @@
 #include "lib/sql_ahead.h"
 
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "lib/btree_read.h"
 
 /* Rows come through a queue of TR_AHEAD_NBATCH batches of at most
  * TR_AHEAD_ROWS rows or TR_AHEAD_BYTES of text and blobs. */
@@ -27,6 +31,9 @@ struct tr_sql_ahead {
     int ncols;
     char bytes_of[64];      /* per column: 'i', 't' or 'b' */
     int any_bytes;
+    tr_btree_reader *direct;   /* the rows from the file's pages, until it gives up */
+    size_t direct_rows;        /* rows it gave: the statement skips them after */
+    int skip_pending;
     ahead_batch batch[TR_AHEAD_NBATCH];
     tr_error step_err;
     size_t filled, taken;   /* batch k is batch[k % TR_AHEAD_NBATCH] */
@@ -37,14 +44,10 @@ struct tr_sql_ahead {
     pthread_cond_t changed;
 };
 
-/* Copies the column's bytes into the batch (their offset in c->p for now); 0 out of memory. */
-static int keep_bytes(tr_sql_ahead *a, ahead_batch *b, int col, tr_sql_cell *c)
+/* Copies len bytes at v into the batch, NUL-terminated (their offset in c->p
+ * for now); 0 out of memory. */
+static int append_bytes(ahead_batch *b, const void *v, int len, tr_sql_cell *c)
 {
-    const void *v = a->bytes_of[col] == 't' ? (const void *)sqlite3_column_text(a->st, col)
-                                            : sqlite3_column_blob(a->st, col);
-    int len = sqlite3_column_bytes(a->st, col);
-    if (!v)
-        return 1;
     if (b->nbytes + (size_t)len + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->nbytes + (size_t)len + 1)
@@ -55,7 +58,8 @@ static int keep_bytes(tr_sql_ahead *a, ahead_batch *b, int col, tr_sql_cell *c)
         b->bytes = nb;
         b->cap = cap;
     }
-    memcpy(b->bytes + b->nbytes, v, (size_t)len);
+    if (len > 0)
+        memcpy(b->bytes + b->nbytes, v, (size_t)len);
     b->bytes[b->nbytes + (size_t)len] = '\0';
     c->p = (const char *)(uintptr_t)(b->nbytes + 1);   /* 0 stays "no bytes" */
     c->len = len;
@@ -63,10 +67,143 @@ static int keep_bytes(tr_sql_ahead *a, ahead_batch *b, int col, tr_sql_cell *c)
     return 1;
 }
 
+/* The column's bytes, as sqlite3_column_text() or _blob() give them; 0 out of memory. */
+static int keep_bytes(tr_sql_ahead *a, ahead_batch *b, int col, tr_sql_cell *c)
+{
+    const void *v = a->bytes_of[col] == 't' ? (const void *)sqlite3_column_text(a->st, col)
+                                            : sqlite3_column_blob(a->st, col);
+    int len = sqlite3_column_bytes(a->st, col);
+    return !v || append_bytes(b, v, len, c);
+}
+
+static void fail_oom(tr_sql_ahead *a, ahead_batch *b)
+{
+    b->end_rc = -1;
+    tr_fail(&a->step_err, TR_ERR_RUNTIME, "%s: out of memory", a->what);
+}
+
+/* ---- rows from the file's pages (lib/btree_read.h) ---- */
+
+/* What sqlite3_value_int64() gives for a text or blob: the integer its bytes
+ * begin with after SQLite's white space, 0 where they begin with no digit.
+ * 0 (not decoded) for more than 18 significant digits, where SQLite's
+ * overflow rules apply: the statement then reads the row. */
+static int text_int64(const unsigned char *p, int len, int64_t *out)
+{
+    int k = 0, neg = 0;
+    while (k < len && (p[k] == ' ' || (p[k] >= '\t' && p[k] <= '\r')))
+        k++;
+    if (k < len && (p[k] == '-' || p[k] == '+'))
+        neg = p[k++] == '-';
+    while (k < len && p[k] == '0')
+        k++;
+    int64_t v = 0;
+    int digits = 0;
+    for (; k < len && p[k] >= '0' && p[k] <= '9'; k++)
+        if (++digits > 18)
+            return 0;
+        else
+            v = v * 10 + (p[k] - '0');
+    *out = neg ? -v : v;
+    return 1;
+}
+
+/* The cell SQLite's column calls give for a stored value; 0 where this does
+ * not (a real, or a text of many digits: the statement reads the row), or out
+ * of memory (*oom). */
+static int direct_cell(tr_sql_ahead *a, ahead_batch *b, int col, const tr_btree_value *v,
+                       tr_sql_cell *c, int *oom)
+{
+    c->type = v->type;
+    c->i = 0;
+    c->p = NULL;
+    c->len = 0;
+    int bytes = a->bytes_of[col] != 'i';
+    switch (v->type) {
+    case SQLITE_NULL:
+        return 1;
+    case SQLITE_INTEGER:
+        c->i = v->i;
+        if (bytes) {
+            char text[24];
+            int n = snprintf(text, sizeof text, "%" PRId64, v->i);
+            if (!append_bytes(b, text, n, c))
+                return !(*oom = 1);
+        }
+        return 1;
+    case SQLITE_TEXT:
+    case SQLITE_BLOB:
+        if (!text_int64(v->p, v->len, &c->i))
+            return 0;
+        /* sqlite3_column_blob() gives no bytes for an empty value, _text() an empty string */
+        if (bytes && (v->len > 0 || a->bytes_of[col] == 't') && !append_bytes(b, v->p, v->len, c))
+            return !(*oom = 1);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Fills the batch from the file's pages.  1 when the batch is done (full, the
+ * end, or out of memory); 0 when the reader gave up, the batch holding the
+ * rows before: the statement goes on from there. */
+static int fill_direct(tr_sql_ahead *a, ahead_batch *b)
+{
+    tr_btree_value vals[TR_BTREE_READ_MAXCOLS];
+    while (b->n < TR_AHEAD_ROWS && b->nbytes < TR_AHEAD_BYTES) {
+        int64_t rowid;
+        int rc = tr_btree_reader_next(a->direct, &rowid, vals);
+        if (rc == 0) {
+            b->end_rc = 0;
+            return 1;
+        }
+        size_t mark = b->nbytes;
+        tr_sql_cell *c = b->cells + b->n * (size_t)a->ncols;
+        int oom = 0, ok = rc > 0;
+        for (int i = 0; ok && i < a->ncols; i++)
+            ok = direct_cell(a, b, i, &vals[i], &c[i], &oom);
+        if (oom) {
+            fail_oom(a, b);
+            return 1;
+        }
+        if (!ok) {
+            b->nbytes = mark;
+            tr_btree_reader_close(a->direct);
+            a->direct = NULL;
+            a->skip_pending = 1;
+            return 0;
+        }
+        b->n++;
+        a->direct_rows++;
+    }
+    return 1;
+}
+
+/* Steps the statement past the rows the file's pages gave; 0 on its error. */
+static int skip_direct_rows(tr_sql_ahead *a, ahead_batch *b)
+{
+    a->skip_pending = 0;
+    for (size_t k = 0; k < a->direct_rows; k++) {
+        int rc = sqlite3_step(a->st);
+        if (rc == SQLITE_ROW)
+            continue;
+        b->end_rc = rc == SQLITE_DONE ? 0 : -1;
+        if (rc != SQLITE_DONE)
+            tr_fail(&a->step_err, rc == SQLITE_NOMEM ? TR_ERR_RUNTIME : TR_ERR_INPUT, "%s: %s",
+                    a->what, sqlite3_errmsg(sqlite3_db_handle(a->st)));
+        return 0;
+    }
+    return 1;
+}
+
 static void fill_batch(tr_sql_ahead *a, ahead_batch *b)
 {
     b->n = b->nbytes = 0;
     b->end_rc = 1;
+    if (a->direct && fill_direct(a, b))
+        goto out;
+    if (a->skip_pending && !skip_direct_rows(a, b))
+        goto out;
     while (b->n < TR_AHEAD_ROWS && b->nbytes < TR_AHEAD_BYTES) {
         int rc = sqlite3_step(a->st);
         while (rc == SQLITE_DONE && a->next_range && a->next_range(a->range_ctx, a->st))
@@ -88,8 +225,7 @@ static void fill_batch(tr_sql_ahead *a, ahead_batch *b)
             c[i].p = NULL;
             c[i].len = 0;
             if (a->bytes_of[i] != 'i' && c[i].type != SQLITE_NULL && !keep_bytes(a, b, i, &c[i])) {
-                b->end_rc = -1;
-                tr_fail(&a->step_err, TR_ERR_RUNTIME, "%s: out of memory", a->what);
+                fail_oom(a, b);
                 b->n--;
                 goto out;
             }
@@ -125,15 +261,38 @@ static void *ahead_thread(void *arg)
     return NULL;
 }
 
+static tr_status start(tr_sql_ahead **ahead, sqlite3_stmt *st, int ncols, const char *bytes,
+                       const char *what, int threaded, tr_sql_range_fn next_range, void *range_ctx,
+                       const char *path, tr_error *err);
+
 tr_status tr_sql_ahead_start(tr_sql_ahead **ahead, sqlite3_stmt *st, int ncols, const char *bytes,
                              const char *what, int threaded, tr_error *err)
 {
-    return tr_sql_ahead_start_ranges(ahead, st, ncols, bytes, what, threaded, NULL, NULL, err);
+    return start(ahead, st, ncols, bytes, what, threaded, NULL, NULL, NULL, err);
 }
 
 tr_status tr_sql_ahead_start_ranges(tr_sql_ahead **ahead, sqlite3_stmt *st, int ncols,
                                     const char *bytes, const char *what, int threaded,
                                     tr_sql_range_fn next_range, void *range_ctx, tr_error *err)
+{
+    return start(ahead, st, ncols, bytes, what, threaded, next_range, range_ctx, NULL, err);
+}
+
+tr_status tr_sql_ahead_start_file(tr_sql_ahead **ahead, sqlite3_stmt *st, int ncols,
+                                  const char *bytes, const char *what, const char *path,
+                                  int threaded, tr_error *err)
+{
+    return start(ahead, st, ncols, bytes, what, threaded, NULL, NULL, path, err);
+}
+
+size_t tr_sql_ahead_direct_rows(const tr_sql_ahead *ahead)
+{
+    return ahead->direct_rows;
+}
+
+static tr_status start(tr_sql_ahead **ahead, sqlite3_stmt *st, int ncols, const char *bytes,
+                       const char *what, int threaded, tr_sql_range_fn next_range, void *range_ctx,
+                       const char *path, tr_error *err)
 {
     *ahead = NULL;
     if (ncols < 0 || ncols > (int)sizeof ((tr_sql_ahead *)0)->bytes_of)
@@ -159,6 +318,9 @@ tr_status tr_sql_ahead_start_ranges(tr_sql_ahead **ahead, sqlite3_stmt *st, int 
         a->bytes_of[i] = bytes && (bytes[i] == 't' || bytes[i] == 'b') ? bytes[i] : 'i';
         a->any_bytes |= a->bytes_of[i] != 'i';
     }
+    tr_btree_plan plan;
+    if (path && tr_btree_plan_scan(st, ncols, &plan))
+        a->direct = tr_btree_reader_open(path, &plan);
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->changed, NULL);
     a->threaded = threaded && pthread_create(&a->thread, NULL, ahead_thread, a) == 0;
@@ -222,6 +384,7 @@ void tr_sql_ahead_stop(tr_sql_ahead *a)
         free(a->batch[i].cells);
         free(a->batch[i].bytes);
     }
+    tr_btree_reader_close(a->direct);
     free(a->what);
     free(a);
 }

@@ -48,6 +48,17 @@ tr_status tr_sql_ahead_start_ranges(tr_sql_ahead **ahead, sqlite3_stmt *st, int 
                                     const char *bytes, const char *what, int threaded,
                                     tr_sql_range_fn next_range, void *range_ctx, tr_error *err);
 
+/* As tr_sql_ahead_start(), for a statement over a database file that nothing
+ * writes while it is read (opened immutable), at path: where the statement is
+ * a plain rowid-order scan of one table (lib/btree_read.h), the rows are
+ * decoded from the file's pages instead of stepped, with the same cells; where
+ * that reader gives up, the statement goes on from the next row. */
+tr_status tr_sql_ahead_start_file(tr_sql_ahead **ahead, sqlite3_stmt *st, int ncols,
+                                  const char *bytes, const char *what, const char *path,
+                                  int threaded, tr_error *err);
+/* How many of the rows so far came from the file's pages (tests). */
+size_t tr_sql_ahead_direct_rows(const tr_sql_ahead *ahead);
+
 /* The next row's ncols cells; NULL at the end (*rc 0) or on error (*rc -1, err filled). */
 const tr_sql_cell *tr_sql_ahead_next(tr_sql_ahead *ahead, int *rc, tr_error *err);
 /* Stops the helper (it may be ahead of the caller) and frees; st stays the caller's. */
