@@ -63,29 +63,34 @@ int tr_sql_has_table(tr_sql_input *in, const char *table)
 
 /* 1 when every value of the column, in rowid order, is an integer no smaller
  * than the one before; 0 otherwise, and when the scan fails (a table without
- * rowids, a missing column): the caller then sorts, as it always could. */
-static int in_order(sqlite3 *db, const char *table, const char *column)
+ * rowids, a missing column): the caller then sorts, as it always could.  The
+ * values come from the file's pages where they can (lib/sql_ahead.h). */
+static int in_order(tr_sql_input *in, const char *table, const char *column)
 {
     char *sql = sqlite3_mprintf("SELECT \"%w\" FROM \"%w\" ORDER BY rowid", column, table);
     sqlite3_stmt *st = NULL;
-    int ok = sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK;
+    tr_sql_ahead *ahead = NULL;
+    tr_error err;
+    tr_error_clear(&err);
+    int ok = sql && sqlite3_prepare_v2(in->db, sql, -1, &st, NULL) == SQLITE_OK
+             && tr_sql_ahead_start_file(&ahead, st, 1, NULL, table, in->path, 0, &err) == TR_OK;
     sqlite3_free(sql);
     int64_t last = INT64_MIN;
-    int rc = SQLITE_DONE;
-    while (ok && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        sqlite3_value *v = sqlite3_column_value(st, 0);
-        int64_t x = sqlite3_value_int64(v);
-        ok = sqlite3_value_type(v) == SQLITE_INTEGER && x >= last;
-        last = x;
+    int rc = 0;
+    const tr_sql_cell *c;
+    while (ok && (c = tr_sql_ahead_next(ahead, &rc, &err)) != NULL) {
+        ok = c->type == SQLITE_INTEGER && c->i >= last;
+        last = c->i;
     }
+    tr_sql_ahead_stop(ahead);
     sqlite3_finalize(st);
-    return ok && rc == SQLITE_DONE;
+    return ok && rc == 0;
 }
 
 const char *tr_sql_order_by(tr_sql_input *in, const char *table, const char *column, char *buf,
                             size_t size)
 {
-    if (in_order(in->db, table, column))
+    if (in_order(in, table, column))
         snprintf(buf, size, " ORDER BY rowid");
     else
         snprintf(buf, size, " ORDER BY \"%s\"", column);
@@ -172,5 +177,5 @@ tr_status tr_sql_read_ahead(tr_sql_ahead **ahead, tr_sql_input *in, sqlite3_stmt
 {
     char what[8192];
     snprintf(what, sizeof what, "Cannot read %s: path=\"%s\", table=%s", in->what, in->path, table);
-    return tr_sql_ahead_start(ahead, st, ncols, bytes, what, 1, err);
+    return tr_sql_ahead_start_file(ahead, st, ncols, bytes, what, in->path, 1, err);
 }

@@ -5,8 +5,9 @@
  * tr_sql_select() builds "SELECT <cols> FROM <table>" from a column list in
  * which optional columns that the file lacks read as NULL, and reports a
  * missing table or a missing required column as bad input with the path and
- * table named.  tr_sql_read_ahead() steps a statement on a helper thread, a
- * few batches of rows ahead of the caller.  Ownership: the caller finalizes
+ * table named.  tr_sql_read_ahead() reads a statement's rows on a helper
+ * thread, a few batches ahead of the caller, straight from the file's pages
+ * where the statement is a plain scan of a table (lib/btree_read.h).  Ownership: the caller finalizes
  * the returned statement, after tr_sql_ahead_stop() where it was read ahead.
  */
 #ifndef TR_INGEST_SQL_INPUT_H
