@@ -114,7 +114,7 @@ int tr_vec_reserve_(void **v, size_t *cap, size_t need, size_t elsize)
     while (ncap < need)
         ncap *= 2;
     /* large arrays (the events, the detail rows) go to a file: lib/spill.h */
-    void *nv = tr_spill_realloc(*v, *cap * elsize, ncap * elsize);
+    void *nv = tr_spill_realloc_sequential(*v, *cap * elsize, ncap * elsize);
     if (!nv)
         return -1;
     /* no zeroing: untouched capacity then costs address space, not memory */

@@ -22,6 +22,7 @@ typedef struct {
     void *addr;
     size_t len;
     int fd;
+    int sequential;   /* its file pages read ahead and mapped around a fault */
 } spill_block;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -42,7 +43,7 @@ static size_t page_size = 4096;
  * are under file_floor (the rest of the memory cannot be trimmed, and the
  * spilled arrays need some pages to work in). */
 static size_t heap_budget;
-static _Atomic size_t rss_limit, file_floor;   /* read by the checks without the lock */
+static _Atomic size_t rss_limit, file_floor, near_limit;   /* read by the checks without the lock */
 static size_t heap_bytes;   /* large arrays on the heap */
 static int limit_set;
 
@@ -76,6 +77,7 @@ static void apply_limit(size_t limit)
 {
     heap_budget = limit / 4;
     rss_limit = limit - limit / 8;
+    near_limit = limit / 8;
     file_floor = limit / 8;
     if (file_floor < ((size_t)16 << 20))
         file_floor = (size_t)16 << 20;
@@ -178,7 +180,7 @@ static size_t statm_field(const char **p)
  * resident memory (statm's second field) is over its share of the limit,
  * and its file-backed part (the third: those pages, the input's mapping, the
  * program's text) is over its floor. */
-static int over_limit(void)
+static int read_statm(size_t *resident, size_t *files)
 {
     pthread_once(&statm_once, open_statm);
     char buf[128];
@@ -188,16 +190,25 @@ static int over_limit(void)
     buf[n] = '\0';
     const char *p = buf;
     (void)statm_field(&p);
-    size_t resident = statm_field(&p) * page_size;
-    size_t files = statm_field(&p) * page_size;
-    return resident > rss_limit && files > file_floor;
+    *resident = statm_field(&p) * page_size;
+    *files = statm_field(&p) * page_size;
+    return 1;
+}
+
+static int over_limit(void)
+{
+    size_t resident, files;
+    return read_statm(&resident, &files) && resident > rss_limit && files > file_floor;
 }
 
 _Thread_local unsigned tr_spill_ticks_;
 
+static _Atomic int trimmed;   /* a trim has happened: the process is past its limit */
+
 /* Called with the lock held. */
 static void trim_all(void)
 {
+    trimmed = 1;
     for (size_t i = 0; i < nblocks; i++)
         if (blocks[i].fd >= 0)
             (void)madvise(blocks[i].addr, blocks[i].len, MADV_DONTNEED);
@@ -248,10 +259,22 @@ static void *trim_loop(void *arg)
     return NULL;
 }
 
+/* Once the process has been trimmed, a loop within an eighth of the limit
+ * under the trims' threshold checks again after a quarter of the ticks: an
+ * array read in order maps several pages a fault, and the interval between
+ * checks bounds how far past the threshold the pages mapped meanwhile take
+ * the process.  (Before any trim the checks stay as they were: a process
+ * that fits, at 10^6 events, would pay 7% for them.) */
 void tr_spill_poll(void)
 {
+    size_t resident, files;
     tr_spill_ticks_ = 0;
-    trim_if_over_unlocked();
+    if (!trimmer_running || !read_statm(&resident, &files))
+        return;
+    if (resident > rss_limit && files > file_floor)
+        trim_if_over_unlocked();
+    else if (trimmed && resident + near_limit > rss_limit)
+        tr_spill_ticks_ = TR_SPILL_TICKS - TR_SPILL_TICKS / 4;
 }
 
 /* memcpy in 4 MiB pieces with a check after each: one memcpy of a large
@@ -353,24 +376,26 @@ static int registry_room(void)
 }
 
 /* A read fault on a file mapping maps up to 16 pages around it that are in
- * the page cache: a saving for a sequential pass, but a random lookup (a
- * hash table's slots, a walk through the events in another order) then maps
- * 16 pages for the one it needs, which fills the limit many times as fast,
- * so each trim drops the pages every other pass is working in.  One page a
- * fault keeps the resident pages those touched (measured at 10^7 raw events
- * held to 86 MB: peak RSS 141 -> 95 MB, a third of the trims, the same page
- * faults and time). */
+ * the page cache, and a fault on a page not yet cached reads the pages after
+ * it ahead: a saving for a sequential pass, but a random lookup (a hash
+ * table's slots, a walk through the events in another order) then maps 16
+ * pages for the one it needs, which fills the limit many times as fast, so
+ * each trim drops the pages every other pass is working in.  One page a fault
+ * keeps the resident pages those touched (measured at 10^7 raw events held
+ * to 86 MB: peak RSS 141 -> 95 MB, a third of the trims).  So an array is
+ * mapped a page at a time unless it is marked sequential: the model's
+ * vectors, filled and read in order (docs/ingest.md, "Bounded memory"). */
 static void advise(const spill_block *b)
 {
-    (void)madvise(b->addr, b->len, MADV_RANDOM);
+    (void)madvise(b->addr, b->len, b->sequential ? MADV_NORMAL : MADV_RANDOM);
 }
 
 /* A new file block of len bytes (whole pages), zero-filled, not yet
  * registered; addr NULL when none can be made.  Made without the lock: a
  * thread the kernel pauses in file work must not keep the trims waiting. */
-static spill_block make_block(size_t len)
+static spill_block make_block(size_t len, int sequential)
 {
-    spill_block b = {NULL, len, open_spill_file()};
+    spill_block b = {NULL, len, open_spill_file(), sequential};
     if (b.fd < 0)
         return b;
     void *addr = reserve(b.fd, 0, len) == 0
@@ -456,9 +481,9 @@ static void *heap_resize(void *p, spill_block *b, size_t new_size)
  * NULL with p untouched.  The copy runs without the lock, checking as it
  * goes; the new block is registered first, so the trims may drop its pages
  * (they stay in the file). */
-static void *to_file(void *p, size_t old_size, size_t new_size, size_t len)
+static void *to_file(void *p, size_t old_size, size_t new_size, size_t len, int sequential)
 {
-    spill_block nb = make_block(len);
+    spill_block nb = make_block(len, sequential);
     if (!nb.addr)
         return NULL;
     pthread_mutex_lock(&lock);
@@ -480,7 +505,7 @@ static void *to_file(void *p, size_t old_size, size_t new_size, size_t len)
     return nb.addr;
 }
 
-void *tr_spill_realloc(void *p, size_t old_size, size_t new_size)
+static void *realloc_as(void *p, size_t old_size, size_t new_size, int sequential)
 {
     pthread_once(&config_once, read_config);
     if (!new_size)
@@ -498,13 +523,35 @@ void *tr_spill_realloc(void *p, size_t old_size, size_t new_size)
     pthread_mutex_unlock(&lock);
     if (in_file)
         return len ? resize_block(p, len) : NULL;
-    if (on_heap || (out = to_file(p, old_size, new_size, len)))
+    if (on_heap || (out = to_file(p, old_size, new_size, len, sequential)))
         return out;
     /* no file could hold it: on the heap after all */
     pthread_mutex_lock(&lock);
     out = heap_resize(p, p ? find_block(p) : NULL, new_size);
     pthread_mutex_unlock(&lock);
     return out;
+}
+
+void *tr_spill_realloc(void *p, size_t old_size, size_t new_size)
+{
+    return realloc_as(p, old_size, new_size, 0);
+}
+
+void *tr_spill_realloc_sequential(void *p, size_t old_size, size_t new_size)
+{
+    return realloc_as(p, old_size, new_size, 1);
+}
+
+void tr_spill_set_sequential(void *p, int sequential)
+{
+    pthread_mutex_lock(&lock);
+    spill_block *b = p ? find_block(p) : NULL;
+    if (b) {
+        b->sequential = sequential;
+        if (b->fd >= 0)
+            advise(b);
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 void *tr_spill_calloc(size_t n, size_t size)

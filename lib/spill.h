@@ -31,6 +31,15 @@
 /* Resizes p (old_size bytes, NULL for none) to new_size bytes, keeping the
  * first min(old_size, new_size); NULL on failure, with p left as it was. */
 void *tr_spill_realloc(void *p, size_t old_size, size_t new_size);
+/* As tr_spill_realloc(), for an array mostly filled and read in order (the
+ * model's vectors: the events, the detail rows): in a file, its pages are
+ * read ahead and mapped several at a time, where the others' are mapped one
+ * at a time, for lookups at random places.  Either frees with
+ * tr_spill_free() and resizes with either. */
+void *tr_spill_realloc_sequential(void *p, size_t old_size, size_t new_size);
+/* Marks an array sequential or not from now on (a phase that reads it at
+ * random places: its pages one at a time then). */
+void tr_spill_set_sequential(void *p, int sequential);
 /* A zeroed array of n * size bytes; NULL on failure or overflow. */
 void *tr_spill_calloc(size_t n, size_t size);
 void tr_spill_free(void *p);
@@ -55,12 +64,14 @@ size_t tr_spill_files(void);
  * without a lock) and trims the spilled arrays when it is over the limit.
  * The helper thread does the same every millisecond, but a busy machine can
  * keep it waiting long enough for a fast pass to map hundreds of MB; the
- * tick bounds that on the thread doing the touching. */
+ * tick bounds that on the thread doing the touching.  Near the limit, once
+ * the process has been trimmed, every 256 calls. */
+#define TR_SPILL_TICKS 1024
 extern _Thread_local unsigned tr_spill_ticks_;
 void tr_spill_poll(void);
 static inline void tr_spill_tick(void)
 {
-    if (++tr_spill_ticks_ >= 1024)
+    if (++tr_spill_ticks_ >= TR_SPILL_TICKS)
         tr_spill_poll();
 }
 

@@ -945,6 +945,9 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
     tree_links l = {0};
     uint32_t *outer = NULL;
     size_t merged = 0;
+    /* the walks read the events in each thread's start order and jump from
+     * each GPU activity to its launching call: at random places, in a file */
+    tr_spill_set_sequential(t->events.v, 0);
     tr_status st = build_links(t, &l, err);
     if (st == TR_OK)
         st = merge_redispatched(t, &l, &outer, &merged, err);
@@ -971,5 +974,6 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
     }
     tr_spill_free(outer);
     links_free(&l);
+    tr_spill_set_sequential(t->events.v, 1);
     return st;
 }

@@ -2,6 +2,7 @@
  * between the heap and a file, zeroed calloc, trimming that loses nothing,
  * and the size parser. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,57 @@ static void test_spill_moves(void)
     tr_spill_free(small);
     tr_spill_free(NULL);
     CU_ASSERT_EQUAL(tr_spill_files(), before);
+    tr_spill_set_dir(NULL);
+}
+
+/* Whether the mapping at p reads at random (VmFlags "rr" in /proc/self/smaps,
+ * MADV_RANDOM); -1 when the mapping is not found. */
+static int reads_at_random(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    int in = 0, found = -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (in && strncmp(line, "VmFlags:", 8) == 0)
+            found = strstr(line, " rr") != NULL;
+    }
+    fclose(f);
+    return found;
+}
+
+/* An array of the model's vectors is read in order: in a file, its mapping
+ * reads ahead and maps around a fault; the others' map a page at a time.  A
+ * phase can mark it either way, across moves; the bytes are kept. */
+static void test_spill_sequential(void)
+{
+    tr_spill_set_dir(tr_unit_tmpdir());
+    tr_spill_set_limit((size_t)16 << 20);
+    size_t n = (size_t)8 << 20;   /* past the 4 MiB heap budget: in a file */
+    unsigned char *seq = tr_spill_realloc_sequential(NULL, 0, n);
+    unsigned char *rnd = tr_spill_realloc(NULL, 0, n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(seq);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rnd);
+    fill(seq, n, 3);
+    fill(rnd, n, 4);
+    CU_ASSERT_EQUAL(reads_at_random(seq), 0);
+    CU_ASSERT_EQUAL(reads_at_random(rnd), 1);
+    tr_spill_set_sequential(seq, 0);
+    CU_ASSERT_EQUAL(reads_at_random(seq), 1);
+    unsigned char *grown = tr_spill_realloc_sequential(seq, n, 2 * n);   /* keeps its marking */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(grown);
+    CU_ASSERT_EQUAL(reads_at_random(grown), 1);
+    tr_spill_set_sequential(grown, 1);
+    CU_ASSERT_EQUAL(reads_at_random(grown), 0);
+    CU_ASSERT(filled(grown, n, 3));
+    CU_ASSERT(filled(rnd, n, 4));
+    tr_spill_set_sequential(NULL, 1);   /* not an array: nothing */
+    tr_spill_free(grown);
+    tr_spill_free(rnd);
     tr_spill_set_dir(NULL);
 }
 
@@ -178,6 +230,7 @@ static void test_spill_sort(void)
 }
 
 TR_SUITE(spill, {"an array moves from the heap to a file and keeps its bytes", test_spill_moves},
+         {"arrays read in order map ahead, the others a page at a time", test_spill_sequential},
          {"a move while the registry grows", test_spill_move_full_registry},
          {"calloc is zeroed on the heap and in a file", test_spill_calloc},
          {"no spill directory: arrays stay on the heap", test_spill_no_dir},
