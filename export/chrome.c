@@ -89,12 +89,6 @@ static inline void cb_put(cbuf *b, const void *p, size_t n)
 
 static void cb_str(cbuf *b, const char *s) { cb_put(b, s, strlen(s)); }
 
-static inline void cb_u64(cbuf *b, uint64_t u)
-{
-    char num[24], *p = tr_u64_digits(num + sizeof num, u);
-    cb_put(b, p, (size_t)(num + sizeof num - p));
-}
-
 static inline void cb_i64(cbuf *b, int64_t v)
 {
     char num[24], *p = tr_i64_digits(num + sizeof num, v);
@@ -1103,8 +1097,8 @@ enum {
 enum { D_KN, D_CP, D_MS, D_AC, D_N };
 static const int d_base[D_N] = {C_KN, C_CP, C_MS, C_AC};
 static const char *const d_sql[D_N] = {
-    "SELECT event_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
-    "static_shared_bytes, dynamic_shared_bytes FROM kernels ORDER BY event_id",
+    ("SELECT event_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, registers_per_thread, "
+     "static_shared_bytes, dynamic_shared_bytes FROM kernels ORDER BY event_id"),
     "SELECT event_id, copy_kind FROM copies ORDER BY event_id",
     "SELECT event_id, value FROM memsets ORDER BY event_id",
     "SELECT event_id, cbid FROM api_calls ORDER BY event_id"};
