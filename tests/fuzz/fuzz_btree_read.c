@@ -17,6 +17,7 @@
 
 #include "lib/btree_read.h"
 #include "lib/rundb.h"
+#include "tests/fuzz/fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -94,15 +95,8 @@ static void compare_table(sqlite3 *db, const char *path, const char *name)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char path[] = "/tmp/fuzz-btree-read.XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0)
+    if (!fuzz_write_file(path, data, size))
         return 0;
-    if (write(fd, data, size) != (ssize_t)size) {
-        close(fd);
-        unlink(path);
-        return 0;
-    }
-    close(fd);
     sqlite3 *db = NULL;
     sqlite3_stmt *names = NULL;
     char *table[MAX_TABLES] = {NULL};

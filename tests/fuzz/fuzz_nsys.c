@@ -11,21 +11,15 @@
 
 #include "ingest/ingest.h"
 #include "lib/tree.h"
+#include "tests/fuzz/fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char path[] = "/tmp/fuzz-nsys.XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0)
+    if (!fuzz_write_file(path, data, size))
         return 0;
-    if (write(fd, data, size) != (ssize_t)size) {
-        close(fd);
-        unlink(path);
-        return 0;
-    }
-    close(fd);
     tr_trace t;
     tr_error err;
     tr_error_clear(&err);

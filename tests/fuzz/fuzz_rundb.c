@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "tests/fuzz/rundb_paths.h"
+#include "tests/fuzz/fuzz_file.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -23,15 +24,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char path[] = "/tmp/fuzz-rundb.XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0)
+    if (!fuzz_write_file(path, data, size))
         return 0;
-    if (write(fd, data, size) != (ssize_t)size) {
-        close(fd);
-        unlink(path);
-        return 0;
-    }
-    close(fd);
     rundb_paths_run(path);
     unlink(path);
     return 0;

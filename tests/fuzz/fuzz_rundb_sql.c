@@ -18,6 +18,7 @@
 #include "ingest/kineto.h"
 #include "lib/tree.h"
 #include "tests/fuzz/rundb_paths.h"
+#include "tests/fuzz/fuzz_file.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -214,15 +215,8 @@ static int next_sql(input *in, char *sql, size_t cap)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char path[] = "/tmp/fuzz-rundb-sql.XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0)
+    if (!fuzz_write_file(path, seed, seed_len))
         return 0;
-    if (write(fd, seed, seed_len) != (ssize_t)seed_len) {
-        close(fd);
-        unlink(path);
-        return 0;
-    }
-    close(fd);
     sqlite3 *db = NULL;
     if (sqlite3_open(path, &db) == SQLITE_OK) {
         input in = {data, size};
