@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "lib/spill.h"
+#include "lib/sqlite_format.h"
 
 #define WRITE_PAGES 64          /* pages gathered into one write */
 #define MAX_COLUMNS 64
@@ -24,7 +25,6 @@ void tr_btree_set_pending_byte(uint32_t offset)
     pending_byte = offset;
 }
 
-enum { LEAF_TABLE = 0x0D, INTERIOR_TABLE = 0x05, LEAF_INDEX = 0x0A, INTERIOR_INDEX = 0x02 };
 
 struct tr_btree_file {
     int fd;
@@ -44,11 +44,6 @@ struct tr_btree_file {
 
 /* ---- integers as the file format stores them ---- */
 
-static uint32_t get2(const unsigned char *p) { return (uint32_t)p[0] << 8 | p[1]; }
-static uint32_t get4(const unsigned char *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 static void put2(unsigned char *p, uint32_t v) { p[0] = (unsigned char)(v >> 8); p[1] = (unsigned char)v; }
 static void put4(unsigned char *p, uint32_t v)
 {
@@ -178,19 +173,10 @@ static size_t encode_record(tr_btree_file *f, const tr_cell *cells, int n, int r
 /* 1.6: the largest payload a cell holds on its page without overflow pages */
 static size_t max_local(const tr_btree_file *f, int table)
 {
-    return table ? f->usable - 35 : (size_t)(f->usable - 12) * 64 / 255 - 23;
+    return table ? (size_t)table_max_local(f->usable) : (size_t)(f->usable - 12) * 64 / 255 - 23;
 }
 
-/* 1.6: the part of a table row's payload p that stays on its leaf when the
- * rest goes to overflow pages */
-static size_t table_local(const tr_btree_file *f, size_t p)
-{
-    size_t x = max_local(f, 1), m = (size_t)(f->usable - 12) * 32 / 255 - 23;
-    size_t k = m + (p - m) % (f->usable - 4);
-    return p <= x ? p : k <= x ? k : m;
-}
-
-#define MAX_RECORD 1000000000   /* SQLite's default SQLITE_MAX_LENGTH */
+#define MAX_RECORD SQLITE_FORMAT_MAX_LENGTH
 
 /* ---- pages (1.6) ---- */
 
@@ -638,7 +624,7 @@ static tr_status leaves_finish(tr_btree_file *f, leaves *lf, uint32_t root, unsi
 static tr_status add_row(tr_btree_file *f, leaves *lf, int64_t rowid, int64_t prev, size_t len,
                          tr_error *err)
 {
-    size_t local = table_local(f, len);
+    size_t local = (size_t)table_local(f->usable, len);
     size_t size = varint_len(len) + varint_len((uint64_t)rowid) + local + (local < len ? 4 : 0);
     tr_status st = TR_OK;
     if (!page_fits(&lf->cur, size)) {

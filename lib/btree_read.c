@@ -5,18 +5,16 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/sqlite_format.h"
+
 /* SQLite's own limits: a cursor goes at most 20 levels deep (BTCURSOR_MAX_DEPTH),
- * a record header is at most 98307 bytes, a value at most SQLITE_MAX_LENGTH. */
+ * a record header is at most 98307 bytes, a value at most SQLITE_MAX_LENGTH
+ * (lib/sqlite_format.h). */
 #define MAX_DEPTH 20
 #define MAX_HEADER 98307
-#define MAX_PAYLOAD 1000000000u
-
-#define LEAF_TABLE 0x0D
-#define INTERIOR_TABLE 0x05
 
 /* ---- the plan: what SQLite would do with the statement ---- */
 
@@ -141,7 +139,7 @@ typedef struct {
 struct tr_btree_reader {
     int fd, gave_up, done;
     unsigned page_size, usable;
-    uint32_t npages, root;
+    uint32_t npages;
     uint64_t visited;          /* pages read; more than the file has means a cycle */
     int depth;
     level stack[MAX_DEPTH];
@@ -154,11 +152,6 @@ struct tr_btree_reader {
     int max_field;             /* the highest record field the plan reads, -1 none */
 };
 
-static uint32_t get2(const unsigned char *p) { return (uint32_t)p[0] << 8 | p[1]; }
-static uint32_t get4(const unsigned char *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 /* SQLite's varint: 1-9 bytes, big-endian 7 bits a byte, all 8 of the ninth.
  * 0 when it does not end before end. */
@@ -241,17 +234,6 @@ static unsigned cell_offset(const tr_btree_reader *r, const level *l, unsigned i
     unsigned first = l->hdr + (l->leaf ? 8 : 12) + 2 * l->ncells;
     unsigned off = get2(l->page + l->hdr + (l->leaf ? 8 : 12) + 2 * i);
     return off >= first && off < r->usable ? off : 0;
-}
-
-/* How many of a payload's bytes a leaf of a table keeps on its page. */
-static uint64_t local_size(const tr_btree_reader *r, uint64_t payload)
-{
-    uint64_t u = r->usable, max_local = u - 35;
-    if (payload <= max_local)
-        return payload;
-    uint64_t min_local = (u - 12) * 32 / 255 - 23;
-    uint64_t k = min_local + (payload - min_local) % (u - 4);
-    return k <= max_local ? k : min_local;
 }
 
 /* Gathers a payload of `size` bytes, `local` of them at p, the rest on the
@@ -381,14 +363,14 @@ static int read_cell(tr_btree_reader *r, const level *l, unsigned off, int64_t *
     const unsigned char *p = l->page + off, *end = l->page + r->usable;
     uint64_t size, key;
     unsigned n = get_varint(p, end, &size);
-    if (!n || size > MAX_PAYLOAD)
+    if (!n || size > SQLITE_FORMAT_MAX_LENGTH)
         return 0;
     p += n;
     if (!(n = get_varint(p, end, &key)))
         return 0;
     p += n;
     *rowid = (int64_t)key;
-    uint64_t local = local_size(r, size);
+    uint64_t local = table_local(r->usable, size);
     if ((uint64_t)(end - p) < local + (local < size ? 4 : 0))
         return 0;
     if (local == size)
@@ -407,7 +389,7 @@ int tr_btree_reader_next(tr_btree_reader *r, int64_t *rowid, tr_btree_value *val
                 r->done = 1;
                 break;
             }
-            if (!push_page(r, r->root))
+            if (!push_page(r, r->plan.root))
                 return give_up(r);
             continue;
         }
@@ -480,7 +462,6 @@ tr_btree_reader *tr_btree_reader_open(const char *path, const tr_btree_plan *pla
         return NULL;
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
     r->plan = *plan;
-    r->root = plan->root;
     r->max_field = -1;
     for (int c = 0; c < plan->ncols; c++)
         if (plan->field[c] > r->max_field)

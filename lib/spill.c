@@ -222,16 +222,21 @@ static int any_file_blocks(void)
     return 0;
 }
 
-/* Trims if over the limit: checked without the lock, then again with it (a
- * trim by another thread may have come in between). */
-static void trim_if_over_unlocked(void)
+/* Trims if still over the limit, checked again with the lock held (a trim by
+ * another thread may have come in since the caller's check). */
+static void trim_if_still_over(void)
 {
-    if (!trimmer_running || !over_limit())
-        return;
     pthread_mutex_lock(&lock);
     if (trimmer_running && over_limit())
         trim_all();
     pthread_mutex_unlock(&lock);
+}
+
+/* Trims if over the limit: checked without the lock, then again with it. */
+static void trim_if_over_unlocked(void)
+{
+    if (trimmer_running && over_limit())
+        trim_if_still_over();
 }
 
 /* Polls every millisecond: a pass touching new pages as fast as the memory
@@ -272,7 +277,7 @@ void tr_spill_poll(void)
     if (!trimmer_running || !read_statm(&resident, &files))
         return;
     if (resident > rss_limit && files > file_floor)
-        trim_if_over_unlocked();
+        trim_if_still_over();
     else if (trimmed && resident + near_limit > rss_limit)
         tr_spill_ticks_ = TR_SPILL_TICKS - TR_SPILL_TICKS / 4;
 }
