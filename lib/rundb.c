@@ -500,45 +500,6 @@ out:
     return st;
 }
 
-/* The aggregates are gathered on a thread of their own while the events are
- * written (they only read the trace), then inserted. */
-typedef struct {
-    const tr_trace *t;
-    tr_aggregates *ag;
-    tr_status st;
-    tr_error err;
-    pthread_t th;
-    int threaded;
-} aggregates_job;
-
-static void *compute_aggregates(void *arg)
-{
-    aggregates_job *j = arg;
-    j->st = tr_aggregates_compute(j->t, &j->ag, &j->err);
-    return NULL;
-}
-
-static void aggregates_start(aggregates_job *j)
-{
-    j->threaded = pthread_create(&j->th, NULL, compute_aggregates, j) == 0;
-}
-
-/* Waits for the aggregates (or gathers them here, without a thread) and
- * inserts them when st, the write's status so far, is TR_OK. */
-static tr_status aggregates_finish(aggregates_job *j, sqlite3 *db, tr_status st, tr_error *err)
-{
-    if (j->threaded)
-        pthread_join(j->th, NULL);
-    else if (st == TR_OK)
-        compute_aggregates(j);
-    if (st == TR_OK && j->st != TR_OK)
-        st = tr_error_copy(err, &j->err);
-    if (st == TR_OK)
-        st = tr_aggregates_insert(db, j->ag, err);
-    tr_aggregates_free(j->ag);
-    return st;
-}
-
 /* ---- the events table and events_parent, as b-tree pages ----
  *
  * SQLite creates both empty; once its connection is closed, their pages are
@@ -568,6 +529,7 @@ static void parent_order_free(parent_order *p)
 {
     tr_spill_free(p->order);
     tr_spill_free(p->end);
+    p->order = p->end = NULL;
 }
 
 /* A stable counting sort of the events by parent. */
@@ -592,6 +554,89 @@ static tr_status sort_by_parent(const tr_trace *t, parent_order *p, tr_error *er
     for (size_t i = 0; i < n; i++, tr_spill_tick())
         p->order[p->end[ev[i].parent + 1]++] = (uint32_t)i;
     return TR_OK;
+}
+
+/* While the first thread writes the events' pages, a second sorts the events
+ * by parent for events_parent, then gathers the aggregates' groups; both
+ * only read the trace.  The first thread waits for the sort before the
+ * index, and for the groups before it inserts them, last. */
+typedef struct {
+    const tr_trace *t;
+    parent_order order;
+    size_t bucket;
+    tr_status sort_st, agg_st;
+    tr_error sort_err, agg_err;
+    tr_aggregates *ag;
+    int sorted;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    pthread_t th;
+    int threaded;
+} beside_events_job;
+
+static void *run_beside_events(void *arg)
+{
+    beside_events_job *j = arg;
+    tr_status st = sort_by_parent(j->t, &j->order, &j->sort_err);
+    pthread_mutex_lock(&j->lock);
+    j->sort_st = st;
+    j->sorted = 1;
+    pthread_cond_signal(&j->cond);
+    pthread_mutex_unlock(&j->lock);
+    j->agg_st = tr_aggregates_compute(j->t, &j->ag, &j->agg_err);
+    return NULL;
+}
+
+static void beside_events_start(beside_events_job *j, const tr_trace *t)
+{
+    memset(j, 0, sizeof *j);
+    j->t = t;
+    j->order.bucket = &j->bucket;
+    j->threaded = pthread_mutex_init(&j->lock, NULL) == 0;
+    if (j->threaded && pthread_cond_init(&j->cond, NULL) != 0) {
+        pthread_mutex_destroy(&j->lock);
+        j->threaded = 0;
+    }
+    if (j->threaded && pthread_create(&j->th, NULL, run_beside_events, j) != 0) {
+        pthread_cond_destroy(&j->cond);
+        pthread_mutex_destroy(&j->lock);
+        j->threaded = 0;
+    }
+}
+
+/* The events in events_parent's order (sorted here, without a thread). */
+static tr_status beside_events_sorted(beside_events_job *j, tr_error *err)
+{
+    if (j->threaded) {
+        pthread_mutex_lock(&j->lock);
+        while (!j->sorted)
+            pthread_cond_wait(&j->cond, &j->lock);
+        pthread_mutex_unlock(&j->lock);
+    } else if (!j->sorted) {
+        j->sort_st = sort_by_parent(j->t, &j->order, &j->sort_err);
+        j->sorted = 1;
+    }
+    return j->sort_st == TR_OK ? TR_OK : tr_error_copy(err, &j->sort_err);
+}
+
+/* Waits for the second thread (or gathers the groups here, without one) and
+ * inserts the aggregates' rows when st, the write's status so far, is TR_OK. */
+static tr_status beside_events_finish(beside_events_job *j, sqlite3 *db, tr_status st, tr_error *err)
+{
+    if (j->threaded) {
+        pthread_join(j->th, NULL);
+        pthread_cond_destroy(&j->cond);
+        pthread_mutex_destroy(&j->lock);
+    } else if (st == TR_OK) {
+        j->agg_st = tr_aggregates_compute(j->t, &j->ag, &j->agg_err);
+    }
+    parent_order_free(&j->order);
+    if (st == TR_OK && j->agg_st != TR_OK)
+        st = tr_error_copy(err, &j->agg_err);
+    if (st == TR_OK)
+        st = tr_aggregates_insert(db, j->ag, err);
+    tr_aggregates_free(j->ag);
+    return st;
 }
 
 static tr_status root_page(sqlite3 *db, const char *name, uint32_t *root, tr_error *err)
@@ -653,19 +698,14 @@ static tr_status write_pages_before_tree(const char *path, const tr_trace *t, si
 
 /* After the tree: the events and events_parent. */
 static tr_status write_event_pages(const char *path, const tr_trace *t, const uint32_t roots[NROOTS],
-                                   tr_error *err)
+                                   beside_events_job *job, tr_error *err)
 {
     tr_btree_file *f = NULL;
-    parent_order p = {0};
-    size_t bucket = 0;
-    p.bucket = &bucket;
     tr_status st = tr_btree_open(&f, path, err);
     if (st == TR_OK
         && (st = tr_btree_table(f, roots[ROOT_EVENTS], 26, t->events.n, fill_event, t, err)) == TR_OK
-        && (st = sort_by_parent(t, &p, err)) == TR_OK) {
-        st = tr_btree_index(f, roots[ROOT_EVENTS_PARENT], 2, t->events.n, fill_parent_entry, &p, err);
-        parent_order_free(&p);
-    }
+        && (st = beside_events_sorted(job, err)) == TR_OK)
+        st = tr_btree_index(f, roots[ROOT_EVENTS_PARENT], 2, t->events.n, fill_parent_entry, &job->order, err);
     return close_pages(f, st, err);
 }
 
@@ -816,18 +856,18 @@ tr_status tr_rundb_write_begin(tr_rundb_writer **out, const tr_trace *t, const c
     return TR_OK;
 }
 
-/* The events' pages go in while SQLite has the file closed, and the
- * aggregates' groups are gathered beside them; then SQLite opens the file
- * again for the rest and the aggregates' rows. */
+/* The events' pages go in while SQLite has the file closed, and the events'
+ * order by parent and the aggregates' groups are made beside them; then
+ * SQLite opens the file again for the rest and the aggregates' rows. */
 tr_status tr_rundb_write_end(tr_rundb_writer *w, const tr_trace *t, const tr_meta_kv *meta,
                              size_t nmeta, tr_error *err)
 {
-    aggregates_job agg = {.t = t};
-    aggregates_start(&agg);
-    tr_status st = write_event_pages(w->af.tmp_path, t, w->roots, err);
+    beside_events_job job;
+    beside_events_start(&job, t);
+    tr_status st = write_event_pages(w->af.tmp_path, t, w->roots, &job, err);
     if (st == TR_OK && (st = reopen_db(w, err)) == TR_OK)
         st = write_after_tree(w->db, t, w->nstrings, meta, nmeta, err);
-    st = aggregates_finish(&agg, w->db, st, err);
+    st = beside_events_finish(&job, w->db, st, err);
     if (st == TR_OK && (st = sql_exec(w->db, "COMMIT", err)) == TR_OK)
         st = close_db(w, err);
     if (st != TR_OK) {
