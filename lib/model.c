@@ -106,7 +106,9 @@ static void idmap_free(tr_idmap *m)
     }
 }
 
-int tr_vec_reserve_(void **v, size_t *cap, size_t need, size_t elsize)
+/* Grows a vector through grow (a tr_spill_realloc_*()). */
+static int vec_reserve_with(void **v, size_t *cap, size_t need, size_t elsize,
+                            void *(*grow)(void *, size_t, size_t))
 {
     if (need <= *cap)
         return 0;
@@ -114,7 +116,7 @@ int tr_vec_reserve_(void **v, size_t *cap, size_t need, size_t elsize)
     while (ncap < need)
         ncap *= 2;
     /* large arrays (the events, the detail rows) go to a file: lib/spill.h */
-    void *nv = tr_spill_realloc_sequential(*v, *cap * elsize, ncap * elsize);
+    void *nv = grow(*v, *cap * elsize, ncap * elsize);
     if (!nv)
         return -1;
     /* no zeroing: untouched capacity then costs address space, not memory */
@@ -123,6 +125,11 @@ int tr_vec_reserve_(void **v, size_t *cap, size_t need, size_t elsize)
     *v = nv;
     *cap = ncap;
     return 0;
+}
+
+int tr_vec_reserve_(void **v, size_t *cap, size_t need, size_t elsize)
+{
+    return vec_reserve_with(v, cap, need, elsize, tr_spill_realloc_sequential);
 }
 
 /* 1-based vectors keep element 0 as a placeholder so index 0 can mean "none". */
@@ -260,7 +267,10 @@ atomic_size_t tr_events_added;
 
 tr_event *tr_add_event(tr_trace *t, tr_kind kind)
 {
-    if (tr_vec_reserve(t->events, t->events.n + 1) < 0)
+    /* the event array, most of the memory, has a heap budget of its own */
+    if (t->events.n == t->events.cap
+        && vec_reserve_with((void **)&t->events.v, &t->events.cap, t->events.n + 1, sizeof *t->events.v,
+                            tr_spill_realloc_primary) < 0)
         return NULL;
     /* a load and a store, not a locked add: this is the hottest call of every reader */
     atomic_store_explicit(&tr_events_added,

@@ -23,6 +23,7 @@ typedef struct {
     size_t len;
     int fd;
     int sequential;   /* its file pages read ahead and mapped around a fault */
+    int primary;      /* on the heap, counted in primary_bytes, not heap_bytes */
 } spill_block;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -45,6 +46,8 @@ static size_t page_size = 4096;
 static size_t heap_budget;
 static _Atomic size_t rss_limit, file_floor, near_limit;   /* read by the checks without the lock */
 static size_t heap_bytes;   /* large arrays on the heap */
+/* The primary array (tr_spill_realloc_primary()) has a budget of its own. */
+static size_t primary_budget, primary_bytes;
 static int limit_set;
 
 static pthread_t trimmer;
@@ -65,17 +68,20 @@ static size_t env_size(const char *name, size_t fallback)
     return errno || *end ? fallback : (size_t)v;
 }
 
-/* A quarter of the limit for large arrays on the heap; the spilled arrays'
+/* A quarter of the limit for large arrays on the heap, and half for the
+ * primary one (the events); the spilled arrays'
  * mapped pages then take what the rest of the process leaves under seven
  * eighths of it (the last eighth absorbs the growth between two checks), and
  * never less than an eighth.  A trace whose arrays all fit is then never
- * trimmed: at 10^6 events the files hold about 125 MB, the heap 66 MB.
+ * trimmed: at 10^6 events the heap holds the events' 126 MB and 66 MB of
+ * the others, the files the rest.
  * Before, the mapped pages had a fixed three eighths: the event array of a
  * 10^6-event trace was trimmed and touched again on every pass (raw: 2.0 s
  * against 1.6 s unlimited), though the whole process fitted. */
 static void apply_limit(size_t limit)
 {
     heap_budget = limit / 4;
+    primary_budget = limit / 2;
     rss_limit = limit - limit / 8;
     near_limit = limit / 8;
     file_floor = limit / 8;
@@ -461,10 +467,16 @@ static void drop_block(spill_block *b)
     *b = blocks[--nblocks];
 }
 
+/* The heap bytes a block on the heap counts in. */
+static size_t *heap_count(int primary)
+{
+    return primary ? &primary_bytes : &heap_bytes;
+}
+
 /* Resizes a large array on the heap, keeping the registry and heap_bytes
  * right; p is NULL or a heap pointer (registered or not), old_size its size.
  * Called with the lock held. */
-static void *heap_resize(void *p, spill_block *b, size_t new_size)
+static void *heap_resize(void *p, spill_block *b, size_t new_size, int primary)
 {
     if (!b && registry_room() < 0)
         return NULL;
@@ -472,13 +484,13 @@ static void *heap_resize(void *p, spill_block *b, size_t new_size)
     if (!out)
         return NULL;
     if (b) {
-        heap_bytes -= b->len;
+        *heap_count(b->primary) -= b->len;
         b->addr = out;
         b->len = new_size;
     } else {
-        blocks[nblocks++] = (spill_block){out, new_size, -1};
+        blocks[nblocks++] = (spill_block){out, new_size, -1, 0, primary};
     }
-    heap_bytes += new_size;
+    *heap_count(b ? b->primary : primary) += new_size;
     return out;
 }
 
@@ -501,7 +513,7 @@ static void *to_file(void *p, size_t old_size, size_t new_size, size_t len, int 
         pthread_mutex_lock(&lock);
         spill_block *b = find_block(p);
         if (b) {
-            heap_bytes -= b->len;
+            *heap_count(b->primary) -= b->len;
             drop_block(b);
         }
         pthread_mutex_unlock(&lock);
@@ -510,7 +522,7 @@ static void *to_file(void *p, size_t old_size, size_t new_size, size_t len, int 
     return nb.addr;
 }
 
-static void *realloc_as(void *p, size_t old_size, size_t new_size, int sequential)
+static void *realloc_as(void *p, size_t old_size, size_t new_size, int sequential, int primary)
 {
     pthread_once(&config_once, read_config);
     if (!new_size)
@@ -520,11 +532,13 @@ static void *realloc_as(void *p, size_t old_size, size_t new_size, int sequentia
     spill_block *b = p ? find_block(p) : NULL;
     int in_file = b && b->fd >= 0;
     /* on the heap: small and unregistered, or within the budget */
-    int on_heap = !in_file && ((new_size < min_bytes && !b)
-                               || heap_bytes - (b ? b->len : 0) + new_size <= heap_budget || !len);
+    if (b)
+        primary = b->primary;
+    size_t used = *heap_count(primary) - (b ? b->len : 0), budget = primary ? primary_budget : heap_budget;
+    int on_heap = !in_file && ((new_size < min_bytes && !b) || used + new_size <= budget || !len);
     void *out = NULL;
     if (on_heap)
-        out = new_size < min_bytes && !b ? realloc(p, new_size) : heap_resize(p, b, new_size);
+        out = new_size < min_bytes && !b ? realloc(p, new_size) : heap_resize(p, b, new_size, primary);
     pthread_mutex_unlock(&lock);
     if (in_file)
         return len ? resize_block(p, len) : NULL;
@@ -532,19 +546,24 @@ static void *realloc_as(void *p, size_t old_size, size_t new_size, int sequentia
         return out;
     /* no file could hold it: on the heap after all */
     pthread_mutex_lock(&lock);
-    out = heap_resize(p, p ? find_block(p) : NULL, new_size);
+    out = heap_resize(p, p ? find_block(p) : NULL, new_size, primary);
     pthread_mutex_unlock(&lock);
     return out;
 }
 
 void *tr_spill_realloc(void *p, size_t old_size, size_t new_size)
 {
-    return realloc_as(p, old_size, new_size, 0);
+    return realloc_as(p, old_size, new_size, 0, 0);
 }
 
 void *tr_spill_realloc_sequential(void *p, size_t old_size, size_t new_size)
 {
-    return realloc_as(p, old_size, new_size, 1);
+    return realloc_as(p, old_size, new_size, 1, 0);
+}
+
+void *tr_spill_realloc_primary(void *p, size_t old_size, size_t new_size)
+{
+    return realloc_as(p, old_size, new_size, 1, 1);
 }
 
 void tr_spill_set_sequential(void *p, int sequential)
@@ -587,7 +606,7 @@ void tr_spill_free(void *p)
     spill_block *b = find_block(p);
     if (!b || b->fd < 0) {
         if (b) {
-            heap_bytes -= b->len;
+            *heap_count(b->primary) -= b->len;
             drop_block(b);
         }
         pthread_mutex_unlock(&lock);

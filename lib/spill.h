@@ -5,6 +5,7 @@
  *
  * An array smaller than TR_SPILL_MIN_BYTES (default 4 MiB) is ordinary heap
  * memory.  Larger ones stay on the heap while their sum is within a budget
+ * (and the primary array, tr_spill_realloc_primary(), within one of its own)
  * set from the memory limit (tr_spill_set_limit(), else $TRACEKIT_MAX_MEMORY,
  * else TR_SPILL_DEFAULT_LIMIT or half the machine's memory, whichever is
  * less); past it, an array that grows or is made
@@ -37,6 +38,12 @@ void *tr_spill_realloc(void *p, size_t old_size, size_t new_size);
  * at a time, for lookups at random places.  Either frees with
  * tr_spill_free() and resizes with either. */
 void *tr_spill_realloc_sequential(void *p, size_t old_size, size_t new_size);
+/* As tr_spill_realloc_sequential(), for the one array that is most of the
+ * process's memory (the events): it stays on the heap within a budget of
+ * its own, half the limit, beside the other arrays' quarter, so a trace
+ * whose events fit in it never maps them from a file (at 10^6 events, 126
+ * MB); past it, the array moves into a file as the others do. */
+void *tr_spill_realloc_primary(void *p, size_t old_size, size_t new_size);
 /* Marks an array sequential or not from now on (a phase that reads it at
  * random places: its pages one at a time then). */
 void tr_spill_set_sequential(void *p, int sequential);
@@ -47,7 +54,8 @@ void tr_spill_free(void *p);
 /* The directory for spill files (copied); NULL restores the default.  A
  * directory on tmpfs saves nothing: its pages are memory too. */
 void tr_spill_set_dir(const char *dir);
-/* The memory limit in bytes: a quarter for large arrays on the heap; the
+/* The memory limit in bytes: a quarter for large arrays on the heap, half
+ * for the primary one; the
  * spilled arrays' mapped pages are dropped when the process passes seven
  * eighths of it (or they alone pass an eighth). */
 void tr_spill_set_limit(size_t bytes);
