@@ -48,6 +48,19 @@ cJSON *tr_json_subset_parse(const char *text, size_t len, void *(*alloc)(size_t)
 cJSON *tr_json_subset_parse_prefix(const char *text, size_t len, void *(*alloc)(size_t),
                                    size_t *used);
 
+/* Memory the parser may take its nodes and strings from without a call:
+ * while a request, rounded up to TR_JSON_REGION_ALIGN bytes, fits in
+ * [next, end), it moves next past it; otherwise it calls alloc(), which may
+ * move the region to new memory (an arena's next block) for the requests
+ * after.  Every pointer the parser so takes is TR_JSON_REGION_ALIGN-aligned
+ * when next is. */
+#define TR_JSON_REGION_ALIGN 16
+typedef struct { char *next, *end; } tr_json_region;
+
+/* tr_json_subset_parse_prefix() allocating from region first. */
+cJSON *tr_json_subset_parse_prefix_in(const char *text, size_t len, tr_json_region *region,
+                                      void *(*alloc)(size_t), size_t *used);
+
 /* The first '"' or '\\' in [p, end), or end: inside a string nothing else
  * matters, and most of a trace's bytes are inside strings (names, keys). */
 static inline const unsigned char *tr_json_string_special(const unsigned char *p,

@@ -68,8 +68,10 @@ typedef struct {
     size_t n, cap;
 } kin_buf;
 
-typedef struct arena_block { struct arena_block *next; size_t used, cap; max_align_t data[]; } arena_block;
-typedef struct { arena_block *head, *cur; } kin_arena;   /* see arena_alloc() */
+typedef struct arena_block { struct arena_block *next; size_t cap; max_align_t data[]; } arena_block;
+/* See arena_alloc(): the blocks in the order they are used, the current one
+ * (the blocks after it are unused since the last reset) and its free bytes. */
+typedef struct { tr_json_region free; arena_block *head, *cur; } kin_arena;
 
 typedef struct { int64_t pid, tid; uint32_t name; } kin_tname;
 /* The keys an event is read by, and those of its args (kin_ev_keys[] and
@@ -335,38 +337,49 @@ static tr_status scan_value(kin_reader *r)
  * the reader's arena, emptied after each value; the events from the arena of
  * the batch that holds them (see "the traceEvents array" below), emptied when
  * the batch is refilled.  Nothing parsed outlives its arena.  One document is
- * read at a time in a process, like the rest of the ingest. */
+ * read at a time in a process, like the rest of the ingest.  The current
+ * block's free bytes are a tr_json_region, so json_subset.h takes its nodes
+ * and strings from them without a call. */
 #define KIN_ARENA_BLOCK ((size_t)256 * 1024)
 
 
 static _Thread_local kin_arena *cur_arena;
 
-static void *arena_alloc(size_t n)
+/* The next block (one kept from before the last reset, else a new one) made
+ * current, with n bytes taken from it. */
+static void *arena_next_block(kin_arena *a, size_t n)
 {
-    kin_arena *a = cur_arena;
-    n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
-    arena_block *b = a->cur;
-    while (b && b->cap - b->used < n)
-        b = b->next;   /* after a reset, the blocks kept from before */
-    if (!b) {
+    arena_block *b = a->cur ? a->cur->next : a->head;
+    if (!b || n > b->cap) {
         size_t cap = n > KIN_ARENA_BLOCK ? n : KIN_ARENA_BLOCK;
         b = malloc(sizeof *b + cap);
         if (!b)
             return NULL;
-        b->used = 0;
         b->cap = cap;
-        b->next = NULL;
-        if (a->cur) {
-            b->next = a->cur->next;
+        b->next = a->cur ? a->cur->next : a->head;
+        if (a->cur)
             a->cur->next = b;
-        } else {
+        else
             a->head = b;
-        }
     }
     a->cur = b;
-    void *p = (char *)b->data + b->used;
-    b->used += n;
-    return p;
+    a->free.next = (char *)b->data + n;
+    a->free.end = (char *)b->data + b->cap;
+    return b->data;
+}
+
+/* json_subset.h takes what fits in the current block's free bytes itself
+ * (tr_json_subset_parse_prefix_in()), and calls this past them. */
+static void *arena_alloc(size_t n)
+{
+    kin_arena *a = cur_arena;
+    n = (n + TR_JSON_REGION_ALIGN - 1) & ~(size_t)(TR_JSON_REGION_ALIGN - 1);
+    if ((size_t)(a->free.end - a->free.next) >= n) {
+        void *p = a->free.next;
+        a->free.next += n;
+        return p;
+    }
+    return arena_next_block(a, n);
 }
 
 static void arena_free_one(void *p) { (void)p; }
@@ -383,10 +396,10 @@ static void arena_reset(kin_arena *a)
             free(b);
             continue;
         }
-        b->used = 0;
         link = &b->next;
     }
-    a->cur = a->head;
+    a->cur = NULL;
+    a->free.next = a->free.end = NULL;
 }
 
 static void arena_free(kin_arena *a)
@@ -397,6 +410,7 @@ static void arena_free(kin_arena *a)
         a->head = next;
     }
     a->cur = NULL;
+    a->free.next = a->free.end = NULL;
 }
 
 static void arena_begin(kin_arena *a)
@@ -1333,8 +1347,8 @@ static tr_status parse_in_place(kin_reader *r, kin_buf *out, cJSON **ev)
 {
     kin_in *in = &r->in;
     size_t used;
-    cJSON *j = tr_json_subset_parse_prefix((const char *)in->buf + in->pos, in->len - in->pos,
-                                           arena_alloc, &used);
+    cJSON *j = tr_json_subset_parse_prefix_in((const char *)in->buf + in->pos, in->len - in->pos,
+                                              &cur_arena->free, arena_alloc, &used);
     if (!j)
         return TR_OK;
     if (buf_add(out, in->buf + in->pos, used) < 0)

@@ -4,7 +4,8 @@
  * takes a text, cJSON must take the whole text too and build an equal tree:
  * the same types, strings, valuedouble bit for bit, valueint and links.  The
  * fast parser may give up on any text; it must never disagree.  Its prefix
- * form must take only a leading value cJSON takes whole, to the same tree.
+ * form must take only a leading value cJSON takes whole, to the same tree,
+ * with or without a region to allocate from first.
  * Build and run: make fuzz && build-fuzz/fuzz/fuzz_json_subset tests/fuzz/corpus/json_subset
  */
 #include <stdint.h>
@@ -102,6 +103,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         expect_cjson_agrees(prefix, text, used, "prefix");
     }
+    free_tracked();
+    /* and from a region first, as the reader's arenas give one: a region of
+     * the input's first byte's size (0..4080 bytes), then malloc */
+    static max_align_t room[256];
+    tr_json_region region = {(char *)room, (char *)room + (size ? data[0] : 0) * 16};
+    size_t used_region = 0;
+    cJSON *in_region = tr_json_subset_parse_prefix_in(text, size, &region, tracked_alloc, &used_region);
+    if (!in_region != !prefix || (in_region && used_region != used)
+        || region.next > (char *)room + sizeof room)
+        abort();
+    if (in_region)
+        expect_cjson_agrees(in_region, text, used_region, "region");
     free_tracked();
     free(text);
     return 0;

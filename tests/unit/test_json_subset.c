@@ -147,6 +147,47 @@ static void test_prefix(void)
     arena_clear();
 }
 
+static int counted_allocs;
+
+static void *counted_alloc(size_t n)
+{
+    counted_allocs++;
+    return arena_alloc(n);
+}
+
+/* Allocating from a region first: the same tree for every size of region,
+ * from none to more than the text needs, its pieces inside the region and
+ * aligned, and alloc() called only past the region's end. */
+static void test_region(void)
+{
+    static const char text[] =
+        "{\"ph\":\"X\",\"name\":\"aten::mm\",\"ts\":12.5,\"args\":{\"Input Dims\":[[4,8],[8,2]],"
+        "\"External id\":7,\"s\":\"a\\\"b\"}}, ";
+    size_t len = strlen(text), used = 0, used_plain = 0;
+    cJSON *plain = tr_json_subset_parse_prefix(text, len, arena_alloc, &used_plain);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plain);
+    static max_align_t room[256];
+    int all_in_region = 0;
+    for (size_t size = 0; size <= sizeof room; size += 16) {
+        tr_json_region r = {(char *)room, (char *)room + size};
+        counted_allocs = 0;
+        cJSON *j = tr_json_subset_parse_prefix_in(text, len, &r, counted_alloc, &used);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+        CU_ASSERT_EQUAL(used, used_plain);
+        CU_ASSERT(same_tree(j, plain));
+        CU_ASSERT(r.next >= (char *)room && r.next <= (char *)room + size);
+        CU_ASSERT_EQUAL(((size_t)(r.next - (char *)room)) % TR_JSON_REGION_ALIGN, 0);
+        int inside = (char *)j >= (char *)room && (char *)j < (char *)room + size;
+        CU_ASSERT(inside == (size >= sizeof(cJSON)));   /* the root is the first piece */
+        if (size == 0)
+            CU_ASSERT(counted_allocs > 0);
+        if (!counted_allocs)
+            all_in_region = 1;
+    }
+    CU_ASSERT(all_in_region);   /* the largest region held the whole tree */
+    arena_clear();
+}
+
 /* Decimals as traces write them (integer part, 1-6 fraction digits, some
  * exponents): the exact conversion and strtod agree bit for bit. */
 static void test_numbers_match_strtod(void)
@@ -241,5 +282,6 @@ TR_SUITE(json_subset,
          {"takes the subset, as cJSON", test_takes_the_subset},
          {"gives the rest to cJSON", test_gives_up},
          {"a leading value of a buffer", test_prefix},
+         {"a region allocated from first", test_region},
          {"numbers as strtod", test_numbers_match_strtod},
          {"shared Kineto traces whole", test_shared_traces})
