@@ -99,11 +99,14 @@ static const unsigned char body_len[10] = {0, 1, 2, 3, 4, 6, 8, 8, 0, 0};
 
 static unsigned int_type(int64_t v, int int01)
 {
-    if (int01 && (uint64_t)v <= 1)
-        return 8 + (unsigned)v;
     uint64_t u = (uint64_t)(v ^ (v >> 63));   /* ~v for a negative v */
-    return type_by_bits[64 - __builtin_clzll(u | 1)];
+    unsigned t = type_by_bits[64 - __builtin_clzll(u | 1)];
+    /* a select, not a branch: which integers are 0 or 1 follows the data */
+    return int01 && (uint64_t)v <= 1 ? 8 + (unsigned)v : t;
 }
+/* The shift that leaves an integer's body_len[t] low bytes at the top; 0
+ * for the types without a body, whose store is then not counted. */
+static const unsigned char body_shift[10] = {0, 56, 48, 40, 32, 16, 0, 0, 0, 0};
 
 /* The header's length with its own varint, for types bytes of serial types. */
 static size_t header_len(size_t types)
@@ -187,18 +190,17 @@ static size_t encode_record(tr_btree_file *f, const tr_cell *cells, int n, int r
 {
     unsigned char types[MAX_COLUMNS * 9], body[SHORT_BODY + 8];   /* 8: an integer's 8-byte store */
     size_t nt = 0, nb = 0;
+    int int01 = f->int01;
     for (int i = 0; i < n; i++) {
         const tr_cell *c = &cells[i];
         if (c->type == TR_CELL_INT && !(i == 0 && rowid_alias)) {
-            unsigned t = int_type(c->i, f->int01), len = body_len[t];
+            unsigned t = int_type(c->i, int01);
             types[nt++] = (unsigned char)t;
-            if (len) {
-                if (nb + 8 > SHORT_BODY)
-                    return encode_record_any(f, cells, n, rowid_alias, max);
-                uint64_t be = __builtin_bswap64((uint64_t)c->i << (64 - 8 * len));
-                memcpy(body + nb, &be, 8);
-                nb += len;
-            }
+            if (nb + 8 > SHORT_BODY)
+                return encode_record_any(f, cells, n, rowid_alias, max);
+            uint64_t be = __builtin_bswap64((uint64_t)c->i << body_shift[t]);
+            memcpy(body + nb, &be, 8);   /* stored whole, counted for its body_len[t] bytes */
+            nb += body_len[t];
         } else if (c->type == TR_CELL_TEXT && c->s && !(i == 0 && rowid_alias)) {
             size_t len = c->len < 0 ? strlen(c->s) : (size_t)c->len;
             if (nb + len > SHORT_BODY)
