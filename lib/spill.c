@@ -69,19 +69,25 @@ static size_t env_size(const char *name, size_t fallback)
 }
 
 /* A quarter of the limit for large arrays on the heap, and half for the
- * primary one (the events); the spilled arrays'
- * mapped pages then take what the rest of the process leaves under seven
- * eighths of it (the last eighth absorbs the growth between two checks), and
- * never less than an eighth.  A trace whose arrays all fit is then never
- * trimmed: at 10^6 events the heap holds the events' 126 MB and 66 MB of
- * the others, the files the rest.
+ * primary one (the events) where the limit leaves room for it; the spilled
+ * arrays' mapped pages then take what the rest of the process leaves under
+ * seven eighths of it (the last eighth absorbs the growth between two
+ * checks), and never less than an eighth.  A trace whose arrays all fit is
+ * then never trimmed: at 10^6 events the heap holds the events' 126 MB and
+ * 66 MB of the others, the files the rest.  The heap's three quarters, the
+ * mapped pages' eighth and the 30 MB or so the rest of the process takes
+ * (SQLite, the program, the small arrays) fit in the limit from
+ * PRIMARY_MIN_LIMIT on; below it the primary array shares the others'
+ * quarter, as every array did before it had a budget of its own.
  * Before, the mapped pages had a fixed three eighths: the event array of a
  * 10^6-event trace was trimmed and touched again on every pass (raw: 2.0 s
  * against 1.6 s unlimited), though the whole process fitted. */
+#define PRIMARY_MIN_LIMIT ((size_t)240 << 20)
+
 static void apply_limit(size_t limit)
 {
     heap_budget = limit / 4;
-    primary_budget = limit / 2;
+    primary_budget = limit >= PRIMARY_MIN_LIMIT ? limit / 2 : 0;
     rss_limit = limit - limit / 8;
     near_limit = limit / 8;
     file_floor = limit / 8;
@@ -534,6 +540,8 @@ static void *realloc_as(void *p, size_t old_size, size_t new_size, int sequentia
     /* on the heap: small and unregistered, or within the budget */
     if (b)
         primary = b->primary;
+    else if (!primary_budget)
+        primary = 0;   /* a small limit: the primary array is one of the others */
     size_t used = *heap_count(primary) - (b ? b->len : 0), budget = primary ? primary_budget : heap_budget;
     int on_heap = !in_file && ((new_size < min_bytes && !b) || used + new_size <= budget || !len);
     void *out = NULL;

@@ -39,10 +39,11 @@ void *tr_spill_realloc(void *p, size_t old_size, size_t new_size);
  * tr_spill_free() and resizes with either. */
 void *tr_spill_realloc_sequential(void *p, size_t old_size, size_t new_size);
 /* As tr_spill_realloc_sequential(), for the one array that is most of the
- * process's memory (the events): it stays on the heap within a budget of
- * its own, half the limit, beside the other arrays' quarter, so a trace
- * whose events fit in it never maps them from a file (at 10^6 events, 126
- * MB); past it, the array moves into a file as the others do. */
+ * process's memory (the events): with a limit of 240 MiB or more it stays
+ * on the heap within a budget of its own, half the limit, beside the other
+ * arrays' quarter, so a trace whose events fit in it never maps them from a
+ * file (at 10^6 events, 126 MB); past it, the array moves into a file as
+ * the others do.  Under a smaller limit it is one of the others. */
 void *tr_spill_realloc_primary(void *p, size_t old_size, size_t new_size);
 /* Marks an array sequential or not from now on (a phase that reads it at
  * random places: its pages one at a time then). */

@@ -229,41 +229,51 @@ static void test_spill_sort(void)
     tr_spill_set_dir(NULL);
 }
 
-/* With a 32 MiB limit: the primary array stays on the heap up to 16 MiB
- * whatever the others hold of their 8 MiB, then moves to a file with its
- * bytes; another array of the same size goes to a file at once. */
+/* With the default 256 MiB limit: the primary array stays on the heap up
+ * to 128 MiB whatever the others hold of their 64 MiB, then moves to a file
+ * with its bytes; another array of that size goes to a file at once.  Under
+ * a limit below 240 MiB it shares the others' quarter. */
 static void test_spill_primary(void)
 {
     tr_spill_set_dir(tr_unit_tmpdir());
-    tr_spill_set_limit((size_t)32 << 20);
+    tr_spill_set_limit((size_t)256 << 20);
     size_t before = tr_spill_files(), mib = (size_t)1 << 20;
-    unsigned char *other = tr_spill_realloc(NULL, 0, 6 * mib);   /* the others' budget, nearly full */
+    unsigned char *other = tr_spill_realloc(NULL, 0, 48 * mib);   /* the others' budget, mostly used */
     CU_ASSERT_PTR_NOT_NULL_FATAL(other);
-    fill(other, 6 * mib, 3);
-    unsigned char *p = tr_spill_realloc_primary(NULL, 0, 4 * mib);
+    fill(other, 48 * mib, 3);
+    unsigned char *p = tr_spill_realloc_primary(NULL, 0, 32 * mib);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    fill(p, 4 * mib, 9);
-    unsigned char *q = tr_spill_realloc_primary(p, 4 * mib, 16 * mib);
+    fill(p, 32 * mib, 9);
+    unsigned char *q = tr_spill_realloc_primary(p, 32 * mib, 128 * mib);
     CU_ASSERT_PTR_NOT_NULL_FATAL(q);
-    CU_ASSERT(filled(q, 4 * mib, 9));
-    CU_ASSERT_EQUAL(tr_spill_files(), before);   /* 16 MiB of primary, 6 of the others: all on the heap */
-    fill(q, 16 * mib, 9);
-    unsigned char *big = tr_spill_realloc(NULL, 0, 16 * mib);
+    CU_ASSERT(filled(q, 32 * mib, 9));
+    CU_ASSERT_EQUAL(tr_spill_files(), before);   /* 128 MiB of primary, 48 of the others: all on the heap */
+    unsigned char *big = tr_spill_realloc(NULL, 0, 32 * mib);
     CU_ASSERT_PTR_NOT_NULL_FATAL(big);
     CU_ASSERT_EQUAL(tr_spill_files(), before + 1);   /* not primary: past the others' budget */
-    p = tr_spill_realloc_primary(q, 16 * mib, 32 * mib);
+    p = tr_spill_realloc_primary(q, 128 * mib, 160 * mib);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(tr_spill_files(), before + 2);   /* past its own budget: in a file */
-    CU_ASSERT(filled(p, 16 * mib, 9));
-    CU_ASSERT(filled(other, 6 * mib, 3));
+    CU_ASSERT(filled(p, 32 * mib, 9));
+    CU_ASSERT(filled(other, 48 * mib, 3));
     /* the primary budget is free again: a new primary array is on the heap */
-    q = tr_spill_realloc_primary(NULL, 0, 8 * mib);
+    q = tr_spill_realloc_primary(NULL, 0, 64 * mib);
     CU_ASSERT_PTR_NOT_NULL_FATAL(q);
     CU_ASSERT_EQUAL(tr_spill_files(), before + 2);
     tr_spill_free(q);
     tr_spill_free(p);
     tr_spill_free(big);
     tr_spill_free(other);
+    CU_ASSERT_EQUAL(tr_spill_files(), before);
+    /* a 64 MiB limit: no budget of its own, the others' 16 MiB */
+    tr_spill_set_limit((size_t)64 << 20);
+    p = tr_spill_realloc_primary(NULL, 0, 12 * mib);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    other = tr_spill_realloc(NULL, 0, 8 * mib);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(other);
+    CU_ASSERT_EQUAL(tr_spill_files(), before + 1);   /* 12 + 8 MiB: past the shared quarter */
+    tr_spill_free(other);
+    tr_spill_free(p);
     CU_ASSERT_EQUAL(tr_spill_files(), before);
     tr_spill_set_limit((size_t)256 << 20);
     tr_spill_set_dir(NULL);
