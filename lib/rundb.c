@@ -704,8 +704,10 @@ static tr_status write_event_pages(const char *path, const tr_trace *t, const ui
     tr_status st = tr_btree_open(&f, path, err);
     if (st == TR_OK
         && (st = tr_btree_table(f, roots[ROOT_EVENTS], 26, t->events.n, fill_event, t, err)) == TR_OK
-        && (st = beside_events_sorted(job, err)) == TR_OK)
+        && (st = beside_events_sorted(job, err)) == TR_OK) {
         st = tr_btree_index(f, roots[ROOT_EVENTS_PARENT], 2, t->events.n, fill_parent_entry, &job->order, err);
+        parent_order_free(&job->order);   /* the second thread is done with it: its memory back now */
+    }
     return close_pages(f, st, err);
 }
 

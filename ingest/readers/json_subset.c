@@ -22,7 +22,7 @@ static inline void *js_alloc(js_parser *js, size_t n)
 {
     tr_json_region *r = js->region;
     size_t rounded = (n + TR_JSON_REGION_ALIGN - 1) & ~(size_t)(TR_JSON_REGION_ALIGN - 1);
-    if (r && (size_t)(r->end - r->next) >= rounded) {
+    if (r && r->next && (size_t)(r->end - r->next) >= rounded) {
         void *p = r->next;
         r->next += rounded;
         return p;

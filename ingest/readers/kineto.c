@@ -374,7 +374,7 @@ static void *arena_alloc(size_t n)
 {
     kin_arena *a = cur_arena;
     n = (n + TR_JSON_REGION_ALIGN - 1) & ~(size_t)(TR_JSON_REGION_ALIGN - 1);
-    if ((size_t)(a->free.end - a->free.next) >= n) {
+    if (a->free.next && (size_t)(a->free.end - a->free.next) >= n) {
         void *p = a->free.next;
         a->free.next += n;
         return p;
