@@ -40,6 +40,8 @@ struct tr_btree_file {
     unsigned char *pages;         /* three page buffers for the builders */
     unsigned char *record;        /* one record */
     size_t record_size;
+    unsigned char *body;          /* its body, while it is encoded */
+    size_t body_size;
 };
 
 /* ---- integers as the file format stores them ---- */
@@ -120,75 +122,31 @@ static size_t header_len(size_t types)
 #define RECORD_TOO_LONG ((size_t)-1)
 #define RECORD_NO_MEMORY ((size_t)-2)
 
-/* Encodes cells[0..n) (cell 0 as NULL when rowid_alias) into f->record,
- * grown as needed; returns its length, or one of the two above when it is
- * longer than max or the buffer cannot grow.  The integers go in as 8-byte
- * stores, so the buffer has 8 bytes to spare. */
-static size_t encode_record_any(tr_btree_file *f, const tr_cell *cells, int n, int rowid_alias, size_t max)
+/* Grows *buf (*size bytes, less than need) to hold need bytes, at least
+ * doubling; -1 when it cannot.  Out of line: the encoder's loop calls it
+ * only for a record longer than any before. */
+static __attribute__((noinline)) int reserve_bytes(unsigned char **buf, size_t *size, size_t need)
 {
-    uint64_t type[MAX_COLUMNS];
-    size_t types = 0, body = 0;
-    for (int i = 0; i < n; i++) {
-        const tr_cell *c = &cells[i];
-        uint64_t t = 0;
-        size_t len = 0;
-        if (i == 0 && rowid_alias) {
-            t = 0;
-        } else if (c->type == TR_CELL_INT) {
-            t = int_type(c->i, f->int01);
-            len = body_len[t];
-        } else if (c->type == TR_CELL_TEXT && c->s) {
-            len = c->len < 0 ? strlen(c->s) : (size_t)c->len;
-            t = 2 * (uint64_t)len + 13;
-        }
-        type[i] = t;
-        types += t < 0x80 ? 1 : varint_len(t);
-        body += len;
-    }
-    size_t head = header_len(types);
-    if (head + body > max)
-        return RECORD_TOO_LONG;
-    if (head + body + 8 > f->record_size) {
-        size_t size = head + body + 8;
-        unsigned char *r = realloc(f->record, size);
-        if (!r)
-            return RECORD_NO_MEMORY;
-        f->record = r;
-        f->record_size = size;
-    }
-    unsigned char *p = f->record;
-    p += put_varint(p, head);
-    for (int i = 0; i < n; i++) {
-        if (type[i] < 0x80)
-            *p++ = (unsigned char)type[i];
-        else
-            p += put_varint(p, type[i]);
-    }
-    for (int i = 0; i < n; i++) {
-        uint64_t t = type[i];
-        if (t >= 13) {
-            size_t len = (size_t)(t - 13) / 2;
-            memcpy(p, cells[i].s, len);
-            p += len;
-        } else if (body_len[t]) {
-            unsigned len = body_len[t];
-            uint64_t be = __builtin_bswap64((uint64_t)cells[i].i << (64 - 8 * len));
-            memcpy(p, &be, 8);
-            p += len;
-        }
-    }
-    return (size_t)(p - f->record);
+    size_t grown = *size * 2 > need ? *size * 2 : need;
+    unsigned char *r = realloc(*buf, grown);
+    if (!r)
+        return -1;
+    *buf = r;
+    *size = grown;
+    return 0;
 }
 
-#define SHORT_BODY 2048
-
-/* encode_record_any() in one pass over the cells, for a record whose body
- * takes at most SHORT_BODY bytes (every row but a long text's): the serial
- * types and the body go into buffers of their own as each cell is seen,
- * then behind the header's length.  Others go to encode_record_any(). */
+/* Encodes cells[0..n) (cell 0 as NULL when rowid_alias) into f->record,
+ * grown as needed; returns its length, or one of the two above when it is
+ * longer than max or a buffer cannot grow.  One pass over the cells: the
+ * serial types go to a buffer on the stack and the body to f->body as each
+ * cell is seen, then both behind the header's length.  The integers go in
+ * as 8-byte stores (so the body keeps 8 bytes to spare), shifted by a
+ * table and counted for their body_len[] bytes, without a branch on the
+ * data. */
 static size_t encode_record(tr_btree_file *f, const tr_cell *cells, int n, int rowid_alias, size_t max)
 {
-    unsigned char types[MAX_COLUMNS * 9], body[SHORT_BODY + 8];   /* 8: an integer's 8-byte store */
+    unsigned char types[MAX_COLUMNS * 9];
     size_t nt = 0, nb = 0;
     int int01 = f->int01;
     for (int i = 0; i < n; i++) {
@@ -196,17 +154,19 @@ static size_t encode_record(tr_btree_file *f, const tr_cell *cells, int n, int r
         if (c->type == TR_CELL_INT && !(i == 0 && rowid_alias)) {
             unsigned t = int_type(c->i, int01);
             types[nt++] = (unsigned char)t;
-            if (nb + 8 > SHORT_BODY)
-                return encode_record_any(f, cells, n, rowid_alias, max);
+            if (nb + 8 > f->body_size && reserve_bytes(&f->body, &f->body_size, nb + 8) < 0)
+                return RECORD_NO_MEMORY;
             uint64_t be = __builtin_bswap64((uint64_t)c->i << body_shift[t]);
-            memcpy(body + nb, &be, 8);   /* stored whole, counted for its body_len[t] bytes */
+            memcpy(f->body + nb, &be, 8);
             nb += body_len[t];
         } else if (c->type == TR_CELL_TEXT && c->s && !(i == 0 && rowid_alias)) {
             size_t len = c->len < 0 ? strlen(c->s) : (size_t)c->len;
-            if (nb + len > SHORT_BODY)
-                return encode_record_any(f, cells, n, rowid_alias, max);
+            if (nb + len > max)
+                return RECORD_TOO_LONG;
+            if (nb + len + 8 > f->body_size && reserve_bytes(&f->body, &f->body_size, nb + len + 8) < 0)
+                return RECORD_NO_MEMORY;
             nt += put_varint(types + nt, 2 * (uint64_t)len + 13);
-            memcpy(body + nb, c->s, len);
+            memcpy(f->body + nb, c->s, len);
             nb += len;
         } else {
             types[nt++] = 0;
@@ -215,17 +175,12 @@ static size_t encode_record(tr_btree_file *f, const tr_cell *cells, int n, int r
     size_t head = header_len(nt);
     if (head + nb > max)
         return RECORD_TOO_LONG;
-    if (head + nb + 8 > f->record_size) {
-        unsigned char *r = realloc(f->record, head + nb + 8);
-        if (!r)
-            return RECORD_NO_MEMORY;
-        f->record = r;
-        f->record_size = head + nb + 8;
-    }
+    if (head + nb > f->record_size && reserve_bytes(&f->record, &f->record_size, head + nb) < 0)
+        return RECORD_NO_MEMORY;
     unsigned char *p = f->record;
     p += put_varint(p, head);
     memcpy(p, types, nt);
-    memcpy(p + nt, body, nb);
+    memcpy(p + nt, f->body, nb);
     return head + nb;
 }
 
@@ -457,9 +412,10 @@ tr_status tr_btree_open(tr_btree_file **out, const char *path, tr_error *err)
     f->int01 = get4(h + 44) >= 4;
     f->wbuf = malloc((size_t)WRITE_PAGES * ps);
     f->pages = malloc(3 * (size_t)ps);
-    f->record_size = (size_t)ps + 8;
+    f->record_size = f->body_size = (size_t)ps + 8;
     f->record = malloc(f->record_size);
-    if (!f->wbuf || !f->pages || !f->record) {
+    f->body = malloc(f->body_size);
+    if (!f->wbuf || !f->pages || !f->record || !f->body) {
         tr_btree_abort(f);
         return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
     }
@@ -476,6 +432,7 @@ void tr_btree_abort(tr_btree_file *f)
     free(f->wbuf);
     free(f->pages);
     free(f->record);
+    free(f->body);
     free(f->path);
     free(f);
 }
