@@ -57,9 +57,8 @@ void tr_spill_free(void *p);
  * directory on tmpfs saves nothing: its pages are memory too. */
 void tr_spill_set_dir(const char *dir);
 /* The memory limit in bytes: a quarter for large arrays on the heap, half
- * for the primary one; the
- * spilled arrays' mapped pages are dropped when the process passes seven
- * eighths of it (or they alone pass an eighth). */
+ * for the primary one; the spilled arrays' mapped pages are dropped when
+ * the process passes seven eighths of it (or they alone pass an eighth). */
 void tr_spill_set_limit(size_t bytes);
 #define TR_SPILL_DEFAULT_LIMIT ((size_t)256 << 20)
 /* Reads a size: whole digits, then an optional K, M, G or T (powers of

@@ -20,14 +20,8 @@ typedef struct {
  * tenth of the parse), else from alloc(). */
 static inline void *js_alloc(js_parser *js, size_t n)
 {
-    tr_json_region *r = js->region;
-    size_t rounded = (n + TR_JSON_REGION_ALIGN - 1) & ~(size_t)(TR_JSON_REGION_ALIGN - 1);
-    if (r && r->next && (size_t)(r->end - r->next) >= rounded) {
-        void *p = r->next;
-        r->next += rounded;
-        return p;
-    }
-    return js->alloc(n);
+    void *p = js->region ? tr_json_region_take(js->region, n) : NULL;
+    return p ? p : js->alloc(n);
 }
 
 /* cJSON skips every byte up to ' ' between tokens, control bytes included. */

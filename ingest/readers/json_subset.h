@@ -57,6 +57,23 @@ cJSON *tr_json_subset_parse_prefix(const char *text, size_t len, void *(*alloc)(
 #define TR_JSON_REGION_ALIGN 16
 typedef struct { char *next, *end; } tr_json_region;
 
+/* n rounded up to TR_JSON_REGION_ALIGN. */
+static inline size_t tr_json_region_size(size_t n)
+{
+    return (n + TR_JSON_REGION_ALIGN - 1) & ~(size_t)(TR_JSON_REGION_ALIGN - 1);
+}
+
+/* tr_json_region_size(n) bytes from the region, or NULL where they do not fit. */
+static inline void *tr_json_region_take(tr_json_region *r, size_t n)
+{
+    n = tr_json_region_size(n);
+    if (!r->next || (size_t)(r->end - r->next) < n)
+        return NULL;
+    void *p = r->next;
+    r->next += n;
+    return p;
+}
+
 /* tr_json_subset_parse_prefix() allocating from region first. */
 cJSON *tr_json_subset_parse_prefix_in(const char *text, size_t len, tr_json_region *region,
                                       void *(*alloc)(size_t), size_t *used);

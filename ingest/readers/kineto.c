@@ -373,13 +373,8 @@ static void *arena_next_block(kin_arena *a, size_t n)
 static void *arena_alloc(size_t n)
 {
     kin_arena *a = cur_arena;
-    n = (n + TR_JSON_REGION_ALIGN - 1) & ~(size_t)(TR_JSON_REGION_ALIGN - 1);
-    if (a->free.next && (size_t)(a->free.end - a->free.next) >= n) {
-        void *p = a->free.next;
-        a->free.next += n;
-        return p;
-    }
-    return arena_next_block(a, n);
+    void *p = tr_json_region_take(&a->free, n);
+    return p ? p : arena_next_block(a, tr_json_region_size(n));
 }
 
 static void arena_free_one(void *p) { (void)p; }
