@@ -106,10 +106,11 @@ static const tr_list lists[] = {
       {"end (ns)", "end_ns", COL_INT}, {"wall (ms)", "wall_ns", COL_NS}},
      "no ProfilerStep#N ranges", EVENT_RANK_COND},
     {"ranks", "sources and their distributed ranks: host, format, events",
-     /* a source without a stored rank has its order's (lib/ranks.h) */
-     "SELECT coalesce(s.rank, (SELECT count(*) FROM sources x WHERE x.id < s.id)) AS r, coalesce(s.host, ''), "
+     /* a source without a stored rank has its position's (lib/ranks.h): ?1, the
+     * sources of the run.dbs before it, + its order among its run.db's */
+     "SELECT coalesce(s.rank, ?1 + (SELECT count(*) FROM sources x WHERE x.id < s.id)) AS r, coalesce(s.host, ''), "
      "s.format, s.event_count, s.path FROM sources s WHERE 1" RANKS " ORDER BY r, s.id",
-     "SELECT (SELECT count(*) FROM sources x WHERE x.id < s.id), '', s.format, s.event_count, s.path "
+     "SELECT ?1 + (SELECT count(*) FROM sources x WHERE x.id < s.id), '', s.format, s.event_count, s.path "
      "FROM sources s WHERE 1" RANKS " ORDER BY s.id",
      {{"rank", "rank", COL_INT}, {"host", "host", COL_NAME}, {"format", "format", COL_NAME},
       {"events", "events", COL_INT}, {"source", "source", COL_NAME}},
@@ -154,12 +155,26 @@ typedef struct {
     int sqltype;     /* what the file holds: a hostile one may put text in any column */
 } cell;
 
+/* The rows of one list; over several run.dbs, each row led by its file. */
 typedef struct {
     const tr_list *l;
+    list_col cols[MAX_COLS + 1];   /* the list's, after the file's column when there is one */
     size_t ncols;
+    int file_col;    /* column 0 names the run.db of the row */
     cell *cells;     /* rows * ncols */
     size_t rows, cap;
 } grid;
+
+static void grid_init(grid *g, const tr_list *l, int file_col)
+{
+    memset(g, 0, sizeof *g);
+    g->l = l;
+    g->file_col = file_col;
+    if (file_col)
+        g->cols[g->ncols++] = (list_col){"run.db", "run_db", COL_NAME};
+    for (size_t c = 0; c < MAX_COLS && l->cols[c].head; c++)
+        g->cols[g->ncols++] = l->cols[c];
+}
 
 static void grid_free(grid *g)
 {
@@ -192,7 +207,27 @@ static char *with_ranks(const char *sql, const char *cond, const char *ids)
     return out;
 }
 
-static tr_status grid_fill(sqlite3 *db, const char *path, grid *g, const char *ids, tr_error *err)
+/* A copy of text (n bytes) into c; -1 when out of memory. */
+static int cell_set(cell *c, const char *text, size_t n, int sqltype)
+{
+    c->text = NULL;
+    c->len = 0;
+    c->sqltype = sqltype;
+    if (!text || sqltype == SQLITE_NULL)
+        return 0;
+    if (!(c->text = malloc(n + 1)))
+        return -1;
+    memcpy(c->text, text, n);
+    c->text[n] = '\0';
+    c->len = n;
+    return 0;
+}
+
+/* The list's rows from db appended to g; base is the run.db's rank base
+ * (lib/ranks.h: the sources of the run.dbs before it), which the lists' SQL
+ * may take as ?1. */
+static tr_status grid_fill(sqlite3 *db, const char *path, grid *g, const char *ids, int64_t base,
+                           tr_error *err)
 {
     sqlite3_stmt *st = NULL;
     char *sql = with_ranks(g->l->sql, g->l->rank_cond, ids);
@@ -207,6 +242,8 @@ static tr_status grid_fill(sqlite3 *db, const char *path, grid *g, const char *i
         return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
     if (ok < 0)
         return tr_fail(err, TR_ERR_INPUT, "%s: cannot list %s: %s", path, g->l->name, sqlite3_errmsg(db));
+    if (sqlite3_bind_parameter_count(st) >= 1)
+        sqlite3_bind_int64(st, 1, base);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (g->rows == g->cap) {
@@ -220,23 +257,18 @@ static tr_status grid_fill(sqlite3 *db, const char *path, grid *g, const char *i
             g->cap = cap;
         }
         cell *row = &g->cells[g->rows * g->ncols];
-        for (size_t c = 0; c < g->ncols; c++) {
-            const char *t = (const char *)sqlite3_column_text(st, (int)c);
-            size_t n = (size_t)sqlite3_column_bytes(st, (int)c);
-            row[c].text = NULL;
-            row[c].len = 0;
-            row[c].sqltype = sqlite3_column_type(st, (int)c);
-            if (t && sqlite3_column_type(st, (int)c) != SQLITE_NULL) {
-                if (!(row[c].text = malloc(n + 1))) {
-                    for (size_t k = 0; k < c; k++)
-                        free(row[k].text);
-                    sqlite3_finalize(st);
-                    return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
-                }
-                memcpy(row[c].text, t, n);
-                row[c].text[n] = '\0';
-                row[c].len = n;
-            }
+        size_t c = 0;
+        int failed = g->file_col && cell_set(&row[c++], path, strlen(path), SQLITE_TEXT) < 0;
+        for (int k = 0; !failed && c < g->ncols; c++, k++) {
+            int type = sqlite3_column_type(st, k);   /* before the text conversion */
+            const char *text = (const char *)sqlite3_column_text(st, k);
+            failed = cell_set(&row[c], text, (size_t)sqlite3_column_bytes(st, k), type) < 0;
+        }
+        if (failed) {
+            for (size_t k = 0; k < c; k++)
+                free(row[k].text);
+            sqlite3_finalize(st);
+            return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
         }
         g->rows++;
     }
@@ -281,7 +313,7 @@ static size_t cell_cols(const cell *c, char type, size_t *bytes)
 static void put_text(FILE *out, const grid *g)
 {
     size_t width[MAX_COLS];
-    const list_col *cols = g->l->cols;
+    const list_col *cols = g->cols;
     for (size_t c = 0; c < g->ncols; c++) {
         width[c] = strlen(cols[c].head);
         for (size_t r = 0; r < g->rows; r++) {
@@ -323,7 +355,7 @@ static void put_text(FILE *out, const grid *g)
 static void put_csv(FILE *out, const grid *g)
 {
     for (size_t c = 0; c < g->ncols; c++)
-        fprintf(out, "%s%s", c ? "," : "", g->l->cols[c].key);
+        fprintf(out, "%s%s", c ? "," : "", g->cols[c].key);
     fputc('\n', out);
     for (size_t r = 0; r < g->rows; r++) {
         for (size_t c = 0; c < g->ncols; c++) {
@@ -344,12 +376,12 @@ static void put_json(FILE *out, const grid *g)
         fputs(r ? ",\n {" : "\n {", out);
         for (size_t c = 0; c < g->ncols; c++) {
             const cell *x = &g->cells[r * g->ncols + c];
-            fprintf(out, "%s\"%s\": ", c ? ", " : "", g->l->cols[c].key);
+            fprintf(out, "%s\"%s\": ", c ? ", " : "", g->cols[c].key);
             if (!x->text)
                 fputs("null", out);
-            else if (g->l->cols[c].type != COL_NAME && x->sqltype == SQLITE_INTEGER)
+            else if (g->cols[c].type != COL_NAME && x->sqltype == SQLITE_INTEGER)
                 fputs(x->text, out);   /* SQLite's decimal digits */
-            else if (g->l->cols[c].type != COL_NAME && x->sqltype == SQLITE_FLOAT) {
+            else if (g->cols[c].type != COL_NAME && x->sqltype == SQLITE_FLOAT) {
                 double d = strtod(x->text, NULL);
                 if (isfinite(d))
                     fprintf(out, "%.17g", d);
@@ -366,17 +398,17 @@ static void put_json(FILE *out, const grid *g)
 static void put_markdown(FILE *out, const grid *g)
 {
     for (size_t c = 0; c < g->ncols; c++)
-        fprintf(out, "| %s ", g->l->cols[c].head);
+        fprintf(out, "| %s ", g->cols[c].head);
     fputs("|\n", out);
     for (size_t c = 0; c < g->ncols; c++)
-        fputs(g->l->cols[c].type == COL_NAME ? "|---" : "|---:", out);
+        fputs(g->cols[c].type == COL_NAME ? "|---" : "|---:", out);
     fputs("|\n", out);
     for (size_t r = 0; r < g->rows; r++) {
         for (size_t c = 0; c < g->ncols; c++) {
             const cell *x = &g->cells[r * g->ncols + c];
             char buf[48];
             size_t len;
-            const char *t = text_of(x, g->l->cols[c].type, buf, sizeof buf, &len);
+            const char *t = text_of(x, g->cols[c].type, buf, sizeof buf, &len);
             fputs("| ", out);
             tr_put_md_cell(out, t, len);
             fputc(' ', out);
@@ -412,25 +444,68 @@ static tr_status selected_sources(const tr_selection *sel, char **out, tr_error 
     return TR_OK;
 }
 
-tr_status tr_list_print(sqlite3 *db, const char *path, const tr_list *l, const struct tr_selection *sel,
-                        const char *format, FILE *out, tr_error *err)
+static void (*writer_of(const char *format))(FILE *, const grid *)
 {
-    void (*put)(FILE *, const grid *) = put_text;
     for (size_t i = 0; format && i < sizeof writers / sizeof writers[0]; i++)
         if (!strcmp(writers[i].name, format))
-            put = writers[i].put;
-    grid g = {l, 0, NULL, 0, 0};
-    while (g.ncols < MAX_COLS && l->cols[g.ncols].head)
-        g.ncols++;
+            return writers[i].put;
+    return put_text;
+}
+
+/* The rows of one open run.db, of the ranks sel has bound to it. */
+static tr_status grid_add_db(grid *g, sqlite3 *db, const char *path, const tr_selection *sel, int64_t base,
+                             tr_error *err)
+{
     char *ids = NULL;
     tr_status st = selected_sources(sel, &ids, err);
     if (st == TR_OK)
-        st = grid_fill(db, path, &g, ids, err);
+        st = grid_fill(db, path, g, ids, base, err);
     free(ids);
-    if (st == TR_OK && g.rows == 0 && put == put_text)
-        fprintf(stderr, "trace-analyze: %s: %s\n", path, l->none);   /* a header alone says nothing */
-    else if (st == TR_OK)
-        put(out, &g);
+    return st;
+}
+
+/* what: the file(s) an empty list is about */
+static void grid_put(const grid *g, const char *format, const char *what, FILE *out)
+{
+    void (*put)(FILE *, const grid *) = writer_of(format);
+    if (g->rows == 0 && put == put_text)
+        fprintf(stderr, "trace-analyze: %s: %s\n", what, g->l->none);   /* a header alone says nothing */
+    else
+        put(out, g);
+}
+
+tr_status tr_list_print(sqlite3 *db, const char *path, const tr_list *l, const struct tr_selection *sel,
+                        const char *format, FILE *out, tr_error *err)
+{
+    grid g;
+    grid_init(&g, l, 0);
+    tr_status st = grid_add_db(&g, db, path, sel, 0, err);
+    if (st == TR_OK)
+        grid_put(&g, format, path, out);
+    grid_free(&g);
+    return st;
+}
+
+tr_status tr_list_print_many(const char *const *paths, const char *const *names, const int64_t *bases, size_t n,
+                             const tr_list *l, struct tr_selection *sel, const char *format, FILE *out,
+                             tr_error *err)
+{
+    grid g;
+    grid_init(&g, l, 1);
+    tr_status st = TR_OK;
+    for (size_t i = 0; i < n && st == TR_OK; i++) {
+        sqlite3 *db = NULL;
+        sel->rank_base = bases[i];
+        st = tr_rundb_open(paths[i], &db, err);
+        if (st == TR_OK)
+            st = tr_selection_bind(sel, db, err);
+        if (st == TR_OK)
+            st = grid_add_db(&g, db, names[i], sel, bases[i], err);
+        tr_selection_unbind(sel);
+        sqlite3_close(db);
+    }
+    if (st == TR_OK)
+        grid_put(&g, format, "the run databases", out);
     grid_free(&g);
     return st;
 }

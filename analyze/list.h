@@ -28,6 +28,12 @@ const char *tr_list_names(void);
  * and --rank, only what the selected ranks hold (NULL: everything). */
 tr_status tr_list_print(sqlite3 *db, const char *path, const tr_list *l, const struct tr_selection *sel,
                         const char *format, FILE *out, tr_error *err);
+/* The same over several run.dbs (paths; names for the output), one table
+ * whose first column names each row's run.db; bases are the run.dbs' rank
+ * bases (tr_ranks_prepare), and sel is bound to each in turn for --rank. */
+tr_status tr_list_print_many(const char *const *paths, const char *const *names, const int64_t *bases, size_t n,
+                             const tr_list *l, struct tr_selection *sel, const char *format, FILE *out,
+                             tr_error *err);
 /* Writes "name  description" lines, for --list help. */
 void tr_list_print_choices(FILE *out);
 

@@ -65,7 +65,7 @@ static void usage(FILE *f)
             "      --report R[,R...]       timeline reports instead of the table; --report list names\n"
             "                              them (docs/reports.md); over several run.dbs, rows per rank\n"
             "      --step N|A-B            reports: only the windows of those ProfilerStep#N ranges\n"
-            "      --list WHAT             what the file holds to select from, with counts: %s\n"
+            "      --list WHAT             what the run.db(s) hold to select from, with counts: %s\n"
             "                              (--list list describes them)\n"
             "Many runs (docs/diff.md, docs/scale-out.md):\n"
             "      run.db run.db...        one table of all of them, groups joined by name\n"
@@ -139,7 +139,7 @@ static void warn_line(void *ctx, const char *msg)
 
 /* --diff, and more than one run.db: the same selection and formats, one output. */
 static int run_many(char **args, int n, int diff, int diff_norm, int no_cache, const tr_analyze_opts *o,
-                    const tr_sort_key *sort, tr_report_opts *reports, tr_selection *sel)
+                    const tr_sort_key *sort, tr_report_opts *reports, tr_selection *sel, const tr_list *list)
 {
     tr_error err;
     tr_error_clear(&err);
@@ -163,12 +163,17 @@ static int run_many(char **args, int n, int diff, int diff_norm, int no_cache, c
         st = tr_fail(&err, TR_ERR_USAGE, "--diff takes two run databases: BASE.db NEW.db");
     else if (reports->n && diff)
         st = tr_fail(&err, TR_ERR_USAGE, "--report does not go with --diff");
+    else if (list && diff)
+        st = tr_fail(&err, TR_ERR_USAGE, "--list does not go with --diff");
     else if ((st = tr_list_check_selection_any((const char *const *)paths, (const char *const *)args, n, sel,
                                                &err)) != TR_OK) {
         /* err names what the first file has */
     } else if ((st = tr_ranks_prepare((const char *const *)paths, (const char *const *)args, (size_t)n, diff,
                                       &sel->ranks, bases, warn_line, NULL, &err)) != TR_OK) {
         /* err names the ranks the inputs have */
+    } else if (list) {
+        st = tr_list_print_many((const char *const *)paths, (const char *const *)args, bases, (size_t)n, list, sel,
+                                o->format->name, stdout, &err);
     } else if (reports->n) {
         st = tr_report_run_paths((const char *const *)paths, (const char *const *)args, (size_t)n, reports, o,
                                  stdout, stderr, &err);
@@ -504,10 +509,9 @@ int main(int argc, char **argv)
         args_free(&a);
         return 0;
     }
-    if (st == TR_OK && a.list && (a.diff || a.diff_norm || nargs > 1))
-        st = tr_fail(&err, TR_ERR_USAGE, "--list reads one run database");
     if (st == TR_OK && (a.diff || a.diff_norm || nargs > 1))
-        return run_many(argv + optind, nargs, a.diff, a.diff_norm, a.no_cache, &a.o, a.sort, &a.reports, &a.sel);
+        return run_many(argv + optind, nargs, a.diff, a.diff_norm, a.no_cache, &a.o, a.sort, &a.reports, &a.sel,
+                        a.list);
     if (st == TR_OK && nargs != 1)
         st = tr_fail(&err, TR_ERR_USAGE, "%s", nargs < 1
                      ? "no run database given (try 'trace-analyze --help')"

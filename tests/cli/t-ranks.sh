@@ -129,6 +129,19 @@ expect_status 0 "$A" a.db b.db
 expect_no_grep 'warning' "$TMP/err"
 expect_status 3 "$A" --rank 2 a.db b.db
 expect_grep 'no rank 2' "$TMP/err"
+# --list over many run.dbs: one table, each row naming its run.db, the ranks as --rank reads them
+expect_status 0 "$A" --list ranks --format csv a.db b.db one.db
+expect_eq "$(tail -n +2 "$TMP/out" | cut -d, -f1,2,6 | tr '\n' ' ')" "a.db,0,n0.json b.db,1,n1.json one.db,1,r1.json " \
+    "--list ranks over many run.dbs"
+expect_status 0 "$A" --list ranks --rank 1 --format csv a.db b.db
+expect_eq "$(tail -n +2 "$TMP/out" | cut -d, -f1,2 | tr '\n' ' ')" "b.db,1 " "--list ranks --rank 1 over many run.dbs"
+expect_status 0 "$A" --list kinds --rank 1 --format csv a.db two.db
+expect_eq "$(grep -c ',kernel,gpu,6,111000$' "$TMP/out")" "1" "--list kinds --rank 1 over many run.dbs"
+expect_eq "$(cut -d, -f1 "$TMP/out" | sort -u | tr '\n' ' ')" "run_db two.db " "--list: only the selected rank's run.db has rows"
+expect_status 0 "$A" --list threads a.db b.db
+expect_grep '^run\.db  thread' "$TMP/out"
+expect_status 2 "$A" --list ranks --diff a.db b.db
+expect_one_line_error
 # --diff: each run's ranks count from 0
 expect_status 0 "$A" --diff --rank 0 --format csv a.db b.db
 expect_grep 'gemm' "$TMP/out"
