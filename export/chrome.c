@@ -1466,6 +1466,30 @@ static void put_flow(chrome_ctx *c, cbuf *b, const ev_row *e)
     }
 }
 
+/* Appends b's bytes [from, to) to b itself (reserved first: the copy's
+ * source moves when the buffer grows). */
+static void cb_again(cbuf *b, size_t from, size_t to)
+{
+    if (to > from && cb_reserve(b, to - from)) {
+        memcpy(b->v + b->n, b->v + from, to - from);
+        b->n += to - from;
+    }
+}
+
+/* The end ("e") of an async slice whose begin ("b") is in b: the begin's
+ * category, name and id (its bytes [cat_at, ts_at)), the end time, and the
+ * begin's track (its bytes [track_at, track_end)). */
+static void put_async_end(chrome_ctx *c, cbuf *b, size_t cat_at, size_t ts_at, size_t track_at,
+                          size_t track_end, int64_t end)
+{
+    cb_lit(b, ",\n{\"ph\":\"e\"");
+    cb_again(b, cat_at, ts_at);
+    cb_lit(b, ",\"ts\":");
+    cb_us(b, end - c->sc.trace_start);
+    cb_again(b, track_at, track_end);
+    cb_lit(b, "}");
+}
+
 /* One run.db event (with its flow arrows) appended to c->out, or into c->ev for parts;
  * *nev trace events; 0 when left out (nothing written). */
 static int render(chrome_ctx *c, const tr_sql_cell *r, int64_t *nev)
@@ -1480,39 +1504,57 @@ static int render(chrome_ctx *c, const tr_sql_cell *r, int64_t *nev)
         return 0;
     find_track(c, &e);
     const kind_style *ks = &kind_styles[e.kind > 0 && e.kind < TR_KIND_COUNT_ ? e.kind : 0];
+    /* an event that does not nest on its track: an async slice, as the format
+     * asks (a viewer drops a complete event that ends after the one it starts in) */
+    int async = !ks->instant && (e.flags & (TR_FLAG_ASYNC | TR_FLAG_UNNESTED));
     if (ks->instant)
-        cb_lit(b, ",\n{\"ph\":\"i\",\"cat\":\"");
+        cb_lit(b, ",\n{\"ph\":\"i\"");
+    else if (async)
+        cb_lit(b, ",\n{\"ph\":\"b\"");
     else
-        cb_lit(b, ",\n{\"ph\":\"X\",\"cat\":\"");
+        cb_lit(b, ",\n{\"ph\":\"X\"");
+    size_t cat_at = b->n;
+    cb_lit(b, ",\"cat\":\"");
     cb_put(b, ks->cat, ks->cat_len);
     cb_lit(b, "\",\"name\":");
     if (e.kind == TR_KIND_MEMORY)
         cb_lit(b, "\"[memory]\"");   /* the name Kineto's readers key memory events on */
     else
         put_name(c, b, r[C_NAME].i);
+    if (async) {
+        cb_lit(b, ",\"id\":");
+        cb_i64(b, e.id);
+    }
+    size_t ts_at = b->n;
     cb_lit(b, ",\"ts\":");
     cb_us(b, e.start - c->sc.trace_start);
     if (ks->instant) {
         cb_lit(b, ",\"s\":\"t\"");
-    } else {
+    } else if (!async) {
         cb_lit(b, ",\"dur\":");
         cb_us(b, e.end - e.start);
     }
+    size_t track_at = b->n;
     cb_lit(b, ",\"pid\":");
     cb_i64(b, e.pid);
     cb_lit(b, ",\"tid\":");
     cb_i64(b, e.tid);
+    size_t track_end = b->n;
     cb_lit(b, ",\"args\":{");
     put_args(c, b, &e);
     cb_lit(b, "}}");
     *nev = 1;
+    if (async) {
+        put_async_end(c, b, cat_at, ts_at, track_at, track_end, e.end);
+        *nev = 2;
+    }
     c->ev_start = e.start;
     c->has_flow = e.launch_sel;
     if (e.launch_sel) {
         c->flow_at = b->n;
         c->flow_call_start = e.l_start;
         put_flow(c, b, &e);
-        *nev = 3;
+        *nev += 2;
     }
     return 1;
 }

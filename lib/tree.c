@@ -423,25 +423,65 @@ static int nest_event(tr_event *ev, frame_stack *st, tr_event *e, uint32_t i)
     return 0;
 }
 
+/* What a viewer draws: the chrome trace format wants the complete events of
+ * a thread strictly nested, and Perfetto drops an event that ends after the
+ * one it starts in.  The tree makes such an event a sibling (docs/semantics.md);
+ * for the viewers, of two partially overlapping events the shorter (at equal
+ * length the later) is flagged TR_FLAG_UNNESTED, so that the others nest as
+ * drawn.  The drawn frames are the open events not flagged: of two overlapping
+ * ones the earlier may be flagged after it opened, so they are a stack of
+ * their own beside the tree's. */
+typedef struct { uint32_t event; int64_t end; } drawn_frame;
+typedef TR_VEC(drawn_frame) drawn_stack;
+
+static int draw_event(tr_event *ev, drawn_stack *st, tr_event *e, uint32_t i)
+{
+    while (st->n && st->v[st->n - 1].end <= e->start)
+        st->n--;
+    while (st->n && e->end > st->v[st->n - 1].end) {
+        tr_event *p = &ev[st->v[st->n - 1].event];
+        if (span_of(e) <= span_of(p)) {
+            e->flags |= TR_FLAG_UNNESTED;
+            return 0;
+        }
+        p->flags |= TR_FLAG_UNNESTED;
+        st->n--;
+    }
+    if (e->end == e->start)
+        return 0;   /* encloses nothing */
+    if (tr_vec_reserve(*st, st->n + 1) < 0)
+        return -1;
+    st->v[st->n++] = (drawn_frame){i, e->end};
+    return 0;
+}
+
 /* Walks the order with one stack of open frames a thread: a thread's events
  * come in cmp_cpu order, so each one's parent is the innermost open frame
- * that encloses it. */
-static tr_status build_cpu_tree(tr_trace *t, const uint32_t *order, size_t n, tr_error *err)
+ * that encloses it.  With draw, also flags the events a viewer cannot nest
+ * (the first build, which still has the ops a merge takes out of the tree:
+ * the export draws them too). */
+static tr_status build_cpu_tree(tr_trace *t, const uint32_t *order, size_t n, int draw, tr_error *err)
 {
     tr_event *ev = t->events.v;
-    frame_stack *stacks = calloc(t->threads.n ? t->threads.n : 1, sizeof *stacks);
-    int failed = !stacks;
+    size_t nth = t->threads.n ? t->threads.n : 1;
+    frame_stack *stacks = calloc(nth, sizeof *stacks);
+    drawn_stack *drawn = draw ? calloc(nth, sizeof *drawn) : NULL;
+    int failed = !stacks || (draw && !drawn);
     for (size_t k = 0; k < n && !failed; k++) {
         tr_spill_tick();
         tr_event *e = &ev[order[k]];
-        failed = nest_event(ev, &stacks[e->thread], e, order[k]) < 0;
+        failed = nest_event(ev, &stacks[e->thread], e, order[k]) < 0
+                 || (drawn && draw_event(ev, &drawn[e->thread], e, order[k]) < 0);
     }
     for (size_t th = 0; stacks && th < t->threads.n; th++) {
         for (size_t d = stacks[th].n; d-- > 0;)
             close_frame(ev, &stacks[th].v[d]);
         tr_spill_free(stacks[th].v);
     }
+    for (size_t th = 0; drawn && th < t->threads.n; th++)
+        tr_spill_free(drawn[th].v);
     free(stacks);
+    free(drawn);
     return failed ? oom(err) : TR_OK;
 }
 
@@ -519,8 +559,8 @@ static void reset_event(tr_event *e)
         e->depth = 0;
     if (e->cpu_self || e->gpu_self || e->gpu_total)
         e->cpu_self = e->gpu_self = e->gpu_total = 0;
-    if (e->flags & TR_FLAG_MERGED)
-        e->flags &= (uint8_t)~TR_FLAG_MERGED;
+    if (e->flags & (TR_FLAG_MERGED | TR_FLAG_UNNESTED))
+        e->flags &= (uint8_t)~(TR_FLAG_MERGED | TR_FLAG_UNNESTED);
     if (e->end < e->start)
         e->end = e->start;
 }
@@ -598,7 +638,7 @@ static tr_status build_links(tr_trace *t, tree_links *l, tr_error *err)
     list_cpu_events(t, l, &r);
     st = sort_cpu_events(t->events.v, l->order, l->n, r, err);
     if (st == TR_OK)
-        st = build_cpu_tree(t, l->order, l->n, err);
+        st = build_cpu_tree(t, l->order, l->n, 1, err);
     return st;
 }
 
@@ -672,7 +712,7 @@ static tr_status rebuild_without_merged(tr_trace *t, tree_links *l, tr_error *er
             l->order[kept++] = l->order[k];
     }
     l->n = kept;
-    return build_cpu_tree(t, l->order, l->n, err);
+    return build_cpu_tree(t, l->order, l->n, 0, err);
 }
 
 /* Merged ops hang under the op they merged into, with no time of their own. */

@@ -76,7 +76,7 @@ typedef struct { tr_json_region free; arena_block *head, *cur; } kin_arena;
 typedef struct { int64_t pid, tid; uint32_t name; } kin_tname;
 /* The keys an event is read by, and those of its args (kin_ev_keys[] and
  * kin_arg_keys[] name them). */
-typedef enum { K_PH, K_NAME, K_CAT, K_PID, K_TID, K_ARGS, K_S, K_NKEYS } kin_ev_key;
+typedef enum { K_PH, K_NAME, K_CAT, K_PID, K_TID, K_ARGS, K_S, K_ID, K_NKEYS } kin_ev_key;
 typedef enum {
     A_CORRELATION, A_DEVICE, A_STREAM, A_CONTEXT, A_KIND, A_NAME, A_CBID,
     A_INPUT_DIMS, A_INPUT_DIMS_LOWER, A_SEQUENCE, A_RECORD_FUNCTION, A_FLOPS, A_ASYNC,
@@ -129,6 +129,7 @@ typedef struct {
     char unknown_first[64];
     size_t no_ts, overhead;
     size_t legacy;          /* events in the autograd profiler's own layout */
+    tr_i64map async_open;   /* id of an async slice begun ("b") -> its event, until its "e" */
 } kin_reader;
 
 static tr_status oom(kin_reader *r)
@@ -696,7 +697,7 @@ static int64_t jint(const cJSON *o, const char *key, int64_t def)
  * index. */
 static const char *const kin_ev_keys[K_NKEYS] = {
     [K_PH] = "ph", [K_NAME] = "name", [K_CAT] = "cat", [K_PID] = "pid", [K_TID] = "tid",
-    [K_ARGS] = "args", [K_S] = "s",
+    [K_ARGS] = "args", [K_S] = "s", [K_ID] = "id",
 };
 static const char *const kin_arg_keys[A_NKEYS] = {
     [A_CORRELATION] = "correlation", [A_DEVICE] = "device", [A_STREAM] = "stream",
@@ -1154,7 +1155,8 @@ static const kin_category instant_mark = {NULL, NULL, TR_KIND_MARK, 0, KIN_KEEP,
 static const kin_category *classify(kin_reader *r, const kin_item *it, const char *ph,
                                     const char *cat, const char *name)
 {
-    int complete = ph[0] == 'X' && !ph[1];
+    /* an async slice's begin ("b") is read as a complete event its end ("e") closes */
+    int complete = (ph[0] == 'X' || ph[0] == 'b') && !ph[1];
     int instant = (ph[0] == 'i' || ph[0] == 'I') && !ph[1];
     if (instant) {
         const char *scope = str_of(it->key[K_S]);
@@ -1165,6 +1167,8 @@ static const kin_category *classify(kin_reader *r, const kin_item *it, const cha
     if (!complete)
         return NULL;   /* flows (s/t/f), counters, async b/e, ... */
     const kin_category *c = category_of(r, it, cat);
+    if (!c && ph[0] == 'b')
+        return NULL;   /* other tools' async slices, as before */
     if (!c) {
         if (!r->unknown++)
             snprintf(r->unknown_first, sizeof r->unknown_first, "%s", cat ? cat : "(none)");
@@ -1236,6 +1240,26 @@ static tr_status comm_args(kin_reader *r, size_t idx, const cJSON *const *a)
     return TR_OK;
 }
 
+/* The end ("e") of an async slice that a "b" began: trace-export --chrome
+ * writes so an event that does not nest on its thread (TR_FLAG_UNNESTED) or
+ * crosses threads.  An end without its begin is left, as any event we do not
+ * read. */
+static tr_status end_async(kin_reader *r, const kin_item *it)
+{
+    int64_t id = it->key[K_ID] ? id_of(r, it->key[K_ID]) : 0, idx, ts, dur;
+    int ok;
+    if (!it->key[K_ID] || !tr_i64map_get(&r->async_open, id, &idx))
+        return TR_OK;
+    tr_status s = event_times(r, it, 0, &ts, &dur, &ok);
+    if (s != TR_OK || !ok)
+        return s;
+    tr_event *e = &r->t->events.v[idx];
+    if (ts > e->start)
+        e->end = ts;
+    tr_i64map_del(&r->async_open, id);
+    return TR_OK;
+}
+
 static tr_status handle_event(kin_reader *r, const kin_item *it)
 {
     r->nevents_seen++;
@@ -1252,6 +1276,8 @@ static tr_status handle_event(kin_reader *r, const kin_item *it)
             return add_meta_name(r, it, 1);
         return TR_OK;
     }
+    if (ph[0] == 'e' && !ph[1])
+        return end_async(r, it);
     const kin_category *c = classify(r, it, ph, str_of(it->key[K_CAT]), name);
     if (!c)
         return TR_OK;
@@ -1278,6 +1304,8 @@ static tr_status handle_event(kin_reader *r, const kin_item *it)
         r->t->events.v[idx].thread = thread;
     }
     r->t->events.v[idx].correlation = int_of(it->arg[A_CORRELATION], -1);
+    if (ph[0] == 'b' && it->key[K_ID] && tr_i64map_put(&r->async_open, id_of(r, it->key[K_ID]), (int64_t)idx) < 0)
+        return oom(r);
     tr_status as = c->args ? c->args(r, idx, name, it->arg) : TR_OK;
     return as == TR_OK && it->key[K_ARGS] ? comm_args(r, idx, it->arg) : as;
 }
@@ -1914,6 +1942,7 @@ static tr_status read_common(kin_reader *r)
 
 static void reader_free(kin_reader *r)
 {
+    tr_i64map_free(&r->async_open);
     free(r->el.v);
     free(r->tmp.v);
     tr_spill_free(r->pnames.v);

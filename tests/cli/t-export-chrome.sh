@@ -17,9 +17,9 @@ for path in sys.argv[1:]:
         d = json.load(f)
     ev = d["traceEvents"]
     assert isinstance(ev, list) and isinstance(d["baseTimeNanoseconds"], int), path
-    starts, finishes, labels, names = {}, {}, {}, {}
+    starts, finishes, labels, names, begins = {}, {}, {}, {}, {}
     for e in ev:
-        assert e["ph"] in ("X", "i", "s", "f", "M"), e
+        assert e["ph"] in ("X", "i", "s", "f", "M", "b", "e"), e
         assert isinstance(e["pid"], int) and isinstance(e["tid"], int), e
         assert isinstance(e["name"], str), e
         if e["ph"] == "M":
@@ -37,7 +37,29 @@ for path in sys.argv[1:]:
         if e["ph"] == "f":
             assert e.get("bp") == "e", e
             finishes[e["id"]] = e
+        # an event that does not nest on its track: an async slice, its end right after it
+        if e["ph"] == "b":
+            assert (e["cat"], e["id"]) not in begins, ("async id twice", e)
+            begins[(e["cat"], e["id"])] = e
+        if e["ph"] == "e":
+            b = begins.pop((e["cat"], e["id"]), None)
+            assert b and all(b[k] == e[k] for k in ("name", "pid", "tid")) and e["ts"] >= b["ts"], ("async end", e)
+    assert not begins, ("async slices without an end", list(begins.values())[:3])
     assert set(starts) == set(finishes), "unmatched flows"
+    # the complete events of a track nest (Perfetto drops one that ends after the one it starts in)
+    by_track = {}
+    for e in ev:
+        if e["ph"] == "X":
+            by_track.setdefault((e["pid"], e["tid"]), []).append((round(e["ts"] * 1000), -round(e["dur"] * 1000), e["name"]))
+    for track, v in by_track.items():
+        v.sort()
+        open_ends = []
+        for ts, mdur, name in v:
+            while open_ends and open_ends[-1][0] <= ts:
+                open_ends.pop()
+            assert not open_ends or ts - mdur <= open_ends[-1][0], ("not nested", path, track, name, open_ends[-1][1])
+            if mdur:
+                open_ends.append((ts - mdur, name))
     # a flow starts inside its launching call's slice, in the same file (Perfetto binds it there)
     spans = {}
     for e in ev:
@@ -206,7 +228,8 @@ fetch("q.json").then(x => x.text()).then(t => {
   if (!Array.isArray(ev)) throw "traceEvents is not an array";
   let n = 0;
   for (const e of ev) {
-    if (!["X", "i", "s", "f", "M"].includes(e.ph)) throw "ph " + e.ph;
+    if (!["X", "i", "s", "f", "M", "b", "e"].includes(e.ph)) throw "ph " + e.ph;
+    if ((e.ph === "b" || e.ph === "e") && !Number.isInteger(e.id)) throw "id " + JSON.stringify(e);
     if (!Number.isInteger(e.pid) || !Number.isInteger(e.tid)) throw "pid/tid " + JSON.stringify(e);
     if (e.ph !== "M" && !(typeof e.ts === "number" && isFinite(e.ts))) throw "ts " + JSON.stringify(e);
     if (e.ph === "X" && !(typeof e.dur === "number" && e.dur >= 0)) throw "dur " + JSON.stringify(e);

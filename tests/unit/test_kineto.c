@@ -213,6 +213,38 @@ static void test_time_keys(void)
     tr_trace_free(&t);
 }
 
+static void test_async_slices(void)
+{
+    /* "b" and "e" with one id are one event (trace-export --chrome writes so an event that
+     * does not nest); an "e" without its "b", another tool's category and a "b" without
+     * its "e" (zero length) are what they were: not read, not an unknown category */
+    const char *json =
+        "{\"traceEvents\":["
+        "{\"ph\":\"b\",\"cat\":\"python_function\",\"name\":\"p\",\"id\":7,\"pid\":1,\"tid\":1,\"ts\":5},"
+        "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"S\",\"pid\":1,\"tid\":1,\"ts\":6,\"dur\":100},"
+        "{\"ph\":\"e\",\"cat\":\"python_function\",\"name\":\"p\",\"id\":7,\"pid\":1,\"tid\":1,\"ts\":9.5},"
+        "{\"ph\":\"e\",\"cat\":\"cpu_op\",\"name\":\"q\",\"id\":8,\"pid\":1,\"tid\":1,\"ts\":12},"
+        "{\"ph\":\"b\",\"cat\":\"blink\",\"name\":\"r\",\"id\":9,\"pid\":1,\"tid\":1,\"ts\":12},"
+        "{\"ph\":\"e\",\"cat\":\"blink\",\"name\":\"r\",\"id\":9,\"pid\":1,\"tid\":1,\"ts\":14},"
+        "{\"ph\":\"b\",\"cat\":\"cpu_op\",\"name\":\"o\",\"id\":\"10\",\"pid\":1,\"tid\":1,\"ts\":20,"
+        "\"args\":{\"Async\":1}}]}";
+    tr_trace t;
+    tr_error err;
+    CU_ASSERT_EQUAL_FATAL(tr_trace_init(&t, &err), TR_OK);
+    tr_ingest_opts o = {0};
+    tr_error_clear(&err);
+    CU_ASSERT_EQUAL_FATAL(tr_kineto_read_mem(&t, "mem.json", json, strlen(json), &o, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(t.events.n, 3);
+    CU_ASSERT_EQUAL(t.events.v[0].kind, TR_KIND_PYTHON);
+    CU_ASSERT_EQUAL(t.events.v[0].start, 5000);
+    CU_ASSERT_EQUAL(t.events.v[0].end, 9500);
+    CU_ASSERT_EQUAL(t.events.v[1].end - t.events.v[1].start, 100000);
+    CU_ASSERT_EQUAL(t.events.v[2].kind, TR_KIND_OP);
+    CU_ASSERT_EQUAL(t.events.v[2].end, t.events.v[2].start);
+    CU_ASSERT(t.events.v[2].flags & TR_FLAG_ASYNC);
+    tr_trace_free(&t);
+}
+
 TR_SUITE(kineto,
          {"microseconds text to ns", test_us_to_ns},
          {"tokenizer: strings with braces and escaped quotes", test_tokenizer_strings},
@@ -221,4 +253,5 @@ TR_SUITE(kineto,
          {"ts and dur: strings, order, nesting, duplicates", test_time_keys},
          {"bad and truncated input", test_bad_input},
          {"empty traces", test_empty_ok},
+         {"async slices: begin and end one event", test_async_slices},
          {"probe", test_probe})

@@ -57,6 +57,48 @@ static void test_partial_overlap(void)
     tr_trace_free(&t);
 }
 
+static int unnested(size_t i)
+{
+    return (EV(i)->flags & TR_FLAG_UNNESTED) != 0;
+}
+
+static void test_unnested_for_viewers(void)
+{
+    /* of two partially overlapping events the shorter is flagged, whichever came first:
+     * S[0,1000) > a[-5,10) b[-3,8) (a python stack the step starts in: both shorter);
+     * S > t[990,1200) longer than nothing in S but shorter than S: flagged; the others nest */
+    setup();
+    size_t a = add(TR_KIND_PYTHON, "a", -5, 10, thread1, -1);
+    size_t b = add(TR_KIND_PYTHON, "b", -3, 8, thread1, -1);
+    size_t s = add(TR_KIND_RANGE, "S", 0, 1000, thread1, -1);
+    size_t in = add(TR_KIND_OP, "in", 100, 200, thread1, -1);
+    size_t t1 = add(TR_KIND_PYTHON, "t", 990, 1200, thread1, -1);
+    size_t after = add(TR_KIND_OP, "after", 1000, 1100, thread1, -1);
+    /* equal lengths: the later one; a zero-length event never overlaps */
+    size_t x = add(TR_KIND_RANGE, "x", 2000, 2100, thread1, -1);
+    size_t y = add(TR_KIND_RANGE, "y", 2050, 2150, thread1, -1);
+    size_t z = add(TR_KIND_MARK, "z", 2100, 2100, thread1, -1);
+    /* the same intervals on another thread: the shorter first this time */
+    size_t p2 = add(TR_KIND_RANGE, "p2", 0, 50, thread2, -1);
+    size_t l2 = add(TR_KIND_RANGE, "l2", 40, 500, thread2, -1);
+    build();
+    CU_ASSERT(unnested(a) && unnested(b));
+    CU_ASSERT(!unnested(s) && !unnested(in) && !unnested(after));
+    CU_ASSERT(unnested(t1));
+    CU_ASSERT(!unnested(x) && unnested(y) && !unnested(z));
+    CU_ASSERT(unnested(p2) && !unnested(l2));
+    /* the tree itself is unchanged by it: t is a sibling of S, "after" is t's child */
+    CU_ASSERT_EQUAL(EV(t1)->parent, -1);
+    CU_ASSERT_EQUAL(EV(after)->parent, (int64_t)t1);
+    CU_ASSERT_EQUAL(EV(in)->parent, (int64_t)s);
+    /* a rebuild gives the same flags, and clears those that no longer hold */
+    EV(y)->start = 2100;
+    build();
+    CU_ASSERT(!unnested(x) && !unnested(y));
+    CU_ASSERT(unnested(a) && unnested(t1) && unnested(p2));
+    tr_trace_free(&t);
+}
+
 static void test_touching_and_zero_length(void)
 {
     /* A[0,10) B[10,20) Z[10,10) W[5,5): W in A, Z in B (half-open), zero-length never parents */
@@ -493,6 +535,7 @@ static void test_correlation_lookups(void)
 
 TR_SUITE(tree,
          {"partial overlap: siblings, self >= 0", test_partial_overlap},
+         {"of two overlapping events the shorter is flagged for viewers", test_unnested_for_viewers},
          {"touching and zero-length events", test_touching_and_zero_length},
          {"threads are separate trees", test_threads_kept_apart},
          {"identical intervals nest by kind", test_identical_intervals},
