@@ -64,8 +64,9 @@ enum {
     TR_FLAG_GPU_MEMORY = 8,     /* a memory event on a device, not on the host */
     TR_FLAG_BACKWARD = 16,      /* an autograd backward function (PyTorch's BACKWARD_FUNCTION scope) */
     TR_FLAG_MERGED = 32,        /* a redispatch of its parent op, merged into it (tree.h): no metrics */
-    TR_FLAG_UNNESTED = 64       /* partially overlaps a longer event of its thread (tree.h): a viewer
-                                 * cannot draw it nested, so the chrome export writes it async */
+    TR_FLAG_UNNESTED = 64       /* partially overlaps a longer event of its thread or stream
+                                 * (tree.h): a viewer cannot draw it nested, so the chrome
+                                 * export writes it async */
 };
 
 typedef struct {

@@ -34,14 +34,24 @@ static int64_t span_of(const tr_event *e)
     return tr_sat_sub(e->end, e->start);
 }
 
+/* What sort_on_tracks() sorts: the events, and whether by stream (GPU
+ * activities) or by thread (CPU events). */
 static const tr_event *sort_events;
+static int sort_by_stream;
 
-static int cmp_cpu(const void *pa, const void *pb)
+static uint32_t track_of(const tr_event *e)
+{
+    return sort_by_stream ? e->stream : e->thread;
+}
+
+/* A track's events in start order, the longer first, then in kind order (the
+ * nesting of identical intervals) and input order. */
+static int cmp_on_track(const void *pa, const void *pb)
 {
     uint32_t ia = *(const uint32_t *)pa, ib = *(const uint32_t *)pb;
     const tr_event *a = &sort_events[ia], *b = &sort_events[ib];
-    if (a->thread != b->thread)
-        return a->thread < b->thread ? -1 : 1;
+    if (track_of(a) != track_of(b))
+        return track_of(a) < track_of(b) ? -1 : 1;
     if (a->start != b->start)
         return a->start < b->start ? -1 : 1;
     if (a->end != b->end)
@@ -231,7 +241,11 @@ static int sort_corr_slots(corr_slot *s, size_t n)
 typedef struct { size_t event; int64_t frontier, covered; } open_frame;
 
 /* The range of the sort key, gathered while the order is collected. */
-typedef struct { int64_t lo, hi; uint32_t max_thread; } cpu_key_range;
+typedef struct { int64_t lo, hi; uint32_t max_track; } key_range;
+
+/* GPU activities in a stream's time order, for draw_streams(): collected by
+ * attribute_gpu(), which reads every activity anyway. */
+typedef struct { uint32_t *order; size_t n; key_range r; } gpu_order;
 
 /* Keys and the event indices they sort, in separate arrays (24 bytes an
  * event for both buffers, not the 32 of a padded key-index pair): the sort
@@ -323,14 +337,14 @@ static keyed merge_runs(keyed a, keyed b, size_t *starts, size_t runs)
     return a;
 }
 
-/* Sorts order[0..n) so that each thread's events are in cmp_cpu order, the
+/* Sorts order[0..n) so that each thread's events are in cmp_on_track order, the
  * threads interleaved by start time: a sort on (start, thread) does most of
  * the work in a few linear passes (qsort through an index into the events
  * was a tenth of the ingest time); runs of equal keys are then finished with
- * cmp_cpu.  Where the two do not fit in 64 bits (starts more than 4.9 hours
- * apart, or 2^20 threads) the key is the start alone, and cmp_cpu orders the
+ * cmp_on_track.  Where the two do not fit in 64 bits (starts more than 4.9 hours
+ * apart, or 2^20 threads) the key is the start alone, and cmp_on_track orders the
  * threads within each run of equal starts; every walk over the order needs
- * only each thread's events in cmp_cpu order.  (A qsort through cmp_cpu did
+ * only each thread's events in cmp_on_track order.  (A qsort through it did
  * that before: one random read of the event array a comparison, which on a
  * spilled array is a page fault each.)  Time first, because a thread's
  * events are spread over the whole event array (nvprof stores each table's
@@ -338,14 +352,15 @@ static keyed merge_runs(keyed a, keyed b, size_t *starts, size_t runs)
  * other reads every page of the array once a thread, where a walk in time
  * order reads it about once: once the array is in a file (lib/spill.h) each
  * read of a dropped page is a page fault. */
-static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, cpu_key_range r,
-                                 tr_error *err)
+static tr_status sort_on_tracks(const tr_event *ev, uint32_t *order, size_t n, key_range r,
+                                int by_stream, tr_error *err)
 {
     sort_events = ev;
+    sort_by_stream = by_stream;
     if (n < 2)
         return TR_OK;
     int thread_bits = 20;   /* and 44 bits of time: 4.9 hours of nanoseconds */
-    if ((uint64_t)r.hi - (uint64_t)r.lo >= (1ull << (64 - thread_bits)) || r.max_thread >= (1u << thread_bits))
+    if ((uint64_t)r.hi - (uint64_t)r.lo >= (1ull << (64 - thread_bits)) || r.max_track >= (1u << thread_bits))
         thread_bits = 0;
     uint64_t *ka = tr_spill_calloc(n, sizeof *ka), *kb = tr_spill_calloc(n, sizeof *kb);
     uint32_t *ib = tr_spill_calloc(n, sizeof *ib);
@@ -360,7 +375,7 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
         tr_spill_tick();
         const tr_event *e = &ev[order[k]];
         uint64_t since = (uint64_t)e->start - (uint64_t)r.lo;
-        ka[k] = thread_bits ? since << thread_bits | e->thread : since;
+        ka[k] = thread_bits ? since << thread_bits | track_of(e) : since;
         differ |= ka[k] ^ ka[0];
     }
     size_t starts[MERGE_RUNS_MAX + 1];
@@ -377,7 +392,7 @@ static tr_status sort_cpu_events(const tr_event *ev, uint32_t *order, size_t n, 
         while (end < n && key[end] == key[k])
             end++;
         if (end - k > 1)
-            qsort(order + k, end - k, sizeof *order, cmp_cpu);
+            qsort(order + k, end - k, sizeof *order, cmp_on_track);
         k = end;
     }
     tr_spill_free(ka);
@@ -456,7 +471,7 @@ static int draw_event(tr_event *ev, drawn_stack *st, tr_event *e, uint32_t i)
 }
 
 /* Walks the order with one stack of open frames a thread: a thread's events
- * come in cmp_cpu order, so each one's parent is the innermost open frame
+ * come in cmp_on_track order, so each one's parent is the innermost open frame
  * that encloses it.  With draw, also flags the events a viewer cannot nest
  * (the first build, which still has the ops a merge takes out of the tree:
  * the export draws them too). */
@@ -485,6 +500,33 @@ static tr_status build_cpu_tree(tr_trace *t, const uint32_t *order, size_t n, in
     return failed ? oom(err) : TR_OK;
 }
 
+/* The GPU activities of each stream as a viewer draws them: activities that
+ * overlap on one stream (the kernels of a CUDA graph, which CUPTI gives the
+ * stream of the graph's launch; programmatic dependent launches) are flagged
+ * as the CPU events of a thread are.  order: go's, sorted here. */
+static tr_status draw_streams(tr_trace *t, gpu_order *go, tr_error *err)
+{
+    if (go->n < 2)
+        return TR_OK;
+    tr_status st = sort_on_tracks(t->events.v, go->order, go->n, go->r, 1, err);
+    if (st != TR_OK)
+        return st;
+    tr_event *ev = t->events.v;
+    size_t nstreams = t->streams.n ? t->streams.n : 1;
+    drawn_stack *drawn = calloc(nstreams, sizeof *drawn);
+    int failed = !drawn;
+    for (size_t k = 0; k < go->n && !failed; k++) {
+        tr_spill_tick();
+        tr_event *e = &ev[go->order[k]];
+        if (e->stream < nstreams)
+            failed = draw_event(ev, &drawn[e->stream], e, go->order[k]) < 0;
+    }
+    for (size_t s = 0; drawn && s < nstreams; s++)
+        tr_spill_free(drawn[s].v);
+    free(drawn);
+    return failed ? oom(err) : TR_OK;
+}
+
 /* ---- links: correlation map, thread-less syncs, the CPU tree ---------------- */
 
 /* What the passes over the whole event array gather for the later steps.
@@ -500,6 +542,7 @@ typedef struct {
     size_t nmem;          /* memory events in the trace */
     size_t nmem_in_tree;  /* of them, in order */
     size_t nops;          /* ops in the trace: none, nothing to merge */
+    size_t ngpu;          /* GPU activities in the trace */
 } tree_links;
 
 static void links_free(tree_links *l)
@@ -583,6 +626,7 @@ static tr_status reset_and_list_calls(tr_trace *t, tree_links *l, tr_error *err)
         reset_event(e);
         l->nmem += e->kind == TR_KIND_MEMORY;
         l->nops += e->kind == TR_KIND_OP;
+        l->ngpu += tr_kinds[e->kind].on_gpu;
         if (!tr_kinds[e->kind].is_api || e->correlation < 0)
             continue;
         uint32_t src = tr_event_source(t, e);
@@ -598,10 +642,10 @@ static tr_status reset_and_list_calls(tr_trace *t, tree_links *l, tr_error *err)
  * API call; the CPU events of a thread go into the order for the tree, and
  * those outside it (a sync whose API call is not in the trace) are their own
  * self time (async ranges have none, as in PyTorch). */
-static void list_cpu_events(tr_trace *t, tree_links *l, cpu_key_range *r)
+static void list_cpu_events(tr_trace *t, tree_links *l, key_range *r)
 {
     tr_event *ev = t->events.v;
-    *r = (cpu_key_range){INT64_MAX, INT64_MIN, 0};
+    *r = (key_range){INT64_MAX, INT64_MIN, 0};
     l->n = 0;
     for (size_t i = 0; i < t->events.n; i++) {
         tr_spill_tick();
@@ -621,7 +665,7 @@ static void list_cpu_events(tr_trace *t, tree_links *l, cpu_key_range *r)
         l->nmem_in_tree += e->kind == TR_KIND_MEMORY;
         r->lo = e->start < r->lo ? e->start : r->lo;
         r->hi = e->start > r->hi ? e->start : r->hi;
-        r->max_thread = e->thread > r->max_thread ? e->thread : r->max_thread;
+        r->max_track = e->thread > r->max_track ? e->thread : r->max_track;
     }
 }
 
@@ -634,9 +678,9 @@ static tr_status build_links(tr_trace *t, tree_links *l, tr_error *err)
     l->order = tr_spill_calloc(t->events.n ? t->events.n : 1, sizeof *l->order);
     if (!l->order || index_api_calls(t, &l->cm) < 0)
         return oom(err);
-    cpu_key_range r;
+    key_range r;
     list_cpu_events(t, l, &r);
-    st = sort_cpu_events(t->events.v, l->order, l->n, r, err);
+    st = sort_on_tracks(t->events.v, l->order, l->n, r, 0, err);
     if (st == TR_OK)
         st = build_cpu_tree(t, l->order, l->n, 1, err);
     return st;
@@ -899,7 +943,7 @@ static tr_status attach_memory(tr_trace *t, const tree_links *l, tr_error *err)
 
 /* GPU activities hang off their API call; their time goes to the innermost
  * range or op (never a Python frame) that encloses the call. */
-static void attribute_gpu(tr_trace *t, tree_links *l)
+static void attribute_gpu(tr_trace *t, tree_links *l, gpu_order *go)
 {
     tr_event *ev = t->events.v;
     /* each source's lowest API-call correlation: CUPTI numbers launches in order,
@@ -915,6 +959,10 @@ static void attribute_gpu(tr_trace *t, tree_links *l)
             continue;
         int64_t dur = span_of(g);
         g->gpu_self = g->gpu_total = dur;
+        go->order[go->n++] = (uint32_t)i;
+        go->r.lo = g->start < go->r.lo ? g->start : go->r.lo;
+        go->r.hi = g->start > go->r.hi ? g->start : go->r.hi;
+        go->r.max_track = g->stream > go->r.max_track ? g->stream : go->r.max_track;
         if (g->correlation < 0) {
             t->gpu_unlaunched[TR_UNLAUNCHED_NO_CORRELATION]++;
             continue;
@@ -1007,13 +1055,20 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
         if (l.nmem && !t->mem)
             st = oom(err);
     }
+    gpu_order go = {NULL, 0, {INT64_MAX, INT64_MIN, 0}};
+    if (st == TR_OK && !(go.order = tr_spill_calloc(l.ngpu ? l.ngpu : 1, sizeof *go.order)))
+        st = oom(err);
     if (st == TR_OK) {
-        attribute_gpu(t, &l);
+        attribute_gpu(t, &l, &go);
         sum_totals(t, &l);
-        t->tree_built = 1;
     }
     tr_spill_free(outer);
     links_free(&l);
+    if (st == TR_OK)
+        st = draw_streams(t, &go, err);
+    tr_spill_free(go.order);
+    if (st == TR_OK)
+        t->tree_built = 1;
     tr_spill_set_sequential(t->events.v, 1);
     return st;
 }

@@ -7,9 +7,10 @@
  *    overlaps are siblings; zero-length events are never parents; identical
  *    intervals nest in kind order (python, range, op, runtime, driver, sync, overhead,
  *    mark, memory), then input order.  Async events are not nested.
- *  - Of two partially overlapping events of a thread, the shorter (at equal
- *    length the later) is flagged TR_FLAG_UNNESTED: without them the thread's
- *    events nest strictly, as a viewer draws them (the tree is not changed).
+ *  - Of two partially overlapping events of a thread, or GPU activities of a
+ *    stream, the shorter (at equal length the later) is flagged
+ *    TR_FLAG_UNNESTED: without them each track's events nest strictly, as a
+ *    viewer draws them (the tree is not changed).
  *  - cpu_self = duration minus the union of the children's intervals (>= 0).
  *  - A GPU activity's parent is the API call with its correlation id (same
  *    source).  Its duration is the gpu_self of the innermost range/op that

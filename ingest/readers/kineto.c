@@ -1304,7 +1304,8 @@ static tr_status handle_event(kin_reader *r, const kin_item *it)
         r->t->events.v[idx].thread = thread;
     }
     r->t->events.v[idx].correlation = int_of(it->arg[A_CORRELATION], -1);
-    if (ph[0] == 'b' && it->key[K_ID] && tr_i64map_put(&r->async_open, id_of(r, it->key[K_ID]), (int64_t)idx) < 0)
+    if (ph[0] == 'b' && it->key[K_ID]
+        && tr_i64map_put(&r->async_open, id_of(r, it->key[K_ID]), (int64_t)idx) < 0)
         return oom(r);
     tr_status as = c->args ? c->args(r, idx, name, it->arg) : TR_OK;
     return as == TR_OK && it->key[K_ARGS] ? comm_args(r, idx, it->arg) : as;

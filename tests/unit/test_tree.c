@@ -81,7 +81,16 @@ static void test_unnested_for_viewers(void)
     /* the same intervals on another thread: the shorter first this time */
     size_t p2 = add(TR_KIND_RANGE, "p2", 0, 50, thread2, -1);
     size_t l2 = add(TR_KIND_RANGE, "l2", 40, 500, thread2, -1);
+    /* a stream's activities too (a CUDA graph's kernels overlap on the launch's stream),
+     * added out of time order; one inside another nests */
+    size_t k3 = add(TR_KIND_KERNEL, "k3", 200, 300, 0, -1);
+    size_t k1 = add(TR_KIND_KERNEL, "k1", 0, 100, 0, -1);
+    size_t k2 = add(TR_KIND_KERNEL, "k2", 90, 120, 0, -1);
+    size_t k4 = add(TR_KIND_MEMSET, "k4", 210, 220, 0, -1);
+    size_t k5 = add(TR_KIND_KERNEL, "k5", 250, 400, 0, -1);
     build();
+    CU_ASSERT(!unnested(k1) && unnested(k2) && !unnested(k4));
+    CU_ASSERT(unnested(k3) && !unnested(k5));
     CU_ASSERT(unnested(a) && unnested(b));
     CU_ASSERT(!unnested(s) && !unnested(in) && !unnested(after));
     CU_ASSERT(unnested(t1));
