@@ -359,6 +359,15 @@ typedef struct {
      * their own, so equal pids and device ordinals of two ranks never share a track */
     int multi_rank;
     tr_i64map thread_pid, stream_pid;   /* threads.id / streams.id -> pid of its track */
+    /* a stream is named in each file that has its activities, after them, so that a
+     * stream without any (nvprof's -1 of context-wide syncs) is no empty track */
+    tr_i64map stream_named;   /* streams.id -> the file that names it (files) */
+    cbuf tail;                /* the current file's stream names, written before its footer */
+    uint64_t tail_events;
+    int64_t files;
+    /* the event render() left: on a stream's track, which */
+    int ev_on_stream;
+    int64_t ev_stream_id, ev_pid, ev_tid;
     /* names and shapes over NAME_SOFT bytes, not cached escaped (each use is cut by
      * what is left of the budget): their first bytes, so that each use does not read
      * the whole value from SQLite again, by id modulo the slots */
@@ -657,6 +666,17 @@ static void meta_int(cbuf *b, const char *what, int64_t pid, int64_t tid, const 
     cb_lit(b, "}}");
 }
 
+/* A stream's track name and order ("stream S", by S), into b. */
+static void stream_meta(chrome_ctx *c, cbuf *b, int64_t pid, int64_t tid)
+{
+    char buf[48];
+    snprintf(buf, sizeof buf, "stream %lld", (long long)tid);
+    meta(b, "thread_name", pid, tid, "name");
+    put_escaped(c, b, buf, strlen(buf));
+    cb_lit(b, "}}");
+    meta_int(b, "thread_sort_index", pid, tid, "sort_index", tid);
+}
+
 /* ---- ranks as processes ---- */
 
 typedef struct {
@@ -866,9 +886,7 @@ static void track_meta(chrome_ctx *c, const rmeta *e, int64_t *order)
         process_track_meta(c, e, buf, labels, (*order)++);
         break;
     default:
-        snprintf(buf, sizeof buf, "stream %lld", (long long)e->tid);
-        meta_name(c, "thread_name", e->pid, e->tid, buf);
-        meta_int(&c->head, "thread_sort_index", e->pid, e->tid, "sort_index", e->tid);
+        break;   /* named in the files that have its activities (name_stream()) */
     }
 }
 
@@ -941,8 +959,7 @@ static tr_status kineto_meta(chrome_ctx *c, tr_error *err)
         "UNION ALL SELECT 1, p.pid, t.tid, s.value FROM threads t "
         "LEFT JOIN processes p ON p.id = t.process_id LEFT JOIN strings s ON s.id = t.name_id "
         "UNION ALL SELECT 2, d.device, 0, s.value FROM devices d LEFT JOIN strings s ON s.id = d.name_id "
-        "UNION ALL SELECT 3, d.device, st.stream, NULL FROM streams st "
-        "LEFT JOIN devices d ON d.id = st.device_id ORDER BY 1, 2, 3";
+        "ORDER BY 1, 2, 3";   /* streams: name_stream() */
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return tr_fail(err, TR_ERR_INPUT, "%s: cannot read threads: %s", tr_rundb_name(db),
                        sqlite3_errmsg(db));
@@ -983,10 +1000,6 @@ static tr_status kineto_meta(chrome_ctx *c, tr_error *err)
             meta_int(h, "process_sort_index", tr_sat_add(a, c->dev_shift), 0, "sort_index",
                      tr_sat_add(GPU_SORT_BASE, a));
             break;
-        default:
-            snprintf(buf, sizeof buf, "stream %lld", (long long)b);
-            meta_name(c, "thread_name", tr_sat_add(a, c->dev_shift), b, buf);
-            meta_int(h, "thread_sort_index", tr_sat_add(a, c->dev_shift), b, "sort_index", b);
         }
     }
     sqlite3_finalize(st);
@@ -1549,6 +1562,10 @@ static int render(chrome_ctx *c, const tr_sql_cell *r, int64_t *nev)
         *nev = 2;
     }
     c->ev_start = e.start;
+    c->ev_on_stream = e.on_stream;
+    c->ev_stream_id = e.stream_id;
+    c->ev_pid = e.pid;
+    c->ev_tid = e.tid;
     c->has_flow = e.launch_sel;
     if (e.launch_sel) {
         c->flow_at = b->n;
@@ -1589,12 +1606,46 @@ static tr_status begin_file(chrome_ctx *c, FILE *f, tr_error *err)
     if (st != TR_OK)
         return st;
     c->sk.events = c->head_events;
+    c->files++;
+    c->tail.n = 0;
+    c->tail_events = 0;
     cb_put(&c->out, c->head.v, c->head.n);
     return c->out.oom ? nomem(err) : TR_OK;
 }
 
+/* The event just written is on a stream's track: the stream is named in this
+ * file, once. */
+static void name_stream(chrome_ctx *c)
+{
+    int64_t file;
+    if (!c->ev_on_stream || (tr_i64map_get(&c->stream_named, c->ev_stream_id, &file) && file == c->files))
+        return;
+    if (tr_i64map_put(&c->stream_named, c->ev_stream_id, c->files) < 0) {
+        c->tail.oom = 1;
+        return;
+    }
+    stream_meta(c, &c->tail, c->ev_pid, c->ev_tid);
+    c->tail_events += 2;
+}
+
+/* What naming the rendered event's stream would add to the current file: at
+ * most this, when it is not named there yet. */
+#define STREAM_META_MAX 256
+
+static size_t stream_meta_pending(const chrome_ctx *c)
+{
+    int64_t file;
+    if (!c->ev_on_stream || (tr_i64map_get(&c->stream_named, c->ev_stream_id, &file) && file == c->files))
+        return 0;
+    return STREAM_META_MAX;
+}
+
 static tr_status end_file(chrome_ctx *c, tr_error *err)
 {
+    cb_put(&c->out, c->tail.v, c->tail.n);
+    c->sk.events += c->tail_events;
+    if (c->tail.oom)
+        return nomem(err);
     cb_put(&c->out, footer, sizeof footer - 1);
     tr_status st = c->out.oom ? nomem(err) : flush_out(c, err);
     tr_status st2 = sink_close(&c->sk, err);
@@ -1659,7 +1710,7 @@ static tr_status put_event(chrome_ctx *c, const char *p, size_t n, int64_t neven
     tr_status st;
     uint64_t max = c->o->max_size;
     if (max && c->sk.events > c->head_events
-        && c->sk.bytes + c->out.n + n + sizeof footer - 1 > max) {
+        && c->sk.bytes + c->out.n + n + c->tail.n + stream_meta_pending(c) + sizeof footer - 1 > max) {
         if ((st = close_part(c, err)) != TR_OK || (st = open_part(c, err)) != TR_OK)
             return st;
         c->prev_part_last_start = c->last_start;
@@ -1678,6 +1729,7 @@ static tr_status put_event(chrome_ctx *c, const char *p, size_t n, int64_t neven
         p++, n--;   /* the first event of the array: no comma */
     c->sk.events += (uint64_t)nevents;
     cb_put(&c->out, p, n);
+    name_stream(c);
     if (c->out.oom)
         return nomem(err);
     return c->out.n >= FLUSH_AT ? flush_out(c, err) : TR_OK;
@@ -1691,6 +1743,7 @@ static tr_status put_direct(chrome_ctx *c, size_t at, int64_t nevents, tr_error 
         c->out.n--;
     }
     c->sk.events += (uint64_t)nevents;
+    name_stream(c);
     return c->out.n >= FLUSH_AT ? flush_out(c, err) : TR_OK;
 }
 
@@ -1889,6 +1942,7 @@ static tr_status chrome(sqlite3 *db, const tr_export_opts *o, FILE *out, const c
     tr_i64map_init(&c->stream_ctx);
     tr_i64map_init(&c->thread_pid);
     tr_i64map_init(&c->stream_pid);
+    tr_i64map_init(&c->stream_named);
     c->scratch = open_memstream(&c->scratch_buf, &c->scratch_len);
     tr_status st = c->scratch ? tr_scan_init(&c->sc, db, o, err) : nomem(err);
     if (st == TR_OK)
@@ -1904,6 +1958,7 @@ static tr_status chrome(sqlite3 *db, const tr_export_opts *o, FILE *out, const c
     free(c->head.v);
     free(c->ev.v);
     free(c->out.v);
+    free(c->tail.v);
     tr_i64map_free(&c->names);
     tr_i64map_free(&c->shapes);
     tr_i64map_free(&c->stacks);
@@ -1912,6 +1967,7 @@ static tr_status chrome(sqlite3 *db, const tr_export_opts *o, FILE *out, const c
     tr_i64map_free(&c->stream_ctx);
     tr_i64map_free(&c->thread_pid);
     tr_i64map_free(&c->stream_pid);
+    tr_i64map_free(&c->stream_named);
     for (size_t k = 0; k < sizeof c->longs / sizeof c->longs[0]; k++)
         free(c->longs[k].head);
     for (int k = 0; k < D_N; k++)

@@ -46,6 +46,10 @@ for path in sys.argv[1:]:
             assert b and all(b[k] == e[k] for k in ("name", "pid", "tid")) and e["ts"] >= b["ts"], ("async end", e)
     assert not begins, ("async slices without an end", list(begins.values())[:3])
     assert set(starts) == set(finishes), "unmatched flows"
+    # a stream is named only in a file that has its activities: no empty track
+    used = {(e["pid"], e["tid"]) for e in ev if e["ph"] != "M"}
+    for k, v in names.items():
+        assert not v.startswith("stream ") or k in used, ("a stream without events", path, k, v)
     # the complete events of a track nest (Perfetto drops one that ends after the one it starts in)
     by_track = {}
     for e in ev:
