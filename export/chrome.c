@@ -1613,12 +1613,18 @@ static tr_status begin_file(chrome_ctx *c, FILE *f, tr_error *err)
     return c->out.oom ? nomem(err) : TR_OK;
 }
 
+/* Is the rendered event off the streams, or its stream named in this file? */
+static int stream_named_here(const chrome_ctx *c)
+{
+    int64_t file;
+    return !c->ev_on_stream || (tr_i64map_get(&c->stream_named, c->ev_stream_id, &file) && file == c->files);
+}
+
 /* The event just written is on a stream's track: the stream is named in this
  * file, once. */
 static void name_stream(chrome_ctx *c)
 {
-    int64_t file;
-    if (!c->ev_on_stream || (tr_i64map_get(&c->stream_named, c->ev_stream_id, &file) && file == c->files))
+    if (stream_named_here(c))
         return;
     if (tr_i64map_put(&c->stream_named, c->ev_stream_id, c->files) < 0) {
         c->tail.oom = 1;
@@ -1634,10 +1640,7 @@ static void name_stream(chrome_ctx *c)
 
 static size_t stream_meta_pending(const chrome_ctx *c)
 {
-    int64_t file;
-    if (!c->ev_on_stream || (tr_i64map_get(&c->stream_named, c->ev_stream_id, &file) && file == c->files))
-        return 0;
-    return STREAM_META_MAX;
+    return stream_named_here(c) ? 0 : STREAM_META_MAX;
 }
 
 static tr_status end_file(chrome_ctx *c, tr_error *err)
