@@ -129,7 +129,7 @@ typedef struct {
     char unknown_first[64];
     size_t no_ts, overhead;
     size_t legacy;          /* events in the autograd profiler's own layout */
-    tr_i64map async_open;   /* id of an async slice begun ("b") -> its event, until its "e" */
+    tr_i64map async_open;   /* async_key() of a slice begun ("b") -> its event, until its "e" */
 } kin_reader;
 
 static tr_status oom(kin_reader *r)
@@ -1166,9 +1166,11 @@ static const kin_category *classify(kin_reader *r, const kin_item *it, const cha
     }
     if (!complete)
         return NULL;   /* flows (s/t/f), counters, async b/e, ... */
+    if (ph[0] == 'b' && !cat)
+        return NULL;   /* other tools' async slices, as before */
     const kin_category *c = category_of(r, it, cat);
     if (!c && ph[0] == 'b')
-        return NULL;   /* other tools' async slices, as before */
+        return NULL;
     if (!c) {
         if (!r->unknown++)
             snprintf(r->unknown_first, sizeof r->unknown_first, "%s", cat ? cat : "(none)");
@@ -1240,15 +1242,29 @@ static tr_status comm_args(kin_reader *r, size_t idx, const cJSON *const *a)
     return TR_OK;
 }
 
+/* An async slice's begin and end pair by their id within one of Kineto's
+ * categories (other tools number theirs from 0 in categories of their own);
+ * -1 for an event without an id or a category of that list. */
+static int64_t async_key(kin_reader *r, const kin_item *it, const kin_category *c)
+{
+    size_t ncat = sizeof kin_categories / sizeof kin_categories[0];
+    for (size_t i = 0; it->key[K_ID] && i < ncat; i++)
+        if (c == &kin_categories[i])
+            return (int64_t)(((uint64_t)id_of(r, it->key[K_ID]) * ncat + i) & INT64_MAX);
+    return -1;
+}
+
 /* The end ("e") of an async slice that a "b" began: trace-export --chrome
  * writes so an event that does not nest on its thread (TR_FLAG_UNNESTED) or
  * crosses threads.  An end without its begin is left, as any event we do not
  * read. */
 static tr_status end_async(kin_reader *r, const kin_item *it)
 {
-    int64_t id = it->key[K_ID] ? id_of(r, it->key[K_ID]) : 0, idx, ts, dur;
+    const char *cat = str_of(it->key[K_CAT]);
+    const kin_category *c = cat ? category_of(r, it, cat) : NULL;
+    int64_t key = c ? async_key(r, it, c) : -1, idx, ts, dur;
     int ok;
-    if (!it->key[K_ID] || !tr_i64map_get(&r->async_open, id, &idx))
+    if (key < 0 || !tr_i64map_get(&r->async_open, key, &idx))
         return TR_OK;
     tr_status s = event_times(r, it, 0, &ts, &dur, &ok);
     if (s != TR_OK || !ok)
@@ -1256,7 +1272,7 @@ static tr_status end_async(kin_reader *r, const kin_item *it)
     tr_event *e = &r->t->events.v[idx];
     if (ts > e->start)
         e->end = ts;
-    tr_i64map_del(&r->async_open, id);
+    tr_i64map_del(&r->async_open, key);
     return TR_OK;
 }
 
@@ -1304,8 +1320,8 @@ static tr_status handle_event(kin_reader *r, const kin_item *it)
         r->t->events.v[idx].thread = thread;
     }
     r->t->events.v[idx].correlation = int_of(it->arg[A_CORRELATION], -1);
-    if (ph[0] == 'b' && it->key[K_ID]
-        && tr_i64map_put(&r->async_open, id_of(r, it->key[K_ID]), (int64_t)idx) < 0)
+    int64_t akey = ph[0] == 'b' ? async_key(r, it, c) : -1;
+    if (akey >= 0 && tr_i64map_put(&r->async_open, akey, (int64_t)idx) < 0)
         return oom(r);
     tr_status as = c->args ? c->args(r, idx, name, it->arg) : TR_OK;
     return as == TR_OK && it->key[K_ARGS] ? comm_args(r, idx, it->arg) : as;

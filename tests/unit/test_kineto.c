@@ -215,13 +215,17 @@ static void test_time_keys(void)
 
 static void test_async_slices(void)
 {
-    /* "b" and "e" with one id are one event (trace-export --chrome writes so an event that
-     * does not nest); an "e" without its "b", another tool's category and a "b" without
-     * its "e" (zero length) are what they were: not read, not an unknown category */
+    /* "b" and "e" with one id and category are one event (trace-export --chrome writes so
+     * an event that does not nest); an "e" of another category, an "e" without its "b",
+     * another tool's category, a "b" without one and a "b" without its "e" (zero length)
+     * are what they were: not read, not an unknown category */
     const char *json =
         "{\"traceEvents\":["
         "{\"ph\":\"b\",\"cat\":\"python_function\",\"name\":\"p\",\"id\":7,\"pid\":1,\"tid\":1,\"ts\":5},"
         "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"S\",\"pid\":1,\"tid\":1,\"ts\":6,\"dur\":100},"
+        "{\"ph\":\"e\",\"cat\":\"NET\",\"name\":\"p\",\"id\":7,\"pid\":1,\"tid\":1,\"ts\":7},"
+        "{\"ph\":\"e\",\"cat\":\"cpu_op\",\"name\":\"p\",\"id\":7,\"pid\":1,\"tid\":1,\"ts\":8},"
+        "{\"ph\":\"b\",\"name\":\"n\",\"id\":11,\"pid\":\"CPU functions\",\"tid\":1,\"ts\":8},"
         "{\"ph\":\"e\",\"cat\":\"python_function\",\"name\":\"p\",\"id\":7,\"pid\":1,\"tid\":1,\"ts\":9.5},"
         "{\"ph\":\"e\",\"cat\":\"cpu_op\",\"name\":\"q\",\"id\":8,\"pid\":1,\"tid\":1,\"ts\":12},"
         "{\"ph\":\"b\",\"cat\":\"blink\",\"name\":\"r\",\"id\":9,\"pid\":1,\"tid\":1,\"ts\":12},"
