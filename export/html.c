@@ -374,6 +374,17 @@ static tr_status timeline_fill(timeline_lanes *tl, sqlite3 *db, tr_error *err)
     return TR_OK;
 }
 
+/* A stream without activities (nvprof's and Nsight's -1, which only the
+ * context-wide syncs name) is no lane: an empty row says nothing. */
+static void drop_idle_streams(timeline_lanes *tl)
+{
+    size_t kept = tl->nthr;
+    for (size_t l = tl->nthr; l < tl->nlanes; l++)
+        if (memchr(tl->lanes[l].bins, 1, TL_BINS))
+            tl->lanes[kept++] = tl->lanes[l];
+    tl->nlanes = kept;
+}
+
 /* ranks: the --rank set (NULL or empty: every rank). */
 static tr_status timeline_compute(timeline_lanes *tl, sqlite3 *db, const struct tr_rank_set *ranks,
                                   tr_error *err)
@@ -396,6 +407,8 @@ static tr_status timeline_compute(timeline_lanes *tl, sqlite3 *db, const struct 
         rc = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
     else if (rc == TR_OK && (rc = timeline_lanes_load(tl, db, &lane_ranks, err)) == TR_OK)
         rc = timeline_fill(tl, db, err);
+    if (rc == TR_OK && tl->lanes)
+        drop_idle_streams(tl);
     tr_rank_map_free(&lane_ranks);
     return rc;
 }

@@ -588,6 +588,12 @@ grep -v 'xmlns="http://www.w3.org/2000/svg"' steps.html | grep -q 'https\?://' &
 for id in summary gpu-time steps top timeline kernels api memcpy nvtx launch gaps advice; do
     expect_grep "id=\"$id\"" steps.html
 done
+# the timeline: a lane per thread and per stream with GPU work, not the -1 of nvprof's syncs
+expect_status 0 "$BIN/trace-ingest" -q -o fq.db "$TRACES/nvprof/FastQSL__prof.nvvp"
+expect_status 0 "$BIN/trace-export" --html -o fq.html fq.db
+expect_eq "$(q fq.db 'select count(*) from streams where stream = -1')" "1" "FastQSL's stream -1"
+expect_no_grep 'stream -1<' fq.html
+expect_grep "$(($(q fq.db 'select count(*) from threads') + $(q fq.db 'select count(distinct stream_id) from events where kind in (7, 8, 9)'))) lanes over" fq.html
 expect_status 2 "$BIN/trace-export" --html --device 0 -o sel.html steps.db
 expect_one_line_error
 expect_no_file sel.html
