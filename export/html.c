@@ -19,12 +19,14 @@
 #include "export/html.h"
 #include "lib/checked.h"
 #include "lib/format.h"
+#include "lib/i64map.h"
 #include "lib/model.h"
 #include "lib/rundb.h"
 
 #define BAR_W 760          /* px of a full stacked bar */
 #define TL_BINS 1000       /* timeline bins per lane */
-#define TL_MAX_LANES 48
+#define TL_MAX_LANES 48     /* lanes drawn */
+#define TL_READ_LANES 4096  /* lanes read, before the idle streams are dropped */
 #define TABLE_ROWS 15
 
 static void esc(FILE *out, const char *s)
@@ -289,13 +291,21 @@ typedef struct {
 typedef struct {
     int64_t t0, t1;        /* the run's span; t1 <= t0: no events with a duration */
     lane *lanes;
-    size_t nthr, nlanes, dropped;
+    size_t nthr, nlanes, cap, dropped;
+    tr_i64map index;       /* lane_key() -> index into lanes */
 } timeline_lanes;
+
+/* threads.id and streams.id apart */
+static int64_t lane_key(int64_t id, int stream)
+{
+    return (int64_t)(((uint64_t)id << 1) | (unsigned)stream);
+}
 
 static void timeline_free(timeline_lanes *tl)
 {
     free(tl->lanes);
     tl->lanes = NULL;
+    tr_i64map_free(&tl->index);
 }
 
 static tr_status db_fail(tr_error *err, sqlite3 *db)
@@ -323,11 +333,26 @@ static tr_status timeline_lanes_load(timeline_lanes *tl, sqlite3 *db, const tr_r
             int64_t thread = k == 0 ? key : -1, stream = k == 0 ? -1 : key;
             if (!tr_rank_map_ok(ranks, thread, stream))
                 continue;
-            if (tl->nlanes == TL_MAX_LANES) {
+            if (tl->nlanes == TL_READ_LANES) {
                 tl->dropped++;
                 continue;
             }
+            if (tl->nlanes == tl->cap) {
+                size_t cap = tl->cap ? 2 * tl->cap : TL_MAX_LANES;
+                lane *v = realloc(tl->lanes, cap * sizeof *v);
+                if (!v) {
+                    sqlite3_finalize(st);
+                    return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+                }
+                tl->lanes = v;
+                tl->cap = cap;
+            }
+            if (tr_i64map_put(&tl->index, lane_key(key, k), (int64_t)tl->nlanes) < 0) {
+                sqlite3_finalize(st);
+                return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+            }
             lane *l = &tl->lanes[tl->nlanes++];
+            memset(l, 0, sizeof *l);
             l->key = key;
             const char *text = (const char *)sqlite3_column_text(st, 1);
             if (ranks->nranks > 1)
@@ -357,11 +382,9 @@ static tr_status timeline_fill(timeline_lanes *tl, sqlite3 *db, tr_error *err)
     while (sqlite3_step(st) == SQLITE_ROW) {
         int64_t s = sqlite3_column_int64(st, 0), e = sqlite3_column_int64(st, 1);
         int gpu = sqlite3_column_type(st, 3) != SQLITE_NULL;
-        int64_t key = sqlite3_column_int64(st, gpu ? 3 : 2);
-        size_t from = gpu ? tl->nthr : 0, to = gpu ? tl->nlanes : tl->nthr, l = from;
-        while (l < to && tl->lanes[l].key != key)
-            l++;
-        if (l == to || !tr_times_ok(s, e) || s < t0)
+        int64_t l;
+        if (!tr_i64map_get(&tl->index, lane_key(sqlite3_column_int64(st, gpu ? 3 : 2), gpu), &l)
+            || !tr_times_ok(s, e) || s < t0)
             continue;
         size_t b0 = (size_t)((double)(s - t0) * TL_BINS / span), b1 = (size_t)((double)(e - t0) * TL_BINS / span);
         if (b0 >= TL_BINS)
@@ -375,14 +398,21 @@ static tr_status timeline_fill(timeline_lanes *tl, sqlite3 *db, tr_error *err)
 }
 
 /* A stream without activities (nvprof's and Nsight's -1, which only the
- * context-wide syncs name) is no lane: an empty row says nothing. */
-static void drop_idle_streams(timeline_lanes *tl)
+ * context-wide syncs name) is no lane: an empty row says nothing, and it would
+ * take the place of one that does.  Then the first TL_MAX_LANES are drawn. */
+static void keep_drawn_lanes(timeline_lanes *tl)
 {
     size_t kept = tl->nthr;
     for (size_t l = tl->nthr; l < tl->nlanes; l++)
         if (memchr(tl->lanes[l].bins, 1, TL_BINS))
             tl->lanes[kept++] = tl->lanes[l];
     tl->nlanes = kept;
+    if (tl->nlanes > TL_MAX_LANES) {
+        tl->dropped += tl->nlanes - TL_MAX_LANES;
+        tl->nlanes = TL_MAX_LANES;
+    }
+    if (tl->nthr > tl->nlanes)
+        tl->nthr = tl->nlanes;
 }
 
 /* ranks: the --rank set (NULL or empty: every rank). */
@@ -403,12 +433,10 @@ static tr_status timeline_compute(timeline_lanes *tl, sqlite3 *db, const struct 
     sqlite3_finalize(st);
     if (rc == TR_OK && (tl->t1 <= tl->t0 || !tr_times_ok(tl->t0, tl->t1)))
         tl->t1 = tl->t0;   /* nothing to draw */
-    else if (rc == TR_OK && !(tl->lanes = calloc(TL_MAX_LANES, sizeof *tl->lanes)))
-        rc = tr_fail(err, TR_ERR_RUNTIME, "out of memory");
     else if (rc == TR_OK && (rc = timeline_lanes_load(tl, db, &lane_ranks, err)) == TR_OK)
         rc = timeline_fill(tl, db, err);
-    if (rc == TR_OK && tl->lanes)
-        drop_idle_streams(tl);
+    if (rc == TR_OK)
+        keep_drawn_lanes(tl);
     tr_rank_map_free(&lane_ranks);
     return rc;
 }

@@ -594,6 +594,11 @@ expect_status 0 "$BIN/trace-export" --html -o fq.html fq.db
 expect_eq "$(q fq.db 'select count(*) from streams where stream = -1')" "1" "FastQSL's stream -1"
 expect_no_grep 'stream -1<' fq.html
 expect_grep "$(($(q fq.db 'select count(*) from threads') + $(q fq.db 'select count(distinct stream_id) from events where kind in (7, 8, 9)'))) lanes over" fq.html
+# 20 ranks of it: 60 threads and streams, of which the 20 idle ones give way before the 48 drawn
+expect_status 0 "$BIN/trace-ingest" -q -o fq20.db $(for i in $(seq 20); do echo "$TRACES/nvprof/FastQSL__prof.nvvp"; done)
+expect_status 0 "$BIN/trace-export" --html -o fq20.html fq20.db
+expect_grep "40 lanes over" fq20.html
+expect_no_grep "not drawn" fq20.html
 expect_status 2 "$BIN/trace-export" --html --device 0 -o sel.html steps.db
 expect_one_line_error
 expect_no_file sel.html
