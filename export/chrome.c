@@ -1566,8 +1566,11 @@ static int render(chrome_ctx *c, const tr_sql_cell *r, int64_t *nev)
     c->ev_stream_id = e.stream_id;
     c->ev_pid = e.pid;
     c->ev_tid = e.tid;
-    c->has_flow = e.launch_sel;
-    if (e.launch_sel) {
+    /* no arrow to an activity drawn apart: a viewer binds a flow's end to the
+     * slice open on the stream's track, the longer activity it overlapped */
+    int flow = e.launch_sel && !(async && e.on_stream);
+    c->has_flow = flow;
+    if (flow) {
         c->flow_at = b->n;
         c->flow_call_start = e.l_start;
         put_flow(c, b, &e);

@@ -154,6 +154,26 @@ for src in "$root/sample-traces/lm-step.nvvp" "$qwen"; do
     case $out in *.gz) [ "$(head -c 2 "$TMP/$out" | od -An -tx1 | tr -d ' ')" = 1f8b ] || fail "$name: .gz output is not gzip" ;; esac
 done
 
+# Two kernels that overlap on one stream (a CUDA graph's): the shorter is an async slice
+# without an arrow (a viewer would bind it to the longer), and both read back.
+cat >"$TMP/ov.json" <<'EOF'
+{"traceEvents":[
+{"ph":"X","cat":"cpu_op","name":"op","pid":1,"tid":1,"ts":0,"dur":100},
+{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1,"dur":2,"args":{"correlation":1,"cbid":211}},
+{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":4,"dur":2,"args":{"correlation":2,"cbid":211}},
+{"ph":"X","cat":"kernel","name":"long","pid":0,"tid":7,"ts":10,"dur":50,"args":{"device":0,"stream":7,"correlation":1,"grid":[1,1,1],"block":[32,1,1],"registers per thread":16}},
+{"ph":"X","cat":"kernel","name":"short","pid":0,"tid":7,"ts":55,"dur":10,"args":{"device":0,"stream":7,"correlation":2,"grid":[1,1,1],"block":[32,1,1],"registers per thread":16}}]}
+EOF
+"$BIN/trace-ingest" -q -o "$TMP/ov.db" "$TMP/ov.json" && "$BIN/trace-export" --chrome -o "$TMP/ov.out.json" "$TMP/ov.db" \
+    && check_chrome "$TMP/ov.out.json" >/dev/null || fail "overlapping kernels: export"
+expect_eq "$(python3 -c 'import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+print(" ".join(sorted("%s:%s" % (e["name"], e["ph"]) for e in ev if e.get("cat") in ("kernel", "ac2g"))))' "$TMP/ov.out.json")" \
+    "ac2g:f ac2g:s long:X short:b short:e" "overlapping kernels: the shorter apart, one arrow"
+"$BIN/trace-ingest" -q -o "$TMP/ov2.db" "$TMP/ov.out.json" || fail "overlapping kernels: read back"
+expect_eq "$(q "$TMP/ov2.db" "SELECT group_concat(s.value || ':' || (e.end_ns - e.start_ns), ' ') FROM events e
+    JOIN strings s ON s.id = e.name_id WHERE e.kind = 7")" "long:50000 short:10000" "overlapping kernels read back"
+
 # The Qwen trace has a host process with pid 0 beside GPU 0: they get different pids.
 "$BIN/trace-ingest" -q -o "$TMP/qwen.db" "$qwen"
 "$BIN/trace-export" --chrome -o "$TMP/q.json" "$TMP/qwen.db"
