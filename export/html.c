@@ -399,20 +399,29 @@ static tr_status timeline_fill(timeline_lanes *tl, sqlite3 *db, tr_error *err)
 
 /* A stream without activities (nvprof's and Nsight's -1, which only the
  * context-wide syncs name) is no lane: an empty row says nothing, and it would
- * take the place of one that does.  Then the first TL_MAX_LANES are drawn. */
+ * take the place of one that does.  Of more than TL_MAX_LANES, the streams
+ * keep at least half (the GPU's gaps are what the overview is for), the
+ * threads the rest, each in their order. */
 static void keep_drawn_lanes(timeline_lanes *tl)
 {
-    size_t kept = tl->nthr;
+    size_t nstreams = 0;
     for (size_t l = tl->nthr; l < tl->nlanes; l++)
         if (memchr(tl->lanes[l].bins, 1, TL_BINS))
-            tl->lanes[kept++] = tl->lanes[l];
-    tl->nlanes = kept;
-    if (tl->nlanes > TL_MAX_LANES) {
-        tl->dropped += tl->nlanes - TL_MAX_LANES;
-        tl->nlanes = TL_MAX_LANES;
-    }
-    if (tl->nthr > tl->nlanes)
-        tl->nthr = tl->nlanes;
+            tl->lanes[tl->nthr + nstreams++] = tl->lanes[l];
+    size_t total = tl->nthr + nstreams;
+    tl->nlanes = total;
+    if (total <= TL_MAX_LANES)
+        return;
+    size_t keep_streams = nstreams, keep_threads = tl->nthr;
+    if (keep_streams > TL_MAX_LANES / 2 && keep_threads < TL_MAX_LANES / 2)
+        keep_streams = TL_MAX_LANES - keep_threads;
+    else if (keep_streams > TL_MAX_LANES / 2)
+        keep_streams = TL_MAX_LANES / 2;
+    keep_threads = TL_MAX_LANES - keep_streams;
+    memmove(&tl->lanes[keep_threads], &tl->lanes[tl->nthr], keep_streams * sizeof *tl->lanes);
+    tl->nthr = keep_threads;
+    tl->nlanes = TL_MAX_LANES;
+    tl->dropped += total - TL_MAX_LANES;
 }
 
 /* ranks: the --rank set (NULL or empty: every rank). */

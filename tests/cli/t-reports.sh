@@ -599,6 +599,12 @@ expect_status 0 "$BIN/trace-ingest" -q -o fq20.db $(for i in $(seq 20); do echo 
 expect_status 0 "$BIN/trace-export" --html -o fq20.html fq20.db
 expect_grep "40 lanes over" fq20.html
 expect_no_grep "not drawn" fq20.html
+# 30 ranks: 60 lanes for 48 places, half of them for the streams
+expect_status 0 "$BIN/trace-ingest" -q -o fq30.db $(for i in $(seq 30); do echo "$TRACES/nvprof/FastQSL__prof.nvvp"; done)
+expect_status 0 "$BIN/trace-export" --html -o fq30.html fq30.db
+expect_grep "48 lanes over" fq30.html
+expect_grep "12 more threads and streams not drawn" fq30.html
+expect_eq "$(grep -o 'gpu 0 stream 7<' fq30.html | wc -l)" "24" "30 ranks: 24 stream lanes of 48"
 expect_status 2 "$BIN/trace-export" --html --device 0 -o sel.html steps.db
 expect_one_line_error
 expect_no_file sel.html
