@@ -78,6 +78,7 @@ every_tool() {
     run_tool "$1" trace-export --stacks --stack-source tree --metric self_gpu
     run_tool "$1" trace-export --flamegraph
     run_tool "$1" trace-export --chrome
+    run_tool "$1" trace-export --html
 }
 
 # expect_bad FILE WORD: the file is refused as bad input, the message says WORD
