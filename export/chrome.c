@@ -652,11 +652,11 @@ static void meta(cbuf *b, const char *what, int64_t pid, int64_t tid, const char
     cb_lit(b, "\":");
 }
 
-static void meta_name(chrome_ctx *c, const char *what, int64_t pid, int64_t tid, const char *name)
+static void meta_name(chrome_ctx *c, cbuf *b, const char *what, int64_t pid, int64_t tid, const char *name)
 {
-    meta(&c->head, what, pid, tid, "name");
-    put_escaped(c, &c->head, name, strlen(name));
-    cb_lit(&c->head, "}}");
+    meta(b, what, pid, tid, "name");
+    put_escaped(c, b, name, strlen(name));
+    cb_lit(b, "}}");
 }
 
 static void meta_int(cbuf *b, const char *what, int64_t pid, int64_t tid, const char *key, int64_t v)
@@ -671,9 +671,7 @@ static void stream_meta(chrome_ctx *c, cbuf *b, int64_t pid, int64_t tid)
 {
     char buf[48];
     snprintf(buf, sizeof buf, "stream %lld", (long long)tid);
-    meta(b, "thread_name", pid, tid, "name");
-    put_escaped(c, b, buf, strlen(buf));
-    cb_lit(b, "}}");
+    meta_name(c, b, "thread_name", pid, tid, buf);
     meta_int(b, "thread_sort_index", pid, tid, "sort_index", tid);
 }
 
@@ -848,7 +846,7 @@ static void process_track_meta(chrome_ctx *c, const rmeta *e, const char *name, 
                                int64_t order)
 {
     cbuf *h = &c->head;
-    meta_name(c, "process_name", e->pid, 0, name);
+    meta_name(c, &c->head, "process_name", e->pid, 0, name);
     meta(h, "process_labels", e->pid, 0, "labels");
     put_escaped(c, h, labels, strlen(labels));
     cb_lit(h, "}}");
@@ -875,7 +873,7 @@ static void track_meta(chrome_ctx *c, const rmeta *e, int64_t *order)
     case 1:
         if (has) {
             snprintf(buf, sizeof buf, "%.*s", (int)len, name);
-            meta_name(c, "thread_name", e->pid, e->tid, buf);
+            meta_name(c, &c->head, "thread_name", e->pid, e->tid, buf);
         }
         meta_int(&c->head, "thread_sort_index", e->pid, e->tid, "sort_index", e->tid);
         break;
@@ -979,7 +977,7 @@ static tr_status kineto_meta(chrome_ctx *c, tr_error *err)
                 snprintf(buf, sizeof buf, "%s", name);
             else
                 snprintf(buf, sizeof buf, "process %lld", (long long)a);
-            meta_name(c, "process_name", a, 0, buf);
+            meta_name(c, &c->head, "process_name", a, 0, buf);
             meta(h, "process_labels", a, 0, "labels");
             cb_lit(h, "\"CPU\"}}");
             meta_int(h, "process_sort_index", a, 0, "sort_index", a);
@@ -987,12 +985,12 @@ static tr_status kineto_meta(chrome_ctx *c, tr_error *err)
         case 1:
             /* an unnamed thread stays unnamed: viewers show its tid */
             if (has)
-                meta_name(c, "thread_name", a, b, name);
+                meta_name(c, &c->head, "thread_name", a, b, name);
             meta_int(h, "thread_sort_index", a, b, "sort_index", b);
             break;
         case 2:
             snprintf(buf, sizeof buf, "GPU %lld%s%s", (long long)a, has ? ": " : "", has ? name : "");
-            meta_name(c, "process_name", tr_sat_add(a, c->dev_shift), 0, buf);
+            meta_name(c, &c->head, "process_name", tr_sat_add(a, c->dev_shift), 0, buf);
             snprintf(buf, sizeof buf, "GPU %lld", (long long)a);
             meta(h, "process_labels", tr_sat_add(a, c->dev_shift), 0, "labels");
             put_escaped(c, h, buf, strlen(buf));

@@ -283,7 +283,6 @@ static void top_bars(FILE *out, const tr_rtable *t)
 /* ---- the timeline overview ---- */
 
 typedef struct {
-    int64_t key;           /* threads.id or streams.id */
     char label[64];
     unsigned char bins[TL_BINS];
 } lane;
@@ -353,7 +352,6 @@ static tr_status timeline_lanes_load(timeline_lanes *tl, sqlite3 *db, const tr_r
             }
             lane *l = &tl->lanes[tl->nlanes++];
             memset(l, 0, sizeof *l);
-            l->key = key;
             const char *text = (const char *)sqlite3_column_text(st, 1);
             if (ranks->nranks > 1)
                 snprintf(l->label, sizeof l->label, "rank %lld %s",
@@ -412,12 +410,9 @@ static void keep_drawn_lanes(timeline_lanes *tl)
     tl->nlanes = total;
     if (total <= TL_MAX_LANES)
         return;
-    size_t keep_streams = nstreams, keep_threads = tl->nthr;
-    if (keep_streams > TL_MAX_LANES / 2 && keep_threads < TL_MAX_LANES / 2)
-        keep_streams = TL_MAX_LANES - keep_threads;
-    else if (keep_streams > TL_MAX_LANES / 2)
-        keep_streams = TL_MAX_LANES / 2;
-    keep_threads = TL_MAX_LANES - keep_streams;
+    size_t room = tl->nthr < TL_MAX_LANES / 2 ? TL_MAX_LANES - tl->nthr : TL_MAX_LANES / 2;
+    size_t keep_streams = nstreams < room ? nstreams : room;
+    size_t keep_threads = TL_MAX_LANES - keep_streams;
     memmove(&tl->lanes[keep_threads], &tl->lanes[tl->nthr], keep_streams * sizeof *tl->lanes);
     tl->nthr = keep_threads;
     tl->nlanes = TL_MAX_LANES;

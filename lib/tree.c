@@ -470,6 +470,14 @@ static int draw_event(tr_event *ev, drawn_stack *st, tr_event *e, uint32_t i)
     return 0;
 }
 
+/* n tracks' stacks, or NULL. */
+static void drawn_stacks_free(drawn_stack *drawn, size_t n)
+{
+    for (size_t k = 0; drawn && k < n; k++)
+        tr_spill_free(drawn[k].v);
+    free(drawn);
+}
+
 /* Walks the order with one stack of open frames a thread: a thread's events
  * come in cmp_on_track order, so each one's parent is the innermost open frame
  * that encloses it.  With draw, also flags the events a viewer cannot nest
@@ -493,10 +501,8 @@ static tr_status build_cpu_tree(tr_trace *t, const uint32_t *order, size_t n, in
             close_frame(ev, &stacks[th].v[d]);
         tr_spill_free(stacks[th].v);
     }
-    for (size_t th = 0; drawn && th < t->threads.n; th++)
-        tr_spill_free(drawn[th].v);
     free(stacks);
-    free(drawn);
+    drawn_stacks_free(drawn, t->threads.n);
     return failed ? oom(err) : TR_OK;
 }
 
@@ -521,9 +527,7 @@ static tr_status draw_streams(tr_trace *t, gpu_order *go, tr_error *err)
         if (e->stream < nstreams)
             failed = draw_event(ev, &drawn[e->stream], e, go->order[k]) < 0;
     }
-    for (size_t s = 0; drawn && s < nstreams; s++)
-        tr_spill_free(drawn[s].v);
-    free(drawn);
+    drawn_stacks_free(drawn, nstreams);
     return failed ? oom(err) : TR_OK;
 }
 
