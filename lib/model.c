@@ -151,6 +151,7 @@ void tr_trace_free(tr_trace *t)
 {
     tr_intern_free(&t->strings);
     tr_spill_free(t->events.v);
+    tr_spill_free(t->extras.v);
     tr_spill_free(t->mem);
     tr_spill_free(t->backward.v);
     tr_spill_free(t->comms.v);
@@ -281,12 +282,38 @@ tr_event *tr_add_event(tr_trace *t, tr_kind kind)
     memset(e, 0, sizeof *e);
     e->kind = (uint8_t)kind;
     e->correlation = -1;
-    e->seq = -1;
-    e->op_id = -1;
-    e->flops = -1;
     e->parent = -1;
     t->tree_built = 0;
     return e;
+}
+
+const tr_event_extra tr_no_extra = {-1, -1, 0, -1, 0};
+
+tr_event_extra *tr_extra_mut(tr_trace *t, tr_event *e)
+{
+    if (!e->extra && !(e->extra = ONE_BASED_PUSH(t, t->extras, tr_no_extra)))
+        return NULL;
+    return &t->extras.v[e->extra];
+}
+
+int tr_extra_set(tr_trace *t, tr_event *e, const tr_event_extra *x)
+{
+    const tr_event_extra *d = &tr_no_extra;
+    if (!e->extra && x->seq == d->seq && x->op_id == d->op_id && x->bytes == d->bytes
+        && x->flops == d->flops && x->shape == d->shape)
+        return 0;
+    tr_event_extra *to = tr_extra_mut(t, e);
+    if (!to)
+        return -1;
+    *to = *x;
+    return 0;
+}
+
+int tr_set_bytes(tr_trace *t, tr_event *e, int64_t bytes)
+{
+    tr_event_extra x = *tr_extra(t, e);
+    x.bytes = bytes;
+    return tr_extra_set(t, e, &x);
 }
 
 uint32_t tr_add_kernel_detail(tr_trace *t, const tr_kernel_detail *d)

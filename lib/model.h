@@ -69,22 +69,30 @@ enum {
                                  * export writes it async */
 };
 
+/* The fields most events lack (an op's sequence numbers and shape, a copy's
+ * bytes), kept beside the events in tr_trace.extras, so that the event array,
+ * most of the ingest's memory, holds only what nearly every event has: read
+ * with tr_extra(), written through tr_extra_mut(). */
 typedef struct {
-    int64_t start, end;          /* ns, half-open [start, end) */
-    int64_t correlation;         /* API <-> GPU activity link; -1 = none */
     int64_t seq, op_id;          /* emit_nvtx / autograd sequence and op id; -1 = none */
     int64_t bytes;               /* copies, sets, memory events; 0 otherwise */
     int64_t flops;               /* -1 = unknown */
+    uint32_t shape;              /* string id of the Python-style shape list, 0 = none */
+} tr_event_extra;
+
+typedef struct {
+    int64_t start, end;          /* ns, half-open [start, end) */
+    int64_t correlation;         /* API <-> GPU activity link; -1 = none */
     /* derived by tr_tree_build() */
     int64_t cpu_self, gpu_self, gpu_total;
-    /* 120 bytes in all: the event array is most of the ingest's peak memory */
+    /* 88 bytes in all: the event array is most of the ingest's peak memory */
     int32_t parent;              /* event index, -1 = none (tr_tree_build() takes < 2^31 events) */
     uint32_t name, raw_name;     /* string ids; raw_name 0 = same as name */
-    uint32_t shape;              /* string id of the Python-style shape list, 0 = none */
     uint32_t stack;              /* stack node id, 0 = none */
     uint32_t thread;             /* thread index, 0 = none (GPU activities) */
     uint32_t stream;             /* stream index, 0 = none (CPU events) */
     uint32_t detail;             /* index into the kind's detail array, 0 = none */
+    uint32_t extra;              /* index into tr_trace.extras, 0 = none: tr_no_extra's values */
     uint32_t depth;
     uint8_t kind;
     uint8_t flags;
@@ -145,6 +153,7 @@ enum { TR_UNLAUNCHED_NO_CORRELATION, TR_UNLAUNCHED_BEFORE_CAPTURE, TR_UNLAUNCHED
 typedef struct {
     tr_intern strings;
     TR_VEC(tr_event) events;
+    TR_VEC(tr_event_extra) extras;   /* 1-based: v[0] unused */
     TR_VEC(tr_source) sources;       /* 1-based: v[0] unused */
     TR_VEC(tr_process) processes;
     TR_VEC(tr_thread) threads;
@@ -194,11 +203,27 @@ uint32_t tr_stack_child(tr_trace *t, uint32_t parent, uint32_t frame);
  * -1 on out-of-memory. */
 int tr_shape_get(tr_trace *t, const char *s, size_t n, uint32_t *shape);
 
-/* Appends a zeroed event (correlation/seq/op_id/flops = -1, parent = -1); NULL on OOM. */
+/* Appends a zeroed event (correlation = -1, parent = -1, no extra); NULL on OOM. */
 tr_event *tr_add_event(tr_trace *t, tr_kind kind);
 /* Events appended by this process, for a progress indicator on another
  * thread (lib/progress.h): relaxed, a hint that may miss concurrent adds. */
 extern atomic_size_t tr_events_added;
+
+/* An event's extra fields: its own row, or tr_no_extra's defaults (seq,
+ * op_id and flops -1, bytes and shape 0) when it has none.  tr_extra_mut()
+ * gives the event a row of its own first (NULL on out-of-memory); the pointer
+ * stays valid until the next row is added. */
+extern const tr_event_extra tr_no_extra;
+static inline const tr_event_extra *tr_extra(const tr_trace *t, const tr_event *e)
+{
+    return e->extra ? &t->extras.v[e->extra] : &tr_no_extra;
+}
+tr_event_extra *tr_extra_mut(tr_trace *t, tr_event *e);
+/* Sets e's extra fields to *x, adding a row only when x differs from the
+ * defaults or e has one; 0, or -1 out of memory. */
+int tr_extra_set(tr_trace *t, tr_event *e, const tr_event_extra *x);
+/* The same for the bytes alone. */
+int tr_set_bytes(tr_trace *t, tr_event *e, int64_t bytes);
 
 /* Detail rows: each returns the 1-based detail index to store in event->detail, 0 on OOM. */
 uint32_t tr_add_kernel_detail(tr_trace *t, const tr_kernel_detail *d);

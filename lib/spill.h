@@ -42,7 +42,7 @@ void *tr_spill_realloc_sequential(void *p, size_t old_size, size_t new_size);
  * process's memory (the events): with a limit of 240 MiB or more it stays
  * on the heap within a budget of its own, half the limit, beside the other
  * arrays' quarter, so a trace whose events fit in it never maps them from a
- * file (at 10^6 events, 126 MB); past it, the array moves into a file as
+ * file (at 10^6 events, 92 MB of capacity); past it, the array moves into a file as
  * the others do.  Under a smaller limit it is one of the others.  Which it
  * is, is decided when it is made: set the limit before. */
 void *tr_spill_realloc_primary(void *p, size_t old_size, size_t new_size);

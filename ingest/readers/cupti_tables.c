@@ -123,7 +123,7 @@ uint32_t ct_string(const ct_reader *r, sqlite3_stmt *st, int col)
     return i < 0 ? 0 : r->str[i].raw;
 }
 
-void ct_nvtx_name(ct_reader *r, tr_event *e, uint32_t raw, int op_ok)
+int ct_nvtx_name(ct_reader *r, tr_event *e, uint32_t raw, int op_ok)
 {
     const char *msg = tr_str_of(r->t, raw);
     tr_nvtx_annotation a;
@@ -132,13 +132,17 @@ void ct_nvtx_name(ct_reader *r, tr_event *e, uint32_t raw, int op_ok)
         e->kind = TR_KIND_OP;
         e->name = tr_intern_add(&r->t->strings, a.name, a.name_len);
         e->raw_name = raw;
-        e->seq = a.seq;
-        e->op_id = a.op_id;
+        tr_event_extra *x = tr_extra_mut(r->t, e);
+        if (!x)
+            return -1;
+        x->seq = a.seq;
+        x->op_id = a.op_id;
         if (a.sizes)
-            (void)tr_shape_get(r->t, a.sizes, a.sizes_len, &e->shape);   /* 0 on OOM: no shape */
+            (void)tr_shape_get(r->t, a.sizes, a.sizes_len, &x->shape);   /* 0 on OOM: no shape */
     } else {
         e->name = raw;
     }
+    return 0;
 }
 
 int ct_probe_open(tr_sql_input *in, const char *path, const unsigned char *head, size_t headlen,
@@ -529,7 +533,8 @@ static tr_status fill_memcpy(ct_reader *r, const ct_table *tab, const ct_row *w,
     tr_copy_detail d = {tr_enum_str(r->t, &tr_copy_kinds, ct_i64(w, CT_COPY_KIND, 0)),
                         memory_kind(r, w, CT_SRC_KIND), memory_kind(r, w, CT_DST_KIND)};
     e->name = tr_memcpy_name(r->t, d.copy_kind);
-    e->bytes = ct_i64(w, CT_BYTES, 0);
+    if (tr_set_bytes(r->t, e, ct_i64(w, CT_BYTES, 0)) < 0)
+        return ct_oom(r, err);
     e->stream = row_stream(r, w);
     e->correlation = ct_i64(w, CT_CORRELATION, -1);
     e->detail = tr_add_copy_detail(r->t, &d);
@@ -541,7 +546,8 @@ static tr_status fill_memset(ct_reader *r, const ct_table *tab, const ct_row *w,
 {
     (void)tab, (void)err;
     e->detail = tr_add_memset_value(r->t, ct_i64(w, CT_VALUE, 0));
-    e->bytes = ct_i64(w, CT_BYTES, 0);
+    if (tr_set_bytes(r->t, e, ct_i64(w, CT_BYTES, 0)) < 0)
+        return ct_oom(r, err);
     e->stream = row_stream(r, w);
     e->correlation = ct_i64(w, CT_CORRELATION, -1);
     return TR_OK;

@@ -174,7 +174,8 @@ uint32_t ct_string(const ct_reader *r, sqlite3_stmt *st, int col);
 /* The same for field f of a table's current row, and for a cell read ahead. */
 uint32_t ct_row_string(const ct_reader *r, const ct_row *w, ct_field f);
 uint32_t ct_cell_string(const ct_reader *r, const tr_sql_cell *c);
-/* Names e from an NVTX message: an annotated op (name, seq, shapes) when op_ok, else the text. */
-void ct_nvtx_name(ct_reader *r, tr_event *e, uint32_t raw, int op_ok);
+/* Names e from an NVTX message: an annotated op (name, seq, shapes) when op_ok,
+ * else the text.  0, or -1 out of memory. */
+int ct_nvtx_name(ct_reader *r, tr_event *e, uint32_t raw, int op_ok);
 
 #endif

@@ -983,6 +983,7 @@ static int is_backward_function(const char *name, const cJSON *const *a)
 static tr_status op_args(kin_reader *r, size_t idx, const char *name, const cJSON *const *a)
 {
     tr_event *e = &r->t->events.v[idx];
+    tr_event_extra x = *tr_extra(r->t, e);
     const cJSON *dims = a[A_INPUT_DIMS];
     if (!dims)
         dims = a[A_INPUT_DIMS_LOWER];
@@ -990,13 +991,15 @@ static tr_status op_args(kin_reader *r, size_t idx, const char *name, const cJSO
         r->tmp.n = 0;
         if (repr(&r->tmp, dims, 0) < 0)
             return oom(r);
-        if (tr_shape_get(r->t, r->tmp.v, r->tmp.n, &e->shape) < 0)
+        if (tr_shape_get(r->t, r->tmp.v, r->tmp.n, &x.shape) < 0)
             return oom(r);
     }
-    e->seq = int_of(a[A_SEQUENCE], -1);
+    x.seq = int_of(a[A_SEQUENCE], -1);
     int64_t rf = int_of(a[A_RECORD_FUNCTION], -1);
-    e->op_id = rf > 0 ? rf : -1;
-    e->flops = int_of(a[A_FLOPS], -1);
+    x.op_id = rf > 0 ? rf : -1;
+    x.flops = int_of(a[A_FLOPS], -1);
+    if (tr_extra_set(r->t, e, &x) < 0)
+        return oom(r);
     if (int_of(a[A_ASYNC], 0) == 1)
         e->flags |= TR_FLAG_ASYNC;   /* began and ended on different threads */
     if (is_backward_function(name, a)) {
@@ -1048,28 +1051,33 @@ static tr_status kernel_args(kin_reader *r, size_t idx, const char *name, const 
     return TR_OK;
 }
 
+static tr_status set_bytes(kin_reader *r, tr_event *e, int64_t bytes)
+{
+    return tr_set_bytes(r->t, e, bytes) < 0 ? oom(r) : TR_OK;
+}
+
 static tr_status memcpy_args(kin_reader *r, size_t idx, const char *name, const cJSON *const *a)
 {
     tr_copy_detail d;
     copy_detail(r, name, a, &d);
     tr_event *e = &r->t->events.v[idx];
-    e->bytes = int_of(a[A_BYTES], 0);
     e->detail = tr_add_copy_detail(r->t, &d);
-    return TR_OK;
+    return set_bytes(r, e, int_of(a[A_BYTES], 0));
 }
 
 static tr_status memset_args(kin_reader *r, size_t idx, const char *name, const cJSON *const *a)
 {
     (void)name;
-    r->t->events.v[idx].bytes = int_of(a[A_BYTES], 0);
-    return TR_OK;
+    return set_bytes(r, &r->t->events.v[idx], int_of(a[A_BYTES], 0));
 }
 
 static tr_status memory_args(kin_reader *r, size_t idx, const char *name, const cJSON *const *a)
 {
     (void)name;
     tr_event *e = &r->t->events.v[idx];
-    e->bytes = int_of(a[A_BYTES_UPPER], 0);
+    tr_status s = set_bytes(r, e, int_of(a[A_BYTES_UPPER], 0));
+    if (s != TR_OK)
+        return s;
     int64_t dt = int_of(a[A_DEVICE_TYPE], 0);
     if (dt == 1 || dt == 6)   /* c10::DeviceType CUDA, HIP */
         e->flags |= TR_FLAG_GPU_MEMORY;

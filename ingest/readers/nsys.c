@@ -137,7 +137,8 @@ static tr_status add_nvtx_event(ct_reader *r, const tr_sql_cell *c, size_t *unte
         raw = ct_cell_string(r, &c[4]);
     if (!raw)
         raw = tr_str(r->t, "");
-    ct_nvtx_name(r, e, raw, type != NSYS_NVTX_MARK);
+    if (ct_nvtx_name(r, e, raw, type != NSYS_NVTX_MARK) < 0)
+        return ct_oom(r, err);
     ct_note_ts(r, e->end > e->start ? e->end : e->start);
     return TR_OK;
 }

@@ -229,8 +229,7 @@ static tr_status fill_openacc(ct_reader *r, const ct_table *tab, const ct_row *w
      * threadId only stands in when it is missing */
     int64_t tid = ct_i64(w, CT_TID, 0);
     e->thread = ct_thread(r, ct_i64(w, CT_PID, 0), tid ? tid : ct_i64(w, CT_HOST_TID, 0));
-    e->bytes = ct_i64(w, CT_BYTES, 0);
-    return TR_OK;
+    return tr_set_bytes(r->t, e, ct_i64(w, CT_BYTES, 0)) < 0 ? ct_oom(r, err) : TR_OK;
 }
 
 static tr_status read_openacc(ct_reader *r, const ct_table *tab, tr_error *err)
@@ -401,7 +400,8 @@ static int start_marker(ct_reader *r, marker_state *m, int64_t flags, int64_t id
     e->start = e->end = ts;
     e->thread = thread;
     uint32_t raw = or_empty(r, ct_cell_string(r, name));
-    ct_nvtx_name(r, e, raw, 1);
+    if (ct_nvtx_name(r, e, raw, 1) < 0)
+        return -1;
     if (!(flags & 2))
         return 0;
     int64_t prev;

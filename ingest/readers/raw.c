@@ -356,7 +356,8 @@ static tr_status read_memcpy(raw_reader *r, const unsigned char *p, tr_error *er
                         tr_enum_str(r->t, &tr_memory_kinds, m.src_kind),
                         tr_enum_str(r->t, &tr_memory_kinds, m.dst_kind)};
     e->name = tr_memcpy_name(r->t, d.copy_kind);
-    e->bytes = (int64_t)m.bytes;
+    if (tr_set_bytes(r->t, e, (int64_t)m.bytes) < 0)
+        return oom(err);
     e->start = ts_of(r, m.start);
     e->end = ts_of(r, m.end);
     e->correlation = m.runtime_corr ? m.runtime_corr : m.corr;
@@ -382,7 +383,8 @@ static tr_status read_memset(raw_reader *r, const unsigned char *p, tr_error *er
     if (!e)
         return oom(err);
     e->name = name;
-    e->bytes = (int64_t)m.bytes;
+    if (tr_set_bytes(r->t, e, (int64_t)m.bytes) < 0)
+        return oom(err);
     e->start = ts_of(r, m.start);
     e->end = ts_of(r, m.end);
     e->correlation = m.corr;
@@ -445,10 +447,11 @@ static tr_status name_marker(raw_reader *r, tr_event *e, uint32_t raw, tr_error 
     e->kind = TR_KIND_OP;
     e->name = name;
     e->raw_name = raw;
-    e->seq = a.seq;
-    e->op_id = a.op_id;
-    e->shape = shape;
-    return TR_OK;
+    tr_event_extra x = *tr_extra(r->t, e);
+    x.seq = a.seq;
+    x.op_id = a.op_id;
+    x.shape = shape;
+    return tr_extra_set(r->t, e, &x) < 0 ? oom(err) : TR_OK;
 }
 
 static tr_status read_marker(raw_reader *r, const unsigned char *p, tr_error *err)

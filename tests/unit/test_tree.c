@@ -210,11 +210,11 @@ static void test_memory(void)
     size_t p = add(TR_KIND_OP, "P", 0, 100, thread1, -1);
     size_t c = add(TR_KIND_OP, "C", 10, 50, thread1, -1);
     size_t m1 = add(TR_KIND_MEMORY, "[memory]", 20, 20, thread1, -1);
-    EV(m1)->bytes = 512;
+    tr_set_bytes(&t, EV(m1), 512);
     size_t m2 = add(TR_KIND_MEMORY, "[memory]", 60, 60, thread1, -1);
-    EV(m2)->bytes = -128;
+    tr_set_bytes(&t, EV(m2), -128);
     size_t m3 = add(TR_KIND_MEMORY, "[memory]", 70, 70, thread1, -1);
-    EV(m3)->bytes = 4096;
+    tr_set_bytes(&t, EV(m3), 4096);
     EV(m3)->flags |= TR_FLAG_GPU_MEMORY;
     build();
     CU_ASSERT_EQUAL(MEM(c)->cpu_total, 512);
@@ -253,7 +253,7 @@ static void test_redispatch_merge(void)
     size_t call = add(TR_KIND_RUNTIME, "cudaLaunchKernel", 5, 6, thread1, 9);
     size_t kern = add(TR_KIND_KERNEL, "kernel", 20, 50, 0, 9);
     size_t m = add(TR_KIND_MEMORY, "[memory]", 7, 7, thread1, -1);
-    EV(m)->bytes = 64;
+    tr_set_bytes(&t, EV(m), 64);
     size_t b1 = add(TR_KIND_OP, "aten::mul", 20, 30, thread1, -1);
     size_t b2 = add(TR_KIND_OP, "aten::mul", 21, 25, thread1, -1);
     size_t b3 = add(TR_KIND_OP, "other", 26, 28, thread1, -1);
@@ -295,7 +295,7 @@ static size_t backward_fn(const char *name, int64_t s, int64_t e, uint32_t threa
                           int64_t fwd_tid)
 {
     size_t i = add(TR_KIND_OP, name, s, e, thread, -1);
-    EV(i)->seq = seq;
+    tr_extra_mut(&t, EV(i))->seq = seq;
     EV(i)->flags |= TR_FLAG_BACKWARD;
     tr_vec_reserve(t.backward, t.backward.n + 1);
     t.backward.v[t.backward.n++] = (tr_backward_link){i, fwd_tid};
@@ -312,10 +312,10 @@ static void test_backward_stacks(void)
     uint32_t fwd = stack_of("model.py(3): forward"), late = stack_of("other.py(1): f");
     uint32_t own = stack_of("torch/autograd/__init__.py(9): backward");
     size_t f1 = add(TR_KIND_OP, "aten::mm", 10, 20, thread1, -1);
-    EV(f1)->seq = 7;
+    tr_extra_mut(&t, EV(f1))->seq = 7;
     EV(f1)->stack = fwd;
     size_t f2 = add(TR_KIND_OP, "aten::mm", 30, 40, thread1, -1);
-    EV(f2)->seq = 7;
+    tr_extra_mut(&t, EV(f2))->seq = 7;
     EV(f2)->stack = late;
     size_t b = backward_fn("MmBackward0", 100, 200, thread2, 7, 1);
     EV(b)->stack = own;
@@ -345,13 +345,13 @@ static void test_memory_closed_windows(void)
     size_t bb = add(TR_KIND_OP, "B", 10, 20, thread1, -1);
     size_t z = add(TR_KIND_OP, "Z", 15, 15, thread1, -1);
     size_t m10 = add(TR_KIND_MEMORY, "[memory]", 10, 10, thread1, -1);
-    EV(m10)->bytes = 100;
+    tr_set_bytes(&t, EV(m10), 100);
     size_t m15 = add(TR_KIND_MEMORY, "[memory]", 15, 15, thread1, -1);
-    EV(m15)->bytes = 7;
+    tr_set_bytes(&t, EV(m15), 7);
     size_t m20 = add(TR_KIND_MEMORY, "[memory]", 20, 20, thread1, -1);
-    EV(m20)->bytes = 3;
+    tr_set_bytes(&t, EV(m20), 3);
     size_t other = add(TR_KIND_MEMORY, "[memory]", 5, 5, thread2, -1);
-    EV(other)->bytes = 1;
+    tr_set_bytes(&t, EV(other), 1);
     build();
     CU_ASSERT_EQUAL(EV(m10)->parent, (int64_t)a1);
     CU_ASSERT_EQUAL(EV(m15)->parent, (int64_t)z);   /* a zero-length op holds its allocation */
@@ -542,6 +542,46 @@ static void test_correlation_lookups(void)
     tr_trace_free(&t);
 }
 
+/* The fields few events have live in rows beside the events: an event
+ * without them reads the defaults and holds no row, so a trace of kernels and
+ * API calls pays nothing for its ops' sequence numbers. */
+static void test_extra_rows_only_where_set(void)
+{
+    setup();
+    size_t k = add(TR_KIND_KERNEL, "k", 0, 10, 0, 1);
+    size_t op = add(TR_KIND_OP, "aten::mm", 0, 10, thread1, -1);
+    size_t cp = add(TR_KIND_MEMCPY, "[CUDA memcpy HtoD]", 20, 30, 0, 2);
+    const tr_event_extra *x = tr_extra(&t, EV(k));
+    CU_ASSERT_EQUAL(x->seq, -1);
+    CU_ASSERT_EQUAL(x->op_id, -1);
+    CU_ASSERT_EQUAL(x->flops, -1);
+    CU_ASSERT_EQUAL(x->bytes, 0);
+    CU_ASSERT_EQUAL(x->shape, 0);
+    /* setting the defaults adds no row */
+    CU_ASSERT_EQUAL(tr_set_bytes(&t, EV(k), 0), 0);
+    tr_event_extra same = *tr_extra(&t, EV(op));
+    CU_ASSERT_EQUAL(tr_extra_set(&t, EV(op), &same), 0);
+    CU_ASSERT_EQUAL(EV(k)->extra, 0);
+    CU_ASSERT_EQUAL(EV(op)->extra, 0);
+    /* values: a row each, apart */
+    CU_ASSERT_EQUAL(tr_set_bytes(&t, EV(cp), 4096), 0);
+    tr_event_extra *ox = tr_extra_mut(&t, EV(op));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ox);
+    ox->seq = 7;
+    CU_ASSERT_NOT_EQUAL(EV(cp)->extra, 0);
+    CU_ASSERT_NOT_EQUAL(EV(op)->extra, EV(cp)->extra);
+    CU_ASSERT_EQUAL(tr_extra(&t, EV(cp))->bytes, 4096);
+    CU_ASSERT_EQUAL(tr_extra(&t, EV(cp))->seq, -1);
+    CU_ASSERT_EQUAL(tr_extra(&t, EV(op))->seq, 7);
+    CU_ASSERT_EQUAL(tr_extra(&t, EV(op))->bytes, 0);
+    CU_ASSERT_EQUAL(tr_extra(&t, EV(k))->bytes, 0);
+    /* back to a default: the row keeps the new value */
+    CU_ASSERT_EQUAL(tr_set_bytes(&t, EV(cp), 0), 0);
+    CU_ASSERT_EQUAL(tr_extra(&t, EV(cp))->bytes, 0);
+    CU_ASSERT_EQUAL(t.extras.n, 3);   /* rows 1 and 2, and the unused row 0 */
+    tr_trace_free(&t);
+}
+
 TR_SUITE(tree,
          {"partial overlap: siblings, self >= 0", test_partial_overlap},
          {"of two overlapping events the shorter is flagged for viewers", test_unnested_for_viewers},
@@ -561,4 +601,5 @@ TR_SUITE(tree,
          {"memory: deepest holder of the closed window", test_memory_closed_windows},
          {"Python frames hold no GPU self time", test_python_frames_hold_no_gpu_self},
          {"a sync without its call keeps its self time", test_orphan_sync_self},
-         {"extreme times saturate", test_extreme_times_saturate})
+         {"extreme times saturate", test_extreme_times_saturate},
+         {"extra fields: a row only where set", test_extra_rows_only_where_set})
