@@ -173,6 +173,7 @@ typedef struct {
     tr_event_mem *mem;               /* per event, or NULL: all zero (tree.h) */
     /* lookup tables, rebuilt on demand */
     struct tr_idmap *thread_map, *stream_map, *device_map, *process_map, *stack_map;
+    struct tr_detail_cache *detail_cache;   /* recent detail rows, shared by equal adds */
 } tr_trace;
 
 tr_status tr_trace_init(tr_trace *t, tr_error *err);
@@ -225,7 +226,9 @@ int tr_extra_set(tr_trace *t, tr_event *e, const tr_event_extra *x);
 /* The same for the bytes alone. */
 int tr_set_bytes(tr_trace *t, tr_event *e, int64_t bytes);
 
-/* Detail rows: each returns the 1-based detail index to store in event->detail, 0 on OOM. */
+/* Detail rows: each returns the 1-based detail index to store in event->detail, 0 on OOM.
+ * A row equal to a recent one is that row: events may share a detail index, so
+ * a row is never changed once added. */
 uint32_t tr_add_kernel_detail(tr_trace *t, const tr_kernel_detail *d);
 uint32_t tr_add_copy_detail(tr_trace *t, const tr_copy_detail *d);
 uint32_t tr_add_api_detail(tr_trace *t, const tr_api_detail *d);

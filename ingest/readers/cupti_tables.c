@@ -448,7 +448,6 @@ static void versioned_name(ct_reader *r, uint32_t raw, tr_event *e)
 static tr_status fill_api(ct_reader *r, const ct_table *tab, const ct_row *w, tr_event *e,
                           tr_error *err)
 {
-    (void)err;
     int cbc = w->col[CT_CBID];
     int cbid = cbc >= 0 ? (int)row_int(w, cbc) : 0;
     if (cbc >= 0)
@@ -459,7 +458,8 @@ static tr_status fill_api(ct_reader *r, const ct_table *tab, const ct_row *w, tr
     e->correlation = ct_i64(w, CT_CORRELATION, -1);
     if (cbc >= 0) {
         tr_api_detail d = {cbid, ct_i64(w, CT_RETURN, 0)};
-        e->detail = tr_add_api_detail(r->t, &d);
+        if (!(e->detail = tr_add_api_detail(r->t, &d)))
+            return ct_oom(r, err);
     }
     return TR_OK;
 }
@@ -515,8 +515,7 @@ static tr_status fill_kernel(ct_reader *r, const ct_table *tab, const ct_row *w,
     d.registers = (int32_t)ct_i64(w, CT_REGISTERS, -1);
     d.static_smem = (int32_t)ct_i64(w, CT_STATIC_SMEM, -1);
     d.dynamic_smem = (int32_t)ct_i64(w, CT_DYNAMIC_SMEM, -1);
-    e->detail = tr_add_kernel_detail(r->t, &d);
-    return TR_OK;
+    return (e->detail = tr_add_kernel_detail(r->t, &d)) ? TR_OK : ct_oom(r, err);
 }
 
 /* A memory kind; 0 (unknown) for NULL, by the format's own numbering. */
@@ -529,7 +528,7 @@ static uint32_t memory_kind(ct_reader *r, const ct_row *w, ct_field f)
 static tr_status fill_memcpy(ct_reader *r, const ct_table *tab, const ct_row *w, tr_event *e,
                              tr_error *err)
 {
-    (void)tab, (void)err;
+    (void)tab;
     tr_copy_detail d = {tr_enum_str(r->t, &tr_copy_kinds, ct_i64(w, CT_COPY_KIND, 0)),
                         memory_kind(r, w, CT_SRC_KIND), memory_kind(r, w, CT_DST_KIND)};
     e->name = tr_memcpy_name(r->t, d.copy_kind);
@@ -537,15 +536,15 @@ static tr_status fill_memcpy(ct_reader *r, const ct_table *tab, const ct_row *w,
         return ct_oom(r, err);
     e->stream = row_stream(r, w);
     e->correlation = ct_i64(w, CT_CORRELATION, -1);
-    e->detail = tr_add_copy_detail(r->t, &d);
-    return TR_OK;
+    return (e->detail = tr_add_copy_detail(r->t, &d)) ? TR_OK : ct_oom(r, err);
 }
 
 static tr_status fill_memset(ct_reader *r, const ct_table *tab, const ct_row *w, tr_event *e,
                              tr_error *err)
 {
-    (void)tab, (void)err;
-    e->detail = tr_add_memset_value(r->t, ct_i64(w, CT_VALUE, 0));
+    (void)tab;
+    if (!(e->detail = tr_add_memset_value(r->t, ct_i64(w, CT_VALUE, 0))))
+        return ct_oom(r, err);
     if (tr_set_bytes(r->t, e, ct_i64(w, CT_BYTES, 0)) < 0)
         return ct_oom(r, err);
     e->stream = row_stream(r, w);

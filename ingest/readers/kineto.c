@@ -1023,7 +1023,8 @@ static tr_status api_args(kin_reader *r, size_t idx, const char *name, const cJS
     int64_t cbid = int_of(a[A_CBID], -1);
     if (cbid >= 0) {
         tr_api_detail d = {(int32_t)cbid, 0};
-        r->t->events.v[idx].detail = tr_add_api_detail(r->t, &d);
+        if (!(r->t->events.v[idx].detail = tr_add_api_detail(r->t, &d)))
+            return oom(r);
     }
     return TR_OK;
 }
@@ -1047,8 +1048,7 @@ static tr_status kernel_args(kin_reader *r, size_t idx, const char *name, const 
         total -= dynamic;
     d.static_smem = (int32_t)total;
     d.dynamic_smem = (int32_t)dynamic;
-    r->t->events.v[idx].detail = tr_add_kernel_detail(r->t, &d);
-    return TR_OK;
+    return (r->t->events.v[idx].detail = tr_add_kernel_detail(r->t, &d)) ? TR_OK : oom(r);
 }
 
 static tr_status set_bytes(kin_reader *r, tr_event *e, int64_t bytes)
@@ -1061,7 +1061,8 @@ static tr_status memcpy_args(kin_reader *r, size_t idx, const char *name, const 
     tr_copy_detail d;
     copy_detail(r, name, a, &d);
     tr_event *e = &r->t->events.v[idx];
-    e->detail = tr_add_copy_detail(r->t, &d);
+    if (!(e->detail = tr_add_copy_detail(r->t, &d)))
+        return oom(r);
     return set_bytes(r, e, int_of(a[A_BYTES], 0));
 }
 

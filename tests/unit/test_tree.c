@@ -582,6 +582,45 @@ static void test_extra_rows_only_where_set(void)
     tr_trace_free(&t);
 }
 
+/* Equal detail rows are one row; every event still reads its own values,
+ * also once the rows outnumber the cache that finds the repeats. */
+static void test_detail_rows_shared(void)
+{
+    setup();
+    tr_kernel_detail a = {{1, 2, 3}, {128, 1, 1}, 32, 0, 0}, b = a;
+    b.registers = 64;
+    uint32_t ia = tr_add_kernel_detail(&t, &a), ib = tr_add_kernel_detail(&t, &b);
+    CU_ASSERT_NOT_EQUAL(ia, 0);
+    CU_ASSERT_NOT_EQUAL(ia, ib);
+    CU_ASSERT_EQUAL(tr_add_kernel_detail(&t, &a), ia);
+    CU_ASSERT_EQUAL(tr_add_kernel_detail(&t, &b), ib);
+    tr_api_detail ok = {211, 0}, failed = {211, 2};
+    uint32_t iok = tr_add_api_detail(&t, &ok);
+    CU_ASSERT_NOT_EQUAL(tr_add_api_detail(&t, &failed), iok);
+    CU_ASSERT_EQUAL(tr_add_api_detail(&t, &ok), iok);
+    CU_ASSERT_EQUAL(tr_add_memset_value(&t, 7), tr_add_memset_value(&t, 7));
+    CU_ASSERT_NOT_EQUAL(tr_add_memset_value(&t, 7), tr_add_memset_value(&t, 8));
+    /* 20000 values, far more than the cache holds, each added again at once and
+     * once more after all the others: an immediate repeat is always found, and
+     * whatever the cache kept, each index holds the value it was given */
+    enum { N = 20000 };
+    static uint32_t idx[N];
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < N; i++) {
+            tr_copy_detail c = {(uint32_t)i, (uint32_t)(i % 3), 9};
+            uint32_t k = tr_add_copy_detail(&t, &c);
+            CU_ASSERT_FATAL(k != 0);
+            if (pass == 0) {
+                CU_ASSERT_EQUAL_FATAL(tr_add_copy_detail(&t, &c), k);
+                idx[i] = k;
+            }
+            CU_ASSERT_EQUAL_FATAL(t.copies.v[k].copy_kind, (uint32_t)i);
+            CU_ASSERT_EQUAL_FATAL(t.copies.v[idx[i]].copy_kind, (uint32_t)i);
+        }
+    CU_ASSERT(t.copies.n > N && t.copies.n <= 2 * N + 1);
+    tr_trace_free(&t);
+}
+
 TR_SUITE(tree,
          {"partial overlap: siblings, self >= 0", test_partial_overlap},
          {"of two overlapping events the shorter is flagged for viewers", test_unnested_for_viewers},
@@ -602,4 +641,5 @@ TR_SUITE(tree,
          {"Python frames hold no GPU self time", test_python_frames_hold_no_gpu_self},
          {"a sync without its call keeps its self time", test_orphan_sync_self},
          {"extreme times saturate", test_extreme_times_saturate},
-         {"extra fields: a row only where set", test_extra_rows_only_where_set})
+         {"extra fields: a row only where set", test_extra_rows_only_where_set},
+         {"equal detail rows are one", test_detail_rows_shared})
