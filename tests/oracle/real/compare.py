@@ -122,8 +122,10 @@ def parse_table(text):
     shapes_width = widths[titles.index("Input Shapes")] if "Input Shapes" in titles else None
     rows = []
     for l in lines[s1 + 1:s2]:
-        name = l[:widths[0]].strip()
-        if not name:
+        name = l[:widths[0]].lstrip()   # right-aligned: trailing spaces are the name's
+        if not name.strip() and not l[widths[0]:starts[-1]].strip():
+            # a continuation (frame) or spacer row: every cell but the last is empty
+            # (a row whose name is "" still has numbers)
             frame = l.strip()
             if frame and rows:
                 rows[-1]["frames"].append(frame)
@@ -185,6 +187,7 @@ def load_ours(path):
 
 
 def name_matches(cell, name):
+    name = name.lstrip()   # leading spaces cannot be told from the padding
     if cell == name:
         return 2
     return 1 if cell.endswith("...") and name.startswith(cell[:-3]) else 0

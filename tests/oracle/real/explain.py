@@ -21,12 +21,17 @@ def norm(name):
     return "ProfilerStep*" if name.startswith("ProfilerStep#") else name
 
 
+def unescape(v):
+    """gen.py's tsv_text() undone: \\\\, \\t and \\n."""
+    return re.sub(r"\\(.)", lambda m: {"t": "\t", "n": "\n"}.get(m.group(1), m.group(1)), v)
+
+
 def load_pytorch(d):
     evs = {}
     with open(d + "/events.tsv", encoding="utf-8") as f:
         head = f.readline().rstrip("\n").split("\t")
         for line in f:
-            r = dict(zip(head, line.rstrip("\n").split("\t")))
+            r = dict(zip(head, (unescape(v) for v in line.rstrip("\n").split("\t"))))
             for k in ("id", "thread", "start", "end", "cpu_memory_usage", "self_cpu_memory_usage",
                       "self_cpu_time_total", "scope", "is_async"):
                 r[k] = int(r[k])

@@ -30,7 +30,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = ["mlp", "conv", "rnn", "attn", "fork", "sched", "customfn", "shapesmix", "ckpt", "loop",
-             "flops", "autocast", "dblgrad", "exc", "bare", "toplevel"]
+             "flops", "autocast", "dblgrad", "exc", "bare", "toplevel", "sparse", "views", "jitmod",
+             "losses", "repeat2", "deep", "infermod", "names", "frames"]
 SORT = "self_cpu_time_total"
 USER_SCOPE = 7
 
@@ -108,13 +109,18 @@ def write_text(path, s):
         f.write(s)
 
 
+def tsv_text(v):
+    """A field with its backslashes, tabs and newlines escaped: a name may hold any of them."""
+    return str(v).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+
+
 def write_events_tsv(raw, path):
     cols = ["id", "name", "thread", "fwd_thread", "start", "end", "scope", "sequence_nr",
             "is_async", "input_shapes", "cpu_memory_usage", "self_cpu_memory_usage",
             "self_cpu_time_total", "cpu_parent", "stack"]
     lines = ["\t".join(cols)]
     for e in raw.function_events:
-        lines.append("\t".join(str(v) for v in [
+        lines.append("\t".join(tsv_text(v) for v in [
             e.id, e.name, e.thread, e.fwd_thread, e.time_range.start, e.time_range.end,
             e.scope, e.sequence_nr, int(e.is_async), e.input_shapes, e.cpu_memory_usage,
             e.self_cpu_memory_usage, e.self_cpu_time_total,
@@ -560,6 +566,244 @@ def w_toplevel(outdir):
         with record_function("again"):
             y = lin(y)
         y.sum().item()
+    dump(prof, outdir)
+
+def w_sparse(outdir):
+    """EmbeddingBag and Embedding with sparse gradients; an Adagrad and a SparseAdam step."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    bag = nn.EmbeddingBag(100, 8, mode="sum", sparse=True)
+    emb = nn.Embedding(50, 4, sparse=True)
+    opt1 = torch.optim.Adagrad(bag.parameters(), lr=0.1)
+    opt2 = torch.optim.SparseAdam(emb.parameters(), lr=0.01)
+    idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+    off = torch.tensor([0, 4])
+    ids = torch.tensor([[1, 2, 3], [4, 4, 7]])
+
+    def step():
+        loss = bag(idx, off).pow(2).sum() + emb(ids).sum()
+        loss.backward()
+        opt1.step()
+        opt2.step()
+        opt1.zero_grad()
+        opt2.zero_grad()
+    step()
+    with cpu_profile() as prof:
+        step()
+        step()
+    dump(prof, outdir)
+
+
+def w_views(outdir):
+    """In-place ops and views: add_, relu_, masked_fill_, transpose, narrow, expand,
+    contiguous, as_strided, index_select, scatter_add_, then backward through views."""
+    import torch
+    torch.manual_seed(0)
+    a = torch.randn(6, 8)
+    w = torch.randn(8, 8, requires_grad=True)
+    with cpu_profile() as prof:
+        b = a.clone()
+        b.add_(1.0)
+        b.relu_()
+        b.masked_fill_(b > 1.5, 0.0)
+        t = b.transpose(0, 1)
+        n = t.narrow(0, 2, 3)
+        e = torch.randn(1, 8).expand(6, 8)
+        c = (e + b).contiguous()
+        s = c.as_strided((3, 3), (8, 1), 2)
+        sel = c.index_select(1, torch.tensor([0, 3, 5]))
+        z = torch.zeros(3, 8)
+        z.scatter_add_(0, torch.tensor([[0, 1, 2, 0, 1, 2, 0, 1]] * 6)[:3], c[:3])
+        y = (c @ w)
+        y.t().narrow(0, 0, 4).sum().backward()
+        (n.sum() + s.sum() + sel.sum() + z.sum()).item()
+        v = torch.randn(4, 4, requires_grad=True)
+        u = v * 1.0
+        u[1:3].mul_(2.0)
+        u.view(16).unsqueeze(0).squeeze(0).sum().backward()
+    dump(prof, outdir)
+
+
+def w_jitmod(outdir):
+    """A torch.jit.script'ed nn.Module: forward and backward (TorchScript scope events,
+    DifferentiableGraphBackward), warmed up so the profiling executor has optimized it."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1 = nn.Linear(16, 32)
+            self.l2 = nn.Linear(32, 8)
+
+        def forward(self, x):
+            h = torch.tanh(self.l1(x))
+            if h.sum() > 0:
+                h = h * 2.0
+            return torch.sigmoid(self.l2(h)).sum()
+
+    m = torch.jit.script(Block())
+    x = torch.randn(4, 16)
+    for _ in range(4):
+        m(x).backward()
+    with cpu_profile() as prof:
+        m(x).backward()
+        m(x).backward()
+    dump(prof, outdir)
+
+
+def w_losses(outdir):
+    """Several losses with backward: MSE, BCEWithLogits, NLL(log_softmax), KLDiv, SmoothL1."""
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    x = torch.randn(8, 5, requires_grad=True)
+    t = torch.randn(8, 5)
+    cls = torch.randint(0, 5, (8,))
+    with cpu_profile() as prof:
+        l1 = F.mse_loss(x, t)
+        l2 = F.binary_cross_entropy_with_logits(x, (t > 0).float())
+        l3 = F.nll_loss(F.log_softmax(x, dim=1), cls)
+        l4 = F.kl_div(F.log_softmax(x, dim=1), F.softmax(t, dim=1), reduction="batchmean")
+        l5 = F.smooth_l1_loss(x, t, beta=0.5)
+        (l1 + l2 + l3 + l4 + l5).backward()
+    dump(prof, outdir)
+
+
+def w_repeat2(outdir):
+    """A schedule with repeat=2: on_trace_ready is called twice; the last trace is kept."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    lin = nn.Linear(8, 8)
+    x = torch.randn(4, 8)
+    done = []
+
+    def ready(p):
+        dump(p, outdir)
+        done.append(p.step_num)
+
+    sched = torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=2)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
+                                on_trace_ready=ready, **prof_args()) as prof:
+        for step in range(10):
+            with torch.profiler.record_function("iter"):
+                y = lin(x).relu()
+                if step % 2:
+                    y = y * 3.0
+                y.sum().backward()
+            prof.step()
+    if len(done) != 2:
+        raise SystemExit("repeat2: expected two traces, got %d" % len(done))
+
+
+def w_deep(outdir):
+    """record_function ranges nested 10 deep (same and different names), empty ranges and
+    very short ops (views, size, empty(0)): many zero-length events."""
+    import torch
+    from torch.profiler import record_function
+    torch.manual_seed(0)
+    x = torch.randn(3, 3)
+
+    def nest(d):
+        if d == 0:
+            y = x.t()
+            torch.empty(0)
+            x.view(9)
+            with record_function("empty"):
+                pass
+            return (y + 1.0).sum()
+        with record_function("lvl%d" % (d % 3)):
+            with record_function("d"):
+                pass
+            return nest(d - 1)
+    with cpu_profile() as prof:
+        for _ in range(3):
+            nest(10)
+        for _ in range(50):
+            x.select(0, 1)
+            with record_function("z"):
+                pass
+    dump(prof, outdir)
+
+
+def w_infermod(outdir):
+    """A small CNN of nested nn.Modules in eval mode under torch.inference_mode, with
+    with_modules=True (nn.Module frames of nested modules)."""
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+
+    class Block(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.conv = nn.Conv2d(c, c, 3, padding=1)
+            self.bn = nn.BatchNorm2d(c)
+            self.act = nn.ReLU()
+
+        def forward(self, x):
+            return self.act(self.bn(self.conv(x))) + x
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 4, 3, padding=1)
+            self.blocks = nn.Sequential(Block(4), Block(4))
+            self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 3))
+
+        def forward(self, x):
+            return self.head(self.blocks(self.stem(x)))
+
+    m = Net().eval()
+    x = torch.randn(2, 3, 12, 12)
+    with torch.inference_mode():
+        m(x)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                with_modules=True, **prof_args()) as prof:
+        with torch.inference_mode():
+            m(x)
+            m(x).softmax(-1)
+    dump(prof, outdir)
+
+
+def w_names(outdir):
+    """record_function names with commas, quotes, backslashes, a tab, unicode, a long name,
+    names that look like C++ mangled names (PyTorch demangles them), 1-char names, and
+    one starting with ProfilerStep# (PyTorch rewrites it to ProfilerStep*)."""
+    import torch
+    from torch.profiler import record_function
+    torch.manual_seed(0)
+    x = torch.randn(4)
+    names = ['a, b, c', 'say "hi"', "it's", 'back\\slash', 'tab\there', 'émoji 🚀 名',
+             'L' * 70 + ', "q"', '_ZN3foo3barEv', '_Z3bazi', 't', 'x', 'ProfilerStep#user',
+             '  spaced  ', 'semi;colon', '']
+    with cpu_profile() as prof:
+        for n in names:
+            with record_function(n):
+                x = x + 1.0
+        with record_function('a, b, c'):
+            x = x * 2.0
+    dump(prof, outdir)
+
+
+def w_frames(outdir):
+    """Python frames whose file names hold a space, a tab, a comma and a quote (code compiled
+    under such a file name): export_stacks' '_' rule and the Source Location column.  (Not a
+    ';': Kineto's "Call stack" joins the frames with it, so such a name reads as two frames.)"""
+    import torch
+    torch.manual_seed(0)
+    src = "def f(x):\n    return (x * 2.0).relu()\n\ndef g(x):\n    return f(x + 1.0).sum()\n"
+    fns = {}
+    for fname in ['my dir/we ird,"q".py', "tab\tfile.py"]:
+        ns = {"torch": torch}
+        exec(compile(src, fname, "exec"), ns)
+        fns[fname] = ns["g"]
+    x = torch.randn(5, requires_grad=True)
+    with cpu_profile() as prof:
+        for g in fns.values():
+            g(x).backward()
     dump(prof, outdir)
 
 # ---- driver ---------------------------------------------------------------------------------
