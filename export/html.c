@@ -27,6 +27,7 @@
 #define TL_BINS 1000       /* timeline bins per lane */
 #define TL_MAX_LANES 48     /* lanes drawn */
 #define TL_READ_LANES 4096  /* lanes read, before the idle streams are dropped */
+#define TL_MAX_RANK_LANES 128   /* ranks drawn, a lane each, when two lanes a rank do not fit */
 #define TABLE_ROWS 15
 
 static void esc(FILE *out, const char *s)
@@ -284,13 +285,24 @@ static void top_bars(FILE *out, const tr_rtable *t)
 
 typedef struct {
     char label[64];
+    int64_t rank;          /* with two ranks or more; else 0 */
+    int gpu;               /* a stream's lane, not a thread's */
+    size_t merged;         /* merge_by_rank(): the threads, or busy streams, it stands for */
     unsigned char bins[TL_BINS];
 } lane;
+
+/* How the lanes are drawn: one a thread or stream; of many ranks, two a rank
+ * (its threads' busy time merged, and its streams'); of more, one a rank (its
+ * streams'). */
+enum { LANES_EACH, LANES_PER_RANK, LANES_GPU_PER_RANK };
 
 typedef struct {
     int64_t t0, t1;        /* the run's span; t1 <= t0: no events with a duration */
     lane *lanes;
     size_t nthr, nlanes, cap, dropped;
+    size_t nranks;         /* of the run.db */
+    size_t lane_ranks;     /* merge_by_rank(): of the lanes (--rank selects some) */
+    int merged;            /* LANES_* */
     tr_i64map index;       /* lane_key() -> index into lanes */
 } timeline_lanes;
 
@@ -352,17 +364,19 @@ static tr_status timeline_lanes_load(timeline_lanes *tl, sqlite3 *db, const tr_r
             }
             lane *l = &tl->lanes[tl->nlanes++];
             memset(l, 0, sizeof *l);
+            l->gpu = k;
             const char *text = (const char *)sqlite3_column_text(st, 1);
-            if (ranks->nranks > 1)
-                snprintf(l->label, sizeof l->label, "rank %lld %s",
-                         (long long)tr_rank_map_event(ranks, thread, stream), text ? text : "");
-            else
+            if (ranks->nranks > 1) {
+                l->rank = tr_rank_map_event(ranks, thread, stream);
+                snprintf(l->label, sizeof l->label, "rank %lld %s", (long long)l->rank, text ? text : "");
+            } else
                 snprintf(l->label, sizeof l->label, "%s", text ? text : "");
         }
         sqlite3_finalize(st);
         if (k == 0)
             tl->nthr = tl->nlanes;
     }
+    tl->nranks = ranks->nranks;
     return TR_OK;
 }
 
@@ -395,28 +409,155 @@ static tr_status timeline_fill(timeline_lanes *tl, sqlite3 *db, tr_error *err)
     return TR_OK;
 }
 
+static int busy(const lane *l)
+{
+    return memchr(l->bins, 1, TL_BINS) != NULL;
+}
+
+static int by_rank_then_host(const void *a, const void *b)
+{
+    const lane *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    return x->gpu - y->gpu;
+}
+
+/* Of many ranks, a lane each thread and stream would show only the first
+ * ranks: instead a rank's threads are one lane (busy where any of them is)
+ * and its streams another, in rank order; where two a rank do not fit, the
+ * streams' lanes alone (the GPU's gaps are what the overview is for), up to
+ * TL_MAX_RANK_LANES ranks.  A rank whose streams are all idle keeps its empty
+ * GPU lane: an idle rank is what a reader looks for.  -1 out of memory. */
+static int merge_by_rank(timeline_lanes *tl)
+{
+    tr_i64map at;
+    tr_i64map_init(&at);
+    size_t n = 0, from_count[2] = {0, 0};
+    for (size_t l = 0; l < tl->nlanes; l++) {
+        lane *from = &tl->lanes[l];
+        int64_t key = (int64_t)(((uint64_t)from->rank << 1) | (unsigned)from->gpu), i;
+        from_count[from->gpu]++;
+        if (tr_i64map_get(&at, key, &i)) {
+            lane *to = &tl->lanes[i];
+            to->merged += !from->gpu || busy(from);
+            for (size_t b = 0; b < TL_BINS; b++)
+                to->bins[b] |= from->bins[b];
+            continue;
+        }
+        if (tr_i64map_put(&at, key, (int64_t)n) < 0) {
+            tr_i64map_free(&at);
+            return -1;
+        }
+        /* merged lane n is made from lane l >= n: nothing is overwritten unread */
+        if (n != l)
+            tl->lanes[n] = *from;
+        tl->lanes[n].merged = !tl->lanes[n].gpu || busy(&tl->lanes[n]);
+        n++;
+    }
+    tr_i64map_free(&at);
+    qsort(tl->lanes, n, sizeof *tl->lanes, by_rank_then_host);
+    tl->lane_ranks = 0;
+    for (size_t l = 0; l < n; l++)
+        tl->lane_ranks += l == 0 || tl->lanes[l].rank != tl->lanes[l - 1].rank;
+    tl->merged = LANES_PER_RANK;
+    tl->nlanes = n;
+    if (n > TL_MAX_LANES) {
+        /* the streams' lanes, or the threads' where no stream was read */
+        int gpu = from_count[1] > 0;
+        size_t k = 0;
+        for (size_t l = 0; l < n; l++)
+            if (tl->lanes[l].gpu == gpu)
+                tl->lanes[k++] = tl->lanes[l];
+        tl->merged = LANES_GPU_PER_RANK;
+        tl->nlanes = k < TL_MAX_RANK_LANES ? k : TL_MAX_RANK_LANES;
+        tl->dropped = k - tl->nlanes;
+    } else {
+        tl->dropped = 0;
+    }
+    for (size_t l = 0; l < tl->nlanes; l++) {
+        lane *ln = &tl->lanes[l];
+        snprintf(ln->label, sizeof ln->label, "rank %lld %s (%zu)", (long long)ln->rank,
+                 ln->gpu ? "GPU" : "host", ln->merged);
+    }
+    return 0;
+}
+
+/* A stream without activities (nvprof's and Nsight's -1, which only the
+ * context-wide syncs name) is no lane: an empty row says nothing, and it would
+ * take the place of one that does.  Of more than TL_MAX_LANES, with two ranks
+ * or more, a lane or two a rank (merge_by_rank()); else the streams keep at
+ * least half (the GPU's gaps are what the overview is for), the threads the
+ * rest, each in their order. */
+/* Whether drawing the first keep_threads threads and keep_streams busy streams
+ * leaves a rank out, or a rank with GPU work without a stream: then
+ * merge_by_rank() shows more.  -1 out of memory. */
+static int ranks_left_out(const timeline_lanes *tl, size_t keep_threads, size_t keep_streams)
+{
+    enum { ANY = 1, KEPT = 2, GPU = 4, GPU_KEPT = 8 };
+    tr_i64map seen;   /* rank -> the flags above */
+    tr_i64map_init(&seen);
+    int rc = 0;
+    for (size_t l = 0, streams = 0; l < tl->nlanes && rc == 0; l++) {
+        const lane *ln = &tl->lanes[l];
+        int kept, flags;
+        if (!ln->gpu) {
+            kept = l < keep_threads;
+            flags = ANY | (kept ? KEPT : 0);
+        } else if (busy(ln)) {
+            kept = streams++ < keep_streams;
+            flags = ANY | GPU | (kept ? KEPT | GPU_KEPT : 0);
+        } else {
+            continue;
+        }
+        int64_t had = 0;
+        (void)tr_i64map_get(&seen, ln->rank, &had);
+        if (tr_i64map_put(&seen, ln->rank, had | flags) < 0)
+            rc = -1;
+    }
+    for (size_t l = 0; l < tl->nlanes && rc == 0; l++) {
+        int64_t f = 0;
+        (void)tr_i64map_get(&seen, tl->lanes[l].rank, &f);
+        if ((f & ANY && !(f & KEPT)) || (f & GPU && !(f & GPU_KEPT)))
+            rc = 1;
+    }
+    tr_i64map_free(&seen);
+    return rc;
+}
+
 /* A stream without activities (nvprof's and Nsight's -1, which only the
  * context-wide syncs name) is no lane: an empty row says nothing, and it would
  * take the place of one that does.  Of more than TL_MAX_LANES, the streams
  * keep at least half (the GPU's gaps are what the overview is for), the
- * threads the rest, each in their order. */
-static void keep_drawn_lanes(timeline_lanes *tl)
+ * threads the rest, each in their order; unless that leaves a rank out, when
+ * a rank's threads and its streams are a lane each (merge_by_rank()). */
+static tr_status keep_drawn_lanes(timeline_lanes *tl, tr_error *err)
 {
     size_t nstreams = 0;
     for (size_t l = tl->nthr; l < tl->nlanes; l++)
-        if (memchr(tl->lanes[l].bins, 1, TL_BINS))
-            tl->lanes[tl->nthr + nstreams++] = tl->lanes[l];
+        nstreams += busy(&tl->lanes[l]) != 0;
     size_t total = tl->nthr + nstreams;
-    tl->nlanes = total;
-    if (total <= TL_MAX_LANES)
-        return;
     size_t room = tl->nthr < TL_MAX_LANES / 2 ? TL_MAX_LANES - tl->nthr : TL_MAX_LANES / 2;
     size_t keep_streams = nstreams < room ? nstreams : room;
     size_t keep_threads = TL_MAX_LANES - keep_streams;
+    if (total > TL_MAX_LANES && tl->nranks > 1) {
+        int left_out = ranks_left_out(tl, keep_threads, keep_streams);
+        if (left_out > 0 && merge_by_rank(tl) == 0)
+            return TR_OK;
+        if (left_out != 0)
+            return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    }
+    nstreams = 0;
+    for (size_t l = tl->nthr; l < tl->nlanes; l++)
+        if (busy(&tl->lanes[l]))
+            tl->lanes[tl->nthr + nstreams++] = tl->lanes[l];
+    tl->nlanes = total;
+    if (total <= TL_MAX_LANES)
+        return TR_OK;
     memmove(&tl->lanes[keep_threads], &tl->lanes[tl->nthr], keep_streams * sizeof *tl->lanes);
     tl->nthr = keep_threads;
     tl->nlanes = TL_MAX_LANES;
     tl->dropped += total - TL_MAX_LANES;
+    return TR_OK;
 }
 
 /* ranks: the --rank set (NULL or empty: every rank). */
@@ -440,7 +581,7 @@ static tr_status timeline_compute(timeline_lanes *tl, sqlite3 *db, const struct 
     else if (rc == TR_OK && (rc = timeline_lanes_load(tl, db, &lane_ranks, err)) == TR_OK)
         rc = timeline_fill(tl, db, err);
     if (rc == TR_OK)
-        keep_drawn_lanes(tl);
+        rc = keep_drawn_lanes(tl, err);
     tr_rank_map_free(&lane_ranks);
     return rc;
 }
@@ -456,6 +597,13 @@ static void timeline_write(FILE *out, const timeline_lanes *tl)
     tr_fmt_time(tb, sizeof tb, span / 1000.0, TR_UNIT_AUTO);
     fprintf(out, "<p class=\"note\">%zu lanes over %s; each column is %s/%d; a blank is a gap in the lane</p>\n",
             tl->nlanes, tb, tb, TL_BINS);
+    static const char *const merged_note[] = {
+        [LANES_PER_RANK] = "a lane for each rank's threads and one for its streams, each busy where any of "
+                           "them is (in brackets: how many threads, how many streams with GPU work)",
+        [LANES_GPU_PER_RANK] = "a lane for each rank's streams, busy where any of them is (in brackets: how "
+                               "many have GPU work); its threads are not drawn"};
+    if (tl->merged != LANES_EACH)
+        fprintf(out, "<p class=\"note\">%zu ranks: %s</p>\n", tl->lane_ranks, merged_note[tl->merged]);
     fprintf(out, "<svg class=\"chart\" width=\"%d\" height=\"%zu\" xmlns=\"http://www.w3.org/2000/svg\">\n",
             220 + TL_BINS, tl->nlanes * 16 + 4);
     for (size_t l = 0; l < tl->nlanes; l++) {
@@ -473,14 +621,15 @@ static void timeline_write(FILE *out, const timeline_lanes *tl)
             while (e < TL_BINS && ln->bins[e])
                 e++;
             fprintf(out, "<rect class=\"%s\" x=\"%zu\" y=\"%d\" width=\"%zu\" height=\"12\"/>",
-                    l < tl->nthr ? "host" : "comp", 220 + b, y, e - b);
+                    ln->gpu ? "comp" : "host", 220 + b, y, e - b);
             b = e;
         }
         fputc('\n', out);
     }
     fputs("</svg>\n", out);
     if (tl->dropped)
-        fprintf(out, "<p class=\"note\">%zu more threads and streams not drawn</p>\n", tl->dropped);
+        fprintf(out, "<p class=\"note\">%zu more %s not drawn</p>\n", tl->dropped,
+                tl->merged == LANES_EACH ? "threads and streams" : "ranks");
 }
 
 static const char css[] =

@@ -599,12 +599,41 @@ expect_status 0 "$BIN/trace-ingest" -q -o fq20.db $(for i in $(seq 20); do echo 
 expect_status 0 "$BIN/trace-export" --html -o fq20.html fq20.db
 expect_grep "40 lanes over" fq20.html
 expect_no_grep "not drawn" fq20.html
-# 30 ranks: 60 lanes for 48 places, half of them for the streams
+# 30 ranks: 60 lanes for 48 places would leave 6 ranks out, and two lanes a rank do
+# not fit either: a lane for each rank's streams, every rank drawn
 expect_status 0 "$BIN/trace-ingest" -q -o fq30.db $(for i in $(seq 30); do echo "$TRACES/nvprof/FastQSL__prof.nvvp"; done)
 expect_status 0 "$BIN/trace-export" --html -o fq30.html fq30.db
-expect_grep "48 lanes over" fq30.html
-expect_grep "12 more threads and streams not drawn" fq30.html
-expect_eq "$(grep -o 'gpu 0 stream 7<' fq30.html | wc -l)" "24" "30 ranks: 24 stream lanes of 48"
+expect_grep "30 lanes over" fq30.html
+expect_grep "30 ranks: a lane for each rank's streams" fq30.html
+expect_no_grep "more ranks not drawn" fq30.html
+expect_eq "$(grep -o '>rank [0-9]* GPU (1)<' fq30.html | sort -u | wc -l)" "30" "30 ranks: a GPU lane each"
+expect_no_grep '>rank [0-9]* host' fq30.html
+# 130 ranks: the first 128
+expect_status 0 "$BIN/trace-ingest" -q -o fq130.db $(for i in $(seq 130); do echo "$TRACES/nvprof/FastQSL__prof.nvvp"; done)
+expect_status 0 "$BIN/trace-export" --html -o fq130.html fq130.db
+expect_grep "128 lanes over" fq130.html
+expect_grep "2 more ranks not drawn" fq130.html
+# blinkplus: 9 threads and 16 busy streams a rank.  Two ranks: 50 lanes, the 48 drawn
+# show both ranks' threads and GPU work, so each is a lane.  Three: rank 2's streams
+# would be left out: a rank's threads are one lane, its streams another
+blink="$TRACES/nvprof/blinkplus-nccl-base__output.nvvp"
+expect_status 0 "$BIN/trace-ingest" -q -o bl2.db "$blink" "$blink"
+expect_status 0 "$BIN/trace-export" --html -o bl2.html bl2.db
+expect_grep "48 lanes over" bl2.html
+expect_grep "2 more threads and streams not drawn" bl2.html
+expect_grep '>rank 1 gpu ' bl2.html
+expect_status 0 "$BIN/trace-ingest" -q -o bl3.db "$blink" "$blink" "$blink"
+expect_status 0 "$BIN/trace-export" --html -o bl3.html bl3.db
+expect_grep "6 lanes over" bl3.html
+for r in 0 1 2; do
+    expect_grep ">rank $r host (9)<" bl3.html
+    expect_grep ">rank $r GPU (16)<" bl3.html
+done
+# --rank: the selected ranks' lanes only; two ranks, drawn as two ranks are
+expect_status 0 "$BIN/trace-export" --html --rank 1,2 -o bl3s.html bl3.db
+expect_grep "48 lanes over" bl3s.html
+expect_grep '>rank 2 gpu ' bl3s.html
+expect_no_grep '>rank 0 ' bl3s.html
 expect_status 2 "$BIN/trace-export" --html --device 0 -o sel.html steps.db
 expect_one_line_error
 expect_no_file sel.html
