@@ -432,11 +432,12 @@ static int merge_by_rank(timeline_lanes *tl)
 {
     tr_i64map at;
     tr_i64map_init(&at);
-    size_t n = 0, from_count[2] = {0, 0};
+    size_t n = 0;
+    int any_gpu = 0;
     for (size_t l = 0; l < tl->nlanes; l++) {
         lane *from = &tl->lanes[l];
         int64_t key = (int64_t)(((uint64_t)from->rank << 1) | (unsigned)from->gpu), i;
-        from_count[from->gpu]++;
+        any_gpu |= from->gpu;
         if (tr_i64map_get(&at, key, &i)) {
             lane *to = &tl->lanes[i];
             to->merged += !from->gpu || busy(from);
@@ -463,10 +464,9 @@ static int merge_by_rank(timeline_lanes *tl)
     tl->nlanes = n;
     if (n > TL_MAX_LANES) {
         /* the streams' lanes, or the threads' where no stream was read */
-        int gpu = from_count[1] > 0;
         size_t k = 0;
         for (size_t l = 0; l < n; l++)
-            if (tl->lanes[l].gpu == gpu)
+            if (tl->lanes[l].gpu == any_gpu)
                 tl->lanes[k++] = tl->lanes[l];
         tl->merged = LANES_GPU_PER_RANK;
         tl->nlanes = k < TL_MAX_RANK_LANES ? k : TL_MAX_RANK_LANES;
@@ -482,12 +482,6 @@ static int merge_by_rank(timeline_lanes *tl)
     return 0;
 }
 
-/* A stream without activities (nvprof's and Nsight's -1, which only the
- * context-wide syncs name) is no lane: an empty row says nothing, and it would
- * take the place of one that does.  Of more than TL_MAX_LANES, with two ranks
- * or more, a lane or two a rank (merge_by_rank()); else the streams keep at
- * least half (the GPU's gaps are what the overview is for), the threads the
- * rest, each in their order. */
 /* Whether drawing the first keep_threads threads and keep_streams busy streams
  * leaves a rank out, or a rank with GPU work without a stream: then
  * merge_by_rank() shows more.  -1 out of memory. */

@@ -309,6 +309,26 @@ def forked(x, w):
     dump(prof, outdir)
 
 
+def scheduled(outdir, name, repeat, steps, body):
+    """Runs body(step) for each of steps steps under schedule(wait=1, warmup=1, active=2,
+    repeat=repeat), each finished cycle dumped to outdir (the last one stays there)."""
+    import torch
+    done = []
+
+    def ready(p):
+        dump(p, outdir)
+        done.append(p.step_num)
+
+    sched = torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=repeat)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
+                                on_trace_ready=ready, **prof_args()) as prof:
+        for step in range(steps):
+            body(step)
+            prof.step()
+    if len(done) != repeat:
+        raise SystemExit("%s: expected %d trace(s), got %d" % (name, repeat, len(done)))
+
+
 def w_sched(outdir):
     """Nested record_function ranges under a schedule: ProfilerStep#N events, one active window."""
     import torch
@@ -316,26 +336,16 @@ def w_sched(outdir):
     torch.manual_seed(0)
     lin = nn.Linear(8, 8)
     x = torch.randn(4, 8)
-    done = []
 
-    def ready(p):
-        dump(p, outdir)
-        done.append(p.step_num)
-
-    sched = torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
-                                on_trace_ready=ready, **prof_args()) as prof:
-        for step in range(5):
-            with torch.profiler.record_function("outer"):
-                with torch.profiler.record_function("inner_a"):
-                    y = lin(x).relu()
-                with torch.profiler.record_function("inner_b"):
-                    with torch.profiler.record_function("leaf"):
-                        y = y * 2.0
-                    y.sum().backward()
-            prof.step()
-    if len(done) != 1:
-        raise SystemExit("sched: expected one trace, got %d" % len(done))
+    def body(step):
+        with torch.profiler.record_function("outer"):
+            with torch.profiler.record_function("inner_a"):
+                y = lin(x).relu()
+            with torch.profiler.record_function("inner_b"):
+                with torch.profiler.record_function("leaf"):
+                    y = y * 2.0
+                y.sum().backward()
+    scheduled(outdir, "sched", 1, 5, body)
 
 
 def w_customfn(outdir):
@@ -679,24 +689,14 @@ def w_repeat2(outdir):
     torch.manual_seed(0)
     lin = nn.Linear(8, 8)
     x = torch.randn(4, 8)
-    done = []
 
-    def ready(p):
-        dump(p, outdir)
-        done.append(p.step_num)
-
-    sched = torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=2)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
-                                on_trace_ready=ready, **prof_args()) as prof:
-        for step in range(10):
-            with torch.profiler.record_function("iter"):
-                y = lin(x).relu()
-                if step % 2:
-                    y = y * 3.0
-                y.sum().backward()
-            prof.step()
-    if len(done) != 2:
-        raise SystemExit("repeat2: expected two traces, got %d" % len(done))
+    def body(step):
+        with torch.profiler.record_function("iter"):
+            y = lin(x).relu()
+            if step % 2:
+                y = y * 3.0
+            y.sum().backward()
+    scheduled(outdir, "repeat2", 2, 10, body)
 
 
 def w_deep(outdir):
