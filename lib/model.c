@@ -144,12 +144,14 @@ tr_status tr_trace_init(tr_trace *t, tr_error *err)
     (void)err;
     memset(t, 0, sizeof *t);
     tr_intern_init(&t->strings);
+    tr_i64map_init(&t->wide);
     return TR_OK;
 }
 
 void tr_trace_free(tr_trace *t)
 {
     tr_intern_free(&t->strings);
+    tr_i64map_free(&t->wide);
     tr_spill_free(t->events.v);
     tr_spill_free(t->extras.v);
     tr_spill_free(t->mem);
@@ -282,10 +284,51 @@ tr_event *tr_add_event(tr_trace *t, tr_kind kind)
     tr_event *e = &t->events.v[t->events.n++];
     memset(e, 0, sizeof *e);
     e->kind = (uint8_t)kind;
-    e->correlation = -1;
+    e->correlation32 = TR_CORRELATION_NONE;
     e->parent = -1;
     t->tree_built = 0;
     return e;
+}
+
+/* The wide map's key: the event's index and which field. */
+static int64_t wide_key(const tr_trace *t, const tr_event *e, int field)
+{
+    return (int64_t)(e - t->events.v) * 2 + field;
+}
+
+int64_t tr_wide_value_(const tr_trace *t, const tr_event *e, int field)
+{
+    int64_t v = 0;
+    tr_i64map_get(&t->wide, wide_key(t, e, field), &v);
+    return v;
+}
+
+int tr_set_correlation(tr_trace *t, tr_event *e, int64_t correlation)
+{
+    if (correlation >= 0 && correlation < TR_CORRELATION_WIDE) {
+        e->correlation32 = (uint32_t)correlation;
+        return 0;
+    }
+    if (correlation == -1) {
+        e->correlation32 = TR_CORRELATION_NONE;
+        return 0;
+    }
+    if (tr_i64map_put(&t->wide, wide_key(t, e, 0), correlation) < 0)
+        return -1;
+    e->correlation32 = TR_CORRELATION_WIDE;
+    return 0;
+}
+
+int tr_set_depth(tr_trace *t, tr_event *e, int64_t depth)
+{
+    if (depth < TR_DEPTH_WIDE) {
+        e->depth16 = (uint16_t)depth;
+        return 0;
+    }
+    if (tr_i64map_put(&t->wide, wide_key(t, e, 1), depth) < 0)
+        return -1;
+    e->depth16 = TR_DEPTH_WIDE;
+    return 0;
 }
 
 const tr_event_extra tr_no_extra = {-1, -1, 0, -1, 0};

@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "lib/error.h"
+#include "lib/i64map.h"
 #include "lib/intern.h"
 
 /* Event kinds.  The numbers are stored in run.db (kinds table): append only. */
@@ -82,10 +83,9 @@ typedef struct {
 
 typedef struct {
     int64_t start, end;          /* ns, half-open [start, end) */
-    int64_t correlation;         /* API <-> GPU activity link; -1 = none */
     /* derived by tr_tree_build() */
     int64_t cpu_self, gpu_self, gpu_total;
-    /* 88 bytes in all: the event array is most of the ingest's peak memory */
+    /* 80 bytes in all: the event array is most of the ingest's peak memory */
     int32_t parent;              /* event index, -1 = none (tr_tree_build() takes < 2^31 events) */
     uint32_t name, raw_name;     /* string ids; raw_name 0 = same as name */
     uint32_t stack;              /* stack node id, 0 = none */
@@ -93,7 +93,13 @@ typedef struct {
     uint32_t stream;             /* stream index, 0 = none (CPU events) */
     uint32_t detail;             /* index into the kind's detail array, 0 = none */
     uint32_t extra;              /* index into tr_trace.extras, 0 = none: tr_no_extra's values */
-    uint32_t depth;
+    /* The API <-> GPU activity link (-1 = none) and the tree depth, in 32 and
+     * 16 bits since CUPTI's correlation ids are 32-bit and trees are shallow:
+     * read them with tr_correlation() and tr_depth(), set them with
+     * tr_set_correlation() and tr_set_depth(), which keep a value that does
+     * not fit in tr_trace.wide. */
+    uint32_t correlation32;
+    uint16_t depth16;
     uint8_t kind;
     uint8_t flags;
 } tr_event;
@@ -171,6 +177,8 @@ typedef struct {
     size_t gpu_unlaunched[3];        /* GPU activities without a launching call, by reason (below) */
     int tree_built;
     tr_event_mem *mem;               /* per event, or NULL: all zero (tree.h) */
+    tr_i64map wide;                  /* event index * 2 + field -> a correlation (0) or
+                                      * depth (1) too wide for the event: rare */
     /* lookup tables, rebuilt on demand */
     struct tr_idmap *thread_map, *stream_map, *device_map, *process_map, *stack_map;
     struct tr_detail_cache *detail_cache;   /* recent detail rows, shared by equal adds */
@@ -206,6 +214,35 @@ int tr_shape_get(tr_trace *t, const char *s, size_t n, uint32_t *shape);
 
 /* Appends a zeroed event (correlation = -1, parent = -1, no extra); NULL on OOM. */
 tr_event *tr_add_event(tr_trace *t, tr_kind kind);
+
+/* An event's correlation and depth: values the event's narrow fields hold,
+ * else the trace's wide map.  The setters return 0, or -1 out of memory
+ * (only for a value that needs the map). */
+#define TR_CORRELATION_NONE UINT32_MAX         /* -1 */
+#define TR_CORRELATION_WIDE (UINT32_MAX - 1)   /* other negatives, and >= 2^32 - 2 */
+#define TR_DEPTH_WIDE UINT16_MAX
+int64_t tr_wide_value_(const tr_trace *t, const tr_event *e, int field);
+static inline int64_t tr_correlation(const tr_trace *t, const tr_event *e)
+{
+    if (e->correlation32 < TR_CORRELATION_WIDE)
+        return e->correlation32;
+    return e->correlation32 == TR_CORRELATION_NONE ? -1 : tr_wide_value_(t, e, 0);
+}
+static inline int64_t tr_depth(const tr_trace *t, const tr_event *e)
+{
+    return e->depth16 < TR_DEPTH_WIDE ? e->depth16 : tr_wide_value_(t, e, 1);
+}
+int tr_set_correlation(tr_trace *t, tr_event *e, int64_t correlation);
+int tr_set_depth(tr_trace *t, tr_event *e, int64_t depth);
+/* child's depth: one more than parent's */
+static inline int tr_set_child_depth(tr_trace *t, tr_event *child, const tr_event *parent)
+{
+    if (parent->depth16 < TR_DEPTH_WIDE - 1) {
+        child->depth16 = (uint16_t)(parent->depth16 + 1);
+        return 0;
+    }
+    return tr_set_depth(t, child, tr_depth(t, parent) + 1);
+}
 /* Events appended by this process, for a progress indicator on another
  * thread (lib/progress.h): relaxed, a hint that may miss concurrent adds. */
 extern atomic_size_t tr_events_added;

@@ -290,9 +290,9 @@ static int fill_event(const void *ctx, size_t i, tr_cell *c)
     tr_cell_int(&c[5], e->end);
     tr_cell_opt(&c[6], e->thread, 0);
     tr_cell_opt(&c[7], e->stream, 0);
-    tr_cell_opt(&c[8], e->correlation, -1);
+    tr_cell_opt(&c[8], tr_correlation(t, e), -1);
     tr_cell_opt(&c[9], e->parent + 1, 0);
-    tr_cell_int(&c[10], e->depth);
+    tr_cell_int(&c[10], tr_depth(t, e));
     tr_cell_opt(&c[11], x->shape, 0);
     tr_cell_opt(&c[12], e->stack, 0);
     tr_cell_opt(&c[13], x->seq, -1);

@@ -411,8 +411,9 @@ static void close_frame(tr_event *ev, const open_frame *f)
 
 /* Nests event e (index i) in its thread's open frames: the frames it is not
  * inside close, the innermost left is its parent, and it opens its own. */
-static int nest_event(tr_event *ev, frame_stack *st, tr_event *e, uint32_t i)
+static int nest_event(tr_trace *t, frame_stack *st, tr_event *e, uint32_t i)
 {
+    tr_event *ev = t->events.v;
     while (st->n) {
         open_frame *f = &st->v[st->n - 1];
         tr_event *p = &ev[f->event];
@@ -422,7 +423,8 @@ static int nest_event(tr_event *ev, frame_stack *st, tr_event *e, uint32_t i)
             continue;
         }
         e->parent = (int32_t)f->event;
-        e->depth = p->depth + 1;
+        if (tr_set_child_depth(t, e, p) < 0)
+            return -1;
         if (e->start >= f->frontier) {
             f->covered = tr_sat_add(f->covered, span_of(e));
             f->frontier = e->end;
@@ -493,7 +495,7 @@ static tr_status build_cpu_tree(tr_trace *t, const uint32_t *order, size_t n, in
     for (size_t k = 0; k < n && !failed; k++) {
         tr_spill_tick();
         tr_event *e = &ev[order[k]];
-        failed = nest_event(ev, &stacks[e->thread], e, order[k]) < 0
+        failed = nest_event(t, &stacks[e->thread], e, order[k]) < 0
                  || (drawn && draw_event(ev, &drawn[e->thread], e, order[k]) < 0);
     }
     for (size_t th = 0; stacks && th < t->threads.n; th++) {
@@ -602,8 +604,8 @@ static void reset_event(tr_event *e)
 {
     if (e->parent != -1)
         e->parent = -1;
-    if (e->depth)
-        e->depth = 0;
+    if (e->depth16)
+        e->depth16 = 0;
     if (e->cpu_self || e->gpu_self || e->gpu_total)
         e->cpu_self = e->gpu_self = e->gpu_total = 0;
     if (e->flags & (TR_FLAG_MERGED | TR_FLAG_UNNESTED))
@@ -631,13 +633,14 @@ static tr_status reset_and_list_calls(tr_trace *t, tree_links *l, tr_error *err)
         l->nmem += e->kind == TR_KIND_MEMORY;
         l->nops += e->kind == TR_KIND_OP;
         l->ngpu += tr_kinds[e->kind].on_gpu;
-        if (!tr_kinds[e->kind].is_api || e->correlation < 0)
+        int64_t corr = tr_correlation(t, e);
+        if (!tr_kinds[e->kind].is_api || corr < 0)
             continue;
         uint32_t src = tr_event_source(t, e);
-        if (add_corr_slot(l, (corr_slot){e->correlation, src, (uint32_t)i + 1}) < 0)
+        if (add_corr_slot(l, (corr_slot){corr, src, (uint32_t)i + 1}) < 0)
             return oom(err);
-        if (src && src < nsrc && e->correlation < l->first_corr[src])
-            l->first_corr[src] = e->correlation;
+        if (src && src < nsrc && corr < l->first_corr[src])
+            l->first_corr[src] = corr;
     }
     return TR_OK;
 }
@@ -654,8 +657,8 @@ static void list_cpu_events(tr_trace *t, tree_links *l, key_range *r)
     for (size_t i = 0; i < t->events.n; i++) {
         tr_spill_tick();
         tr_event *e = &ev[i];
-        if (e->kind == TR_KIND_SYNC && !e->thread && e->correlation >= 0) {
-            uint32_t api = corr_lookup(&l->cm, tr_event_source(t, e), e->correlation);
+        if (e->kind == TR_KIND_SYNC && !e->thread && tr_correlation(t, e) >= 0) {
+            uint32_t api = corr_lookup(&l->cm, tr_event_source(t, e), tr_correlation(t, e));
             if (api)
                 e->thread = ev[api - 1].thread;
         }
@@ -754,7 +757,7 @@ static tr_status rebuild_without_merged(tr_trace *t, tree_links *l, tr_error *er
         tr_spill_tick();
         tr_event *e = &ev[l->order[k]];
         e->parent = -1;
-        e->depth = 0;
+        e->depth16 = 0;
         e->cpu_self = 0;
         if (!(e->flags & TR_FLAG_MERGED))
             l->order[kept++] = l->order[k];
@@ -764,7 +767,7 @@ static tr_status rebuild_without_merged(tr_trace *t, tree_links *l, tr_error *er
 }
 
 /* Merged ops hang under the op they merged into, with no time of their own. */
-static void link_merged(tr_trace *t, const uint32_t *outer)
+static tr_status link_merged(tr_trace *t, const uint32_t *outer, tr_error *err)
 {
     tr_event *ev = t->events.v;
     for (size_t i = 0; i < t->events.n; i++) {
@@ -772,8 +775,10 @@ static void link_merged(tr_trace *t, const uint32_t *outer)
         if (!outer[i])
             continue;
         ev[i].parent = (int32_t)outer[i] - 1;
-        ev[i].depth = ev[outer[i] - 1].depth + 1;
+        if (tr_set_child_depth(t, &ev[i], &ev[outer[i] - 1]) < 0)
+            return oom(err);
     }
+    return TR_OK;
 }
 
 /* ---- PyTorch's backward stacks (_set_backward_stacktraces) --------------- */
@@ -895,12 +900,14 @@ static size_t end_hash(uint32_t thread, int64_t end, size_t cap)
     return (size_t)h & (cap - 1);
 }
 
-static int owns_before(const tr_event *ev, size_t a, int64_t b)
+static int owns_before(const tr_trace *t, size_t a, int64_t b)
 {
+    const tr_event *ev = t->events.v;
     if (b < 0)
         return 1;
-    if (ev[a].depth != ev[b].depth)
-        return ev[a].depth > ev[b].depth;
+    int64_t da = tr_depth(t, &ev[a]), db = tr_depth(t, &ev[b]);
+    if (da != db)
+        return da > db;
     return ev[a].start > ev[b].start;
 }
 
@@ -924,7 +931,7 @@ static tr_status attach_memory(tr_trace *t, const tree_links *l, tr_error *err)
         size_t h = end_hash(e->thread, e->end, cap);
         while (s[h].event_plus1 && !(s[h].thread == e->thread && s[h].end == e->end))
             h = (h + 1) & (cap - 1);
-        if (!s[h].event_plus1 || owns_before(ev, i, (int64_t)s[h].event_plus1 - 1))
+        if (!s[h].event_plus1 || owns_before(t, i, (int64_t)s[h].event_plus1 - 1))
             s[h] = (end_slot){e->thread, e->end, i + 1};
     }
     for (size_t k = 0; k < l->n; k++) {
@@ -935,9 +942,12 @@ static tr_status attach_memory(tr_trace *t, const tree_links *l, tr_error *err)
         size_t h = end_hash(m->thread, m->start, cap);
         while (s[h].event_plus1 && !(s[h].thread == m->thread && s[h].end == m->start))
             h = (h + 1) & (cap - 1);
-        if (s[h].event_plus1 && owns_before(ev, s[h].event_plus1 - 1, m->parent)) {
+        if (s[h].event_plus1 && owns_before(t, s[h].event_plus1 - 1, m->parent)) {
             m->parent = (int32_t)s[h].event_plus1 - 1;
-            m->depth = ev[m->parent].depth + 1;
+            if (tr_set_child_depth(t, m, &ev[m->parent]) < 0) {
+                tr_spill_free(s);
+                return oom(err);
+            }
         }
     }
     tr_spill_free(s);
@@ -948,7 +958,7 @@ static tr_status attach_memory(tr_trace *t, const tree_links *l, tr_error *err)
 
 /* GPU activities hang off their API call; their time goes to the innermost
  * range or op (never a Python frame) that encloses the call. */
-static void attribute_gpu(tr_trace *t, tree_links *l, gpu_order *go)
+static tr_status attribute_gpu(tr_trace *t, tree_links *l, gpu_order *go, tr_error *err)
 {
     tr_event *ev = t->events.v;
     /* each source's lowest API-call correlation: CUPTI numbers launches in order,
@@ -968,20 +978,22 @@ static void attribute_gpu(tr_trace *t, tree_links *l, gpu_order *go)
         go->r.lo = g->start < go->r.lo ? g->start : go->r.lo;
         go->r.hi = g->start > go->r.hi ? g->start : go->r.hi;
         go->r.max_track = g->stream > go->r.max_track ? g->stream : go->r.max_track;
-        if (g->correlation < 0) {
+        int64_t corr = tr_correlation(t, g);
+        if (corr < 0) {
             t->gpu_unlaunched[TR_UNLAUNCHED_NO_CORRELATION]++;
             continue;
         }
         uint32_t src = tr_event_source(t, g);
-        uint32_t api_plus1 = corr_lookup(&l->cm, src, g->correlation);
+        uint32_t api_plus1 = corr_lookup(&l->cm, src, corr);
         if (!api_plus1) {
-            int before = src < t->sources.n && first[src] != INT64_MAX && g->correlation < first[src];
+            int before = src < t->sources.n && first[src] != INT64_MAX && corr < first[src];
             t->gpu_unlaunched[before ? TR_UNLAUNCHED_BEFORE_CAPTURE : TR_UNLAUNCHED_NOT_FOUND]++;
             continue;
         }
         tr_event *api = &ev[api_plus1 - 1];
         g->parent = (int32_t)api_plus1 - 1;
-        g->depth = api->depth + 1;
+        if (tr_set_child_depth(t, g, api) < 0)
+            return oom(err);
         tr_event *target = api;
         for (int64_t p = api->parent; p >= 0; p = ev[p].parent) {
             if (tr_kinds[ev[p].kind].is_range) {
@@ -991,6 +1003,7 @@ static void attribute_gpu(tr_trace *t, tree_links *l, gpu_order *go)
         }
         target->gpu_self = tr_sat_add(target->gpu_self, dur);
     }
+    return TR_OK;
 }
 
 /* Totals bottom-up, with memory events' own bytes.  In the order a parent
@@ -1050,7 +1063,7 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
     if (st == TR_OK && merged) {
         st = rebuild_without_merged(t, &l, err);
         if (st == TR_OK)
-            link_merged(t, outer);
+            st = link_merged(t, outer, err);
     }
     t->merged_redispatch = merged;
     if (st == TR_OK)
@@ -1066,10 +1079,10 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
     gpu_order go = {NULL, 0, {INT64_MAX, INT64_MIN, 0}};
     if (st == TR_OK && !(go.order = tr_spill_calloc(l.ngpu ? l.ngpu : 1, sizeof *go.order)))
         st = oom(err);
-    if (st == TR_OK) {
-        attribute_gpu(t, &l, &go);
+    if (st == TR_OK)
+        st = attribute_gpu(t, &l, &go, err);
+    if (st == TR_OK)
         sum_totals(t, &l);
-    }
     tr_spill_free(outer);
     links_free(&l);
     if (st == TR_OK)

@@ -404,6 +404,9 @@ tr_status ct_read_events(ct_reader *r, const ct_table *tab, const char *name, ct
         e->name = name_id;
         e->start = start;
         e->end = end;
+        /* -1 where the table has no correlation column */
+        if (tr_set_correlation(r->t, e, ct_i64(&w, CT_CORRELATION, -1)) < 0)
+            return ahead_oom(r, &w, a, err);
         if ((s = fill(r, tab, &w, e, err)) != TR_OK) {
             end_ahead(r, &w, a, NULL, 0, err);
             return s;
@@ -455,7 +458,6 @@ static tr_status fill_api(ct_reader *r, const ct_table *tab, const ct_row *w, tr
     else
         versioned_name(r, ct_row_string(r, w, CT_NAME), e);
     e->thread = row_thread(r, w);
-    e->correlation = ct_i64(w, CT_CORRELATION, -1);
     if (cbc >= 0) {
         tr_api_detail d = {cbid, ct_i64(w, CT_RETURN, 0)};
         if (!(e->detail = tr_add_api_detail(r->t, &d)))
@@ -503,7 +505,6 @@ static tr_status fill_kernel(ct_reader *r, const ct_table *tab, const ct_row *w,
 {
     (void)tab;
     e->stream = row_stream(r, w);
-    e->correlation = ct_i64(w, CT_CORRELATION, -1);
     if (kernel_name(r, w, e, err) != TR_OK)
         return err->status;
     /* a launch field the table lacks, or holds as NULL, is unknown (-1: NULL in run.db), not 0 */
@@ -535,7 +536,6 @@ static tr_status fill_memcpy(ct_reader *r, const ct_table *tab, const ct_row *w,
     if (tr_set_bytes(r->t, e, ct_i64(w, CT_BYTES, 0)) < 0)
         return ct_oom(r, err);
     e->stream = row_stream(r, w);
-    e->correlation = ct_i64(w, CT_CORRELATION, -1);
     return (e->detail = tr_add_copy_detail(r->t, &d)) ? TR_OK : ct_oom(r, err);
 }
 
@@ -548,7 +548,6 @@ static tr_status fill_memset(ct_reader *r, const ct_table *tab, const ct_row *w,
     if (tr_set_bytes(r->t, e, ct_i64(w, CT_BYTES, 0)) < 0)
         return ct_oom(r, err);
     e->stream = row_stream(r, w);
-    e->correlation = ct_i64(w, CT_CORRELATION, -1);
     return TR_OK;
 }
 
@@ -561,7 +560,6 @@ static tr_status fill_sync(ct_reader *r, const ct_table *tab, const ct_row *w, t
     (void)tab, (void)err;
     int64_t type = ct_i64(w, CT_SYNC_TYPE, 0);
     e->name = tr_enum_str(r->t, &tr_sync_names, type >= 0 && (uint64_t)type < tr_sync_names.n ? type : 0);
-    e->correlation = ct_i64(w, CT_CORRELATION, -1);
     int64_t ctx = ct_i64(w, CT_CONTEXT, -1), device = 0;
     if (w->col[CT_DEVICE] >= 0)
         device = ct_i64(w, CT_DEVICE, 0);

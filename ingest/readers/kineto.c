@@ -1328,7 +1328,8 @@ static tr_status handle_event(kin_reader *r, const kin_item *it)
         uint32_t thread = thread_of(r, id_of(r, it->key[K_PID]), id_of(r, it->key[K_TID]));
         r->t->events.v[idx].thread = thread;
     }
-    r->t->events.v[idx].correlation = int_of(it->arg[A_CORRELATION], -1);
+    if (tr_set_correlation(r->t, &r->t->events.v[idx], int_of(it->arg[A_CORRELATION], -1)) < 0)
+        return oom(r);
     int64_t akey = ph[0] == 'b' ? async_key(r, it, c) : -1;
     if (akey >= 0 && tr_i64map_put(&r->async_open, akey, (int64_t)idx) < 0)
         return oom(r);

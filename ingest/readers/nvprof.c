@@ -134,8 +134,8 @@ static tr_status read_cuda_events(ct_reader *r, const ct_table *table, tr_error 
         tr_spill_tick();
         const tr_event *a = &r->t->events.v[i];
         int64_t t;
-        if (tr_kinds[a->kind].is_api && tr_i64map_get(&when, a->correlation, &t) && t == INT64_MIN
-            && tr_i64map_put(&when, a->correlation, a->start) < 0)
+        if (tr_kinds[a->kind].is_api && tr_i64map_get(&when, tr_correlation(r->t, a), &t) && t == INT64_MIN
+            && tr_i64map_put(&when, tr_correlation(r->t, a), a->start) < 0)
             goto nomem;
     }
     sqlite3_reset(st);
@@ -153,7 +153,8 @@ static tr_status read_cuda_events(ct_reader *r, const ct_table *table, tr_error 
             goto nomem;
         e->name = name;
         e->start = e->end = at;
-        e->correlation = sqlite3_column_int64(st, 0);
+        if (tr_set_correlation(r->t, e, sqlite3_column_int64(st, 0)) < 0)
+            goto nomem;
         int64_t ctx = tr_col_i64(st, 1, -1), device = tr_col_i64(st, 3, -1);
         if (device < 0 && !tr_i64map_get(&r->ctx_device, ctx, &device))
             device = 0;

@@ -304,7 +304,8 @@ static tr_status read_kernel(raw_reader *r, const unsigned char *p, tr_error *er
         return oom(err);
     e->start = ts_of(r, k.start);
     e->end = ts_of(r, k.end);
-    e->correlation = k.corr;
+    if (tr_set_correlation(r->t, e, k.corr) < 0)
+        return oom(err);
     e->stream = stream_of(r, k.device, k.context, k.stream);
     kernel_name(r, k.name_sid, e);
     tr_kernel_detail d;
@@ -328,7 +329,8 @@ static tr_status read_api(raw_reader *r, const unsigned char *p, tr_error *err)
         return oom(err);
     e->start = ts_of(r, a.start);
     e->end = ts_of(r, a.end);
-    e->correlation = a.corr;
+    if (tr_set_correlation(r->t, e, a.corr) < 0)
+        return oom(err);
     e->thread = thread_of(r, a.tid);
     e->name = a.domain == TR_RAW_API_INTERNAL ? tr_str(r->t, "[internal launch]")
                                               : api_name(r, driver, a.cbid);
@@ -360,7 +362,8 @@ static tr_status read_memcpy(raw_reader *r, const unsigned char *p, tr_error *er
         return oom(err);
     e->start = ts_of(r, m.start);
     e->end = ts_of(r, m.end);
-    e->correlation = m.runtime_corr ? m.runtime_corr : m.corr;
+    if (tr_set_correlation(r->t, e, m.runtime_corr ? m.runtime_corr : m.corr) < 0)
+        return oom(err);
     e->stream = stream_of(r, m.device, m.context, m.stream);
     if (!(e->detail = tr_add_copy_detail(r->t, &d)))
         return oom(err);
@@ -387,7 +390,8 @@ static tr_status read_memset(raw_reader *r, const unsigned char *p, tr_error *er
         return oom(err);
     e->start = ts_of(r, m.start);
     e->end = ts_of(r, m.end);
-    e->correlation = m.corr;
+    if (tr_set_correlation(r->t, e, m.corr) < 0)
+        return oom(err);
     e->stream = stream_of(r, m.device, m.context, m.stream);
     return (e->detail = tr_add_memset_value(r->t, m.value)) ? TR_OK : oom(err);
 }
@@ -408,7 +412,8 @@ static tr_status read_sync(raw_reader *r, const unsigned char *p, tr_error *err)
     e->name = name;
     e->start = ts_of(r, s.start);
     e->end = ts_of(r, s.end);
-    e->correlation = s.corr;
+    if (tr_set_correlation(r->t, e, s.corr) < 0)
+        return oom(err);
     if (s.stream != NO_STREAM)
         return context_stream(r, r->t->events.n - 1, s.context, s.stream, err);
     return TR_OK;
@@ -560,7 +565,8 @@ static tr_status read_overhead(raw_reader *r, const unsigned char *p, tr_error *
     e->name = name;
     e->start = ts_of(r, o.start);
     e->end = ts_of(r, o.end);
-    e->correlation = o.corr;
+    if (tr_set_correlation(r->t, e, o.corr) < 0)
+        return oom(err);
     /* the process's: on no thread, and out of the tree, as the nvprof reader's */
     e->thread = o.object_kind == TR_RAW_OBJ_THREAD ? thread_of(r, o.object_id) : 0;
     if (!e->thread)
@@ -688,15 +694,17 @@ static void read_status(raw_reader *r, const unsigned char *p, size_t n)
 
 /* Each copy with both ids joins to its runtime call if the file has it,
  * else to its driver call. */
-static void join_copies(raw_reader *r)
+static int join_copies(raw_reader *r)
 {
     for (size_t i = 0; i < r->copies.n; i++) {
         const pending_copy *c = &r->copies.v[i];
         int64_t ev;
         if (!tr_i64map_get(&r->api_corr, c->runtime_corr, &ev)
-            && tr_i64map_get(&r->api_corr, c->driver_corr, &ev))
-            r->t->events.v[c->event].correlation = c->driver_corr;
+            && tr_i64map_get(&r->api_corr, c->driver_corr, &ev)
+            && tr_set_correlation(r->t, &r->t->events.v[c->event], c->driver_corr) < 0)
+            return -1;
     }
+    return 0;
 }
 
 static tr_status read_maps(raw_reader *r, const unsigned char *p, size_t n, tr_error *err)
@@ -1246,7 +1254,10 @@ tr_status tr_raw_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr
     if ((s = read_chunks(&r, &in, hlen, err)) != TR_OK || (s = resolve_pending(&r, err)) != TR_OK)
         goto out;
     close_ranges(&r);
-    join_copies(&r);
+    if (join_copies(&r) < 0) {
+        s = oom(err);
+        goto out;
+    }
     if ((s = attach_stacks(&r, err)) != TR_OK)
         goto out;
     warn_summary(&r);

@@ -145,7 +145,7 @@ static const char *make_db(void)
         e->name = tr_str(&t, ev[i].name);
         e->start = ev[i].s;
         e->end = ev[i].e;
-        e->correlation = ev[i].corr;
+        tr_set_correlation(&t, e, ev[i].corr);
         if (tr_kinds[ev[i].k].on_gpu)
             e->stream = st;
         else

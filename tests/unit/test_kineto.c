@@ -95,7 +95,7 @@ static void test_mapping(void)
     CU_ASSERT_EQUAL_FATAL(t.events.n, 5);   /* annotation, flow, skipped op, metadata: none */
     const tr_event *rt = &t.events.v[0], *k = &t.events.v[1], *mem = &t.events.v[2];
     CU_ASSERT_EQUAL(rt->kind, TR_KIND_RUNTIME);
-    CU_ASSERT_EQUAL(rt->correlation, 7);
+    CU_ASSERT_EQUAL(tr_correlation(&t, rt), 7);
     CU_ASSERT_EQUAL(k->kind, TR_KIND_KERNEL);
     CU_ASSERT_NOT_EQUAL(k->stream, 0);
     CU_ASSERT_EQUAL(k->thread, 0);

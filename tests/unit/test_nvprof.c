@@ -198,7 +198,7 @@ static void test_cuda_events_and_overhead(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
     CU_ASSERT_EQUAL(ev->start, 1000);
     CU_ASSERT_EQUAL(ev->end, 1000);
-    CU_ASSERT_EQUAL(ev->correlation, 5);
+    CU_ASSERT_EQUAL(tr_correlation(&t, ev), 5);
     CU_ASSERT_EQUAL(ev->thread, 0);
     CU_ASSERT_EQUAL_FATAL(ev->stream != 0, 1);
     CU_ASSERT_EQUAL(t.streams.v[ev->stream].stream, 13);

@@ -251,7 +251,7 @@ static void test_round_trip(void)
     CU_ASSERT_FATAL(k != NULL);
     CU_ASSERT_EQUAL(k->start, (int64_t)(T0_REAL + 1100));
     CU_ASSERT_EQUAL(k->end - k->start, 80);
-    CU_ASSERT_EQUAL(k->correlation, 2);
+    CU_ASSERT_EQUAL(tr_correlation(&t, k), 2);
     CU_ASSERT_STRING_EQUAL(tr_str_of(&t, k->name), "vecAdd(float const*, float const*, float*, int)");
     CU_ASSERT(k->flags & TR_FLAG_DEMANGLED);
     CU_ASSERT_EQUAL(t.kernels.v[k->detail].grid[0], 128);
@@ -999,8 +999,8 @@ static void test_clock_joins_queries_status(void)
     const tr_event *m0 = find(t, TR_KIND_MEMCPY, 0), *m1 = find(t, TR_KIND_MEMCPY, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(m1);
-    CU_ASSERT_EQUAL(m0->correlation, 10);   /* the runtime call */
-    CU_ASSERT_EQUAL(m1->correlation, 21);   /* no runtime call in the file: the driver's */
+    CU_ASSERT_EQUAL(tr_correlation(t, m0), 10);   /* the runtime call */
+    CU_ASSERT_EQUAL(tr_correlation(t, m1), 21);   /* no runtime call in the file: the driver's */
     CU_ASSERT_EQUAL(count(t).kind[TR_KIND_SYNC], 1);   /* the query and the failed call are no waits */
     CU_ASSERT_PTR_NOT_NULL(strstr(w.all, "trace truncated at 2.000 s: another CUPTI client took over"));
     CU_ASSERT_PTR_NOT_NULL(strstr(w.all, "kind MEMSET: cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET) failed"));

@@ -23,7 +23,7 @@ static size_t add(tr_kind kind, const char *name, int64_t s, int64_t e, uint32_t
     ev->name = tr_str(&t, name);
     ev->start = s;
     ev->end = e;
-    ev->correlation = corr;
+    CU_ASSERT_EQUAL(tr_set_correlation(&t, ev, corr), 0);
     if (tr_kinds[kind].on_gpu)
         ev->stream = stream1;
     else
@@ -53,7 +53,7 @@ static void test_partial_overlap(void)
     CU_ASSERT_EQUAL(EV(p)->cpu_self, 10);
     CU_ASSERT_EQUAL(EV(c1)->cpu_self, 80);
     CU_ASSERT_EQUAL(EV(c2)->cpu_self, 80);
-    CU_ASSERT_EQUAL(EV(c2)->depth, 1);
+    CU_ASSERT_EQUAL(tr_depth(&t, EV(c2)), 1);
     tr_trace_free(&t);
 }
 
@@ -153,7 +153,7 @@ static void test_identical_intervals(void)
     CU_ASSERT_EQUAL(EV(r2)->parent, (int64_t)r);   /* input order among equals */
     CU_ASSERT_EQUAL(EV(api)->parent, (int64_t)r2);
     CU_ASSERT_EQUAL(EV(drv)->parent, (int64_t)api);
-    CU_ASSERT_EQUAL(EV(drv)->depth, 3);
+    CU_ASSERT_EQUAL(tr_depth(&t, EV(drv)), 3);
     tr_trace_free(&t);
 }
 
@@ -173,7 +173,7 @@ static void test_gpu_attribution(void)
     size_t k4 = add(TR_KIND_KERNEL, "orphan", 500, 509, 0, 99);
     build();
     CU_ASSERT_EQUAL(EV(k1)->parent, (int64_t)l1);
-    CU_ASSERT_EQUAL(EV(k1)->depth, 3);
+    CU_ASSERT_EQUAL(tr_depth(&t, EV(k1)), 3);
     CU_ASSERT_EQUAL(EV(k4)->parent, -1);
     CU_ASSERT_EQUAL(EV(inner)->gpu_self, 40);
     CU_ASSERT_EQUAL(EV(inner)->gpu_total, 40);
@@ -427,7 +427,7 @@ static void check_shuffled_nesting(int64_t base, int64_t far)
         ok &= EV(idx[3 * g])->parent == -1 && EV(idx[3 * g])->cpu_self == 400;
         ok &= EV(idx[3 * g + 1])->parent == (int64_t)idx[3 * g];
         ok &= EV(idx[3 * g + 2])->parent == (int64_t)idx[3 * g + 1];
-        ok &= EV(idx[3 * g + 2])->depth == 2;
+        ok &= tr_depth(&t, EV(idx[3 * g + 2])) == 2;
     }
     CU_ASSERT(ok);
     CU_ASSERT_EQUAL(EV(lone)->parent, -1);
@@ -489,8 +489,8 @@ static void test_sort_runs_merged(void)
     int ok = 1;
     for (int g = 0; g < G; g++) {
         ok &= EV(outer[g])->parent == -1 && EV(outer[g])->cpu_self == 300;
-        ok &= EV(inner[g])->parent == (int64_t)outer[g] && EV(inner[g])->depth == 1;
-        ok &= EV(call[g])->parent == (int64_t)inner[g] && EV(call[g])->depth == 2;
+        ok &= EV(inner[g])->parent == (int64_t)outer[g] && tr_depth(&t, EV(inner[g])) == 1;
+        ok &= EV(call[g])->parent == (int64_t)inner[g] && tr_depth(&t, EV(call[g])) == 2;
         ok &= EV(other[g])->parent == -1;
     }
     CU_ASSERT(ok);
@@ -545,6 +545,52 @@ static void test_correlation_lookups(void)
 /* The fields few events have live in rows beside the events: an event
  * without them reads the defaults and holds no row, so a trace of kernels and
  * API calls pays nothing for its ops' sequence numbers. */
+/* Correlations and depths past the event's 32 and 16 bits keep their values
+ * (in the trace's wide map), and link as the narrow ones do. */
+static void test_wide_correlation_and_depth(void)
+{
+    setup();
+    const int64_t corrs[] = {0, 5, (int64_t)UINT32_MAX - 2, (int64_t)UINT32_MAX - 1, UINT32_MAX,
+                             (int64_t)1 << 40, -7, INT64_MAX, INT64_MIN};
+    size_t n = sizeof corrs / sizeof corrs[0], call[9], kern[9];
+    for (size_t i = 0; i < n; i++) {
+        call[i] = add(TR_KIND_RUNTIME, "cudaLaunchKernel", 10 * (int64_t)i, 10 * (int64_t)i + 5, thread1, corrs[i]);
+        kern[i] = add(TR_KIND_KERNEL, "k", 10 * (int64_t)i + 6, 10 * (int64_t)i + 9, 0, corrs[i]);
+    }
+    CU_ASSERT_EQUAL(tr_correlation(&t, EV(call[0])), 0);
+    CU_ASSERT_EQUAL(EV(call[2])->correlation32, UINT32_MAX - 2);   /* the widest narrow value */
+    CU_ASSERT_EQUAL(EV(call[3])->correlation32, TR_CORRELATION_WIDE);
+    size_t none = add(TR_KIND_KERNEL, "k", 200, 210, 0, -1);
+    CU_ASSERT_EQUAL(EV(none)->correlation32, TR_CORRELATION_NONE);
+    /* a chain of ranges deeper than 16 bits, the innermost launching a kernel */
+    const size_t deep = 70000;
+    size_t first = t.events.n;
+    for (size_t d = 0; d < deep; d++)
+        add(TR_KIND_RANGE, "r", 1000 + (int64_t)d, 1000000 - (int64_t)d, thread2, -1);
+    size_t launch = add(TR_KIND_RUNTIME, "cudaLaunchKernel", 500000, 500001, thread2, 99);
+    size_t k = add(TR_KIND_KERNEL, "deep", 600000, 600010, 0, 99);
+    build();
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        ok &= tr_correlation(&t, EV(call[i])) == corrs[i] && tr_correlation(&t, EV(kern[i])) == corrs[i];
+        ok &= EV(kern[i])->parent == (corrs[i] >= 0 ? (int32_t)call[i] : -1);
+    }
+    CU_ASSERT(ok);
+    CU_ASSERT_EQUAL(tr_correlation(&t, EV(none)), -1);
+    for (size_t d = 0; d < deep; d++)
+        ok &= tr_depth(&t, EV(first + d)) == (int64_t)d;
+    CU_ASSERT(ok);
+    CU_ASSERT_EQUAL(tr_depth(&t, EV(launch)), (int64_t)deep);
+    CU_ASSERT_EQUAL(tr_depth(&t, EV(k)), (int64_t)deep + 1);
+    CU_ASSERT_EQUAL(EV(k)->parent, (int32_t)launch);
+    CU_ASSERT_EQUAL(EV(first + deep - 1)->gpu_self, 10);
+    /* a rebuild gives the same depths */
+    build();
+    CU_ASSERT_EQUAL(tr_depth(&t, EV(k)), (int64_t)deep + 1);
+    CU_ASSERT_EQUAL(tr_depth(&t, EV(first + 100)), 100);
+    tr_trace_free(&t);
+}
+
 static void test_extra_rows_only_where_set(void)
 {
     setup();
@@ -642,4 +688,5 @@ TR_SUITE(tree,
          {"a sync without its call keeps its self time", test_orphan_sync_self},
          {"extreme times saturate", test_extreme_times_saturate},
          {"extra fields: a row only where set", test_extra_rows_only_where_set},
-         {"equal detail rows are one", test_detail_rows_shared})
+         {"equal detail rows are one", test_detail_rows_shared},
+         {"correlations and depths past 32 and 16 bits", test_wide_correlation_and_depth})
