@@ -479,6 +479,8 @@ tr_status tr_ingest_files(const char *const *paths, size_t npaths, const char *o
     }
     if (st == TR_OK)
         check_ranks(&t, o);
+    /* the readers' lookups are over: the tree's peak need not hold the index */
+    tr_intern_drop_index(&t.strings);
     if (st == TR_OK)
         st = build_and_write(&t, out, pg, err);
     if (nevents)

@@ -148,8 +148,12 @@ static size_t probe(const tr_intern *t, const char *s, size_t len, uint32_t h)
 
 uint32_t tr_intern_find(const tr_intern *t, const char *s, size_t len)
 {
-    if (!t->nslots)
+    if (!t->nslots) {
+        for (size_t id = 1; id < t->count; id++)
+            if (t->entries[id].len == len && memcmp(t->entries[id].str, s, len) == 0)
+                return (uint32_t)id;
         return 0;
+    }
     return t->slots[probe(t, s, len, hash_bytes(s, len))].id;
 }
 
@@ -163,6 +167,12 @@ uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
         if (!t->entries || rehash(t, 2048) < 0)
             return 0;
         t->count = 1;
+    } else if (!t->nslots) {
+        size_t nslots = 2048;
+        while (nslots < t->count * 2)
+            nslots *= 2;
+        if (rehash(t, nslots) < 0)
+            return 0;
     }
     uint32_t h = hash_bytes(s, len);
     /* the slot is written when s is new: ask for its page writable at once */
@@ -189,6 +199,13 @@ uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
     t->entries[id] = (tr_intern_entry){copy, (uint32_t)len, h};
     t->slots[i] = (tr_intern_slot){id, h};
     return id;
+}
+
+void tr_intern_drop_index(tr_intern *t)
+{
+    tr_spill_free(t->slots);
+    t->slots = NULL;
+    t->nslots = 0;
 }
 
 uint32_t tr_intern_cstr(tr_intern *t, const char *s)

@@ -40,6 +40,10 @@ uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len);
 uint32_t tr_intern_cstr(tr_intern *t, const char *s);
 /* Returns the id if present, else 0. */
 uint32_t tr_intern_find(const tr_intern *t, const char *s, size_t len);
+/* Frees the hash index, keeping every string and id: for when the lookups
+ * are over (the readers are done) and memory counts more.  The next add
+ * builds it again; a find without it reads the entries in turn. */
+void tr_intern_drop_index(tr_intern *t);
 
 static inline const char *tr_intern_str(const tr_intern *t, uint32_t id)
 {

@@ -37,6 +37,35 @@ static void test_intern(void)
     tr_intern_free(&t);
 }
 
+/* Without its index (dropped after the reads) the table still finds, adds
+ * and keeps every id; the next add builds the index again. */
+static void test_intern_drop_index(void)
+{
+    tr_intern t;
+    tr_intern_init(&t);
+    tr_intern_drop_index(&t);   /* empty: nothing to drop */
+    char buf[32];
+    for (int i = 0; i < 5000; i++) {
+        int len = snprintf(buf, sizeof buf, "s%d", i);
+        tr_intern_add(&t, buf, (size_t)len);
+    }
+    tr_intern_drop_index(&t);
+    CU_ASSERT_EQUAL(t.nslots, 0);
+    CU_ASSERT_EQUAL(tr_intern_find(&t, "s4321", 5), 4322);
+    CU_ASSERT_EQUAL(tr_intern_find(&t, "s5000", 5), 0);
+    CU_ASSERT_STRING_EQUAL(tr_intern_str(&t, 10), "s9");
+    CU_ASSERT_EQUAL(tr_intern_cstr(&t, "s17"), 18);   /* an old string: its id */
+    CU_ASSERT(t.nslots >= 2 * 5000);
+    CU_ASSERT_EQUAL(tr_intern_cstr(&t, "new"), 5001);
+    int lost = 0;
+    for (int i = 0; i < 5000; i++) {
+        int len = snprintf(buf, sizeof buf, "s%d", i);
+        lost += tr_intern_find(&t, buf, (size_t)len) != (uint32_t)(i + 1);
+    }
+    CU_ASSERT_EQUAL(lost, 0);
+    tr_intern_free(&t);
+}
+
 /* The hash reads eight bytes a step, then the tail: strings that differ only
  * past a word boundary, by length, or after a NUL must stay distinct, and every
  * id must still be found after the table has grown many times. */
@@ -127,5 +156,6 @@ static void test_format(void)
 TR_SUITE(containers,
          {"string interning", test_intern},
          {"string interning: word boundaries, NULs, growth", test_intern_words},
+         {"string interning without its index", test_intern_drop_index},
          {"int64 map with deletion", test_i64map},
          {"PyTorch number formats", test_format})
