@@ -280,63 +280,6 @@ static keyed radix_sort_keyed(keyed a, keyed b, size_t n, uint64_t differ)
     return a;
 }
 
-/* The starts of the ascending runs of key[0..n), with n after the last; 0
- * when there are more than MERGE_RUNS_MAX.  The CPU events of nvprof's and
- * nsys's tables, each in time order, and of a raw recording's threads come
- * in a few such runs. */
-static size_t find_runs(const uint64_t *key, size_t n, size_t *starts)
-{
-    size_t runs = 0;
-    starts[runs++] = 0;
-    for (size_t k = 1; k < n; k++) {
-        tr_spill_tick();
-        if (key[k] >= key[k - 1])
-            continue;
-        if (runs == MERGE_RUNS_MAX)
-            return 0;
-        starts[runs++] = k;
-    }
-    starts[runs] = n;
-    return runs;
-}
-
-/* Merges the runs pairwise, a pass at a time, between a and b; equal keys
- * keep their order (the left run's first), so the result is the stable
- * sort's, as the radix sort's.  Returns the buffer that holds the result. */
-static keyed merge_runs(keyed a, keyed b, size_t *starts, size_t runs)
-{
-    while (runs > 1) {
-        size_t out = 0;
-        for (size_t r = 0; r < runs; r += 2) {
-            size_t lo = starts[r], mid = starts[r + 1], hi = r + 1 < runs ? starts[r + 2] : mid;
-            size_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi) {
-                tr_spill_tick();
-                size_t from = a.key[j] < a.key[i] ? j++ : i++;
-                b.key[k] = a.key[from];
-                b.idx[k++] = a.idx[from];
-            }
-            for (; i < mid; i++, k++) {
-                tr_spill_tick();
-                b.key[k] = a.key[i];
-                b.idx[k] = a.idx[i];
-            }
-            for (; j < hi; j++, k++) {
-                tr_spill_tick();
-                b.key[k] = a.key[j];
-                b.idx[k] = a.idx[j];
-            }
-            starts[out++] = lo;
-        }
-        starts[out] = starts[runs];
-        runs = out;
-        keyed t = a;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* Sorts order[0..n) so that each thread's events are in cmp_on_track order, the
  * threads interleaved by start time: a sort on (start, thread) does most of
  * the work in a few linear passes (qsort through an index into the events
@@ -352,16 +295,111 @@ static keyed merge_runs(keyed a, keyed b, size_t *starts, size_t runs)
  * other reads every page of the array once a thread, where a walk in time
  * order reads it about once: once the array is in a file (lib/spill.h) each
  * read of a dropped page is a page fault. */
-static tr_status sort_on_tracks(const tr_event *ev, uint32_t *order, size_t n, key_range r,
-                                int by_stream, tr_error *err)
+/* What sort_on_tracks() orders by: the start since lo, with the track in
+ * the low thread_bits bits where they fit. */
+typedef struct { const tr_event *ev; uint64_t lo; int thread_bits; } track_keys;
+
+static inline uint64_t track_key(const track_keys *tk, uint32_t i)
 {
-    sort_events = ev;
-    sort_by_stream = by_stream;
-    if (n < 2)
-        return TR_OK;
-    int thread_bits = 20;   /* and 44 bits of time: 4.9 hours of nanoseconds */
-    if ((uint64_t)r.hi - (uint64_t)r.lo >= (1ull << (64 - thread_bits)) || r.max_track >= (1u << thread_bits))
-        thread_bits = 0;
+    const tr_event *e = &tk->ev[i];
+    uint64_t since = (uint64_t)e->start - tk->lo;
+    return tk->thread_bits ? since << tk->thread_bits | track_of(e) : since;
+}
+
+/* The starts of the ascending runs of order[0..n)'s keys, with n after the
+ * last; 0 when there are more than MERGE_RUNS_MAX.  *ties: two neighbours
+ * have one key. */
+static size_t find_track_runs(const track_keys *tk, const uint32_t *order, size_t n, size_t *starts,
+                              int *ties)
+{
+    size_t runs = 0;
+    starts[runs++] = 0;
+    uint64_t prev = track_key(tk, order[0]);
+    *ties = 0;
+    for (size_t k = 1; k < n; k++) {
+        tr_spill_tick();
+        uint64_t key = track_key(tk, order[k]);
+        *ties |= key == prev;
+        if (key < prev) {
+            if (runs == MERGE_RUNS_MAX)
+                return 0;
+            starts[runs++] = k;
+        }
+        prev = key;
+    }
+    starts[runs] = n;
+    return runs;
+}
+
+/* The stable sort leaves equal keys in index order: each run of them in
+ * order[lo..hi) is finished with cmp_on_track. */
+static void finish_ties(uint32_t *order, size_t lo, size_t hi)
+{
+    if (hi - lo > 1)
+        qsort(order + lo, hi - lo, sizeof *order, cmp_on_track);
+}
+
+typedef struct { uint64_t key; size_t run, at; } run_head;
+
+static int head_before(const run_head *a, const run_head *b)
+{
+    return a->key < b->key || (a->key == b->key && a->run < b->run);
+}
+
+static void sift_down(run_head *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t least = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && head_before(&h[l], &h[least]))
+            least = l;
+        if (r < n && head_before(&h[r], &h[least]))
+            least = r;
+        if (least == i)
+            return;
+        run_head t = h[i];
+        h[i] = h[least];
+        h[least] = t;
+        i = least;
+    }
+}
+
+/* Merges the runs of order into out in one pass, a heap of the runs' heads,
+ * each run's next key read from its event: no arrays of keys, so the sort
+ * holds 4 bytes an event where a pairwise merge of (key, index) pairs held
+ * 20, at the ingest's peak.  Equal keys come earlier run first, as in a
+ * stable sort, and each run of them is finished as it ends. */
+static void merge_track_runs(const track_keys *tk, const uint32_t *order, const size_t *starts,
+                             size_t runs, uint32_t *out)
+{
+    run_head h[MERGE_RUNS_MAX];
+    size_t nh = 0;
+    for (size_t r = 0; r < runs; r++)
+        h[nh++] = (run_head){track_key(tk, order[starts[r]]), r, starts[r]};
+    for (size_t i = nh / 2; i-- > 0;)
+        sift_down(h, nh, i);
+    size_t k = 0, tie_from = 0;
+    uint64_t last = 0;
+    while (nh) {
+        tr_spill_tick();
+        if (k && h[0].key != last) {
+            finish_ties(out, tie_from, k);
+            tie_from = k;
+        }
+        last = h[0].key;
+        out[k++] = order[h[0].at];
+        if (++h[0].at < starts[h[0].run + 1])
+            h[0].key = track_key(tk, order[h[0].at]);
+        else
+            h[0] = h[--nh];
+        sift_down(h, nh, 0);
+    }
+    finish_ties(out, tie_from, k);
+}
+
+/* Any other order: an LSD radix sort of (key, index) pairs, then the ties
+ * finished. */
+static tr_status radix_sort_on_tracks(const track_keys *tk, uint32_t *order, size_t n, tr_error *err)
+{
     uint64_t *ka = tr_spill_calloc(n, sizeof *ka), *kb = tr_spill_calloc(n, sizeof *kb);
     uint32_t *ib = tr_spill_calloc(n, sizeof *ib);
     if (!ka || !kb || !ib) {
@@ -373,31 +411,61 @@ static tr_status sort_on_tracks(const tr_event *ev, uint32_t *order, size_t n, k
     uint64_t differ = 0;
     for (size_t k = 0; k < n; k++) {
         tr_spill_tick();
-        const tr_event *e = &ev[order[k]];
-        uint64_t since = (uint64_t)e->start - (uint64_t)r.lo;
-        ka[k] = thread_bits ? since << thread_bits | track_of(e) : since;
+        ka[k] = track_key(tk, order[k]);
         differ |= ka[k] ^ ka[0];
     }
-    size_t starts[MERGE_RUNS_MAX + 1];
-    size_t runs = find_runs(ka, n, starts);
-    keyed a = {ka, order}, b = {kb, ib};
-    keyed sorted = runs ? merge_runs(a, b, starts, runs) : radix_sort_keyed(a, b, n, differ);
+    keyed sorted = radix_sort_keyed((keyed){ka, order}, (keyed){kb, ib}, n, differ);
     if (sorted.idx != order)   /* the sorted indices are in the spare */
         tr_spill_copy(order, sorted.idx, n * sizeof *order);
-    /* stable passes kept equal keys in index order; finish each run properly */
     const uint64_t *key = sorted.key;
     for (size_t k = 0; k < n;) {
         tr_spill_tick();
         size_t end = k + 1;
         while (end < n && key[end] == key[k])
             end++;
-        if (end - k > 1)
-            qsort(order + k, end - k, sizeof *order, cmp_on_track);
+        finish_ties(order, k, end);
         k = end;
     }
     tr_spill_free(ka);
     tr_spill_free(kb);
     tr_spill_free(ib);
+    return TR_OK;
+}
+
+static tr_status sort_on_tracks(const tr_event *ev, uint32_t *order, size_t n, key_range r,
+                                int by_stream, tr_error *err)
+{
+    sort_events = ev;
+    sort_by_stream = by_stream;
+    if (n < 2)
+        return TR_OK;
+    int thread_bits = 20;   /* and 44 bits of time: 4.9 hours of nanoseconds */
+    if ((uint64_t)r.hi - (uint64_t)r.lo >= (1ull << (64 - thread_bits)) || r.max_track >= (1u << thread_bits))
+        thread_bits = 0;
+    track_keys tk = {ev, (uint64_t)r.lo, thread_bits};
+    size_t starts[MERGE_RUNS_MAX + 1];
+    int ties;
+    size_t runs = find_track_runs(&tk, order, n, starts, &ties);
+    if (!runs)
+        return radix_sort_on_tracks(&tk, order, n, err);
+    if (runs == 1) {   /* in order already */
+        for (size_t k = 0; ties && k < n;) {
+            tr_spill_tick();
+            uint64_t key = track_key(&tk, order[k]);
+            size_t end = k + 1;
+            while (end < n && track_key(&tk, order[end]) == key)
+                end++;
+            finish_ties(order, k, end);
+            k = end;
+        }
+        return TR_OK;
+    }
+    uint32_t *out = tr_spill_calloc(n, sizeof *out);
+    if (!out)
+        return oom(err);
+    merge_track_runs(&tk, order, starts, runs, out);
+    tr_spill_copy(order, out, n * sizeof *order);
+    tr_spill_free(out);
     return TR_OK;
 }
 

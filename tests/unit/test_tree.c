@@ -1,4 +1,5 @@
 /* Tree rebuild and derived metrics, on the edge cases of docs/semantics.md. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/tree.h"
@@ -497,6 +498,88 @@ static void test_sort_runs_merged(void)
     tr_trace_free(&t);
 }
 
+/* The tree does not depend on the order the events come in: one run in
+ * time order, a few runs (a table a kind, merged from the events), or
+ * shuffled (the radix sort), with many equal starts, give every event the
+ * same parent, depth and self time.  Intervals are distinct per thread and
+ * kind, so the input order never breaks a tie. */
+typedef struct { tr_kind kind; int64_t s, e; uint32_t th; } gen_event;
+
+static int cmp_gen_time(const void *a, const void *b)
+{
+    const gen_event *x = a, *y = b;
+    if (x->s != y->s)
+        return x->s < y->s ? -1 : 1;
+    return x->th < y->th ? -1 : x->th > y->th;
+}
+
+static int cmp_gen_table(const void *a, const void *b)
+{
+    const gen_event *x = a, *y = b;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    return cmp_gen_time(a, b);
+}
+
+static void build_from(const gen_event *g, size_t n, int64_t *parent_key, int64_t *depth, int64_t *self)
+{
+    setup();
+    for (size_t i = 0; i < n; i++)
+        add(g[i].kind, "e", g[i].s, g[i].e, g[i].th == 1 ? thread1 : thread2, -1);
+    build();
+    /* by a key of the event itself, not its index */
+    for (size_t i = 0; i < n; i++) {
+        int32_t p = EV(i)->parent;
+        parent_key[i] = p < 0 ? -1 : (EV(p)->start << 22) + (EV(p)->end << 3) + EV(p)->kind;
+        depth[i] = tr_depth(&t, EV(i));
+        self[i] = EV(i)->cpu_self;
+    }
+    tr_trace_free(&t);
+}
+
+static void test_tree_whatever_the_order(void)
+{
+    enum { N = 4000 };
+    static gen_event g[N], sorted[N];
+    static int64_t pa[N], da[N], sa[N], pb[N], db[N], sb[N];
+    unsigned seed = 12345;
+    size_t n = 0;
+    while (n < N) {
+        seed = seed * 1103515245u + 12345u;
+        int64_t s = (seed >> 8) % 2000;           /* starts collide often */
+        int64_t len = 1 + (seed >> 4) % 300;
+        tr_kind kind = (seed >> 20) % 3 == 0 ? TR_KIND_RANGE : (seed >> 20) % 3 == 1 ? TR_KIND_OP : TR_KIND_RUNTIME;
+        uint32_t th = 1 + (seed >> 24) % 2;
+        int dup = 0;
+        for (size_t j = 0; j < n && !dup; j++)
+            dup = g[j].s == s && g[j].e == s + len && g[j].th == th && g[j].kind == kind;
+        if (!dup)
+            g[n++] = (gen_event){kind, s, s + len, th};
+    }
+    /* the events' identities: each ordering is read back into g's order */
+    memcpy(sorted, g, sizeof g);
+    qsort(sorted, N, sizeof *sorted, cmp_gen_time);
+    build_from(sorted, N, pa, da, sa);
+    int (*orders[])(const void *, const void *) = {cmp_gen_table, NULL};
+    for (int o = 0; o < 2; o++) {
+        static gen_event in[N];
+        memcpy(in, g, sizeof g);   /* g is shuffled: the radix sort */
+        if (orders[o])
+            qsort(in, N, sizeof *in, orders[o]);
+        build_from(in, N, pb, db, sb);
+        int ok = 1;
+        for (size_t i = 0; i < N; i++) {
+            /* find in's event i in sorted */
+            size_t j = 0;
+            while (j < N && !(sorted[j].s == in[i].s && sorted[j].e == in[i].e && sorted[j].th == in[i].th
+                              && sorted[j].kind == in[i].kind))
+                j++;
+            ok &= j < N && pb[i] == pa[j] && db[i] == da[j] && sb[i] == sa[j];
+        }
+        CU_ASSERT(ok);
+    }
+}
+
 /* Each GPU activity finds its launch by correlation id whatever the order it
  * comes in: the search starts where the last one ended, so ids in launch
  * order, in reverse, jumping about, missing (between two launches, before the
@@ -680,6 +763,7 @@ TR_SUITE(tree,
          {"sorted the same with and without the thread in the key", test_sort_paths},
          {"days apart: each thread nests its own events", test_sort_wide_span},
          {"a few runs in time order merged", test_sort_runs_merged},
+         {"the same tree whatever the order of the events", test_tree_whatever_the_order},
          {"correlation ids found in any order", test_correlation_lookups},
          {"redispatched ops merge into their parent", test_redispatch_merge},
          {"backward ops take their forward op's stack", test_backward_stacks},
