@@ -102,7 +102,7 @@ static void agg_add(agg_row *a, const tr_trace *t, size_t i, int64_t cpu_total)
     tr_sat_acc(&a->cmem_self, m->cpu_self);
     tr_sat_acc(&a->gmem, m->gpu_total);
     tr_sat_acc(&a->gmem_self, m->gpu_self);
-    int64_t flops = tr_extra(t, e)->flops;
+    int64_t flops = tr_extra(t, e).flops;
     if (flops != -1) {
         tr_sat_acc(&a->flops, flops);
         a->has_flops = 1;
@@ -293,7 +293,7 @@ tr_status tr_aggregates_compute(const tr_trace *t, tr_aggregates **out, tr_error
             ag->skipped++;
             continue;
         }
-        agg_row key = {.name = e->name, .shape = tr_extra(t, e)->shape, .gpu = gpu};
+        agg_row key = {.name = e->name, .shape = tr_extra(t, e).shape, .gpu = gpu};
         agg_row *a = agg_find(&ag->m, &key);
         if (!a) {
             s = oom_agg(err);

@@ -293,7 +293,7 @@ tr_event *tr_add_event(tr_trace *t, tr_kind kind)
 /* The wide map's key: the event's index and which field. */
 static int64_t wide_key(const tr_trace *t, const tr_event *e, int field)
 {
-    return (int64_t)(e - t->events.v) * 2 + field;
+    return (int64_t)(e - t->events.v) * 4 + field;
 }
 
 int64_t tr_wide_value_(const tr_trace *t, const tr_event *e, int field)
@@ -333,11 +333,15 @@ int tr_set_depth(tr_trace *t, tr_event *e, int64_t depth)
 
 const tr_event_extra tr_no_extra = {-1, -1, 0, -1, 0};
 
-tr_event_extra *tr_extra_mut(tr_trace *t, tr_event *e)
+/* Stores v in a row's 32-bit field, or in the wide map (field 2 or 3). */
+static int set_narrow(tr_trace *t, const tr_event *e, int32_t *to, int64_t v, int field)
 {
-    if (!e->extra && !(e->extra = ONE_BASED_PUSH(t, t->extras, tr_no_extra)))
-        return NULL;
-    return &t->extras.v[e->extra];
+    if (v > TR_EXTRA_WIDE && v <= INT32_MAX) {
+        *to = (int32_t)v;
+        return 0;
+    }
+    *to = TR_EXTRA_WIDE;
+    return tr_i64map_put(&t->wide, wide_key(t, e, field), v);
 }
 
 int tr_extra_set(tr_trace *t, tr_event *e, const tr_event_extra *x)
@@ -346,16 +350,19 @@ int tr_extra_set(tr_trace *t, tr_event *e, const tr_event_extra *x)
     if (!e->extra && x->seq == d->seq && x->op_id == d->op_id && x->bytes == d->bytes
         && x->flops == d->flops && x->shape == d->shape)
         return 0;
-    tr_event_extra *to = tr_extra_mut(t, e);
-    if (!to)
+    static const tr_extra_row none = {0, -1, -1, -1, 0};
+    if (!e->extra && !(e->extra = ONE_BASED_PUSH(t, t->extras, none)))
         return -1;
-    *to = *x;
-    return 0;
+    tr_extra_row *to = &t->extras.v[e->extra];
+    to->bytes = x->bytes;
+    to->flops = x->flops;
+    to->shape = x->shape;
+    return set_narrow(t, e, &to->seq, x->seq, 2) < 0 || set_narrow(t, e, &to->op_id, x->op_id, 3) < 0 ? -1 : 0;
 }
 
 int tr_set_bytes(tr_trace *t, tr_event *e, int64_t bytes)
 {
-    tr_event_extra x = *tr_extra(t, e);
+    tr_event_extra x = tr_extra(t, e);
     x.bytes = bytes;
     return tr_extra_set(t, e, &x);
 }

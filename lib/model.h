@@ -73,13 +73,23 @@ enum {
 /* The fields most events lack (an op's sequence numbers and shape, a copy's
  * bytes), kept beside the events in tr_trace.extras, so that the event array,
  * most of the ingest's memory, holds only what nearly every event has: read
- * with tr_extra(), written through tr_extra_mut(). */
+ * with tr_extra(), written with tr_extra_set(). */
 typedef struct {
     int64_t seq, op_id;          /* emit_nvtx / autograd sequence and op id; -1 = none */
     int64_t bytes;               /* copies, sets, memory events; 0 otherwise */
     int64_t flops;               /* -1 = unknown */
     uint32_t shape;              /* string id of the Python-style shape list, 0 = none */
 } tr_event_extra;
+
+/* How tr_trace.extras keeps them: 32 bytes a row, the sequence number and op
+ * id in 32 bits (PyTorch counts them from 0 in each process); a value that
+ * does not fit is TR_EXTRA_WIDE there and in tr_trace.wide. */
+#define TR_EXTRA_WIDE INT32_MIN
+typedef struct {
+    int64_t bytes, flops;
+    int32_t seq, op_id;
+    uint32_t shape;
+} tr_extra_row;
 
 typedef struct {
     int64_t start, end;          /* ns, half-open [start, end) */
@@ -159,7 +169,7 @@ enum { TR_UNLAUNCHED_NO_CORRELATION, TR_UNLAUNCHED_BEFORE_CAPTURE, TR_UNLAUNCHED
 typedef struct {
     tr_intern strings;
     TR_VEC(tr_event) events;
-    TR_VEC(tr_event_extra) extras;   /* 1-based: v[0] unused */
+    TR_VEC(tr_extra_row) extras;     /* 1-based: v[0] unused */
     TR_VEC(tr_source) sources;       /* 1-based: v[0] unused */
     TR_VEC(tr_process) processes;
     TR_VEC(tr_thread) threads;
@@ -177,8 +187,9 @@ typedef struct {
     size_t gpu_unlaunched[3];        /* GPU activities without a launching call, by reason (below) */
     int tree_built;
     tr_event_mem *mem;               /* per event, or NULL: all zero (tree.h) */
-    tr_i64map wide;                  /* event index * 2 + field -> a correlation (0) or
-                                      * depth (1) too wide for the event: rare */
+    tr_i64map wide;                  /* event index * 4 + field -> a correlation (0),
+                                      * depth (1), seq (2) or op id (3) too wide for
+                                      * its field: rare */
     /* lookup tables, rebuilt on demand */
     struct tr_idmap *thread_map, *stream_map, *device_map, *process_map, *stack_map;
     struct tr_detail_cache *detail_cache;   /* recent detail rows, shared by equal adds */
@@ -214,6 +225,13 @@ int tr_shape_get(tr_trace *t, const char *s, size_t n, uint32_t *shape);
 
 /* Appends a zeroed event (correlation = -1, parent = -1, no extra); NULL on OOM. */
 tr_event *tr_add_event(tr_trace *t, tr_kind kind);
+/* Events appended by this process, for a progress indicator on another
+ * thread (lib/progress.h): relaxed, a hint that may miss concurrent adds. */
+extern atomic_size_t tr_events_added;
+
+/* A value kept in tr_trace.wide (an event's correlation, depth, seq or op id:
+ * field 0 to 3). */
+int64_t tr_wide_value_(const tr_trace *t, const tr_event *e, int field);
 
 /* An event's correlation and depth: values the event's narrow fields hold,
  * else the trace's wide map.  The setters return 0, or -1 out of memory
@@ -221,7 +239,6 @@ tr_event *tr_add_event(tr_trace *t, tr_kind kind);
 #define TR_CORRELATION_NONE UINT32_MAX         /* -1 */
 #define TR_CORRELATION_WIDE (UINT32_MAX - 1)   /* other negatives, and >= 2^32 - 2 */
 #define TR_DEPTH_WIDE UINT16_MAX
-int64_t tr_wide_value_(const tr_trace *t, const tr_event *e, int field);
 static inline int64_t tr_correlation(const tr_trace *t, const tr_event *e)
 {
     if (e->correlation32 < TR_CORRELATION_WIDE)
@@ -243,20 +260,22 @@ static inline int tr_set_child_depth(tr_trace *t, tr_event *child, const tr_even
     }
     return tr_set_depth(t, child, tr_depth(t, parent) + 1);
 }
-/* Events appended by this process, for a progress indicator on another
- * thread (lib/progress.h): relaxed, a hint that may miss concurrent adds. */
-extern atomic_size_t tr_events_added;
 
-/* An event's extra fields: its own row, or tr_no_extra's defaults (seq,
- * op_id and flops -1, bytes and shape 0) when it has none.  tr_extra_mut()
- * gives the event a row of its own first (NULL on out-of-memory); the pointer
- * stays valid until the next row is added. */
+/* An event's extra fields: its own row's, or tr_no_extra's defaults (seq,
+ * op_id and flops -1, bytes and shape 0) when it has none. */
 extern const tr_event_extra tr_no_extra;
-static inline const tr_event_extra *tr_extra(const tr_trace *t, const tr_event *e)
+static inline tr_event_extra tr_extra(const tr_trace *t, const tr_event *e)
 {
-    return e->extra ? &t->extras.v[e->extra] : &tr_no_extra;
+    if (!e->extra)
+        return tr_no_extra;
+    const tr_extra_row *r = &t->extras.v[e->extra];
+    tr_event_extra x = {r->seq, r->op_id, r->bytes, r->flops, r->shape};
+    if (r->seq == TR_EXTRA_WIDE)
+        x.seq = tr_wide_value_(t, e, 2);
+    if (r->op_id == TR_EXTRA_WIDE)
+        x.op_id = tr_wide_value_(t, e, 3);
+    return x;
 }
-tr_event_extra *tr_extra_mut(tr_trace *t, tr_event *e);
 /* Sets e's extra fields to *x, adding a row only when x differs from the
  * defaults or e has one; 0, or -1 out of memory. */
 int tr_extra_set(tr_trace *t, tr_event *e, const tr_event_extra *x);

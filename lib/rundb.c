@@ -281,7 +281,7 @@ static int fill_event(const void *ctx, size_t i, tr_cell *c)
 {
     const tr_trace *t = ctx;
     const tr_event *e = &t->events.v[i];
-    const tr_event_extra *x = tr_extra(t, e);
+    const tr_event_extra x = tr_extra(t, e);
     tr_cell_int(&c[0], (int64_t)i + 1);
     tr_cell_int(&c[1], e->kind);
     tr_cell_int(&c[2], e->name);
@@ -293,12 +293,12 @@ static int fill_event(const void *ctx, size_t i, tr_cell *c)
     tr_cell_opt(&c[8], tr_correlation(t, e), -1);
     tr_cell_opt(&c[9], e->parent + 1, 0);
     tr_cell_int(&c[10], tr_depth(t, e));
-    tr_cell_opt(&c[11], x->shape, 0);
+    tr_cell_opt(&c[11], x.shape, 0);
     tr_cell_opt(&c[12], e->stack, 0);
-    tr_cell_opt(&c[13], x->seq, -1);
-    tr_cell_opt(&c[14], x->op_id, -1);
-    tr_cell_int(&c[15], x->bytes);
-    tr_cell_opt(&c[16], x->flops, -1);
+    tr_cell_opt(&c[13], x.seq, -1);
+    tr_cell_opt(&c[14], x.op_id, -1);
+    tr_cell_int(&c[15], x.bytes);
+    tr_cell_opt(&c[16], x.flops, -1);
     tr_cell_int(&c[17], e->flags);
     tr_cell_int(&c[18], tr_kinds[e->kind].on_gpu ? 0 : tr_sat_sub(e->end, e->start));
     tr_cell_int(&c[19], e->cpu_self);

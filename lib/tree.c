@@ -926,7 +926,7 @@ static tr_status set_backward_stacks(tr_trace *t, const tree_links *l, tr_error 
         if (bw[i] || e->kind == TR_KIND_MEMORY)
             continue;
         const tr_thread *th = &t->threads.v[e->thread];
-        int64_t seq = tr_extra(t, e)->seq;
+        int64_t seq = tr_extra(t, e).seq;
         fwd_offer(&m, ev, th->process, seq, th->tid, i);
         fwd_offer(&m, ev, th->process, seq, INT64_MIN, i);
     }
@@ -942,7 +942,7 @@ static tr_status set_backward_stacks(tr_trace *t, const tree_links *l, tr_error 
          * no forward thread (AccumulateGrad): no forward op, so no stack */
         if (tid > 0 && !fwd_find(&m, process, INT64_MIN, tid)->event_plus1)
             tid = INT64_MIN;
-        const fwd_slot *s = tid > 0 || tid == INT64_MIN ? fwd_find(&m, process, tr_extra(t, b)->seq, tid) : NULL;
+        const fwd_slot *s = tid > 0 || tid == INT64_MIN ? fwd_find(&m, process, tr_extra(t, b).seq, tid) : NULL;
         ev[i].stack = s && s->event_plus1 ? ev[s->event_plus1 - 1].stack : 0;
     }
     tr_spill_free(fwd_tid);
@@ -1090,7 +1090,7 @@ static void sum_totals(tr_trace *t, const tree_links *l)
             e->gpu_total = tr_sat_add(e->gpu_total, e->gpu_self);
         tr_event_mem *m = t->mem ? &t->mem[l->order[k]] : NULL;
         if (m && e->kind == TR_KIND_MEMORY) {
-            int64_t bytes = tr_extra(t, e)->bytes;
+            int64_t bytes = tr_extra(t, e).bytes;
             if (e->flags & TR_FLAG_GPU_MEMORY) {
                 m->gpu_self += bytes;
                 m->gpu_total += bytes;

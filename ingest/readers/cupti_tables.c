@@ -132,13 +132,13 @@ int ct_nvtx_name(ct_reader *r, tr_event *e, uint32_t raw, int op_ok)
         e->kind = TR_KIND_OP;
         e->name = tr_intern_add(&r->t->strings, a.name, a.name_len);
         e->raw_name = raw;
-        tr_event_extra *x = tr_extra_mut(r->t, e);
-        if (!x)
-            return -1;
-        x->seq = a.seq;
-        x->op_id = a.op_id;
+        tr_event_extra x = tr_no_extra;
+        x.seq = a.seq;
+        x.op_id = a.op_id;
         if (a.sizes)
-            (void)tr_shape_get(r->t, a.sizes, a.sizes_len, &x->shape);   /* 0 on OOM: no shape */
+            (void)tr_shape_get(r->t, a.sizes, a.sizes_len, &x.shape);   /* 0 on OOM: no shape */
+        if (tr_extra_set(r->t, e, &x) < 0)
+            return -1;
     } else {
         e->name = raw;
     }

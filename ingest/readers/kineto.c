@@ -983,7 +983,7 @@ static int is_backward_function(const char *name, const cJSON *const *a)
 static tr_status op_args(kin_reader *r, size_t idx, const char *name, const cJSON *const *a)
 {
     tr_event *e = &r->t->events.v[idx];
-    tr_event_extra x = *tr_extra(r->t, e);
+    tr_event_extra x = tr_extra(r->t, e);
     const cJSON *dims = a[A_INPUT_DIMS];
     if (!dims)
         dims = a[A_INPUT_DIMS_LOWER];

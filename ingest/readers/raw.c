@@ -452,7 +452,7 @@ static tr_status name_marker(raw_reader *r, tr_event *e, uint32_t raw, tr_error 
     e->kind = TR_KIND_OP;
     e->name = name;
     e->raw_name = raw;
-    tr_event_extra x = *tr_extra(r->t, e);
+    tr_event_extra x = tr_extra(r->t, e);
     x.seq = a.seq;
     x.op_id = a.op_id;
     x.shape = shape;

@@ -62,7 +62,7 @@ static void test_tokenizer_strings(void)
     CU_ASSERT_EQUAL(t.events.v[0].kind, TR_KIND_OP);
     CU_ASSERT_EQUAL(t.events.v[0].start, 10250);   /* top-level ts, not args.ts */
     CU_ASSERT_EQUAL(t.events.v[0].end, 11250);
-    CU_ASSERT_STRING_EQUAL(tr_str_of(&t, tr_extra(&t, &t.events.v[0])->shape), "[[1, 2], []]");
+    CU_ASSERT_STRING_EQUAL(tr_str_of(&t, tr_extra(&t, &t.events.v[0]).shape), "[[1, 2], []]");
     CU_ASSERT_EQUAL(t.events.v[1].kind, TR_KIND_RANGE);
     CU_ASSERT_EQUAL(t.events.v[1].start, 5000);
     /* string and numeric pid/tid name the same thread */
@@ -102,7 +102,7 @@ static void test_mapping(void)
     CU_ASSERT_EQUAL(t.kernels.v[k->detail].grid[0], 4);
     CU_ASSERT_EQUAL(t.kernels.v[k->detail].block[0], 128);
     CU_ASSERT_EQUAL(mem->kind, TR_KIND_MEMORY);
-    CU_ASSERT_EQUAL(tr_extra(&t, mem)->bytes, -512);
+    CU_ASSERT_EQUAL(tr_extra(&t, mem).bytes, -512);
     CU_ASSERT(mem->flags & TR_FLAG_GPU_MEMORY);
     /* python frames: g's stack is f;g whatever the order in the file */
     const tr_event *g = &t.events.v[3], *f = &t.events.v[4];

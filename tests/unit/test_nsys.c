@@ -88,8 +88,8 @@ static void test_read(void)
             seen |= 2;
         } else if (e->kind == TR_KIND_OP) {
             CU_ASSERT_STRING_EQUAL(name, "conv");
-            CU_ASSERT_EQUAL(tr_extra(&t, e)->seq, 4);
-            CU_ASSERT_STRING_EQUAL(tr_str_of(&t, tr_extra(&t, e)->shape), "[[1, 3]]");
+            CU_ASSERT_EQUAL(tr_extra(&t, e).seq, 4);
+            CU_ASSERT_STRING_EQUAL(tr_str_of(&t, tr_extra(&t, e).shape), "[[1, 3]]");
             seen |= 4;
         } else if (e->kind == TR_KIND_MARK) {
             CU_ASSERT_EQUAL(e->start, 40);
@@ -97,7 +97,7 @@ static void test_read(void)
             seen |= 8;
         } else if (e->kind == TR_KIND_MEMCPY) {
             CU_ASSERT_STRING_EQUAL(name, "[CUDA memcpy HtoD]");
-            CU_ASSERT_EQUAL(tr_extra(&t, e)->bytes, 4096);
+            CU_ASSERT_EQUAL(tr_extra(&t, e).bytes, 4096);
             CU_ASSERT_STRING_EQUAL(tr_str_of(&t, t.copies.v[e->detail].src_kind), "Pageable");
             CU_ASSERT_STRING_EQUAL(tr_str_of(&t, t.copies.v[e->detail].dst_kind), "Device");
             seen |= 16;
@@ -196,7 +196,7 @@ static void test_same_as_nvprof(void)
         CU_ASSERT_STRING_EQUAL(tr_str_of(&a, x->name), tr_str_of(&b, y->name));
         CU_ASSERT_EQUAL(x->start, y->start);
         CU_ASSERT_EQUAL(x->end, y->end);
-        CU_ASSERT_EQUAL(tr_extra(&a, x)->bytes, tr_extra(&b, y)->bytes);
+        CU_ASSERT_EQUAL(tr_extra(&a, x).bytes, tr_extra(&b, y).bytes);
         CU_ASSERT_EQUAL(tr_correlation(&a, x), tr_correlation(&b, y));
         CU_ASSERT_EQUAL(!x->thread, !y->thread);
         CU_ASSERT_EQUAL(!x->stream, !y->stream);

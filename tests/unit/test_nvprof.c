@@ -133,8 +133,8 @@ static void test_openacc(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(launch);
     CU_ASSERT_PTR_NOT_NULL_FATAL(up);
     CU_ASSERT_PTR_NOT_NULL(find(&t, TR_KIND_OPENACC_DATA, "acc_event_99"));
-    CU_ASSERT_EQUAL(tr_extra(&t, up)->bytes, 4096);
-    CU_ASSERT_EQUAL(tr_extra(&t, launch)->bytes, 0);
+    CU_ASSERT_EQUAL(tr_extra(&t, up).bytes, 4096);
+    CU_ASSERT_EQUAL(tr_extra(&t, launch).bytes, 0);
     CU_ASSERT_EQUAL(cc->start, 100);
     CU_ASSERT_EQUAL(cc->end, 1000);
     /* the CUDA thread ids, as the API tables give them */

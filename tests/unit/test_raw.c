@@ -264,13 +264,13 @@ static void test_round_trip(void)
     const tr_event *op = find(&t, TR_KIND_OP, 0);
     CU_ASSERT_FATAL(op != NULL);
     CU_ASSERT_STRING_EQUAL(tr_str_of(&t, op->name), "aten::addmm");
-    CU_ASSERT_EQUAL(tr_extra(&t, op)->seq, 12);
-    CU_ASSERT_EQUAL(tr_extra(&t, op)->op_id, 7);
+    CU_ASSERT_EQUAL(tr_extra(&t, op).seq, 12);
+    CU_ASSERT_EQUAL(tr_extra(&t, op).op_id, 7);
     const tr_event *api = find(&t, TR_KIND_DRIVER, 0);
     CU_ASSERT_STRING_EQUAL(tr_str_of(&t, api->name), "cuLaunchKernel");
     CU_ASSERT_STRING_EQUAL(tr_str_of(&t, find(&t, TR_KIND_RUNTIME, 0)->name), "__cudaLaunchKernel");
     CU_ASSERT_STRING_EQUAL(tr_str_of(&t, find(&t, TR_KIND_MEMCPY, 0)->name), "[CUDA memcpy HtoD]");
-    CU_ASSERT_EQUAL(tr_extra(&t, find(&t, TR_KIND_MEMCPY, 0))->bytes, 4096);
+    CU_ASSERT_EQUAL(tr_extra(&t, find(&t, TR_KIND_MEMCPY, 0)).bytes, 4096);
     /* process, thread, device */
     CU_ASSERT_EQUAL(t.processes.n - 1, 1);
     CU_ASSERT_EQUAL(t.processes.v[1].pid, 4242);

@@ -292,11 +292,18 @@ static uint32_t stack_of(const char *frame)
     return tr_stack_get(&t, &f, 1);
 }
 
+static void set_seq(size_t i, int64_t seq)
+{
+    tr_event_extra x = tr_extra(&t, EV(i));
+    x.seq = seq;
+    CU_ASSERT_EQUAL(tr_extra_set(&t, EV(i), &x), 0);
+}
+
 static size_t backward_fn(const char *name, int64_t s, int64_t e, uint32_t thread, int64_t seq,
                           int64_t fwd_tid)
 {
     size_t i = add(TR_KIND_OP, name, s, e, thread, -1);
-    tr_extra_mut(&t, EV(i))->seq = seq;
+    set_seq(i, seq);
     EV(i)->flags |= TR_FLAG_BACKWARD;
     tr_vec_reserve(t.backward, t.backward.n + 1);
     t.backward.v[t.backward.n++] = (tr_backward_link){i, fwd_tid};
@@ -313,10 +320,10 @@ static void test_backward_stacks(void)
     uint32_t fwd = stack_of("model.py(3): forward"), late = stack_of("other.py(1): f");
     uint32_t own = stack_of("torch/autograd/__init__.py(9): backward");
     size_t f1 = add(TR_KIND_OP, "aten::mm", 10, 20, thread1, -1);
-    tr_extra_mut(&t, EV(f1))->seq = 7;
+    set_seq(f1, 7);
     EV(f1)->stack = fwd;
     size_t f2 = add(TR_KIND_OP, "aten::mm", 30, 40, thread1, -1);
-    tr_extra_mut(&t, EV(f2))->seq = 7;
+    set_seq(f2, 7);
     EV(f2)->stack = late;
     size_t b = backward_fn("MmBackward0", 100, 200, thread2, 7, 1);
     EV(b)->stack = own;
@@ -680,34 +687,54 @@ static void test_extra_rows_only_where_set(void)
     size_t k = add(TR_KIND_KERNEL, "k", 0, 10, 0, 1);
     size_t op = add(TR_KIND_OP, "aten::mm", 0, 10, thread1, -1);
     size_t cp = add(TR_KIND_MEMCPY, "[CUDA memcpy HtoD]", 20, 30, 0, 2);
-    const tr_event_extra *x = tr_extra(&t, EV(k));
-    CU_ASSERT_EQUAL(x->seq, -1);
-    CU_ASSERT_EQUAL(x->op_id, -1);
-    CU_ASSERT_EQUAL(x->flops, -1);
-    CU_ASSERT_EQUAL(x->bytes, 0);
-    CU_ASSERT_EQUAL(x->shape, 0);
+    const tr_event_extra x = tr_extra(&t, EV(k));
+    CU_ASSERT_EQUAL(x.seq, -1);
+    CU_ASSERT_EQUAL(x.op_id, -1);
+    CU_ASSERT_EQUAL(x.flops, -1);
+    CU_ASSERT_EQUAL(x.bytes, 0);
+    CU_ASSERT_EQUAL(x.shape, 0);
     /* setting the defaults adds no row */
     CU_ASSERT_EQUAL(tr_set_bytes(&t, EV(k), 0), 0);
-    tr_event_extra same = *tr_extra(&t, EV(op));
+    tr_event_extra same = tr_extra(&t, EV(op));
     CU_ASSERT_EQUAL(tr_extra_set(&t, EV(op), &same), 0);
     CU_ASSERT_EQUAL(EV(k)->extra, 0);
     CU_ASSERT_EQUAL(EV(op)->extra, 0);
     /* values: a row each, apart */
     CU_ASSERT_EQUAL(tr_set_bytes(&t, EV(cp), 4096), 0);
-    tr_event_extra *ox = tr_extra_mut(&t, EV(op));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ox);
-    ox->seq = 7;
+    set_seq(op, 7);
     CU_ASSERT_NOT_EQUAL(EV(cp)->extra, 0);
     CU_ASSERT_NOT_EQUAL(EV(op)->extra, EV(cp)->extra);
-    CU_ASSERT_EQUAL(tr_extra(&t, EV(cp))->bytes, 4096);
-    CU_ASSERT_EQUAL(tr_extra(&t, EV(cp))->seq, -1);
-    CU_ASSERT_EQUAL(tr_extra(&t, EV(op))->seq, 7);
-    CU_ASSERT_EQUAL(tr_extra(&t, EV(op))->bytes, 0);
-    CU_ASSERT_EQUAL(tr_extra(&t, EV(k))->bytes, 0);
+    CU_ASSERT_EQUAL(tr_extra(&t, EV(cp)).bytes, 4096);
+    CU_ASSERT_EQUAL(tr_extra(&t, EV(cp)).seq, -1);
+    CU_ASSERT_EQUAL(tr_extra(&t, EV(op)).seq, 7);
+    CU_ASSERT_EQUAL(tr_extra(&t, EV(op)).bytes, 0);
+    CU_ASSERT_EQUAL(tr_extra(&t, EV(k)).bytes, 0);
     /* back to a default: the row keeps the new value */
     CU_ASSERT_EQUAL(tr_set_bytes(&t, EV(cp), 0), 0);
-    CU_ASSERT_EQUAL(tr_extra(&t, EV(cp))->bytes, 0);
+    CU_ASSERT_EQUAL(tr_extra(&t, EV(cp)).bytes, 0);
     CU_ASSERT_EQUAL(t.extras.n, 3);   /* rows 1 and 2, and the unused row 0 */
+    /* sequence numbers and op ids past 32 bits keep their values */
+    const int64_t wide[] = {INT32_MAX, (int64_t)INT32_MAX + 1, INT32_MIN, (int64_t)INT32_MIN + 1, -2,
+                            INT64_MAX, INT64_MIN, (int64_t)1 << 40, 0};
+    size_t n = sizeof wide / sizeof wide[0], ev[9];
+    for (size_t i = 0; i < n; i++) {
+        ev[i] = add(TR_KIND_OP, "aten::add", 40, 50, thread1, -1);
+        tr_event_extra w = tr_no_extra;
+        w.seq = wide[i];
+        w.op_id = wide[n - 1 - i];
+        w.flops = (int64_t)i;
+        CU_ASSERT_EQUAL(tr_extra_set(&t, EV(ev[i]), &w), 0);
+    }
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        tr_event_extra w = tr_extra(&t, EV(ev[i]));
+        ok &= w.seq == wide[i] && w.op_id == wide[n - 1 - i] && w.flops == (int64_t)i && w.bytes == 0;
+    }
+    CU_ASSERT(ok);
+    /* a wide value made narrow again reads narrow */
+    set_seq(ev[1], 3);
+    CU_ASSERT_EQUAL(tr_extra(&t, EV(ev[1])).seq, 3);
+    CU_ASSERT_EQUAL(sizeof(tr_extra_row), 32);
     tr_trace_free(&t);
 }
 
