@@ -137,44 +137,42 @@ static uint64_t slot_key(const corr_slot *s)
     return (uint64_t)s->source << 48 | (uint64_t)s->corr;
 }
 
-/* Where the slots, in event order, are a few runs of ascending keys (each
- * CUPTI API table's calls come with rising correlation ids), they are merged
- * pairwise, a pass at a time, between s and spare; equal keys keep their
- * order (the left run's first), as in the radix sort.  Returns the array
- * that holds the result; NULL (nothing moved) when there are more than
- * MERGE_RUNS_MAX runs. */
-static corr_slot *merge_slot_runs(corr_slot *a, corr_slot *b, size_t n)
+/* The merges below take their runs' next elements from a heap of the runs'
+ * heads, ordered by (key, key2) and, for equal keys, the earlier run first:
+ * a stable merge. */
+typedef struct { uint64_t key, key2; size_t run, at; } run_head;
+
+static int head_before(const run_head *a, const run_head *b)
 {
-    size_t starts[MERGE_RUNS_MAX + 1], runs = 0;
-    starts[runs++] = 0;
-    for (size_t k = 1; k < n; k++) {
-        tr_spill_tick();
-        if (slot_key(&a[k]) >= slot_key(&a[k - 1]))
-            continue;
-        if (runs == MERGE_RUNS_MAX)
-            return NULL;
-        starts[runs++] = k;
+    if (a->key != b->key)
+        return a->key < b->key;
+    if (a->key2 != b->key2)
+        return a->key2 < b->key2;
+    return a->run < b->run;
+}
+
+static void sift_down(run_head *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t least = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && head_before(&h[l], &h[least]))
+            least = l;
+        if (r < n && head_before(&h[r], &h[least]))
+            least = r;
+        if (least == i)
+            return;
+        run_head t = h[i];
+        h[i] = h[least];
+        h[least] = t;
+        i = least;
     }
-    starts[runs] = n;
-    while (runs > 1) {
-        size_t out = 0;
-        for (size_t r = 0; r < runs; r += 2) {
-            size_t lo = starts[r], mid = starts[r + 1], hi = r + 1 < runs ? starts[r + 2] : mid;
-            size_t i = lo, j = mid, k = lo;
-            while (i < mid || j < hi) {
-                tr_spill_tick();
-                int right = i == mid || (j < hi && slot_key(&a[j]) < slot_key(&a[i]));
-                b[k++] = right ? a[j++] : a[i++];
-            }
-            starts[out++] = lo;
-        }
-        starts[out] = n;
-        runs = out;
-        corr_slot *t = a;
-        a = b;
-        b = t;
-    }
-    return a;
+}
+
+/* An event's correlation where it is an API call the correlation index
+ * lists, else -1. */
+static int64_t listed_correlation(const tr_trace *t, const tr_event *e)
+{
+    return tr_kinds[e->kind].is_api ? tr_correlation(t, e) : -1;
 }
 
 /* LSD radix on the slots' keys, 8 bits a pass, skipping bytes that are the
@@ -208,9 +206,9 @@ static corr_slot *radix_sort_slots(corr_slot *a, corr_slot *b, size_t n)
     return a;
 }
 
-/* Sorts s[0..n) by (source, corr, event): a merge of its runs where there
- * are few, else an LSD radix sort on the key when it fits in 64 bits (both
- * stable, so events stay in index order), else a comparison sort. */
+/* Sorts s[0..n) by (source, corr, event): an LSD radix sort on the key when
+ * it fits in 64 bits (stable, so events stay in index order), else a
+ * comparison sort.  (Slots in a few runs never get here: index_api_calls().) */
 static int sort_corr_slots(corr_slot *s, size_t n)
 {
     if (n < 2)   /* s is NULL when the trace has no API call */
@@ -229,9 +227,7 @@ static int sort_corr_slots(corr_slot *s, size_t n)
     corr_slot *spare = tr_spill_calloc(n, sizeof *spare);
     if (!spare)
         return -1;
-    corr_slot *a = merge_slot_runs(s, spare, n);
-    if (!a)
-        a = radix_sort_slots(s, spare, n);
+    corr_slot *a = radix_sort_slots(s, spare, n);
     if (a != s)
         tr_spill_copy(s, a, n * sizeof *s);
     tr_spill_free(spare);
@@ -295,6 +291,18 @@ static keyed radix_sort_keyed(keyed a, keyed b, size_t n, uint64_t differ)
  * other reads every page of the array once a thread, where a walk in time
  * order reads it about once: once the array is in a file (lib/spill.h) each
  * read of a dropped page is a page fault. */
+/* The events the tree's two sorts order: the CPU events of a thread's tree
+ * (list_cpu_events()) and the GPU activities (attribute_gpu()). */
+static int in_cpu_tree(const tr_event *e)
+{
+    return !tr_kinds[e->kind].on_gpu && !(e->flags & (TR_FLAG_ASYNC | TR_FLAG_MERGED)) && e->thread;
+}
+
+static int on_gpu(const tr_event *e)
+{
+    return tr_kinds[e->kind].on_gpu;
+}
+
 /* What sort_on_tracks() orders by: the start since lo, with the track in
  * the low thread_bits bits where they fit. */
 typedef struct { const tr_event *ev; uint64_t lo; int thread_bits; } track_keys;
@@ -339,42 +347,22 @@ static void finish_ties(uint32_t *order, size_t lo, size_t hi)
         qsort(order + lo, hi - lo, sizeof *order, cmp_on_track);
 }
 
-typedef struct { uint64_t key; size_t run, at; } run_head;
-
-static int head_before(const run_head *a, const run_head *b)
-{
-    return a->key < b->key || (a->key == b->key && a->run < b->run);
-}
-
-static void sift_down(run_head *h, size_t n, size_t i)
-{
-    for (;;) {
-        size_t least = i, l = 2 * i + 1, r = l + 1;
-        if (l < n && head_before(&h[l], &h[least]))
-            least = l;
-        if (r < n && head_before(&h[r], &h[least]))
-            least = r;
-        if (least == i)
-            return;
-        run_head t = h[i];
-        h[i] = h[least];
-        h[least] = t;
-        i = least;
-    }
-}
-
-/* Merges the runs of order into out in one pass, a heap of the runs' heads,
- * each run's next key read from its event: no arrays of keys, so the sort
- * holds 4 bytes an event where a pairwise merge of (key, index) pairs held
- * 20, at the ingest's peak.  Equal keys come earlier run first, as in a
- * stable sort, and each run of them is finished as it ends. */
-static void merge_track_runs(const track_keys *tk, const uint32_t *order, const size_t *starts,
-                             size_t runs, uint32_t *out)
+/* Merges the runs of order (event indices, ascending in each run; listed(e)
+ * says which events it holds) in place, in one pass: a heap of the runs'
+ * heads, each run's next element found in the events themselves, so that
+ * neither keys nor a second index array are held, at the ingest's peak (a
+ * pairwise merge of (key, index) pairs held 20 bytes an event).  Equal keys
+ * come earlier run first, as in a stable sort, and each run of them is
+ * finished as it ends. */
+static void merge_track_runs(const track_keys *tk, int (*listed)(const tr_event *), uint32_t *order,
+                             const size_t *starts, size_t runs)
 {
     run_head h[MERGE_RUNS_MAX];
-    size_t nh = 0;
-    for (size_t r = 0; r < runs; r++)
-        h[nh++] = (run_head){track_key(tk, order[starts[r]]), r, starts[r]};
+    size_t left[MERGE_RUNS_MAX], nh = 0;
+    for (size_t r = 0; r < runs; r++) {
+        left[r] = starts[r + 1] - starts[r];
+        h[nh++] = (run_head){.key = track_key(tk, order[starts[r]]), .run = r, .at = order[starts[r]]};
+    }
     for (size_t i = nh / 2; i-- > 0;)
         sift_down(h, nh, i);
     size_t k = 0, tie_from = 0;
@@ -382,18 +370,21 @@ static void merge_track_runs(const track_keys *tk, const uint32_t *order, const 
     while (nh) {
         tr_spill_tick();
         if (k && h[0].key != last) {
-            finish_ties(out, tie_from, k);
+            finish_ties(order, tie_from, k);
             tie_from = k;
         }
         last = h[0].key;
-        out[k++] = order[h[0].at];
-        if (++h[0].at < starts[h[0].run + 1])
-            h[0].key = track_key(tk, order[h[0].at]);
-        else
+        order[k++] = (uint32_t)h[0].at;
+        if (--left[h[0].run]) {
+            while (!listed(&tk->ev[++h[0].at]))
+                ;
+            h[0].key = track_key(tk, (uint32_t)h[0].at);
+        } else {
             h[0] = h[--nh];
+        }
         sift_down(h, nh, 0);
     }
-    finish_ties(out, tie_from, k);
+    finish_ties(order, tie_from, k);
 }
 
 /* Any other order: an LSD radix sort of (key, index) pairs, then the ties
@@ -433,7 +424,7 @@ static tr_status radix_sort_on_tracks(const track_keys *tk, uint32_t *order, siz
 }
 
 static tr_status sort_on_tracks(const tr_event *ev, uint32_t *order, size_t n, key_range r,
-                                int by_stream, tr_error *err)
+                                int by_stream, int (*listed)(const tr_event *), tr_error *err)
 {
     sort_events = ev;
     sort_by_stream = by_stream;
@@ -460,12 +451,7 @@ static tr_status sort_on_tracks(const tr_event *ev, uint32_t *order, size_t n, k
         }
         return TR_OK;
     }
-    uint32_t *out = tr_spill_calloc(n, sizeof *out);
-    if (!out)
-        return oom(err);
-    merge_track_runs(&tk, order, starts, runs, out);
-    tr_spill_copy(order, out, n * sizeof *order);
-    tr_spill_free(out);
+    merge_track_runs(&tk, listed, order, starts, runs);
     return TR_OK;
 }
 
@@ -584,7 +570,7 @@ static tr_status draw_streams(tr_trace *t, gpu_order *go, tr_error *err)
 {
     if (go->n < 2)
         return TR_OK;
-    tr_status st = sort_on_tracks(t->events.v, go->order, go->n, go->r, 1, err);
+    tr_status st = sort_on_tracks(t->events.v, go->order, go->n, go->r, 1, on_gpu, err);
     if (st != TR_OK)
         return st;
     tr_event *ev = t->events.v;
@@ -609,7 +595,13 @@ static tr_status draw_streams(tr_trace *t, gpu_order *go, tr_error *err)
  * here what other steps used to read it again for. */
 typedef struct {
     corr_index cm;
-    size_t cm_cap;
+    /* the API calls the index lists, in event order: how many, and where
+     * their runs of ascending (source, correlation) begin (ncall_runs 0:
+     * more than MERGE_RUNS_MAX runs) */
+    size_t ncalls, ncall_runs;
+    size_t call_run_at[MERGE_RUNS_MAX], call_run_len[MERGE_RUNS_MAX];
+    uint32_t last_source;
+    int64_t last_corr;
     uint32_t *order;      /* CPU tree events, per thread, parents before children */
     size_t n;
     int64_t *first_corr;  /* per source: its lowest API-call correlation, INT64_MAX none */
@@ -627,40 +619,118 @@ static void links_free(tree_links *l)
     memset(l, 0, sizeof *l);
 }
 
-static int add_corr_slot(tree_links *l, corr_slot slot)
+/* Counts listed API call i (source, corr) into its run. */
+static void note_call(tree_links *l, uint32_t source, int64_t corr, size_t i)
 {
-    if (tr_vec_reserve_((void **)&l->cm.s, &l->cm_cap, l->cm.n + 1, sizeof *l->cm.s) < 0)
-        return -1;
-    l->cm.s[l->cm.n++] = slot;
-    return 0;
+    int next_run = !l->ncalls || source < l->last_source || (source == l->last_source && corr < l->last_corr);
+    if (next_run && l->ncalls && l->ncall_runs == MERGE_RUNS_MAX)
+        l->ncall_runs = 0;   /* too many: sorted instead */
+    else if (next_run && (l->ncall_runs || !l->ncalls))
+        l->call_run_at[l->ncall_runs++] = i;
+    if (l->ncall_runs)
+        l->call_run_len[l->ncall_runs - 1]++;
+    l->ncalls++;
+    l->last_source = source;
+    l->last_corr = corr;
 }
 
-/* Sorts the slots (every API call with a correlation, in event order) and
- * keeps one per (source, correlation): the first runtime call of the key in
- * event order, else its first call, since the runtime call is the one the
- * program made. */
-static int index_api_calls(const tr_trace *t, corr_index *ix)
+/* Of equal keys, the index keeps the first runtime call in event order, else
+ * the first call, since the runtime call is the one the program made:
+ * whether s, later in that order, replaces kept. */
+static int replaces(const tr_event *ev, const corr_slot *kept, const corr_slot *s)
+{
+    return ev[kept->event_plus1 - 1].kind != TR_KIND_RUNTIME && ev[s->event_plus1 - 1].kind == TR_KIND_RUNTIME;
+}
+
+/* The index from the runs of API calls, merged in one pass from the events
+ * themselves (a heap of the runs' heads) and written one slot a key: no
+ * slot for each call first, and no second array to sort them in, at the
+ * ingest's peak (16 bytes a call, twice, before). */
+static void merge_calls(const tr_trace *t, const tree_links *l, corr_index *ix)
 {
     const tr_event *ev = t->events.v;
-    size_t n = ix->n;
+    run_head h[MERGE_RUNS_MAX];
+    size_t left[MERGE_RUNS_MAX], nh = 0;
+    for (size_t r = 0; r < l->ncall_runs; r++) {
+        const tr_event *e = &ev[l->call_run_at[r]];
+        left[r] = l->call_run_len[r];
+        h[nh++] = (run_head){.key = tr_event_source(t, e), .key2 = (uint64_t)listed_correlation(t, e),
+                             .run = r, .at = l->call_run_at[r]};
+    }
+    for (size_t i = nh / 2; i-- > 0;)
+        sift_down(h, nh, i);
+    size_t out = 0;
+    corr_slot kept = {0};
+    while (nh) {
+        tr_spill_tick();
+        corr_slot s = {(int64_t)h[0].key2, (uint32_t)h[0].key, (uint32_t)h[0].at + 1};
+        if (out && s.source == kept.source && s.corr == kept.corr) {
+            if (replaces(ev, &kept, &s))
+                kept = s;
+        } else {
+            if (kept.event_plus1)
+                ix->s[out - 1] = kept;
+            kept = s;
+            out++;
+        }
+        if (--left[h[0].run]) {
+            int64_t corr;
+            while ((corr = listed_correlation(t, &ev[++h[0].at])) < 0)
+                ;
+            h[0].key = tr_event_source(t, &ev[h[0].at]);
+            h[0].key2 = (uint64_t)corr;
+        } else {
+            h[0] = h[--nh];
+        }
+        sift_down(h, nh, 0);
+    }
+    if (out)
+        ix->s[out - 1] = kept;
+    ix->n = out;
+}
+
+/* Any other order: the slots of every call in event order, sorted, then one
+ * kept a key. */
+static int sort_calls(const tr_trace *t, corr_index *ix)
+{
+    const tr_event *ev = t->events.v;
+    size_t n = 0;
+    for (size_t i = 0; i < t->events.n; i++) {
+        tr_spill_tick();
+        int64_t corr = listed_correlation(t, &ev[i]);
+        if (corr >= 0)
+            ix->s[n++] = (corr_slot){corr, tr_event_source(t, &ev[i]), (uint32_t)i + 1};
+    }
     if (sort_corr_slots(ix->s, n) < 0)
         return -1;
     size_t out = 0;
-    for (size_t k = 0; k < n;) {
+    for (size_t k = 0; k < n; k++) {
         tr_spill_tick();
-        size_t end = k + 1, pick = k;
-        while (end < n && ix->s[end].source == ix->s[k].source && ix->s[end].corr == ix->s[k].corr)
-            end++;
-        for (size_t j = k; j < end; j++)
-            if (ev[ix->s[j].event_plus1 - 1].kind == TR_KIND_RUNTIME) {
-                pick = j;
-                break;
-            }
-        ix->s[out++] = ix->s[pick];
-        k = end;
+        if (out && ix->s[k].source == ix->s[out - 1].source && ix->s[k].corr == ix->s[out - 1].corr) {
+            if (replaces(ev, &ix->s[out - 1], &ix->s[k]))
+                ix->s[out - 1] = ix->s[k];
+        } else {
+            ix->s[out++] = ix->s[k];
+        }
     }
     ix->n = out;
     return 0;
+}
+
+/* The correlation index: one slot per (source, correlation) of the API calls
+ * reset_and_list_calls() counted, sorted. */
+static int index_api_calls(const tr_trace *t, tree_links *l)
+{
+    l->cm = (corr_index){NULL, 0, 0};
+    if (!l->ncalls)
+        return 0;
+    if (!(l->cm.s = tr_spill_calloc(l->ncalls, sizeof *l->cm.s)))
+        return -1;
+    if (l->ncall_runs) {
+        merge_calls(t, l, &l->cm);
+        return 0;
+    }
+    return sort_calls(t, &l->cm);
 }
 
 /* The tree's fields back to where the tree starts from.  Only the fields that
@@ -701,12 +771,11 @@ static tr_status reset_and_list_calls(tr_trace *t, tree_links *l, tr_error *err)
         l->nmem += e->kind == TR_KIND_MEMORY;
         l->nops += e->kind == TR_KIND_OP;
         l->ngpu += tr_kinds[e->kind].on_gpu;
-        int64_t corr = tr_correlation(t, e);
-        if (!tr_kinds[e->kind].is_api || corr < 0)
+        int64_t corr = listed_correlation(t, e);
+        if (corr < 0)
             continue;
         uint32_t src = tr_event_source(t, e);
-        if (add_corr_slot(l, (corr_slot){corr, src, (uint32_t)i + 1}) < 0)
-            return oom(err);
+        note_call(l, src, corr, i);
         if (src && src < nsrc && corr < l->first_corr[src])
             l->first_corr[src] = corr;
     }
@@ -732,7 +801,7 @@ static void list_cpu_events(tr_trace *t, tree_links *l, key_range *r)
         }
         if (tr_kinds[e->kind].on_gpu || (e->flags & (TR_FLAG_ASYNC | TR_FLAG_MERGED)))
             continue;
-        if (!e->thread) {
+        if (!in_cpu_tree(e)) {   /* on no thread */
             e->cpu_self = span_of(e);
             continue;
         }
@@ -751,11 +820,11 @@ static tr_status build_links(tr_trace *t, tree_links *l, tr_error *err)
     if (st != TR_OK)
         return st;
     l->order = tr_spill_calloc(t->events.n ? t->events.n : 1, sizeof *l->order);
-    if (!l->order || index_api_calls(t, &l->cm) < 0)
+    if (!l->order || index_api_calls(t, l) < 0)
         return oom(err);
     key_range r;
     list_cpu_events(t, l, &r);
-    st = sort_on_tracks(t->events.v, l->order, l->n, r, 0, err);
+    st = sort_on_tracks(t->events.v, l->order, l->n, r, 0, in_cpu_tree, err);
     if (st == TR_OK)
         st = build_cpu_tree(t, l->order, l->n, 1, err);
     return st;

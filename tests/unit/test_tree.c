@@ -632,9 +632,49 @@ static void test_correlation_lookups(void)
     tr_trace_free(&t);
 }
 
-/* The fields few events have live in rows beside the events: an event
- * without them reads the defaults and holds no row, so a trace of kernels and
- * API calls pays nothing for its ops' sequence numbers. */
+/* The correlation index is the same whatever order the API calls come in:
+ * as one run of rising ids, as a driver table then a runtime table (a few
+ * runs, merged from the events) or shuffled (sorted).  Of calls with one id
+ * it keeps the first runtime call in event order, else the first call. */
+static void test_correlation_index_orders(void)
+{
+    enum { N = 600 };
+    for (int layout = 0; layout < 3; layout++) {
+        setup();
+        /* id 2i+1: a driver call, then two runtime calls; id 2i+2: two driver calls */
+        size_t first_runtime[N], first_driver[N];
+        int perm[N];
+        for (int i = 0; i < N; i++)
+            perm[i] = layout == 2 ? (i * 7919) % N : i;   /* 7919 is prime to N: a shuffle */
+        for (int pass = 0; pass < (layout ? 2 : 1); pass++)
+            for (int k = 0; k < N; k++) {
+                int i = perm[k];
+                int64_t at = 100 * i;
+                if (layout == 0 || pass == 0)
+                    add(TR_KIND_DRIVER, "cuLaunchKernel", at, at + 5, thread1, 2 * i + 1);
+                if (layout == 0 || pass == 1) {
+                    first_runtime[i] = add(TR_KIND_RUNTIME, "cudaLaunchKernel", at + 30, at + 35, thread1, 2 * i + 1);
+                    add(TR_KIND_RUNTIME, "cudaLaunchKernel", at + 40, at + 45, thread1, 2 * i + 1);
+                }
+                if (layout == 0 || pass == 0) {
+                    first_driver[i] = add(TR_KIND_DRIVER, "cuLaunchKernel", at + 10, at + 15, thread1, 2 * i + 2);
+                    add(TR_KIND_DRIVER, "cuLaunchKernel", at + 20, at + 25, thread1, 2 * i + 2);
+                }
+            }
+        size_t k1[N], k2[N];
+        for (int i = N; i-- > 0;) {   /* launched in reverse */
+            k1[i] = add(TR_KIND_KERNEL, "k", 1000000 + 10 * i, 1000000 + 10 * i + 5, 0, 2 * i + 1);
+            k2[i] = add(TR_KIND_KERNEL, "k", 2000000 + 10 * i, 2000000 + 10 * i + 5, 0, 2 * i + 2);
+        }
+        build();
+        int ok = 1;
+        for (int i = 0; i < N; i++)
+            ok &= EV(k1[i])->parent == (int32_t)first_runtime[i] && EV(k2[i])->parent == (int32_t)first_driver[i];
+        CU_ASSERT(ok);
+        tr_trace_free(&t);
+    }
+}
+
 /* Correlations and depths past the event's 32 and 16 bits keep their values
  * (in the trace's wide map), and link as the narrow ones do. */
 static void test_wide_correlation_and_depth(void)
@@ -681,6 +721,9 @@ static void test_wide_correlation_and_depth(void)
     tr_trace_free(&t);
 }
 
+/* The fields few events have live in rows beside the events: an event
+ * without them reads the defaults and holds no row, so a trace of kernels and
+ * API calls pays nothing for its ops' sequence numbers. */
 static void test_extra_rows_only_where_set(void)
 {
     setup();
@@ -792,6 +835,7 @@ TR_SUITE(tree,
          {"a few runs in time order merged", test_sort_runs_merged},
          {"the same tree whatever the order of the events", test_tree_whatever_the_order},
          {"correlation ids found in any order", test_correlation_lookups},
+         {"the correlation index whatever the order of the calls", test_correlation_index_orders},
          {"redispatched ops merge into their parent", test_redispatch_merge},
          {"backward ops take their forward op's stack", test_backward_stacks},
          {"memory: deepest holder of the closed window", test_memory_closed_windows},
