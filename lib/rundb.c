@@ -509,17 +509,33 @@ out:
  * gives.  docs/ingest.md, "The events table as pages", says why. */
 
 typedef struct {
-    uint32_t *order;   /* event indices in events_parent's order */
-    uint32_t *end;     /* bucket b (parent index + 1; 0: no parent) ends at end[b] */
-    size_t *bucket;    /* the bucket of the entry asked for last (the entries come in order) */
+    uint32_t *order;       /* event indices in events_parent's order */
+    /* bit b: bucket b (parent index + 1; 0: no parent) has entries; bit k:
+     * entry k is the first of its bucket.  Two bits an event, where the
+     * buckets' bounds took 32, at the write's peak */
+    uint64_t *nonempty, *first;
+    size_t *bucket;        /* the bucket of the entry asked for last (the entries come in order) */
 } parent_order;
+
+static int bit(const uint64_t *bits, size_t i)
+{
+    return (bits[i / 64] >> (i % 64)) & 1;
+}
+
+static void set_bit(uint64_t *bits, size_t i)
+{
+    bits[i / 64] |= (uint64_t)1 << (i % 64);
+}
 
 static int fill_parent_entry(const void *ctx, size_t k, tr_cell *c)
 {
     const parent_order *p = ctx;
     size_t b = *p->bucket;
-    while (p->end[b] <= k)
-        b++;
+    if (bit(p->first, k)) {   /* the next bucket with entries; the first entry's is bucket 0 or on */
+        b = k ? b + 1 : 0;
+        while (!bit(p->nonempty, b))
+            b++;
+    }
     *p->bucket = b;
     tr_cell_opt(&c[0], (int64_t)b, 0);            /* parent_id, as fill_event() writes it */
     tr_cell_int(&c[1], (int64_t)p->order[k] + 1);
@@ -529,8 +545,10 @@ static int fill_parent_entry(const void *ctx, size_t k, tr_cell *c)
 static void parent_order_free(parent_order *p)
 {
     tr_spill_free(p->order);
-    tr_spill_free(p->end);
-    p->order = p->end = NULL;
+    tr_spill_free(p->nonempty);
+    tr_spill_free(p->first);
+    p->order = NULL;
+    p->nonempty = p->first = NULL;
 }
 
 /* A stable counting sort of the events by parent. */
@@ -538,22 +556,30 @@ static tr_status sort_by_parent(const tr_trace *t, parent_order *p, tr_error *er
 {
     size_t n = t->events.n;
     p->order = tr_spill_calloc(n ? n : 1, sizeof *p->order);
-    p->end = tr_spill_calloc(n + 1, sizeof *p->end);
-    if (!p->order || !p->end || n > UINT32_MAX - 1) {
+    p->nonempty = tr_spill_calloc(n / 64 + 1, sizeof *p->nonempty);
+    p->first = tr_spill_calloc(n / 64 + 1, sizeof *p->first);
+    uint32_t *start = tr_spill_calloc(n + 1, sizeof *start);   /* where each bucket starts */
+    if (!p->order || !p->nonempty || !p->first || !start || n > UINT32_MAX - 1) {
+        tr_spill_free(start);
         parent_order_free(p);
         return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
     }
     const tr_event *ev = t->events.v;
     for (size_t i = 0; i < n; i++, tr_spill_tick())
-        p->end[ev[i].parent + 1]++;
+        start[ev[i].parent + 1]++;
     uint32_t sum = 0;
     for (size_t b = 0; b <= n; b++) {
-        uint32_t count = p->end[b];
-        p->end[b] = sum;
+        uint32_t count = start[b];
+        if (count) {
+            set_bit(p->nonempty, b);
+            set_bit(p->first, sum);
+        }
+        start[b] = sum;
         sum += count;
     }
     for (size_t i = 0; i < n; i++, tr_spill_tick())
-        p->order[p->end[ev[i].parent + 1]++] = (uint32_t)i;
+        p->order[start[ev[i].parent + 1]++] = (uint32_t)i;
+    tr_spill_free(start);
     return TR_OK;
 }
 
