@@ -68,18 +68,24 @@ static int cmp_on_track(const void *pa, const void *pb)
  * it has the key between two of them: a few neighbouring slots in the usual
  * case, where a binary search over the whole array touched two dozen slots
  * across it (its top levels are pages that every trim of a spilled index,
- * lib/spill.h, drops, and the next search maps again). */
-typedef struct { int64_t corr; uint32_t source; uint32_t event_plus1; } corr_slot;
-typedef struct { corr_slot *s; size_t n; size_t hint; } corr_index;
+ * lib/spill.h, drops, and the next search maps again).  The index lives
+ * through the whole tree, the ingest's peak, so it is kept small: in
+ * segments of one (source, correlation / 2^32), each slot the low 32 bits
+ * of its correlation and its event, 8 bytes where the whole key took 16.
+ * CUPTI's ids are 32-bit: a source is one segment. */
+typedef struct { int64_t corr; uint32_t source; uint32_t event_plus1; } call_key;
+typedef struct { uint32_t corr_lo; uint32_t event_plus1; } corr_slot;
+typedef struct { uint32_t source, corr_hi; size_t begin; } corr_segment;
+typedef struct {
+    corr_slot *s;
+    size_t n, hint;
+    corr_segment *seg;
+    size_t nseg, seg_cap, seg_hint;
+} corr_index;
 
-static int corr_before(const corr_slot *a, uint32_t source, int64_t corr)
+static int cmp_call_key(const void *pa, const void *pb)
 {
-    return a->source != source ? a->source < source : a->corr < corr;
-}
-
-static int cmp_corr_slot(const void *pa, const void *pb)
-{
-    const corr_slot *a = pa, *b = pb;
+    const call_key *a = pa, *b = pb;
     if (a->source != b->source)
         return a->source < b->source ? -1 : 1;
     if (a->corr != b->corr)
@@ -87,44 +93,91 @@ static int cmp_corr_slot(const void *pa, const void *pb)
     return a->event_plus1 < b->event_plus1 ? -1 : a->event_plus1 > b->event_plus1;
 }
 
-/* The first slot not before (source, corr), n when none: a galloping search
- * from the hint, then a binary one between the last two steps. */
-static size_t corr_lower_bound(corr_index *ix, uint32_t source, int64_t corr)
+/* Appends key k, not before the last one, to the index (room for its slot
+ * is there); -1 out of memory. */
+static int index_push(corr_index *ix, call_key k)
 {
-    size_t n = ix->n, lo, hi, h = ix->hint < n ? ix->hint : 0;
-    if (n == 0)
-        return 0;
-    if (corr_before(&ix->s[h], source, corr)) {   /* after h: steps forward */
+    uint32_t hi = (uint32_t)((uint64_t)k.corr >> 32);
+    corr_segment *last = ix->nseg ? &ix->seg[ix->nseg - 1] : NULL;
+    if (!last || last->source != k.source || last->corr_hi != hi) {
+        if (tr_vec_reserve_((void **)&ix->seg, &ix->seg_cap, ix->nseg + 1, sizeof *ix->seg) < 0)
+            return -1;
+        ix->seg[ix->nseg++] = (corr_segment){k.source, hi, ix->n};
+    }
+    ix->s[ix->n++] = (corr_slot){(uint32_t)k.corr, k.event_plus1};
+    return 0;
+}
+
+static int segment_before(const corr_segment *g, uint32_t source, uint32_t hi)
+{
+    return g->source != source ? g->source < source : g->corr_hi < hi;
+}
+
+/* The first slot of s[first..last) whose correlation's low bits are not
+ * below lo, last when none: a galloping search from the hint, then a binary
+ * one between the last two steps. */
+static size_t corr_lower_bound(corr_index *ix, size_t first, size_t last, uint32_t lo_bits)
+{
+    size_t lo, hi, h = ix->hint >= first && ix->hint < last ? ix->hint : first;
+    if (first == last)
+        return first;
+    if (ix->s[h].corr_lo < lo_bits) {   /* after h: steps forward */
         lo = h + 1;
         hi = lo;
-        for (size_t step = 1; hi < n && corr_before(&ix->s[hi], source, corr); step *= 2) {
+        for (size_t step = 1; hi < last && ix->s[hi].corr_lo < lo_bits; step *= 2) {
             lo = hi + 1;
-            hi = n - hi > step ? hi + step : n;
+            hi = last - hi > step ? hi + step : last;
         }
     } else {   /* at h or before: steps back */
         hi = h;
         lo = h;
-        for (size_t step = 1; lo > 0 && !corr_before(&ix->s[lo - 1], source, corr); step *= 2) {
+        for (size_t step = 1; lo > first && ix->s[lo - 1].corr_lo >= lo_bits; step *= 2) {
             hi = lo - 1;
-            lo = lo - 1 > step ? lo - 1 - step : 0;
+            lo = lo - 1 - first > step ? lo - 1 - step : first;
         }
     }
-    while (lo < hi) {   /* the bound is in [lo, hi]: before s[lo - 1] fails, s[hi] is not before */
+    while (lo < hi) {   /* the bound is in [lo, hi]: s[lo - 1] is below, s[hi] is not */
         size_t mid = lo + (hi - lo) / 2;
-        if (corr_before(&ix->s[mid], source, corr))
+        if (ix->s[mid].corr_lo < lo_bits)
             lo = mid + 1;
         else
             hi = mid;
     }
-    ix->hint = lo < n ? lo : n - 1;
+    ix->hint = lo < last ? lo : last - 1;
     return lo;
 }
 
 /* The API event (+ 1) of (source, corr), 0 when none. */
 static uint32_t corr_lookup(corr_index *ix, uint32_t source, int64_t corr)
 {
-    size_t i = corr_lower_bound(ix, source, corr);
-    return i < ix->n && ix->s[i].source == source && ix->s[i].corr == corr ? ix->s[i].event_plus1 : 0;
+    if (corr < 0 || !ix->nseg)
+        return 0;
+    uint32_t hi = (uint32_t)((uint64_t)corr >> 32);
+    size_t g = ix->seg_hint < ix->nseg ? ix->seg_hint : 0;
+    if (ix->seg[g].source != source || ix->seg[g].corr_hi != hi) {
+        size_t lo = 0, up = ix->nseg;
+        while (lo < up) {
+            size_t mid = lo + (up - lo) / 2;
+            if (segment_before(&ix->seg[mid], source, hi))
+                lo = mid + 1;
+            else
+                up = mid;
+        }
+        if (lo == ix->nseg || ix->seg[lo].source != source || ix->seg[lo].corr_hi != hi)
+            return 0;
+        g = lo;
+    }
+    ix->seg_hint = g;
+    size_t first = ix->seg[g].begin, last = g + 1 < ix->nseg ? ix->seg[g + 1].begin : ix->n;
+    size_t i = corr_lower_bound(ix, first, last, (uint32_t)corr);
+    return i < last && ix->s[i].corr_lo == (uint32_t)corr ? ix->s[i].event_plus1 : 0;
+}
+
+static void corr_index_free(corr_index *ix)
+{
+    tr_spill_free(ix->s);
+    free(ix->seg);
+    memset(ix, 0, sizeof *ix);
 }
 
 /* The sorts below merge an array's ascending runs where there are at most
@@ -132,7 +185,7 @@ static uint32_t corr_lookup(corr_index *ix, uint32_t source, int64_t corr)
  * byte of the key that differs. */
 #define MERGE_RUNS_MAX 32
 
-static uint64_t slot_key(const corr_slot *s)
+static uint64_t slot_key(const call_key *s)
 {
     return (uint64_t)s->source << 48 | (uint64_t)s->corr;
 }
@@ -178,7 +231,7 @@ static int64_t listed_correlation(const tr_trace *t, const tr_event *e)
 /* LSD radix on the slots' keys, 8 bits a pass, skipping bytes that are the
  * same in every key; b is the spare.  Stable.  Returns the array that holds
  * the result. */
-static corr_slot *radix_sort_slots(corr_slot *a, corr_slot *b, size_t n)
+static call_key *radix_sort_slots(call_key *a, call_key *b, size_t n)
 {
     uint64_t differ = 0, first = slot_key(&a[0]);
     for (size_t k = 0; k < n; k++) {
@@ -199,7 +252,7 @@ static corr_slot *radix_sort_slots(corr_slot *a, corr_slot *b, size_t n)
             tr_spill_tick();
             b[count[(slot_key(&a[k]) >> shift) & 0xff]++] = a[k];
         }
-        corr_slot *t = a;
+        call_key *t = a;
         a = b;
         b = t;
     }
@@ -209,7 +262,7 @@ static corr_slot *radix_sort_slots(corr_slot *a, corr_slot *b, size_t n)
 /* Sorts s[0..n) by (source, corr, event): an LSD radix sort on the key when
  * it fits in 64 bits (stable, so events stay in index order), else a
  * comparison sort.  (Slots in a few runs never get here: index_api_calls().) */
-static int sort_corr_slots(corr_slot *s, size_t n)
+static int sort_corr_slots(call_key *s, size_t n)
 {
     if (n < 2)   /* s is NULL when the trace has no API call */
         return 0;
@@ -221,13 +274,13 @@ static int sort_corr_slots(corr_slot *s, size_t n)
         max_corr = s[k].corr > max_corr ? s[k].corr : max_corr;
     }
     if (max_source >= (1u << 16) || max_corr >= (INT64_C(1) << 48)) {
-        tr_spill_sort(s, n, sizeof *s, cmp_corr_slot);   /* glibc's qsort would malloc a copy */
+        tr_spill_sort(s, n, sizeof *s, cmp_call_key);   /* glibc's qsort would malloc a copy */
         return 0;
     }
-    corr_slot *spare = tr_spill_calloc(n, sizeof *spare);
+    call_key *spare = tr_spill_calloc(n, sizeof *spare);
     if (!spare)
         return -1;
-    corr_slot *a = radix_sort_slots(s, spare, n);
+    call_key *a = radix_sort_slots(s, spare, n);
     if (a != s)
         tr_spill_copy(s, a, n * sizeof *s);
     tr_spill_free(spare);
@@ -613,7 +666,7 @@ typedef struct {
 
 static void links_free(tree_links *l)
 {
-    tr_spill_free(l->cm.s);
+    corr_index_free(&l->cm);
     tr_spill_free(l->order);
     free(l->first_corr);
     memset(l, 0, sizeof *l);
@@ -637,7 +690,7 @@ static void note_call(tree_links *l, uint32_t source, int64_t corr, size_t i)
 /* Of equal keys, the index keeps the first runtime call in event order, else
  * the first call, since the runtime call is the one the program made:
  * whether s, later in that order, replaces kept. */
-static int replaces(const tr_event *ev, const corr_slot *kept, const corr_slot *s)
+static int replaces(const tr_event *ev, const call_key *kept, const call_key *s)
 {
     return ev[kept->event_plus1 - 1].kind != TR_KIND_RUNTIME && ev[s->event_plus1 - 1].kind == TR_KIND_RUNTIME;
 }
@@ -646,7 +699,7 @@ static int replaces(const tr_event *ev, const corr_slot *kept, const corr_slot *
  * themselves (a heap of the runs' heads) and written one slot a key: no
  * slot for each call first, and no second array to sort them in, at the
  * ingest's peak (16 bytes a call, twice, before). */
-static void merge_calls(const tr_trace *t, const tree_links *l, corr_index *ix)
+static int merge_calls(const tr_trace *t, const tree_links *l, corr_index *ix)
 {
     const tr_event *ev = t->events.v;
     run_head h[MERGE_RUNS_MAX];
@@ -659,19 +712,17 @@ static void merge_calls(const tr_trace *t, const tree_links *l, corr_index *ix)
     }
     for (size_t i = nh / 2; i-- > 0;)
         sift_down(h, nh, i);
-    size_t out = 0;
-    corr_slot kept = {0};
+    call_key kept = {0};
     while (nh) {
         tr_spill_tick();
-        corr_slot s = {(int64_t)h[0].key2, (uint32_t)h[0].key, (uint32_t)h[0].at + 1};
-        if (out && s.source == kept.source && s.corr == kept.corr) {
+        call_key s = {(int64_t)h[0].key2, (uint32_t)h[0].key, (uint32_t)h[0].at + 1};
+        if (kept.event_plus1 && s.source == kept.source && s.corr == kept.corr) {
             if (replaces(ev, &kept, &s))
                 kept = s;
         } else {
-            if (kept.event_plus1)
-                ix->s[out - 1] = kept;
+            if (kept.event_plus1 && index_push(ix, kept) < 0)
+                return -1;
             kept = s;
-            out++;
         }
         if (--left[h[0].run]) {
             int64_t corr;
@@ -684,53 +735,50 @@ static void merge_calls(const tr_trace *t, const tree_links *l, corr_index *ix)
         }
         sift_down(h, nh, 0);
     }
-    if (out)
-        ix->s[out - 1] = kept;
-    ix->n = out;
+    return kept.event_plus1 ? index_push(ix, kept) : 0;
 }
 
 /* Any other order: the slots of every call in event order, sorted, then one
  * kept a key. */
-static int sort_calls(const tr_trace *t, corr_index *ix)
+static int sort_calls(const tr_trace *t, size_t ncalls, corr_index *ix)
 {
     const tr_event *ev = t->events.v;
+    call_key *k = tr_spill_calloc(ncalls, sizeof *k);
+    if (!k)
+        return -1;
     size_t n = 0;
     for (size_t i = 0; i < t->events.n; i++) {
         tr_spill_tick();
         int64_t corr = listed_correlation(t, &ev[i]);
         if (corr >= 0)
-            ix->s[n++] = (corr_slot){corr, tr_event_source(t, &ev[i]), (uint32_t)i + 1};
+            k[n++] = (call_key){corr, tr_event_source(t, &ev[i]), (uint32_t)i + 1};
     }
-    if (sort_corr_slots(ix->s, n) < 0)
-        return -1;
-    size_t out = 0;
-    for (size_t k = 0; k < n; k++) {
+    int rc = sort_corr_slots(k, n);
+    size_t kept = 0;
+    for (size_t j = 1; rc == 0 && j <= n; j++) {
         tr_spill_tick();
-        if (out && ix->s[k].source == ix->s[out - 1].source && ix->s[k].corr == ix->s[out - 1].corr) {
-            if (replaces(ev, &ix->s[out - 1], &ix->s[k]))
-                ix->s[out - 1] = ix->s[k];
+        if (j < n && k[j].source == k[kept].source && k[j].corr == k[kept].corr) {
+            if (replaces(ev, &k[kept], &k[j]))
+                kept = j;
         } else {
-            ix->s[out++] = ix->s[k];
+            rc = index_push(ix, k[kept]);
+            kept = j;
         }
     }
-    ix->n = out;
-    return 0;
+    tr_spill_free(k);
+    return rc;
 }
 
 /* The correlation index: one slot per (source, correlation) of the API calls
  * reset_and_list_calls() counted, sorted. */
 static int index_api_calls(const tr_trace *t, tree_links *l)
 {
-    l->cm = (corr_index){NULL, 0, 0};
+    memset(&l->cm, 0, sizeof l->cm);
     if (!l->ncalls)
         return 0;
     if (!(l->cm.s = tr_spill_calloc(l->ncalls, sizeof *l->cm.s)))
         return -1;
-    if (l->ncall_runs) {
-        merge_calls(t, l, &l->cm);
-        return 0;
-    }
-    return sort_calls(t, &l->cm);
+    return l->ncall_runs ? merge_calls(t, l, &l->cm) : sort_calls(t, l->ncalls, &l->cm);
 }
 
 /* The tree's fields back to where the tree starts from.  Only the fields that
@@ -848,7 +896,8 @@ static tr_status merge_redispatched(tr_trace *t, const tree_links *l, uint32_t *
     *outer_out = NULL;
     if (!l->nops)   /* only ops merge: a CUDA trace without framework ops skips two passes */
         return TR_OK;
-    uint32_t *children = tr_spill_calloc(nev ? nev : 1, sizeof *children);
+    /* each event's children, counted to 2: only "one child" matters */
+    uint8_t *children = tr_spill_calloc(nev ? nev : 1, sizeof *children);
     uint32_t *outer = tr_spill_calloc(nev ? nev : 1, sizeof *outer);
     if (!children || !outer) {
         tr_spill_free(children);
@@ -858,7 +907,7 @@ static tr_status merge_redispatched(tr_trace *t, const tree_links *l, uint32_t *
     for (size_t k = 0; k < l->n; k++) {
         tr_spill_tick();
         const tr_event *e = &ev[l->order[k]];
-        if (e->parent >= 0 && e->kind != TR_KIND_MEMORY)
+        if (e->parent >= 0 && e->kind != TR_KIND_MEMORY && children[e->parent] < 2)
             children[e->parent]++;
     }
     for (size_t k = 0; k < l->n; k++) {   /* parents first: a chain folds into its top */
@@ -1218,6 +1267,7 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
         st = oom(err);
     if (st == TR_OK)
         st = attribute_gpu(t, &l, &go, err);
+    corr_index_free(&l.cm);   /* the launches are found: the index's memory back before the totals */
     if (st == TR_OK)
         sum_totals(t, &l);
     tr_spill_free(outer);

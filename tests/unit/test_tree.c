@@ -639,7 +639,11 @@ static void test_correlation_lookups(void)
 static void test_correlation_index_orders(void)
 {
     enum { N = 600 };
-    for (int layout = 0; layout < 3; layout++) {
+    for (int run = 0; run < 6; run++) {
+        /* the second three: the later half of the ids past 2^33, a second segment */
+        int layout = run % 3;
+        int64_t wide = run >= 3 ? (int64_t)1 << 33 : 0;
+#define ID(i, d) (2 * (int64_t)(i) + (d) + ((i) >= N / 2 ? wide : 0))
         setup();
         /* id 2i+1: a driver call, then two runtime calls; id 2i+2: two driver calls */
         size_t first_runtime[N], first_driver[N];
@@ -651,28 +655,35 @@ static void test_correlation_index_orders(void)
                 int i = perm[k];
                 int64_t at = 100 * i;
                 if (layout == 0 || pass == 0)
-                    add(TR_KIND_DRIVER, "cuLaunchKernel", at, at + 5, thread1, 2 * i + 1);
+                    add(TR_KIND_DRIVER, "cuLaunchKernel", at, at + 5, thread1, ID(i, 1));
                 if (layout == 0 || pass == 1) {
-                    first_runtime[i] = add(TR_KIND_RUNTIME, "cudaLaunchKernel", at + 30, at + 35, thread1, 2 * i + 1);
-                    add(TR_KIND_RUNTIME, "cudaLaunchKernel", at + 40, at + 45, thread1, 2 * i + 1);
+                    first_runtime[i] = add(TR_KIND_RUNTIME, "cudaLaunchKernel", at + 30, at + 35, thread1, ID(i, 1));
+                    add(TR_KIND_RUNTIME, "cudaLaunchKernel", at + 40, at + 45, thread1, ID(i, 1));
                 }
                 if (layout == 0 || pass == 0) {
-                    first_driver[i] = add(TR_KIND_DRIVER, "cuLaunchKernel", at + 10, at + 15, thread1, 2 * i + 2);
-                    add(TR_KIND_DRIVER, "cuLaunchKernel", at + 20, at + 25, thread1, 2 * i + 2);
+                    first_driver[i] = add(TR_KIND_DRIVER, "cuLaunchKernel", at + 10, at + 15, thread1, ID(i, 2));
+                    add(TR_KIND_DRIVER, "cuLaunchKernel", at + 20, at + 25, thread1, ID(i, 2));
                 }
             }
         size_t k1[N], k2[N];
         for (int i = N; i-- > 0;) {   /* launched in reverse */
-            k1[i] = add(TR_KIND_KERNEL, "k", 1000000 + 10 * i, 1000000 + 10 * i + 5, 0, 2 * i + 1);
-            k2[i] = add(TR_KIND_KERNEL, "k", 2000000 + 10 * i, 2000000 + 10 * i + 5, 0, 2 * i + 2);
+            k1[i] = add(TR_KIND_KERNEL, "k", 1000000 + 10 * i, 1000000 + 10 * i + 5, 0, ID(i, 1));
+            k2[i] = add(TR_KIND_KERNEL, "k", 2000000 + 10 * i, 2000000 + 10 * i + 5, 0, ID(i, 2));
         }
+        /* ids in no segment, and between two of a segment's */
+        size_t lost[] = {add(TR_KIND_KERNEL, "k", 3000000, 3000005, 0, ((int64_t)1 << 34) + 1),
+                         add(TR_KIND_KERNEL, "k", 3000010, 3000015, 0, ((int64_t)1 << 32) + 1),
+                         add(TR_KIND_KERNEL, "k", 3000020, 3000025, 0, ID(N - 1, 2) + 1)};
         build();
         int ok = 1;
+        for (size_t m = 0; m < sizeof lost / sizeof lost[0]; m++)
+            ok &= EV(lost[m])->parent == -1;
         for (int i = 0; i < N; i++)
             ok &= EV(k1[i])->parent == (int32_t)first_runtime[i] && EV(k2[i])->parent == (int32_t)first_driver[i];
         CU_ASSERT(ok);
         tr_trace_free(&t);
     }
+#undef ID
 }
 
 /* Correlations and depths past the event's 32 and 16 bits keep their values
