@@ -181,8 +181,8 @@ static void corr_index_free(corr_index *ix)
 }
 
 /* The sorts below merge an array's ascending runs where there are at most
- * this many: log2(runs) passes over it, where an LSD radix sort takes two a
- * byte of the key that differs. */
+ * this many, in one pass with a heap of the runs' heads, where an LSD radix
+ * sort takes two passes a byte of the key that differs and a second array. */
 #define MERGE_RUNS_MAX 32
 
 static uint64_t slot_key(const call_key *s)
@@ -329,21 +329,6 @@ static keyed radix_sort_keyed(keyed a, keyed b, size_t n, uint64_t differ)
     return a;
 }
 
-/* Sorts order[0..n) so that each thread's events are in cmp_on_track order, the
- * threads interleaved by start time: a sort on (start, thread) does most of
- * the work in a few linear passes (qsort through an index into the events
- * was a tenth of the ingest time); runs of equal keys are then finished with
- * cmp_on_track.  Where the two do not fit in 64 bits (starts more than 4.9 hours
- * apart, or 2^20 threads) the key is the start alone, and cmp_on_track orders the
- * threads within each run of equal starts; every walk over the order needs
- * only each thread's events in cmp_on_track order.  (A qsort through it did
- * that before: one random read of the event array a comparison, which on a
- * spilled array is a page fault each.)  Time first, because a thread's
- * events are spread over the whole event array (nvprof stores each table's
- * rows together, the threads interleaved), so a walk one thread after the
- * other reads every page of the array once a thread, where a walk in time
- * order reads it about once: once the array is in a file (lib/spill.h) each
- * read of a dropped page is a page fault. */
 /* The events the tree's two sorts order: the CPU events of a thread's tree
  * (list_cpu_events()) and the GPU activities (attribute_gpu()). */
 static int in_cpu_tree(const tr_event *e)
@@ -476,6 +461,22 @@ static tr_status radix_sort_on_tracks(const track_keys *tk, uint32_t *order, siz
     return TR_OK;
 }
 
+/* Sorts order[0..n) so that each thread's events are in cmp_on_track order, the
+ * threads interleaved by start time: a sort on (start, thread) does most of
+ * the work in a few linear passes (qsort through an index into the events
+ * was a tenth of the ingest time); runs of equal keys are then finished with
+ * cmp_on_track.  Where the two do not fit in 64 bits (starts more than 4.9 hours
+ * apart, or 2^20 threads) the key is the start alone, and cmp_on_track orders the
+ * threads within each run of equal starts; every walk over the order needs
+ * only each thread's events in cmp_on_track order.  (A qsort through it did
+ * that before: one random read of the event array a comparison, which on a
+ * spilled array is a page fault each.)  Time first, because a thread's
+ * events are spread over the whole event array (nvprof stores each table's
+ * rows together, the threads interleaved), so a walk one thread after the
+ * other reads every page of the array once a thread, where a walk in time
+ * order reads it about once: once the array is in a file (lib/spill.h) each
+ * read of a dropped page is a page fault.  order holds, in index order, the
+ * events listed(e) says, which a merge in place finds again in the events. */
 static tr_status sort_on_tracks(const tr_event *ev, uint32_t *order, size_t n, key_range r,
                                 int by_stream, int (*listed)(const tr_event *), tr_error *err)
 {
