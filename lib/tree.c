@@ -415,7 +415,7 @@ static void merge_track_runs(const track_keys *tk, int (*listed)(const tr_event 
         order[k++] = (uint32_t)h[0].at;
         if (--left[h[0].run]) {
             while (!listed(&tk->ev[++h[0].at]))
-                ;
+                tr_spill_tick();   /* the events between may be many pages */
             h[0].key = track_key(tk, (uint32_t)h[0].at);
         } else {
             h[0] = h[--nh];
@@ -728,7 +728,7 @@ static int merge_calls(const tr_trace *t, const tree_links *l, corr_index *ix)
         if (--left[h[0].run]) {
             int64_t corr;
             while ((corr = listed_correlation(t, &ev[++h[0].at])) < 0)
-                ;
+                tr_spill_tick();
             h[0].key = tr_event_source(t, &ev[h[0].at]);
             h[0].key2 = (uint64_t)corr;
         } else {
@@ -874,6 +874,11 @@ static tr_status build_links(tr_trace *t, tree_links *l, tr_error *err)
     key_range r;
     list_cpu_events(t, l, &r);
     st = sort_on_tracks(t->events.v, l->order, l->n, r, 0, in_cpu_tree, err);
+    /* the passes so far read the events in order, or in a few streams in
+     * order (the merges): read ahead.  The walks from here read them in each
+     * thread's start order and jump from each GPU activity to its launching
+     * call: at random places, in a file */
+    tr_spill_set_sequential(t->events.v, 0);
     if (st == TR_OK)
         st = build_cpu_tree(t, l->order, l->n, 1, err);
     return st;
@@ -1241,9 +1246,6 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
     tree_links l = {0};
     uint32_t *outer = NULL;
     size_t merged = 0;
-    /* the walks read the events in each thread's start order and jump from
-     * each GPU activity to its launching call: at random places, in a file */
-    tr_spill_set_sequential(t->events.v, 0);
     tr_status st = build_links(t, &l, err);
     if (st == TR_OK)
         st = merge_redispatched(t, &l, &outer, &merged, err);
