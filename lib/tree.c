@@ -650,9 +650,10 @@ static tr_status draw_streams(tr_trace *t, gpu_order *go, tr_error *err)
 typedef struct {
     corr_index cm;
     /* the API calls the index lists, in event order: how many, and where
-     * their runs of ascending (source, correlation) begin (ncall_runs 0:
-     * more than MERGE_RUNS_MAX runs) */
+     * their runs of ascending (source, correlation) begin and how long they
+     * are, unless there are more than MERGE_RUNS_MAX of them (calls_unsorted) */
     size_t ncalls, ncall_runs;
+    int calls_unsorted;
     size_t call_run_at[MERGE_RUNS_MAX], call_run_len[MERGE_RUNS_MAX];
     uint32_t last_source;
     int64_t last_corr;
@@ -677,11 +678,11 @@ static void links_free(tree_links *l)
 static void note_call(tree_links *l, uint32_t source, int64_t corr, size_t i)
 {
     int next_run = !l->ncalls || source < l->last_source || (source == l->last_source && corr < l->last_corr);
-    if (next_run && l->ncalls && l->ncall_runs == MERGE_RUNS_MAX)
-        l->ncall_runs = 0;   /* too many: sorted instead */
-    else if (next_run && (l->ncall_runs || !l->ncalls))
+    if (next_run && l->ncall_runs == MERGE_RUNS_MAX)
+        l->calls_unsorted = 1;
+    else if (next_run && !l->calls_unsorted)
         l->call_run_at[l->ncall_runs++] = i;
-    if (l->ncall_runs)
+    if (!l->calls_unsorted)
         l->call_run_len[l->ncall_runs - 1]++;
     l->ncalls++;
     l->last_source = source;
@@ -779,7 +780,7 @@ static int index_api_calls(const tr_trace *t, tree_links *l)
         return 0;
     if (!(l->cm.s = tr_spill_calloc(l->ncalls, sizeof *l->cm.s)))
         return -1;
-    return l->ncall_runs ? merge_calls(t, l, &l->cm) : sort_calls(t, l->ncalls, &l->cm);
+    return l->calls_unsorted ? sort_calls(t, l->ncalls, &l->cm) : merge_calls(t, l, &l->cm);
 }
 
 /* The tree's fields back to where the tree starts from.  Only the fields that
