@@ -1066,6 +1066,27 @@ out:
     return st;
 }
 
+/* Every source's path and every event's name are strings: a run.db with
+ * sources or events and no strings was emptied after the ingest, and would
+ * print blank names.  (Two probes of a b-tree's first row: cheap on any size.) */
+static tr_status check_names(sqlite3 *db, const char *path, tr_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT (EXISTS(SELECT 1 FROM sources) OR EXISTS(SELECT 1 FROM events)) "
+                                    "AND NOT EXISTS(SELECT 1 FROM strings)", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    int emptied = rc == SQLITE_ROW && sqlite3_column_int(st, 0);
+    tr_status s = TR_OK;
+    if (rc != SQLITE_ROW)
+        s = bad(err, db, path, "%s: not a readable run database (table %s): %s", "strings", NULL);
+    else if (emptied)
+        s = bad(err, db, path, "%s: damaged run database: its %s table is empty, though it has "
+                "sources or events%s", "strings", "");
+    sqlite3_finalize(st);
+    return s;
+}
+
 /* An older run.db still has its events table; any other SQLite file is version 0 too. */
 static int has_events_table(sqlite3 *db)
 {
@@ -1157,6 +1178,8 @@ tr_status tr_rundb_open(const char *path, sqlite3 **out, tr_error *err)
         tr_fail(err, TR_ERR_INPUT, "%s: not a run database (schema version %d)", path, version);
     } else {
         s = check_tables(db, path, err);
+        if (s == TR_OK)
+            s = check_names(db, path, err);
     }
     if (s == TR_OK) {
         *out = db;

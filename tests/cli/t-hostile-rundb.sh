@@ -224,6 +224,10 @@ variant missing-table "DROP TABLE stack_nodes"
 expect_bad in/missing-table.db 'stack_nodes is missing'
 variant missing-column "ALTER TABLE events DROP COLUMN stack_id"
 expect_bad in/missing-column.db 'no column stack_id'
+# every event's name and source's path is a string: an emptied strings table is damage,
+# never a table of blank names
+variant strings-emptied "DELETE FROM strings"
+expect_bad in/strings-emptied.db 'strings table is empty'
 # (the views read strings.value: SQLite refuses to drop a column a view uses)
 variant generated "DROP VIEW ops; DROP VIEW kernel_launches; DROP VIEW steps;
     ALTER TABLE strings DROP COLUMN value; ALTER TABLE strings ADD COLUMN value AS (zeroblob(100000000)) VIRTUAL"
