@@ -1081,8 +1081,8 @@ static tr_status check_names(sqlite3 *db, const char *path, tr_error *err)
     if (rc != SQLITE_ROW)
         s = bad(err, db, path, "%s: not a readable run database (table %s): %s", "strings", NULL);
     else if (emptied)
-        s = bad(err, db, path, "%s: damaged run database: its %s table is empty, though it has "
-                "sources or events%s", "strings", "");
+        s = tr_fail(err, TR_ERR_INPUT, "%s: damaged run database: its strings table is empty, "
+                    "though it has sources or events", path);
     sqlite3_finalize(st);
     return s;
 }
