@@ -33,7 +33,7 @@ void tr_i64map_free(tr_i64map *m)
 static int grow(tr_i64map *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : 64;
-    struct tr_i64slot *ns = tr_spill_calloc(ncap, sizeof *ns);
+    struct tr_i64slot *ns = tr_spill_calloc_table(ncap, sizeof *ns);
     if (!ns)
         return -1;
     for (size_t j = 0; j < m->cap; j++) {

@@ -95,7 +95,7 @@ static char *arena_copy(tr_intern *t, const char *s, size_t len)
 static int rehash(tr_intern *t, size_t nslots)
 {
     size_t n = t->count ? t->count - 1 : 0;
-    tr_intern_slot *slots = tr_spill_calloc(nslots, sizeof *slots);
+    tr_intern_slot *slots = tr_spill_calloc_table(nslots, sizeof *slots);
     tr_intern_slot *by_home = tr_spill_calloc(n ? n : 1, sizeof *by_home);
     if (!slots || !by_home) {
         tr_spill_free(slots);

@@ -7,7 +7,7 @@
 static int grow_slots(tr_pair_trie *t)
 {
     size_t ncap = t->cap ? t->cap * 2 : 1024;
-    struct tr_pair_slot *ns = tr_spill_calloc(ncap, sizeof *ns);
+    struct tr_pair_slot *ns = tr_spill_calloc_table(ncap, sizeof *ns);
     if (!ns)
         return -1;
     for (size_t i = 0; i < t->cap; i++) {

@@ -24,6 +24,7 @@ typedef struct {
     int fd;
     int sequential;   /* its file pages read ahead and mapped around a fault */
     int primary;      /* on the heap, counted in primary_bytes, not heap_bytes */
+    int lends;        /* in a file, the primary array: its heap budget is lent */
 } spill_block;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -48,6 +49,13 @@ static _Atomic size_t rss_limit, file_floor, near_limit;   /* read by the checks
 static size_t heap_bytes;   /* large arrays on the heap */
 /* The primary array (tr_spill_realloc_primary()) has a budget of its own. */
 static size_t primary_budget, primary_bytes;
+/* Files holding the primary array: while there is one, half its budget is
+ * lent to the hash tables (tr_spill_calloc_table()), whose every lookup lands
+ * on a page of its own: in a file, a fault a lookup once the pages are
+ * trimmed.  Half: the tables cannot be trimmed, and the mapped pages of the
+ * spilled arrays need room beside them under the limit (all of it took the
+ * peak of a 10^7-event raw ingest from 229 to 255 MiB, and was slower). */
+static size_t primary_files;
 static int limit_set;
 
 static pthread_t trimmer;
@@ -504,13 +512,17 @@ static void *heap_resize(void *p, spill_block *b, size_t new_size, int primary)
  * NULL with p untouched.  The copy runs without the lock, checking as it
  * goes; the new block is registered first, so the trims may drop its pages
  * (they stay in the file). */
-static void *to_file(void *p, size_t old_size, size_t new_size, size_t len, int sequential)
+static void *to_file(void *p, size_t old_size, size_t new_size, size_t len, int sequential,
+                     int primary)
 {
     spill_block nb = make_block(len, sequential);
     if (!nb.addr)
         return NULL;
+    nb.lends = primary;
     pthread_mutex_lock(&lock);
     int added = add_block(nb);
+    if (added == 0 && primary)
+        primary_files++;
     pthread_mutex_unlock(&lock);
     if (added < 0)
         return NULL;
@@ -528,7 +540,20 @@ static void *to_file(void *p, size_t old_size, size_t new_size, size_t len, int 
     return nb.addr;
 }
 
-static void *realloc_as(void *p, size_t old_size, size_t new_size, int sequential, int primary)
+/* What the heap may hold of arrays of the class asked for: a table may use
+ * the primary array's budget while that array is in a file, and a new primary
+ * array then has what the tables leave of it. */
+static size_t budget_for(int primary, int table)
+{
+    size_t lent = heap_bytes > heap_budget ? heap_bytes - heap_budget : 0;
+    if (primary)
+        return primary_budget > lent ? primary_budget - lent : 0;
+    size_t lend = primary_budget / 2;
+    return heap_budget + (table && primary_files && lend > primary_bytes ? lend - primary_bytes : 0);
+}
+
+static void *realloc_as(void *p, size_t old_size, size_t new_size, int sequential, int primary,
+                        int table)
 {
     pthread_once(&config_once, read_config);
     if (!new_size)
@@ -542,7 +567,7 @@ static void *realloc_as(void *p, size_t old_size, size_t new_size, int sequentia
         primary = b->primary;
     else if (!primary_budget)
         primary = 0;   /* a small limit: the primary array is one of the others */
-    size_t used = *heap_count(primary) - (b ? b->len : 0), budget = primary ? primary_budget : heap_budget;
+    size_t used = *heap_count(primary) - (b ? b->len : 0), budget = budget_for(primary, table);
     int on_heap = !in_file && ((new_size < min_bytes && !b) || used + new_size <= budget || !len);
     void *out = NULL;
     if (on_heap)
@@ -550,7 +575,7 @@ static void *realloc_as(void *p, size_t old_size, size_t new_size, int sequentia
     pthread_mutex_unlock(&lock);
     if (in_file)
         return len ? resize_block(p, len) : NULL;
-    if (on_heap || (out = to_file(p, old_size, new_size, len, sequential)))
+    if (on_heap || (out = to_file(p, old_size, new_size, len, sequential, primary)))
         return out;
     /* no file could hold it: on the heap after all */
     pthread_mutex_lock(&lock);
@@ -561,17 +586,17 @@ static void *realloc_as(void *p, size_t old_size, size_t new_size, int sequentia
 
 void *tr_spill_realloc(void *p, size_t old_size, size_t new_size)
 {
-    return realloc_as(p, old_size, new_size, 0, 0);
+    return realloc_as(p, old_size, new_size, 0, 0, 0);
 }
 
 void *tr_spill_realloc_sequential(void *p, size_t old_size, size_t new_size)
 {
-    return realloc_as(p, old_size, new_size, 1, 0);
+    return realloc_as(p, old_size, new_size, 1, 0, 0);
 }
 
 void *tr_spill_realloc_primary(void *p, size_t old_size, size_t new_size)
 {
-    return realloc_as(p, old_size, new_size, 1, 1);
+    return realloc_as(p, old_size, new_size, 1, 1, 0);
 }
 
 void tr_spill_set_sequential(void *p, int sequential)
@@ -586,14 +611,14 @@ void tr_spill_set_sequential(void *p, int sequential)
     pthread_mutex_unlock(&lock);
 }
 
-void *tr_spill_calloc(size_t n, size_t size)
+static void *calloc_as(size_t n, size_t size, int table)
 {
     if (size && n > SIZE_MAX / size)
         return NULL;
     pthread_once(&config_once, read_config);
     if (n * size < min_bytes)
         return calloc(n ? n : 1, size ? size : 1);
-    void *out = tr_spill_realloc(NULL, 0, n * size);
+    void *out = realloc_as(NULL, 0, n * size, 0, 0, table);
     /* an array on the heap is not zeroed by realloc */
     if (out) {
         pthread_mutex_lock(&lock);
@@ -604,6 +629,16 @@ void *tr_spill_calloc(size_t n, size_t size)
             memset(out, 0, n * size);
     }
     return out;
+}
+
+void *tr_spill_calloc(size_t n, size_t size)
+{
+    return calloc_as(n, size, 0);
+}
+
+void *tr_spill_calloc_table(size_t n, size_t size)
+{
+    return calloc_as(n, size, 1);
 }
 
 void tr_spill_free(void *p)
@@ -625,6 +660,7 @@ void tr_spill_free(void *p)
      * let go, and the unmap (which may take milliseconds) runs without it */
     spill_block gone = *b;
     drop_block(b);
+    primary_files -= gone.lends != 0;
     int stop = trimmer_running && !any_file_blocks();
     pthread_t stopped = trimmer;
     if (stop) {

@@ -5,7 +5,9 @@
  *
  * An array smaller than TR_SPILL_MIN_BYTES (default 4 MiB) is ordinary heap
  * memory.  Larger ones stay on the heap while their sum is within a budget
- * (and the primary array, tr_spill_realloc_primary(), within one of its own)
+ * (and the primary array, tr_spill_realloc_primary(), within one of its own,
+ * half of which the hash tables, tr_spill_calloc_table(), may use while the
+ * primary array is in a file)
  * set from the memory limit (tr_spill_set_limit(), else $TRACEKIT_MAX_MEMORY,
  * else TR_SPILL_DEFAULT_LIMIT or half the machine's memory, whichever is
  * less); past it, an array that grows or is made
@@ -51,6 +53,11 @@ void *tr_spill_realloc_primary(void *p, size_t old_size, size_t new_size);
 void tr_spill_set_sequential(void *p, int sequential);
 /* A zeroed array of n * size bytes; NULL on failure or overflow. */
 void *tr_spill_calloc(size_t n, size_t size);
+/* As tr_spill_calloc(), for a hash table's slots, probed at random: while
+ * the primary array is in a file, the tables may also use its heap budget
+ * (in a file, each probe of a trimmed table is a page fault; an array read
+ * in order takes one fault per few pages). */
+void *tr_spill_calloc_table(size_t n, size_t size);
 void tr_spill_free(void *p);
 
 /* The directory for spill files (copied); NULL restores the default.  A

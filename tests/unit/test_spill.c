@@ -279,6 +279,45 @@ static void test_spill_primary(void)
     tr_spill_set_dir(NULL);
 }
 
+/* While the primary array is in a file, the hash tables may use its heap
+ * budget as well as the others' quarter; an ordinary array may not, and a
+ * second primary array has what the tables leave of it.  With the primary's
+ * file gone, a table has the quarter again. */
+static void test_spill_table_budget(void)
+{
+    tr_spill_set_dir(tr_unit_tmpdir());
+    tr_spill_set_limit((size_t)256 << 20);
+    size_t before = tr_spill_files(), mib = (size_t)1 << 20;
+    unsigned char *table = tr_spill_calloc_table(96 * mib, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(table);
+    CU_ASSERT_EQUAL(tr_spill_files(), before + 1);   /* past the quarter: in a file */
+    tr_spill_free(table);
+    unsigned char *p = tr_spill_realloc_primary(NULL, 0, 160 * mib);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(tr_spill_files(), before + 1);   /* past its own budget: in a file */
+    table = tr_spill_calloc_table(96 * mib, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(table);
+    CU_ASSERT_EQUAL(tr_spill_files(), before + 1);   /* on the heap, lent the primary's budget */
+    CU_ASSERT(table[0] == 0 && table[48 * mib] == 0 && table[96 * mib - 1] == 0);
+    unsigned char *other = tr_spill_calloc(32 * mib, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(other);
+    CU_ASSERT_EQUAL(tr_spill_files(), before + 2);   /* not a table: the quarter is used */
+    unsigned char *q = tr_spill_realloc_primary(NULL, 0, 112 * mib);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    CU_ASSERT_EQUAL(tr_spill_files(), before + 3);   /* 112 MiB > 128 - 32 lent */
+    tr_spill_free(q);
+    tr_spill_free(other);
+    tr_spill_free(table);
+    tr_spill_free(p);
+    CU_ASSERT_EQUAL(tr_spill_files(), before);
+    table = tr_spill_calloc_table(96 * mib, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(table);
+    CU_ASSERT_EQUAL(tr_spill_files(), before + 1);   /* nothing lent any more */
+    tr_spill_free(table);
+    CU_ASSERT_EQUAL(tr_spill_files(), before);
+    tr_spill_set_dir(NULL);
+}
+
 TR_SUITE(spill, {"an array moves from the heap to a file and keeps its bytes", test_spill_moves},
          {"arrays read in order map ahead, the others a page at a time", test_spill_sequential},
          {"a move while the registry grows", test_spill_move_full_registry},
@@ -286,4 +325,5 @@ TR_SUITE(spill, {"an array moves from the heap to a file and keeps its bytes", t
          {"no spill directory: arrays stay on the heap", test_spill_no_dir},
          {"sizes: digits and a binary unit", test_spill_sizes},
          {"the sort is stable, in a file and on the heap", test_spill_sort},
-         {"the primary array's heap budget of its own", test_spill_primary})
+         {"the primary array's heap budget of its own", test_spill_primary},
+         {"hash tables borrow the budget of a primary array in a file", test_spill_table_budget})
