@@ -67,9 +67,9 @@ IN_MEMORY="trace-ingest, in memory (--max-memory half the RAM)"
     echo
     echo "Machine: $(nproc) cores, $cpu, $mem; $(uname -sr); $(date -u +%Y-%m-%d)."
     echo "Each step is one run of the command: wall time, CPU time (user + system), peak RSS; for the steps"
-    echo "a goal is set on, the run of the median wall time of three: the ingest and the chrome export from"
-    echo "10^6 events on (the peak-RSS rows past the sizes: one run), and the nvprof table the PyTorch ratio"
-    echo "divides by."
+    echo "a goal is set on, the run of the median wall time of three: the ingest, the chrome export, the"
+    echo "sqlite3 GROUP BY floor and --group-by-stack 3 scanning the events from 10^6 events on (the peak-RSS"
+    echo "rows past the sizes: one run), and the nvprof table the PyTorch ratio divides by."
     echo "Events are the rows of run.db; MB/s is of the input file (JSON: uncompressed)."
     echo
     echo "events/s and MB/s are per wall second.  trace-ingest runs a second thread beside the first (docs/ingest.md,"
@@ -181,14 +181,14 @@ for size in $SIZES; do
             rm -f "$in"
             continue
         fi
-        step "$fmt" "sqlite3 GROUP BY (floor)" "$n" 0 sqlite3 "$W/run.db" \
+        REPS=$goal_reps step "$fmt" "sqlite3 GROUP BY (floor)" "$n" 0 sqlite3 "$W/run.db" \
             "SELECT name_id, kind IN (7,8,9), count(*), sum(cpu_total_ns), sum(cpu_self_ns), sum(gpu_total_ns), sum(gpu_self_ns) FROM events GROUP BY 1, 2"
         REPS=$reps step "$fmt" "trace-analyze" "$n" 0 sh -c "'$BIN/trace-analyze' '$W/run.db' > /dev/null"
         step "$fmt" "trace-analyze --group-by-shape" "$n" 0 sh -c "'$BIN/trace-analyze' --group-by-shape '$W/run.db' > /dev/null"
         # the same table from every event instead of the ingest-time aggregates (docs/schema.md)
         step "$fmt" "trace-analyze, scanning the events" "$n" 0 sh -c "TR_NO_AGGREGATES=1 '$BIN/trace-analyze' '$W/run.db' > /dev/null"
         step "$fmt" "trace-analyze --group-by-stack 3" "$n" 0 sh -c "'$BIN/trace-analyze' --group-by-stack 3 '$W/run.db' > /dev/null"
-        step "$fmt" "trace-analyze --group-by-stack 3, scanning the events" "$n" 0 sh -c "TR_NO_AGGREGATES=1 '$BIN/trace-analyze' --group-by-stack 3 '$W/run.db' > /dev/null"
+        REPS=$goal_reps step "$fmt" "trace-analyze --group-by-stack 3, scanning the events" "$n" 0 sh -c "TR_NO_AGGREGATES=1 '$BIN/trace-analyze' --group-by-stack 3 '$W/run.db' > /dev/null"
         # the reports, beside sqlite3 reading the GPU activities in start order (gpu-time's scan)
         step "$fmt" "sqlite3 GPU activities by start (report floor)" "$n" 0 sqlite3 "$W/run.db" \
             "SELECT count(*), sum(end_ns - start_ns) FROM (SELECT start_ns, end_ns FROM events WHERE kind IN (7,8,9) ORDER BY start_ns)"
