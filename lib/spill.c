@@ -24,7 +24,7 @@ typedef struct {
     int fd;
     int sequential;   /* its file pages read ahead and mapped around a fault */
     int primary;      /* on the heap, counted in primary_bytes, not heap_bytes */
-    int lends;        /* in a file, the primary array: its heap budget is lent */
+    int lends;        /* in a file, the primary array: half its heap budget is lent */
 } spill_block;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -49,13 +49,6 @@ static _Atomic size_t rss_limit, file_floor, near_limit;   /* read by the checks
 static size_t heap_bytes;   /* large arrays on the heap */
 /* The primary array (tr_spill_realloc_primary()) has a budget of its own. */
 static size_t primary_budget, primary_bytes;
-/* Files holding the primary array: while there is one, half its budget is
- * lent to the hash tables (tr_spill_calloc_table()), whose every lookup lands
- * on a page of its own: in a file, a fault a lookup once the pages are
- * trimmed.  Half: the tables cannot be trimmed, and the mapped pages of the
- * spilled arrays need room beside them under the limit (all of it took the
- * peak of a 10^7-event raw ingest from 229 to 255 MiB, and was slower). */
-static size_t primary_files;
 static int limit_set;
 
 static pthread_t trimmer;
@@ -521,8 +514,6 @@ static void *to_file(void *p, size_t old_size, size_t new_size, size_t len, int 
     nb.lends = primary;
     pthread_mutex_lock(&lock);
     int added = add_block(nb);
-    if (added == 0 && primary)
-        primary_files++;
     pthread_mutex_unlock(&lock);
     if (added < 0)
         return NULL;
@@ -540,16 +531,29 @@ static void *to_file(void *p, size_t old_size, size_t new_size, size_t len, int 
     return nb.addr;
 }
 
-/* What the heap may hold of arrays of the class asked for: a table may use
- * the primary array's budget while that array is in a file, and a new primary
- * array then has what the tables leave of it. */
+static int primary_in_file(void)
+{
+    for (size_t i = 0; i < nblocks; i++)
+        if (blocks[i].lends)
+            return 1;
+    return 0;
+}
+
+/* What the heap may hold of arrays of the class asked for.  While the primary
+ * array is in a file, half its budget is lent to the hash tables
+ * (tr_spill_calloc_table()), whose every lookup lands on a page of its own:
+ * in a file, a fault a lookup once the pages are trimmed.  Half: the tables
+ * cannot be trimmed, and the mapped pages of the spilled arrays need room
+ * beside them under the limit (all of it took the peak of a 10^7-event raw
+ * ingest from 229 to 255 MiB, and was slower).  A new primary array then has
+ * what the tables leave of its budget.  Called with the lock held. */
 static size_t budget_for(int primary, int table)
 {
     size_t lent = heap_bytes > heap_budget ? heap_bytes - heap_budget : 0;
     if (primary)
         return primary_budget > lent ? primary_budget - lent : 0;
     size_t lend = primary_budget / 2;
-    return heap_budget + (table && primary_files && lend > primary_bytes ? lend - primary_bytes : 0);
+    return heap_budget + (table && lend > primary_bytes && primary_in_file() ? lend - primary_bytes : 0);
 }
 
 static void *realloc_as(void *p, size_t old_size, size_t new_size, int sequential, int primary,
@@ -660,7 +664,6 @@ void tr_spill_free(void *p)
      * let go, and the unmap (which may take milliseconds) runs without it */
     spill_block gone = *b;
     drop_block(b);
-    primary_files -= gone.lends != 0;
     int stop = trimmer_running && !any_file_blocks();
     pthread_t stopped = trimmer;
     if (stop) {

@@ -54,7 +54,7 @@ void tr_spill_set_sequential(void *p, int sequential);
 /* A zeroed array of n * size bytes; NULL on failure or overflow. */
 void *tr_spill_calloc(size_t n, size_t size);
 /* As tr_spill_calloc(), for a hash table's slots, probed at random: while
- * the primary array is in a file, the tables may also use its heap budget
+ * the primary array is in a file, the tables may also use half its heap budget
  * (in a file, each probe of a trimmed table is a page fault; an array read
  * in order takes one fault per few pages). */
 void *tr_spill_calloc_table(size_t n, size_t size);
