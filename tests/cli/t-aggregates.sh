@@ -1,6 +1,7 @@
 # The default tables read the aggregates written at ingest instead of every event, and
 # --group-by-stack the stack aggregates (per tree path and recorded stack): byte for
-# byte the same output as the scan (TR_NO_AGGREGATES=1) on every input we have.
+# byte the same output as the scan (TR_NO_AGGREGATES=1) on every input we have, and
+# the scan decoding run.db's pages the same as stepping SQLite (TR_NO_PAGE_READ=1).
 # TR_AGGREGATES_MIN=0: use them however small the run (the default waits for 200,000 events).
 export TR_AGGREGATES_MIN=0
 inputs="$GOLDEN_DIR/../../../sample-traces/lm-step.nvvp"
@@ -42,6 +43,13 @@ for f in $inputs; do
         cmp -s agg.out scan.out && cmp -s agg.err scan.err || {
             fail "$(basename "$f") $args: aggregates and scan differ"
             diff scan.out agg.out | head -6 >&2
+        }
+        # the scan reads run.db's pages itself; stepping SQLite instead gives the same
+        # shellcheck disable=SC2086
+        TR_NO_PAGE_READ=1 TR_NO_AGGREGATES=1 "$BIN/trace-analyze" $args "a$n.db" > step.out 2>step.err
+        cmp -s step.out scan.out && cmp -s step.err scan.err || {
+            fail "$(basename "$f") $args: the scan from the pages and through SQLite differ"
+            diff step.out scan.out | head -6 >&2
         }
     done
     rm -f "a$n.db"
