@@ -7,7 +7,6 @@
 #include "analyze/compat_torch.h"
 #include "analyze/radix.h"
 #include "lib/aggregates.h"
-#include "lib/btree_read.h"
 #include "lib/checked.h"
 #include "lib/frames.h"
 #include "lib/i64map.h"
@@ -15,7 +14,7 @@
 #include "lib/pair_trie.h"
 #include "lib/rundb.h"
 #include "lib/spill.h"
-#include "lib/sql_ahead.h"
+#include "lib/rundb_scan.h"
 
 static double v_cpu_total(const tr_group *g) { return (double)g->cpu_total; }
 static double v_cpu_self(const tr_group *g) { return (double)g->cpu_self; }
@@ -1324,67 +1323,18 @@ static tr_status scan_tree(scan_ctx *c)
     return rc;
 }
 
-/* ---- the events table from run.db's pages ---- */
-
-/* A scan of the events table a few batches ahead (lib/sql_ahead.h), on a
- * helper thread with a connection of its own where one opens: a plain scan
- * is decoded from run.db's pages (lib/btree_read.h), as SQLite's stepping and
- * column calls were most of the scan's time.  TR_NO_PAGE_READ=1 steps SQLite
- * instead (tests compare the two ways). */
-typedef struct {
-    sqlite3 *peer;
-    sqlite3_stmt *st;
-    tr_sql_ahead *ahead;
-} page_scan;
-
-static void page_scan_stop(page_scan *p)
+/* A scan of the events table (lib/rundb_scan.h); with pages_only, *started 0
+ * where its rows would not come from run.db's pages. */
+static tr_status events_scan_start(scan_ctx *c, const char *sql, int ncols, int pages_only,
+                                   tr_rundb_scan *p, int *started)
 {
-    tr_sql_ahead_stop(p->ahead);
-    sqlite3_finalize(p->st);
-    sqlite3_close(p->peer);
-    memset(p, 0, sizeof *p);
-}
-
-static int page_read_off(void)
-{
-    const char *e = getenv("TR_NO_PAGE_READ");
-    return e && *e && strcmp(e, "0") != 0;
-}
-
-/* Starts p on sql, a query of the events table with ncols columns.  With
- * pages_only, *started stays 0 (and TR_OK) where the rows would not come from
- * the pages: a run.db in no file, a statement that is no plain scan in rowid
- * order, or TR_NO_PAGE_READ; the caller then runs its own query. */
-static tr_status page_scan_start(scan_ctx *c, const char *sql, int ncols, int pages_only,
-                                 page_scan *p, int *started)
-{
-    memset(p, 0, sizeof *p);
-    *started = 0;
-    const char *path = sqlite3_db_filename(c->db, "main");
-    int pages = path && *path && !page_read_off();
-    if (pages_only && !pages)
-        return TR_OK;
-    int threaded = tr_rundb_open_peers(c->db, &p->peer, 1) == 1;
-    sqlite3 *db = threaded ? p->peer : c->db;
     const char *name = tr_rundb_name(c->db);
-    tr_status rc = TR_OK;
-    tr_btree_plan plan;
     char *what = malloc(strlen(name) + 32);
     if (!what)
-        rc = nomem(c);
-    else if (sprintf(what, "%s: cannot read table events", name) < 0
-             || sqlite3_prepare_v2(db, sql, -1, &p->st, NULL) != SQLITE_OK)
-        rc = tr_fail(c->err, TR_ERR_INPUT, "%s: %s", what, sqlite3_errmsg(db));
-    else if (pages_only && !tr_btree_plan_scan(p->st, ncols, &plan))
-        pages = 0;
-    else
-        rc = tr_sql_ahead_start_file(&p->ahead, p->st, ncols, NULL, what, pages ? path : NULL,
-                                     threaded, c->err);
+        return nomem(c);
+    sprintf(what, "%s: cannot read table events", name);
+    tr_status rc = tr_rundb_scan_start(p, c->db, sql, ncols, what, pages_only, started, c->err);
     free(what);
-    if (rc == TR_OK && (pages || !pages_only))
-        *started = 1;
-    else
-        page_scan_stop(p);
     return rc;
 }
 
@@ -1480,17 +1430,17 @@ static tr_status tree_ids_put(scan_ctx *c, tree_ids *t, const tr_sql_cell *v)
 /* Reads each event's parent, name, kind and flags into t (tree_ids_put). */
 static tr_status load_tree_ids(scan_ctx *c, tree_ids *t)
 {
-    page_scan p;
+    tr_rundb_scan p;
     int started;
-    tr_status rc = page_scan_start(c, "SELECT id, parent_id, name_id, kind, flags FROM events", 5, 0,
-                                   &p, &started);
+    tr_status rc = events_scan_start(c, "SELECT id, parent_id, name_id, kind, flags FROM events", 5, 0,
+                                     &p, &started);
     const tr_sql_cell *v;
     int r = 0;
-    while (rc == TR_OK && (v = tr_sql_ahead_next(p.ahead, &r, c->err)) != NULL)
+    while (rc == TR_OK && (v = tr_rundb_scan_next(&p, &r, c->err)) != NULL)
         rc = tree_ids_put(c, t, v);
     if (rc == TR_OK && r < 0)
         rc = c->err->status;
-    page_scan_stop(&p);
+    tr_rundb_scan_stop(&p);
     return rc;
 }
 
@@ -1831,19 +1781,19 @@ static tr_status scan_pages(scan_ctx *c, int *done)
     char *sql = query_sql(c, "", "", 0);
     if (!sql)
         return nomem(c);
-    page_scan p;
-    tr_status rc = page_scan_start(c, sql, SCAN_SQL_COLUMNS, 1, &p, done);
+    tr_rundb_scan p;
+    tr_status rc = events_scan_start(c, sql, SCAN_SQL_COLUMNS, 1, &p, done);
     free(sql);
     if (rc != TR_OK || !*done)
         return rc;
     c->step_need = needs_dims(c);
     row_src rs = {NULL, NULL, NULL};
     int r = 0;
-    while (rc == TR_OK && (rs.cells = tr_sql_ahead_next(p.ahead, &r, c->err)) != NULL)
+    while (rc == TR_OK && (rs.cells = tr_rundb_scan_next(&p, &r, c->err)) != NULL)
         rc = scan_row(c, &rs);
     if (rc == TR_OK && r < 0)
         rc = c->err->status;
-    page_scan_stop(&p);
+    tr_rundb_scan_stop(&p);
     return rc;
 }
 

@@ -13,6 +13,7 @@
 #include "lib/i64map.h"
 #include "lib/model.h"
 #include "lib/rundb.h"
+#include "lib/rundb_scan.h"
 
 static tr_status nomem(tr_error *err) { return tr_fail(err, TR_ERR_RUNTIME, "out of memory"); }
 
@@ -1221,53 +1222,70 @@ typedef struct {
 enum { R_ID, R_KIND, R_NAME, R_PARENT, R_STACK, R_START, R_END, R_THREAD, R_STREAM, R_CPU_SELF,
        R_CPU_TOTAL, R_GPU_SELF, R_GPU_TOTAL, R_COLS, R_MEM_CPU = R_COLS, R_MEM_GPU, R_COLS_MEM };
 
-/* NULL reads as 0, so only a 0 needs its type asked */
-static int64_t val_or(sqlite3_value *v, int64_t dflt)
+/* An event's columns: the arguments SQLite hands read_step(), or the cells
+ * decoded from run.db's pages (scan_read_pages). */
+typedef struct {
+    sqlite3_value **v;
+    const tr_sql_cell *cells;
+} read_cols;
+
+static inline int64_t col_int(const read_cols *r, int i)
 {
-    int64_t i = sqlite3_value_int64(v);
-    return i == 0 && sqlite3_value_type(v) == SQLITE_NULL ? dflt : i;
+    return r->cells ? r->cells[i].i : sqlite3_value_int64(r->v[i]);
 }
 
-static tr_status read_row(read_ctx *c, sqlite3_value **v)
+static inline int col_type(const read_cols *r, int i)
+{
+    return r->cells ? r->cells[i].type : sqlite3_value_type(r->v[i]);
+}
+
+/* NULL reads as 0, so only a 0 needs its type asked */
+static int64_t val_or(const read_cols *r, int i, int64_t dflt)
+{
+    int64_t v = col_int(r, i);
+    return v == 0 && col_type(r, i) == SQLITE_NULL ? dflt : v;
+}
+
+static tr_status read_row(read_ctx *c, const read_cols *v)
 {
     tr_scan *sc = c->sc;
-    int64_t on_gpu, kind = sqlite3_value_int64(v[R_KIND]);
+    int64_t on_gpu, kind = col_int(v, R_KIND);
     if (!tr_i64map_get(&c->kinds, kind, &on_gpu))
         return TR_OK;
     srec r;
     memset(&r, 0, sizeof r);
     tr_xrow *x = &c->x;
     r.kind = (int)kind;
-    r.id = sqlite3_value_int64(v[R_ID]);
-    r.name_id = sqlite3_value_int64(v[R_NAME]);
-    r.parent_id = val_or(v[R_PARENT], -1);
-    r.stack_id = val_or(v[R_STACK], -1);
-    r.start = sqlite3_value_int64(v[R_START]);
-    r.end = sqlite3_value_int64(v[R_END]);
-    x->cpu_self = sqlite3_value_int64(v[R_CPU_SELF]);
-    x->cpu_total = sqlite3_value_int64(v[R_CPU_TOTAL]);
-    x->gpu_self = sqlite3_value_int64(v[R_GPU_SELF]);
-    x->gpu_total = sqlite3_value_int64(v[R_GPU_TOTAL]);
+    r.id = col_int(v, R_ID);
+    r.name_id = col_int(v, R_NAME);
+    r.parent_id = val_or(v, R_PARENT, -1);
+    r.stack_id = val_or(v, R_STACK, -1);
+    r.start = col_int(v, R_START);
+    r.end = col_int(v, R_END);
+    x->cpu_self = col_int(v, R_CPU_SELF);
+    x->cpu_total = col_int(v, R_CPU_TOTAL);
+    x->gpu_self = col_int(v, R_GPU_SELF);
+    x->gpu_total = col_int(v, R_GPU_TOTAL);
     /* times no trace can hold would inflate every total: left out, and counted */
     if (!tr_times_ok(r.start, r.end) || !tr_ns_ok(x->cpu_self) || !tr_ns_ok(x->cpu_total)
         || !tr_ns_ok(x->gpu_self) || !tr_ns_ok(x->gpu_total)) {
         sc->nbad++;
         return TR_OK;
     }
-    r.thread_id = val_or(v[R_THREAD], -1);
-    int th_null = r.thread_id == -1 && sqlite3_value_type(v[R_THREAD]) == SQLITE_NULL;
-    r.stream_id = val_or(v[R_STREAM], -1);
+    r.thread_id = val_or(v, R_THREAD, -1);
+    int th_null = r.thread_id == -1 && col_type(v, R_THREAD) == SQLITE_NULL;
+    r.stream_id = val_or(v, R_STREAM, -1);
     if (c->mem) {
-        x->mem_cpu_self = sqlite3_value_int64(v[R_MEM_CPU]);
-        x->mem_gpu_self = sqlite3_value_int64(v[R_MEM_GPU]);
+        x->mem_cpu_self = col_int(v, R_MEM_CPU);
+        x->mem_gpu_self = col_int(v, R_MEM_GPU);
     }
     r.on_gpu = on_gpu != 0;
     x->on_gpu = r.on_gpu;
     for (int k = 0; k < sc->nsum; k++)
         r.val[k] = tr_export_metrics[sc->sum_m[k]].value(x);
     /* a parent_id that is not an integer names no event (as a join on it finds none) */
-    r.vp = r.on_gpu && sqlite3_value_type(v[R_PARENT]) == SQLITE_INTEGER
-           && tr_idcur_find(&c->lc, sqlite3_value_int64(v[R_PARENT]));
+    r.vp = r.on_gpu && col_type(v, R_PARENT) == SQLITE_INTEGER
+           && tr_idcur_find(&c->lc, col_int(v, R_PARENT));
     if (c->lc.rc != SQLITE_OK)
         return dberr(sc, c->err, "events");
     if (r.vp) {
@@ -1293,8 +1311,9 @@ static void read_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     read_ctx *c = sqlite3_user_data(ctx);
     if (c->st == TR_OK && argc != (c->mem ? R_COLS_MEM : R_COLS))
         c->st = tr_fail(c->err, TR_ERR_RUNTIME, "internal error: the scan's row has %d columns", argc);
+    read_cols cols = {argv, NULL};
     if (c->st == TR_OK)
-        c->st = read_row(c, argv);
+        c->st = read_row(c, &cols);
     if (c->st != TR_OK)
         sqlite3_result_error(ctx, "the export scan stopped", -1);
 }
@@ -1305,6 +1324,40 @@ static void read_final(sqlite3_context *ctx)
 }
 
 #define READ_FN "tr_export_scan_rows"
+
+/* The columns of scan_read(), in R_* order. */
+#define READ_COLS "id, kind, name_id, parent_id, stack_id, start_ns, end_ns, thread_id, stream_id, " \
+                  "cpu_self_ns, cpu_total_ns, gpu_self_ns, gpu_total_ns"
+#define READ_MEM_COLS ", cpu_mem_self, gpu_mem_self"
+
+/* scan_read() from run.db's pages (lib/rundb_scan.h), on a helper thread: the
+ * merged redispatches are left out here, not by SQL.  *done 0 where the rows
+ * do not come from the pages. */
+static tr_status scan_read_pages(read_ctx *c, int all, int *done)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT " READ_COLS "%s, flags FROM events", c->mem ? READ_MEM_COLS : "");
+    int ncols = (c->mem ? R_COLS_MEM : R_COLS) + 1;
+    const char *name = tr_rundb_name(c->sc->db);
+    char *what = malloc(strlen(name) + 32);
+    if (!what)
+        return tr_fail(c->err, TR_ERR_RUNTIME, "out of memory");
+    sprintf(what, "%s: cannot read table events", name);
+    tr_rundb_scan p;
+    tr_status st = tr_rundb_scan_start(&p, c->sc->db, sql, ncols, what, 1, done, c->err);
+    free(what);
+    if (st != TR_OK || !*done)
+        return st;
+    read_cols cols = {NULL, NULL};
+    int rc = 0;
+    while (st == TR_OK && (cols.cells = tr_rundb_scan_next(&p, &rc, c->err)) != NULL)
+        if (all || !(cols.cells[ncols - 1].i & TR_FLAG_MERGED))
+            st = read_row(c, &cols);
+    if (st == TR_OK && rc < 0)
+        st = c->err->status;
+    tr_rundb_scan_stop(&p);
+    return st;
+}
 
 /* Reads every event (but the merged redispatches, unless all) into the sorter. */
 static tr_status scan_read(tr_scan *sc, int all, sorter *so, tr_error *err)
@@ -1328,12 +1381,17 @@ static tr_status scan_read(tr_scan *sc, int all, sorter *so, tr_error *err)
                     - (uint64_t)scalar(sc->db, "SELECT min(id) FROM events", 0) + 1;
     sorter_plan(so, span);
     char sql[512];
-    snprintf(sql, sizeof sql, "SELECT " READ_FN "(id, kind, name_id, parent_id, stack_id, start_ns, "
-             "end_ns, thread_id, stream_id, cpu_self_ns, cpu_total_ns, gpu_self_ns, gpu_total_ns%s) "
-             "FROM events%s", c.mem ? ", cpu_mem_self, gpu_mem_self" : "",
-             all ? "" : " WHERE (flags & 32) = 0");
+    snprintf(sql, sizeof sql, "SELECT " READ_FN "(" READ_COLS "%s) FROM events%s",
+             c.mem ? READ_MEM_COLS : "", all ? "" : " WHERE (flags & 32) = 0");
     sqlite3_stmt *st = NULL;
     if ((status = tr_idcur_open(&c.lc, sc->db, "thread_id, start_ns, end_ns", err)) != TR_OK) {
+        tr_i64map_free(&c.kinds);
+        return status;
+    }
+    int done;
+    status = scan_read_pages(&c, all, &done);
+    if (status != TR_OK || done) {
+        tr_idcur_close(&c.lc);
         tr_i64map_free(&c.kinds);
         return status;
     }

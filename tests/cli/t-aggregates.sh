@@ -1,7 +1,8 @@
 # The default tables read the aggregates written at ingest instead of every event, and
 # --group-by-stack the stack aggregates (per tree path and recorded stack): byte for
 # byte the same output as the scan (TR_NO_AGGREGATES=1) on every input we have, and
-# the scan decoding run.db's pages the same as stepping SQLite (TR_NO_PAGE_READ=1).
+# the scans decoding run.db's pages (trace-analyze's, trace-export's) the same as
+# stepping SQLite (TR_NO_PAGE_READ=1).
 # TR_AGGREGATES_MIN=0: use them however small the run (the default waits for 200,000 events).
 export TR_AGGREGATES_MIN=0
 inputs="$GOLDEN_DIR/../../../sample-traces/lm-step.nvvp"
@@ -51,6 +52,19 @@ for f in $inputs; do
             fail "$(basename "$f") $args: the scan from the pages and through SQLite differ"
             diff step.out scan.out | head -6 >&2
         }
+    done
+    # trace-export's reader of every event too: stacks, their metrics, the memory
+    # columns, and the chrome trace's selection (the merged redispatches included)
+    for args in "--stacks --metric count" "--flamegraph --metric self_gpu" "--stacks --metric self_cpu_mem" \
+                "--chrome --include ."; do
+        # shellcheck disable=SC2086
+        "$BIN/trace-export" $args -o page.out "a$n.db" 2>page.err
+        a=$?
+        # shellcheck disable=SC2086
+        TR_NO_PAGE_READ=1 "$BIN/trace-export" $args -o step.out "a$n.db" 2>step.err
+        b=$?
+        [ "$a" = "$b" ] && cmp -s page.out step.out && cmp -s page.err step.err \
+            || fail "$(basename "$f") trace-export $args: from the pages and through SQLite differ"
     done
     rm -f "a$n.db"
 done
