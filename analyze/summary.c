@@ -1323,21 +1323,6 @@ static tr_status scan_tree(scan_ctx *c)
     return rc;
 }
 
-/* A scan of the events table (lib/rundb_scan.h); with pages_only, *started 0
- * where its rows would not come from run.db's pages. */
-static tr_status events_scan_start(scan_ctx *c, const char *sql, int ncols, int pages_only,
-                                   tr_rundb_scan *p, int *started)
-{
-    const char *name = tr_rundb_name(c->db);
-    char *what = malloc(strlen(name) + 32);
-    if (!what)
-        return nomem(c);
-    sprintf(what, "%s: cannot read table events", name);
-    tr_status rc = tr_rundb_scan_start(p, c->db, sql, ncols, what, pages_only, started, c->err);
-    free(what);
-    return rc;
-}
-
 static tr_status scan_flat(scan_ctx *c);
 
 /* scan_tree_ids() keeps 17 bytes an event id, in arrays that move to files past
@@ -1432,8 +1417,8 @@ static tr_status load_tree_ids(scan_ctx *c, tree_ids *t)
 {
     tr_rundb_scan p;
     int started;
-    tr_status rc = events_scan_start(c, "SELECT id, parent_id, name_id, kind, flags FROM events", 5, 0,
-                                     &p, &started);
+    tr_status rc = tr_rundb_scan_start(&p, c->db, "SELECT id, parent_id, name_id, kind, flags FROM events",
+                                       5, "events", 0, &started, c->err);
     const tr_sql_cell *v;
     int r = 0;
     while (rc == TR_OK && (v = tr_rundb_scan_next(&p, &r, c->err)) != NULL)
@@ -1782,7 +1767,7 @@ static tr_status scan_pages(scan_ctx *c, int *done)
     if (!sql)
         return nomem(c);
     tr_rundb_scan p;
-    tr_status rc = events_scan_start(c, sql, SCAN_SQL_COLUMNS, 1, &p, done);
+    tr_status rc = tr_rundb_scan_start(&p, c->db, sql, SCAN_SQL_COLUMNS, "events", 1, done, c->err);
     free(sql);
     if (rc != TR_OK || !*done)
         return rc;

@@ -1338,14 +1338,8 @@ static tr_status scan_read_pages(read_ctx *c, int all, int *done)
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT " READ_COLS "%s, flags FROM events", c->mem ? READ_MEM_COLS : "");
     int ncols = (c->mem ? R_COLS_MEM : R_COLS) + 1;
-    const char *name = tr_rundb_name(c->sc->db);
-    char *what = malloc(strlen(name) + 32);
-    if (!what)
-        return tr_fail(c->err, TR_ERR_RUNTIME, "out of memory");
-    sprintf(what, "%s: cannot read table events", name);
     tr_rundb_scan p;
-    tr_status st = tr_rundb_scan_start(&p, c->sc->db, sql, ncols, what, 1, done, c->err);
-    free(what);
+    tr_status st = tr_rundb_scan_start(&p, c->sc->db, sql, ncols, "events", 1, done, c->err);
     if (st != TR_OK || !*done)
         return st;
     read_cols cols = {NULL, NULL};

@@ -1,5 +1,6 @@
 #include "lib/rundb_scan.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,7 @@ void tr_rundb_scan_stop(tr_rundb_scan *s)
 }
 
 tr_status tr_rundb_scan_start(tr_rundb_scan *s, sqlite3 *db, const char *sql, int ncols,
-                              const char *what, int pages_only, int *started, tr_error *err)
+                              const char *table, int pages_only, int *started, tr_error *err)
 {
     memset(s, 0, sizeof *s);
     *started = 0;
@@ -29,6 +30,11 @@ tr_status tr_rundb_scan_start(tr_rundb_scan *s, sqlite3 *db, const char *sql, in
     int pages = path && *path && !page_read_off();
     if (pages_only && !pages)
         return TR_OK;
+    const char *name = tr_rundb_name(db);
+    char *what = malloc(strlen(name) + strlen(table) + 32);
+    if (!what)
+        return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
+    sprintf(what, "%s: cannot read table %s", name, table);
     int threaded = tr_rundb_open_peers(db, &s->peer, 1) == 1;
     sqlite3 *qdb = threaded ? s->peer : db;
     tr_status rc = TR_OK;
@@ -40,6 +46,7 @@ tr_status tr_rundb_scan_start(tr_rundb_scan *s, sqlite3 *db, const char *sql, in
     else
         rc = tr_sql_ahead_start_file(&s->ahead, s->st, ncols, NULL, what, pages ? path : NULL,
                                      threaded, err);
+    free(what);
     if (rc == TR_OK && (pages || !pages_only))
         *started = 1;
     else

@@ -29,13 +29,13 @@ typedef struct {
     tr_sql_ahead *ahead;
 } tr_rundb_scan;
 
-/* Starts s on sql, a query of db with ncols integer columns; `what` begins the
- * message of a failure ("<what>: <SQLite's message>").  With pages_only,
+/* Starts s on sql, a query of db's table `table` with ncols integer columns (a
+ * failure reads "<run.db>: cannot read table <table>: <SQLite's message>").  With pages_only,
  * *started stays 0 (and TR_OK) where the rows would not come from the pages:
  * a run.db in no file, a statement that is no plain scan, TR_NO_PAGE_READ; the
  * caller then reads them its own way.  Otherwise *started is 1 on TR_OK. */
 tr_status tr_rundb_scan_start(tr_rundb_scan *s, sqlite3 *db, const char *sql, int ncols,
-                              const char *what, int pages_only, int *started, tr_error *err);
+                              const char *table, int pages_only, int *started, tr_error *err);
 
 /* The next row's ncols cells; NULL at the end (*rc 0) or on error (*rc -1, err filled). */
 static inline const tr_sql_cell *tr_rundb_scan_next(tr_rundb_scan *s, int *rc, tr_error *err)
