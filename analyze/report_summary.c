@@ -223,9 +223,10 @@ static tr_status run_table(tr_report_ctx *c, tr_rresult *r, sm_state *s)
         if (kv(t, "CUDA graph launches", b, 1, graphs))
             return tr_report_nomem(c);
     }
-    /* facts an ingest recorded beyond the fixed keys: dropped records, warnings, ... */
+    /* facts an ingest recorded beyond the fixed keys: dropped records, warnings, ...
+     * (the total of activities without a launching call: its reasons are shown) */
     if (sqlite3_prepare_v2(c->db, "SELECT key, value FROM meta WHERE key NOT IN "
-                           "('schema_version', 'tool_version', 'time_unit', 'generator') "
+                           "('schema_version', 'tool_version', 'time_unit', 'generator', 'gpu_unlaunched') "
                            "AND key NOT LIKE 'time\\_base\\_ns.%' ESCAPE '\\' ORDER BY key",
                            -1, &st, NULL) == SQLITE_OK) {
         while (sqlite3_step(st) == SQLITE_ROW)

@@ -765,10 +765,13 @@ static tr_status write_after_tree(sqlite3 *db, const tr_trace *t, size_t nstring
         b_text(&s, meta[i].value);
         STEP();
     }
-    /* GPU activities without a launching call, by reason, where there are some */
+    /* GPU activities without a launching call, by reason, where there are some; and
+     * their total, 0 included, which spares trace-analyze looking for them */
     static const char *const unlaunched[] = {"gpu_unlaunched_no_correlation",
                                              "gpu_unlaunched_before_capture", "gpu_unlaunched_not_found"};
+    size_t total = 0;
     for (size_t i = 0; i < sizeof unlaunched / sizeof unlaunched[0]; i++) {
+        total += t->gpu_unlaunched[i];
         if (!t->gpu_unlaunched[i])
             continue;
         char n[32];
@@ -777,6 +780,11 @@ static tr_status write_after_tree(sqlite3 *db, const tr_trace *t, size_t nstring
         b_text(&s, n);
         STEP();
     }
+    char n[32];
+    snprintf(n, sizeof n, "%zu", total);
+    b_text(&s, "gpu_unlaunched");
+    b_text(&s, n);
+    STEP();
     DONE();
 
     if ((st = write_strings(db, t, nstrings + 1, tr_intern_count(&t->strings) + 1, err)) != TR_OK)

@@ -75,3 +75,22 @@ expect_no_grep '^ *\[no launching call\]  ' "$TMP/out"
 expect_grep '^4 GPU activities (72.000us) have no launching call: 1 no correlation' "$TMP/out"
 expect_status 0 "$BIN/trace-analyze" --kind kernel,op u.db
 expect_grep '^ *\[no launching call\]  ' "$TMP/out"
+
+# and their total, 0 included: a table from the aggregates looks for them only where
+# the ingest counted some (an earlier run.db, without the key, is looked at)
+expect_eq "$(q u.db "SELECT value FROM meta WHERE key = 'gpu_unlaunched'")" 4 "meta total"
+expect_status 0 env TR_AGGREGATES_MIN=0 "$BIN/trace-analyze" u.db
+expect_grep '^ *\[no launching call\]  ' "$TMP/out"
+expect_grep '^4 GPU activities (72.000us) have no launching call' "$TMP/out"
+cp "$TMP/out" agg.out
+cp u.db older.db
+q older.db "DELETE FROM meta WHERE key = 'gpu_unlaunched'"
+expect_status 0 env TR_AGGREGATES_MIN=0 "$BIN/trace-analyze" older.db
+cmp -s agg.out "$TMP/out" || fail "a run.db without the total gives another table"
+# the count is trusted as the aggregates are: a run.db that says none shows none
+q older.db "INSERT INTO meta(key, value) VALUES ('gpu_unlaunched', '0')"
+expect_status 0 env TR_AGGREGATES_MIN=0 "$BIN/trace-analyze" older.db
+expect_no_grep 'no launching call' "$TMP/out"
+"$BIN/gen-nvprof" -n 2000 -o gen.nvvp >/dev/null || fail "gen-nvprof"
+expect_status 0 "$BIN/trace-ingest" -q -o gen.db gen.nvvp
+expect_eq "$(q gen.db "SELECT value FROM meta WHERE key = 'gpu_unlaunched'")" 0 "meta total of a run without any"
