@@ -46,6 +46,13 @@ for f in $inputs; do
             diff scan.out agg.out | head -6 >&2
         }
         # the scan reads run.db's pages itself; stepping SQLite instead gives the same
+        # (for the argument sets that read other columns or pass over the tree; the
+        # formats and sorts change nothing in what is read)
+        case "$args" in
+        "" | "--group-by-stack 3 --group-by-shape -n -1" | "--group-by-stack 50 --stack-source tree"* \
+            | "--group-by-stack 2 --stack-source frames"*) ;;
+        *) continue ;;
+        esac
         # shellcheck disable=SC2086
         TR_NO_PAGE_READ=1 TR_NO_AGGREGATES=1 "$BIN/trace-analyze" $args "a$n.db" > step.out 2>step.err
         cmp -s step.out scan.out && cmp -s step.err scan.err || {
