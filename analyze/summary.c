@@ -13,8 +13,8 @@
 #include "lib/model.h"
 #include "lib/pair_trie.h"
 #include "lib/rundb.h"
-#include "lib/spill.h"
 #include "lib/rundb_scan.h"
+#include "lib/spill.h"
 
 static double v_cpu_total(const tr_group *g) { return (double)g->cpu_total; }
 static double v_cpu_self(const tr_group *g) { return (double)g->cpu_self; }

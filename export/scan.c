@@ -1375,8 +1375,11 @@ static tr_status scan_read(tr_scan *sc, int all, sorter *so, tr_error *err)
                     - (uint64_t)scalar(sc->db, "SELECT min(id) FROM events", 0) + 1;
     sorter_plan(so, span);
     char sql[512];
+    char where[64] = "";
+    if (!all)
+        snprintf(where, sizeof where, " WHERE (flags & %d) = 0", TR_FLAG_MERGED);
     snprintf(sql, sizeof sql, "SELECT " READ_FN "(" READ_COLS "%s) FROM events%s",
-             c.mem ? READ_MEM_COLS : "", all ? "" : " WHERE (flags & 32) = 0");
+             c.mem ? READ_MEM_COLS : "", where);
     sqlite3_stmt *st = NULL;
     if ((status = tr_idcur_open(&c.lc, sc->db, "thread_id, start_ns, end_ns", err)) != TR_OK) {
         tr_i64map_free(&c.kinds);
