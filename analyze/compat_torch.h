@@ -12,9 +12,10 @@
  *    the only ones left as "[memory]" rows.
  *
  * Ownership: tr_torch_compat_load() fills a tr_torch_compat that owns its
- * arrays; tr_torch_compat_free() releases them.  Memory is linear in the
- * number of host events (this is the mode for matching PyTorch on its own
- * traces, not for 10^8-event runs).
+ * arrays; tr_torch_compat_free() releases them.  Memory is 9 bytes an event
+ * id (17 while loading), and 32 more (48 while loading) when the trace has
+ * memory events: the events are read from run.db in id order, once (twice
+ * with memory events), and not held.
  */
 #ifndef TR_ANALYZE_COMPAT_TORCH_H
 #define TR_ANALYZE_COMPAT_TORCH_H
@@ -29,19 +30,29 @@ typedef struct {
     int64_t cpu_self, cpu_mem, cpu_mem_self, gpu_mem, gpu_mem_self;
 } tr_torch_metrics;
 
+/* PyTorch's memory numbers of one host or memory event. */
 typedef struct {
-    tr_i64map row;            /* event id -> index into m (host events, memory events) */
-    tr_torch_metrics *m;
-    uint8_t *claimed;         /* per row: a memory event inside some host event's window */
-    size_t n;
+    int64_t cpu_mem, cpu_mem_self, gpu_mem, gpu_mem_self;
+} tr_torch_mem;
+
+typedef struct {
+    /* an event's slot: id - base where the ids are dense, else its place in id order */
+    int64_t base;
+    size_t nslots;
+    int sparse;
+    tr_i64map slot_of;        /* sparse ids: id -> slot */
+    uint8_t *state;           /* per slot: TORCH_* flags (compat_torch.c) */
+    int64_t *cpu_self;        /* per slot */
+    tr_torch_mem *mem;        /* per slot; NULL when the trace has no memory events */
 } tr_torch_compat;
 
 tr_status tr_torch_compat_load(sqlite3 *db, tr_torch_compat *tc, tr_error *err);
 void tr_torch_compat_free(tr_torch_compat *tc);
 
-/* PyTorch's metrics of event `id`, or NULL when it has none of its own
- * (a device activity).  *claimed tells whether a memory event is counted in
- * some host event (and so is no row of its own). */
-const tr_torch_metrics *tr_torch_compat_get(const tr_torch_compat *tc, int64_t id, int *claimed);
+/* PyTorch's metrics of event `id` into *out; 0 when it has none of its own (a
+ * device activity, a merged op), and *out is then left alone.  *claimed tells
+ * whether a memory event is counted in some host event (and so is no row of
+ * its own). */
+int tr_torch_compat_get(const tr_torch_compat *tc, int64_t id, tr_torch_metrics *out, int *claimed);
 
 #endif

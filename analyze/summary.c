@@ -299,7 +299,8 @@ static int memory_unclaimed(scan_ctx *c, const ev_row *r)
 {
     if (c->o->compat_torch) {
         int claimed;
-        tr_torch_compat_get(&c->torch, r->id, &claimed);
+        tr_torch_metrics tm;
+        tr_torch_compat_get(&c->torch, r->id, &tm, &claimed);
         return !claimed;
     }
     return !r->has_parent;
@@ -470,14 +471,13 @@ static tr_status add_event(scan_ctx *c, const row_src *rs, ev_row *r, int64_t pa
     if (!gpu)
         tr_sat_acc(&s->sum_gpu_self_host, r->gpu_self);
     int claimed;
-    const tr_torch_metrics *tm = c->o->compat_torch
-        ? tr_torch_compat_get(&c->torch, r->id, &claimed) : NULL;
-    if (tm) {
-        tr_sat_acc(&g->cpu_self, tm->cpu_self);
-        tr_sat_acc(&g->cpu_mem, tm->cpu_mem);
-        tr_sat_acc(&g->cpu_mem_self, tm->cpu_mem_self);
-        tr_sat_acc(&g->gpu_mem, tm->gpu_mem);
-        tr_sat_acc(&g->gpu_mem_self, tm->gpu_mem_self);
+    tr_torch_metrics tm;
+    if (c->o->compat_torch && tr_torch_compat_get(&c->torch, r->id, &tm, &claimed)) {
+        tr_sat_acc(&g->cpu_self, tm.cpu_self);
+        tr_sat_acc(&g->cpu_mem, tm.cpu_mem);
+        tr_sat_acc(&g->cpu_mem_self, tm.cpu_mem_self);
+        tr_sat_acc(&g->gpu_mem, tm.gpu_mem);
+        tr_sat_acc(&g->gpu_mem_self, tm.gpu_mem_self);
     } else {
         tr_sat_acc(&g->cpu_self, r->cpu_self);
         tr_sat_acc(&g->cpu_mem, rs_int64(rs, C_CMEM));

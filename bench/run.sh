@@ -189,6 +189,8 @@ for size in $SIZES; do
         step "$fmt" "trace-analyze, scanning the events" "$n" 0 sh -c "TR_NO_AGGREGATES=1 '$BIN/trace-analyze' '$W/run.db' > /dev/null"
         step "$fmt" "trace-analyze --group-by-stack 3" "$n" 0 sh -c "'$BIN/trace-analyze' --group-by-stack 3 '$W/run.db' > /dev/null"
         REPS=$goal_reps step "$fmt" "trace-analyze --group-by-stack 3, scanning the events" "$n" 0 sh -c "TR_NO_AGGREGATES=1 '$BIN/trace-analyze' --group-by-stack 3 '$W/run.db' > /dev/null"
+        # PyTorch's own self times and memory rule, from every event (docs/semantics.md)
+        step "$fmt" "trace-analyze --compat torch" "$n" 0 sh -c "'$BIN/trace-analyze' --compat torch '$W/run.db' > /dev/null"
         # the reports, beside sqlite3 reading the GPU activities in start order (gpu-time's scan)
         step "$fmt" "sqlite3 GPU activities by start (report floor)" "$n" 0 sqlite3 "$W/run.db" \
             "SELECT count(*), sum(end_ns - start_ns) FROM (SELECT start_ns, end_ns FROM events WHERE kind IN (7,8,9) ORDER BY start_ns)"

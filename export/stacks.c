@@ -145,9 +145,9 @@ static tr_status write_torch(tr_scan *sc, FILE *out, tr_error *err)
         with_frames++;
         int64_t v = sqlite3_column_int64(st, gpu ? 2 : 1);
         int claimed;
-        const tr_torch_metrics *tm = tr_torch_compat_get(&tc, sqlite3_column_int64(st, 3), &claimed);
-        if (tm && !gpu)
-            v = tm->cpu_self;
+        tr_torch_metrics tm;
+        if (!gpu && tr_torch_compat_get(&tc, sqlite3_column_int64(st, 3), &tm, &claimed))
+            v = tm.cpu_self;
         v /= 1000;   /* ns -> whole µs, toward 0 */
         if (v <= 0)
             continue;
