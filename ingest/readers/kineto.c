@@ -19,6 +19,7 @@
  */
 #include <ctype.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1373,6 +1374,7 @@ typedef struct {
     kin_buf text;
     kin_arena arena;     /* the parsed values */
     int last;            /* the array ended, or cutting failed, after these events */
+    int keyed;           /* the producer found its events' keys (else the reading thread does) */
     tr_status cut_status;
 } kin_batch;
 
@@ -1387,6 +1389,7 @@ typedef struct {
     size_t ready, handled;   /* batch k is batch[k % KIN_NBATCH] */
     int ended;           /* the last batch is ready: the array ended or an error stopped it */
     int stop;            /* the producer is no longer needed */
+    atomic_int hungry;   /* the reading thread found no batch ready the last time it looked */
 } kin_pipe;
 
 /* The object at the read position, parsed where it lies when the whole of it
@@ -1487,24 +1490,30 @@ static int keep_item_nul_escapes(kin_item *it)
     return 0;
 }
 
-/* Parses the events cutting left unparsed, and finds every event's keys. */
+/* Parses the events cutting left unparsed, and finds every event's keys
+ * unless the reading thread is waiting for batches: the producer is then the
+ * slower of the two, and the reading thread finds them (handle_batches()).
+ * Either way each event's keys are those find_item_keys() gives. */
 static void parse_batch(kin_pipe *p, kin_batch *b)
 {
     tr_error err;
+    b->keyed = !atomic_load_explicit(&p->hungry, memory_order_relaxed);
     for (b->parsed = 0; b->parsed < b->n; b->parsed++) {
         kin_item *it = &b->items[b->parsed];
-        if (it->ev)
-            find_item_keys(it);
-        else if (keep_item_nul_escapes(it) < 0)
-            tr_fail(&err, TR_ERR_RUNTIME, "out of memory while reading " WHAT " %s", p->cutter.path);
-        else if ((it->ev = parse_text(p->cutter.path, it->text, it->len, it->off, &err)) != NULL)
-            find_item_keys(it);
+        if (!it->ev) {
+            if (keep_item_nul_escapes(it) < 0)
+                tr_fail(&err, TR_ERR_RUNTIME, "out of memory while reading " WHAT " %s", p->cutter.path);
+            else
+                it->ev = parse_text(p->cutter.path, it->text, it->len, it->off, &err);
+        }
         if (!it->ev) {
             if (!p->parse_failed)   /* batches are parsed in order: the first is the earliest */
                 p->parse_err = err;
             p->parse_failed = 1;
             break;
         }
+        if (b->keyed)
+            find_item_keys(it);
     }
 }
 
@@ -1550,6 +1559,7 @@ static kin_batch *next_ready(kin_pipe *p, int threaded)
         return b;
     }
     pthread_mutex_lock(&p->lock);
+    atomic_store_explicit(&p->hungry, p->ready == p->handled, memory_order_relaxed);
     while (p->ready == p->handled)
         pthread_cond_wait(&p->changed, &p->lock);
     pthread_mutex_unlock(&p->lock);
@@ -1561,6 +1571,8 @@ static tr_status handle_batches(kin_reader *r, kin_pipe *p, int threaded)
     for (;;) {
         kin_batch *b = next_ready(p, threaded);
         for (size_t i = 0; i < b->parsed; i++) {
+            if (!b->keyed)
+                find_item_keys(&b->items[i]);
             tr_status s = handle_event(r, &b->items[i]);
             if (s != TR_OK)
                 return s;
