@@ -19,7 +19,6 @@
  */
 #include <ctype.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1363,6 +1362,10 @@ static tr_status handle_event(kin_reader *r, const kin_item *it)
  * that failed.  Without a second thread (pthread_create failed), the reading
  * thread cuts and parses each batch itself. */
 #define KIN_NBATCH 4
+/* A batch's keys (find_item_keys()) are found by the reading thread as it
+ * handles its events, unless the producer, finding every slot full, took
+ * them first: so whichever thread would otherwise wait does that work. */
+enum { KEYS_LEFT, KEYS_TAKEN, KEYS_FOUND };
 #define KIN_BATCH_EVENTS 512
 #define KIN_BATCH_BYTES ((size_t)1024 * 1024)
 
@@ -1374,7 +1377,7 @@ typedef struct {
     kin_buf text;
     kin_arena arena;     /* the parsed values */
     int last;            /* the array ended, or cutting failed, after these events */
-    int keyed;           /* the producer found its events' keys (else the reading thread does) */
+    int keys;            /* KEYS_*: who finds its events' keys (p->lock) */
     tr_status cut_status;
 } kin_batch;
 
@@ -1389,7 +1392,6 @@ typedef struct {
     size_t ready, handled;   /* batch k is batch[k % KIN_NBATCH] */
     int ended;           /* the last batch is ready: the array ended or an error stopped it */
     int stop;            /* the producer is no longer needed */
-    atomic_int hungry;   /* the reading thread found no batch ready the last time it looked */
 } kin_pipe;
 
 /* The object at the read position, parsed where it lies when the whole of it
@@ -1490,30 +1492,23 @@ static int keep_item_nul_escapes(kin_item *it)
     return 0;
 }
 
-/* Parses the events cutting left unparsed, and finds every event's keys
- * unless the reading thread is waiting for batches: the producer is then the
- * slower of the two, and the reading thread finds them (handle_batches()).
- * Either way each event's keys are those find_item_keys() gives. */
+/* Parses the events cutting left unparsed. */
 static void parse_batch(kin_pipe *p, kin_batch *b)
 {
     tr_error err;
-    b->keyed = !atomic_load_explicit(&p->hungry, memory_order_relaxed);
+    b->keys = KEYS_LEFT;
     for (b->parsed = 0; b->parsed < b->n; b->parsed++) {
         kin_item *it = &b->items[b->parsed];
-        if (!it->ev) {
-            if (keep_item_nul_escapes(it) < 0)
-                tr_fail(&err, TR_ERR_RUNTIME, "out of memory while reading " WHAT " %s", p->cutter.path);
-            else
-                it->ev = parse_text(p->cutter.path, it->text, it->len, it->off, &err);
-        }
-        if (!it->ev) {
-            if (!p->parse_failed)   /* batches are parsed in order: the first is the earliest */
-                p->parse_err = err;
-            p->parse_failed = 1;
-            break;
-        }
-        if (b->keyed)
-            find_item_keys(it);
+        if (it->ev)
+            continue;
+        if (keep_item_nul_escapes(it) < 0)
+            tr_fail(&err, TR_ERR_RUNTIME, "out of memory while reading " WHAT " %s", p->cutter.path);
+        else if ((it->ev = parse_text(p->cutter.path, it->text, it->len, it->off, &err)) != NULL)
+            continue;
+        if (!p->parse_failed)   /* batches are parsed in order: the first is the earliest */
+            p->parse_err = err;
+        p->parse_failed = 1;
+        break;
     }
 }
 
@@ -1530,13 +1525,35 @@ static kin_batch *produce_batch(kin_pipe *p)
     return b;
 }
 
+/* With every slot full, the keys of the newest batch the reading thread has
+ * not come to yet, if any is left to it: 1 when some were found.  Called and
+ * returns with p->lock held. */
+static int find_keys_ahead(kin_pipe *p)
+{
+    for (size_t k = p->ready; k-- > p->handled + 1;) {
+        kin_batch *b = &p->batch[k % KIN_NBATCH];
+        if (b->keys != KEYS_LEFT)
+            continue;
+        b->keys = KEYS_TAKEN;
+        pthread_mutex_unlock(&p->lock);
+        for (size_t i = 0; i < b->parsed; i++)
+            find_item_keys(&b->items[i]);
+        pthread_mutex_lock(&p->lock);
+        b->keys = KEYS_FOUND;
+        pthread_cond_broadcast(&p->changed);
+        return 1;
+    }
+    return 0;
+}
+
 static void *producer_thread(void *arg)
 {
     kin_pipe *p = arg;
     pthread_mutex_lock(&p->lock);
     for (;;) {
         while (!p->stop && !p->ended && p->ready - p->handled >= KIN_NBATCH)
-            pthread_cond_wait(&p->changed, &p->lock);
+            if (!find_keys_ahead(p))
+                pthread_cond_wait(&p->changed, &p->lock);
         if (p->stop || p->ended)
             break;
         pthread_mutex_unlock(&p->lock);   /* batch `ready` was handled: its slot is free */
@@ -1559,11 +1576,13 @@ static kin_batch *next_ready(kin_pipe *p, int threaded)
         return b;
     }
     pthread_mutex_lock(&p->lock);
-    atomic_store_explicit(&p->hungry, p->ready == p->handled, memory_order_relaxed);
-    while (p->ready == p->handled)
+    kin_batch *b;
+    while (p->ready == p->handled || (b = &p->batch[p->handled % KIN_NBATCH])->keys == KEYS_TAKEN)
         pthread_cond_wait(&p->changed, &p->lock);
+    if (b->keys == KEYS_LEFT)
+        b->keys = KEYS_TAKEN;   /* by this thread, as it handles the events */
     pthread_mutex_unlock(&p->lock);
-    return &p->batch[p->handled % KIN_NBATCH];
+    return b;
 }
 
 static tr_status handle_batches(kin_reader *r, kin_pipe *p, int threaded)
@@ -1571,7 +1590,7 @@ static tr_status handle_batches(kin_reader *r, kin_pipe *p, int threaded)
     for (;;) {
         kin_batch *b = next_ready(p, threaded);
         for (size_t i = 0; i < b->parsed; i++) {
-            if (!b->keyed)
+            if (b->keys != KEYS_FOUND)
                 find_item_keys(&b->items[i]);
             tr_status s = handle_event(r, &b->items[i]);
             if (s != TR_OK)
