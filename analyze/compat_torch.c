@@ -137,8 +137,9 @@ static tr_status place_slots(sqlite3 *db, tr_torch_compat *tc, tr_error *err)
     return st2;
 }
 
-/* What the passes read of a row, as the SQL of the single-query version read
- * it: a NULL parent is none, a NULL bytes 0, flags and kind as C ints. */
+/* What the passes read of a row: a NULL parent is none, a NULL bytes 0 (a
+ * cell's integer reads 0 for NULL, as sqlite3_column_int64() does), an end
+ * before the start is the start, flags and kind as C ints. */
 static void read_cols(const tr_sql_cell *c, ev_cols *e)
 {
     e->id = c[C_ID].i;
