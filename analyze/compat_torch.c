@@ -161,6 +161,13 @@ static int is_row(const tr_i64map *host, const tr_sql_cell *c, const ev_cols *e)
            && !(c[C_FLAGS].i & TR_FLAG_MERGED) && tr_times_ok(e->start, e->end);
 }
 
+/* The slot of e's parent, where it has one that can be an event's: 0 without.
+ * A parent that turns out to be no row is never read. */
+static int parent_slot(const tr_torch_compat *tc, const ev_cols *e, size_t *slot)
+{
+    return e->has_parent && e->parent >= 0 && slot_of(tc, e->parent, slot);
+}
+
 typedef struct {
     const tr_i64map *host;
     tr_torch_compat *tc;
@@ -197,8 +204,7 @@ static tr_status pass_durations(passes *p, const tr_sql_cell *c, tr_error *err)
             p->cap = ncap;
         }
         p->pts[p->np++] = (mem_point){e.start, slot, e.bytes, 0, 0, (e.flags & TR_FLAG_GPU_MEMORY) != 0};
-    } else if (e.has_parent && e.parent >= 0 && slot_of(tc, e.parent, &ps)) {
-        /* a parent that turns out to be no row is never read */
+    } else if (parent_slot(tc, &e, &ps)) {
         tr_sat_acc(&tc->cpu_self[ps], e.end - e.start);
     }
     return TR_OK;
@@ -214,7 +220,8 @@ static tr_status pass_windows(passes *p, const tr_sql_cell *c, tr_error *err)
     read_cols(c, &e);
     size_t slot, ps;
     tr_torch_compat *tc = p->tc;
-    if (!is_row(p->host, c, &e) || !slot_of(tc, e.id, &slot) || (tc->state[slot] & TORCH_MEMORY))
+    /* the rows are those pass 1 marked */
+    if (!slot_of(tc, e.id, &slot) || (tc->state[slot] & (TORCH_ROW | TORCH_MEMORY)) != TORCH_ROW)
         return TR_OK;
     size_t lo = bound(p->pts, p->np, e.start, 0), hi = bound(p->pts, p->np, e.end, 1);
     tr_torch_mem *m = &tc->mem[slot];
@@ -224,7 +231,7 @@ static tr_status pass_windows(passes *p, const tr_sql_cell *c, tr_error *err)
         p->diff[lo]++;
         p->diff[hi]--;
     }
-    if (e.has_parent && e.parent >= 0 && slot_of(tc, e.parent, &ps)) {
+    if (parent_slot(tc, &e, &ps)) {
         tr_sat_acc(&p->child_mem[ps][0], m->cpu_mem);
         tr_sat_acc(&p->child_mem[ps][1], m->gpu_mem);
     }
