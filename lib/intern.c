@@ -87,6 +87,26 @@ static char *arena_copy(tr_intern *t, const char *s, size_t len)
     return p;
 }
 
+/* A slot is 4 bytes: the id in its low id_bits (ids stay below nslots, the
+ * table being at most three quarters full) and above them the same bits of
+ * the string's hash, which tell most mismatches apart without a visit to the
+ * entry.  At 8 bytes a slot (id, hash) and half full, the slots of a raw
+ * recording's 1.2x10^7 distinct NVTX texts took 256 MiB, twice what the hash
+ * tables may hold on the heap under the default memory limit (lib/spill.h),
+ * and each new string was a page fault; they now take 64 MiB.  A probe at
+ * three quarters full reads about seven slots, still a cache line or two. */
+static uint32_t tag_bits(unsigned id_bits)
+{
+    return id_bits >= 32 ? 0 : ~(uint32_t)0 << id_bits;
+}
+
+static int too_full(size_t ids, size_t nslots)
+{
+    return ids * 4 > nslots * 3;
+}
+
+typedef struct { uint32_t id, hash; } home_pair;
+
 /* Places the entries in the order of their home slot's top 8 bits (a
  * counting sort of (id, hash) pairs), so that each group's writes stay
  * within 1/256 of the new slots: for a table in a spill file (lib/spill.h)
@@ -95,8 +115,8 @@ static char *arena_copy(tr_intern *t, const char *s, size_t len)
 static int rehash(tr_intern *t, size_t nslots)
 {
     size_t n = t->count ? t->count - 1 : 0;
-    tr_intern_slot *slots = tr_spill_calloc_table(nslots, sizeof *slots);
-    tr_intern_slot *by_home = tr_spill_calloc(n ? n : 1, sizeof *by_home);
+    uint32_t *slots = tr_spill_calloc_table(nslots, sizeof *slots);
+    home_pair *by_home = tr_spill_calloc(n ? n : 1, sizeof *by_home);
     if (!slots || !by_home) {
         tr_spill_free(slots);
         tr_spill_free(by_home);
@@ -115,32 +135,37 @@ static int rehash(tr_intern *t, size_t nslots)
     for (size_t id = 1; id <= n; id++) {
         tr_spill_tick();
         uint32_t h = t->entries[id].hash;
-        by_home[count[(h & (nslots - 1)) >> shift]++] = (tr_intern_slot){(uint32_t)id, h};
+        by_home[count[(h & (nslots - 1)) >> shift]++] = (home_pair){(uint32_t)id, h};
     }
+    unsigned id_bits = 0;
+    while (id_bits < 32 && ((size_t)1 << id_bits) < nslots)
+        id_bits++;
+    uint32_t tags = tag_bits(id_bits);
     for (size_t k = 0; k < n; k++) {
         tr_spill_tick();
         size_t i = by_home[k].hash & (nslots - 1);
-        while (slots[i].id)
+        while (slots[i])
             i = (i + 1) & (nslots - 1);
-        slots[i] = by_home[k];
+        slots[i] = (by_home[k].hash & tags) | by_home[k].id;
     }
     tr_spill_free(by_home);
     tr_spill_free(t->slots);
     t->slots = slots;
     t->nslots = nslots;
+    t->id_bits = id_bits;
     return 0;
 }
 
 /* The slot where s (hash h) is, or the empty slot where it would go. */
 static size_t probe(const tr_intern *t, const char *s, size_t len, uint32_t h)
 {
-    size_t i = h & (t->nslots - 1);
-    for (; t->slots[i].id; i = (i + 1) & (t->nslots - 1)) {
-        /* the hash in the slot spares a visit to the entry on every mismatch */
-        if (t->slots[i].hash != h)
+    uint32_t tags = tag_bits(t->id_bits);
+    size_t mask = t->nslots - 1, i = h & mask;
+    for (uint32_t slot; (slot = t->slots[i]) != 0; i = (i + 1) & mask) {
+        if ((slot ^ h) & tags)
             continue;
-        const tr_intern_entry *e = &t->entries[t->slots[i].id];
-        if (e->len == len && memcmp(e->str, s, len) == 0)
+        const tr_intern_entry *e = &t->entries[slot & ~tags];
+        if (e->hash == h && e->len == len && memcmp(e->str, s, len) == 0)
             break;
     }
     return i;
@@ -154,7 +179,7 @@ uint32_t tr_intern_find(const tr_intern *t, const char *s, size_t len)
                 return (uint32_t)id;
         return 0;
     }
-    return t->slots[probe(t, s, len, hash_bytes(s, len))].id;
+    return t->slots[probe(t, s, len, hash_bytes(s, len))] & ~tag_bits(t->id_bits);
 }
 
 uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
@@ -176,11 +201,11 @@ uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
     }
     uint32_t h = hash_bytes(s, len);
     /* the slot is written when s is new: ask for its page writable at once */
-    __atomic_fetch_or(&t->slots[h & (t->nslots - 1)].hash, 0, __ATOMIC_RELAXED);
+    __atomic_fetch_or(&t->slots[h & (t->nslots - 1)], 0, __ATOMIC_RELAXED);
     size_t i = probe(t, s, len, h);
-    if (t->slots[i].id)
-        return t->slots[i].id;
-    if ((t->count + 1) * 2 > t->nslots) {
+    if (t->slots[i])
+        return t->slots[i] & ~tag_bits(t->id_bits);
+    if (too_full(t->count, t->nslots)) {
         if (rehash(t, t->nslots * 2) < 0)
             return 0;
         i = probe(t, s, len, h);
@@ -197,7 +222,7 @@ uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
         return 0;
     uint32_t id = (uint32_t)t->count++;
     t->entries[id] = (tr_intern_entry){copy, (uint32_t)len, h};
-    t->slots[i] = (tr_intern_slot){id, h};
+    t->slots[i] = (h & tag_bits(t->id_bits)) | id;
     return id;
 }
 
@@ -206,6 +231,7 @@ void tr_intern_drop_index(tr_intern *t)
     tr_spill_free(t->slots);
     t->slots = NULL;
     t->nslots = 0;
+    t->id_bits = 0;
 }
 
 uint32_t tr_intern_cstr(tr_intern *t, const char *s)

@@ -20,14 +20,16 @@ typedef struct {
 
 typedef struct tr_arena_block tr_arena_block;
 
-typedef struct { uint32_t id, hash; } tr_intern_slot;   /* id 0 = empty */
 
 typedef struct {
     tr_intern_entry *entries;   /* index = id; entries[0] unused */
     size_t count;               /* number of ids handed out + 1 */
     size_t cap;
-    tr_intern_slot *slots;      /* open addressing, at most half full */
-    size_t nslots;
+    uint32_t *slots;            /* open addressing, at most three quarters full:
+                                   0 empty, else the id in the low id_bits and
+                                   the hash's bits above them (see intern.c) */
+    size_t nslots;              /* 2^id_bits, or more when id_bits is 32 */
+    unsigned id_bits;
     tr_arena_block *arena;
     size_t arena_bytes;         /* capacity of the arena's blocks */
 } tr_intern;
