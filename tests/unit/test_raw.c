@@ -1010,8 +1010,77 @@ static void test_clock_joins_queries_status(void)
     free(b.d);
 }
 
+/* A runtime call takes the GPU work and stack of its correlation over a
+ * driver call or an internal launch with the same number, in whatever order
+ * they come; among those, the first.  The join is made after the whole file
+ * is read, from the calls in order. */
+static void test_join_prefers_runtime_call(void)
+{
+    rbuf b = {0};
+    header(&b, TR_RAW_MAJOR);
+    const uint8_t domain[6] = {TR_RAW_API_DRIVER, TR_RAW_API_RUNTIME, TR_RAW_API_DRIVER,
+                               TR_RAW_API_INTERNAL, TR_RAW_API_DRIVER, TR_RAW_API_RUNTIME};
+    const uint32_t corr[6] = {50, 50, 50, 60, 60, 0};
+    tr_raw_api api[6];
+    memset(api, 0, sizeof api);
+    for (int i = 0; i < 6; i++) {
+        api[i].start = T0_MONO + 100 * (uint64_t)(i + 1);
+        api[i].end = api[i].start + 50;
+        api[i].corr = corr[i];
+        api[i].cbid = 211;
+        api[i].tid = 11;
+        api[i].domain = domain[i];
+    }
+    records(&b, TR_RAW_REC_API, api, 6);
+    unsigned char st[16] = {0};
+    uint32_t sid = 1;
+    uint16_t depth = 1;
+    uint64_t pc = 0x10;
+    memcpy(st, &sid, 4);
+    memcpy(st + 4, &depth, 2);
+    memcpy(st + 8, &pc, 8);
+    chunk(&b, TR_RAW_CH_STACKS, st, sizeof st);
+    tr_raw_stackref refs[3] = {{T0_MONO + 100, 50, 1, 11, 0}, {T0_MONO + 400, 60, 1, 11, 0},
+                               {T0_MONO + 900, 0, 1, 11, 0}};
+    records(&b, TR_RAW_REC_STACKREF, refs, 3);
+    /* the driver ids 61 and 50 with runtime ids 60 (an internal launch's) and 70 (no call) */
+    tr_raw_memcpy m[2];
+    memset(m, 0, sizeof m);
+    m[0].start = T0_MONO + 1000, m[0].end = T0_MONO + 1100, m[0].corr = 61, m[0].runtime_corr = 60;
+    m[1].start = T0_MONO + 1200, m[1].end = T0_MONO + 1300, m[1].corr = 50, m[1].runtime_corr = 70;
+    records(&b, TR_RAW_REC_MEMCPY, m, 2);
+    uint64_t end[3] = {0};
+    chunk(&b, TR_RAW_CH_END, end, sizeof end);
+
+    tr_trace tt, *t = &tt;
+    warns w;
+    tr_error err;
+    CU_ASSERT_FATAL(tr_trace_init(t, &err) == TR_OK);
+    CU_ASSERT_EQUAL_FATAL(read_bytes(b.d, b.n, t, &w, &err), TR_OK);
+    int with_stack[6] = {0};
+    for (size_t i = 0; i < t->events.n; i++) {
+        const tr_event *e = &t->events.v[i];
+        if (e->kind == TR_KIND_RUNTIME || e->kind == TR_KIND_DRIVER)
+            for (int k = 0; k < 6; k++)
+                if (e->start == (int64_t)(T0_REAL + 100 * (uint64_t)(k + 1)))
+                    with_stack[k] = e->stack != 0;
+    }
+    const int expect[6] = {0, 1, 0, 1, 0, 0};   /* the runtime call of 50, the launch of 60 */
+    for (int k = 0; k < 6; k++)
+        CU_ASSERT_EQUAL(with_stack[k], expect[k]);
+    const tr_event *m0 = find(t, TR_KIND_MEMCPY, 0), *m1 = find(t, TR_KIND_MEMCPY, 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m1);
+    CU_ASSERT_EQUAL(tr_correlation(t, m0), 60);
+    CU_ASSERT_EQUAL(tr_correlation(t, m1), 50);
+    CU_ASSERT_PTR_NOT_NULL(strstr(w.all, "1 stack(s) without a matching API call ignored"));
+    tr_trace_free(t);
+    free(b.d);
+}
+
 TR_SUITE(raw_reader,
          {"CUPTI's clock, copy joins, queries, STATUS warnings", test_clock_joins_queries_status},
+         {"a runtime call's correlation over a driver call's", test_join_prefers_runtime_call},
          {"round trip of every record kind", test_round_trip},
          {"truncation at every byte offset", test_truncation_every_offset},
          {"truncation warning says what was lost", test_truncated_warning_says_what},
