@@ -20,7 +20,6 @@ typedef struct {
 
 typedef struct tr_arena_block tr_arena_block;
 
-
 typedef struct {
     tr_intern_entry *entries;   /* index = id; entries[0] unused */
     size_t count;               /* number of ids handed out + 1 */
