@@ -704,7 +704,7 @@ static void read_status(raw_reader *r, const unsigned char *p, size_t n)
  * a slot, 768 MiB at 3x10^7 raw events, probed at random: a page fault a call
  * once in a file) cost more than listing the calls in order and reading the
  * list once. */
-static int index_api_calls(raw_reader *r)
+static int map_asked_correlations(raw_reader *r)
 {
     for (size_t i = 0; i < r->copies.n; i++)
         if (tr_i64map_put(&r->api_corr, r->copies.v[i].runtime_corr, -1) < 0
@@ -1291,7 +1291,7 @@ tr_status tr_raw_read(tr_trace *t, const char *path, const tr_ingest_opts *o, tr
     if ((s = read_chunks(&r, &in, hlen, err)) != TR_OK || (s = resolve_pending(&r, err)) != TR_OK)
         goto out;
     close_ranges(&r);
-    if (index_api_calls(&r) < 0 || join_copies(&r) < 0) {
+    if (map_asked_correlations(&r) < 0 || join_copies(&r) < 0) {
         s = oom(err);
         goto out;
     }
