@@ -24,12 +24,15 @@ char *tr_demangle(const char *name)
 }
 
 /*
- * One pattern, anchored at both ends, with a lazy name: the suffixes PyTorch
- * appends are matched right to left, so commas inside the name are harmless.
+ * The suffixes PyTorch appends to an op's name, as one pattern anchored at
+ * the offset it is tried from and at the end.  A message is "<name><suffix>"
+ * with the shortest name that leaves a suffix this matches, so commas inside
+ * the name are harmless.  A non-empty suffix opens with ", ", so only those
+ * offsets are tried, left to right: one match per annotation, where a pattern
+ * opening with a lazy ".*?" tried the suffix at every byte of the name.
  * seq: ", seq = N" (1.2+), ", seq=N" and ", stashed seq=N" (0.4-1.1).
  */
-static const char annotation_pattern[] =
-    "^(?<name>.*?)"
+static const char suffix_pattern[] =
     "(?:, (?:stashed )?seq ?= ?(?<seq>-?\\d{1,18}))?"
     "(?:, op_id = (?<op>\\d{1,19}))?"
     "(?:, sizes = (?<sizes>\\[(?:\\[[-\\d, ]*\\](?:, )?)*\\]))?"
@@ -39,7 +42,7 @@ struct tr_nvtx_parser {
     pcre2_code *re;
     pcre2_match_data *md;
     pcre2_match_context *mctx;
-    uint32_t g_name, g_seq, g_op, g_sizes, g_ids;
+    uint32_t g_seq, g_op, g_sizes, g_ids;
 };
 
 tr_status tr_nvtx_parser_new(tr_nvtx_parser **out, tr_error *err)
@@ -49,7 +52,7 @@ tr_status tr_nvtx_parser_new(tr_nvtx_parser **out, tr_error *err)
     tr_nvtx_parser *p = calloc(1, sizeof *p);
     if (!p)
         return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
-    p->re = pcre2_compile((PCRE2_SPTR)annotation_pattern, PCRE2_ZERO_TERMINATED, PCRE2_DOTALL,
+    p->re = pcre2_compile((PCRE2_SPTR)suffix_pattern, PCRE2_ZERO_TERMINATED, PCRE2_ANCHORED,
                           &ec, &eo, NULL);
     if (!p->re) {
         PCRE2_UCHAR buf[256];
@@ -64,9 +67,9 @@ tr_status tr_nvtx_parser_new(tr_nvtx_parser **out, tr_error *err)
         tr_nvtx_parser_free(p);
         return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
     }
-    /* Hostile names must not make a lazy match quadratic for long: bound it. */
+    /* One try never backtracks far (each group's first bytes decide it), but
+     * a hostile message is bounded all the same. */
     pcre2_set_match_limit(p->mctx, 1000000);
-    p->g_name = (uint32_t)pcre2_substring_number_from_name(p->re, (PCRE2_SPTR) "name");
     p->g_seq = (uint32_t)pcre2_substring_number_from_name(p->re, (PCRE2_SPTR) "seq");
     p->g_op = (uint32_t)pcre2_substring_number_from_name(p->re, (PCRE2_SPTR) "op");
     p->g_sizes = (uint32_t)pcre2_substring_number_from_name(p->re, (PCRE2_SPTR) "sizes");
@@ -104,43 +107,45 @@ static int64_t parse_i64(const char *s, size_t len)
     return neg ? -v : v;
 }
 
+/* The offset the suffix starts at, len when the message has none. */
+static size_t find_suffix(tr_nvtx_parser *p, const char *msg, size_t len)
+{
+    for (const char *c = memchr(msg, ',', len); c; c = memchr(c + 1, ',', len - (size_t)(c + 1 - msg))) {
+        size_t at = (size_t)(c - msg);
+        if (at + 1 < len && c[1] == ' '
+            && pcre2_match(p->re, (PCRE2_SPTR)msg, len, at, 0, p->md, p->mctx) >= 0)
+            return at;
+    }
+    return len;
+}
+
 void tr_nvtx_parse(tr_nvtx_parser *p, const char *msg, size_t len, tr_nvtx_annotation *out)
 {
     memset(out, 0, sizeof *out);
     out->name = msg;
     out->name_len = len;
     out->seq = out->op_id = -1;
-    /* Cheap pre-filter: every annotation has ", " followed by one of the keys. */
-    if (!memchr(msg, ',', len))
-        return;
-    int rc = pcre2_match(p->re, (PCRE2_SPTR)msg, len, 0, 0, p->md, p->mctx);
-    if (rc < 0)
+    size_t at = find_suffix(p, msg, len);
+    if (at == len)
         return;
     const char *s;
     size_t n;
-    if (group(p, p->g_seq, msg, &s, &n)) {
+    if (group(p, p->g_seq, msg, &s, &n))
         out->seq = parse_i64(s, n);
-        out->annotated = 1;
-    }
-    if (group(p, p->g_op, msg, &s, &n)) {
+    if (group(p, p->g_op, msg, &s, &n))
         out->op_id = parse_i64(s, n);
-        out->annotated = 1;
-    }
     if (group(p, p->g_sizes, msg, &s, &n)) {
         out->sizes = s;
         out->sizes_len = n;
-        out->annotated = 1;
     }
     if (group(p, p->g_ids, msg, &s, &n)) {
         out->input_op_ids = s;
         out->input_op_ids_len = n;
-        out->annotated = 1;
     }
-    if (out->annotated && group(p, p->g_name, msg, &s, &n) && n > 0) {
-        out->name = s;
-        out->name_len = n;
-    }
+    out->annotated = 1;
     /* An empty name (pre-1.5 builds dropped it when seq < 0): keep the whole message. */
+    if (at > 0)
+        out->name_len = at;
 }
 
 /* ---- short C++ names for narrow tables ---- */

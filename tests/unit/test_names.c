@@ -3,6 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
 #include "lib/names.h"
 #include "tests/unit/unit.h"
 
@@ -87,6 +90,99 @@ static void test_hostile_length(void)
     parse(m, &a);
     CU_ASSERT_EQUAL(a.name_len, n);
     free(m);
+}
+
+/*
+ * The parser tries one suffix pattern at each ", " of the message.  Its
+ * definition is the single pattern below, a lazy name followed by the same
+ * suffixes: every message built from the pieces annotations are made of,
+ * and from the near misses around them, must split the same way under both.
+ */
+static const char whole_pattern[] =
+    "^(?<name>.*?)"
+    "(?:, (?:stashed )?seq ?= ?(?<seq>-?\\d{1,18}))?"
+    "(?:, op_id = (?<op>\\d{1,19}))?"
+    "(?:, sizes = (?<sizes>\\[(?:\\[[-\\d, ]*\\](?:, )?)*\\]))?"
+    "(?:, input_op_ids = (?<ids>\\[(?:\\(\\d+,-?\\d+\\)(?:, )?)*\\]))?$";
+
+static int64_t group_i64(pcre2_match_data *md, pcre2_code *re, const char *name, const char *msg)
+{
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+    int g = pcre2_substring_number_from_name(re, (PCRE2_SPTR)name);
+    if (ov[2 * g] == PCRE2_UNSET)
+        return -1;
+    return strtoll(msg + ov[2 * g], NULL, 10);
+}
+
+static int group_at(pcre2_match_data *md, pcre2_code *re, const char *name, const char *msg,
+                    const char *got, size_t got_len)
+{
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+    int g = pcre2_substring_number_from_name(re, (PCRE2_SPTR)name);
+    if (ov[2 * g] == PCRE2_UNSET)
+        return got == NULL;
+    return got == msg + ov[2 * g] && got_len == ov[2 * g + 1] - ov[2 * g];
+}
+
+/* 1 when the parse of msg is the one whole_pattern gives. */
+static int splits_as_whole_pattern(pcre2_code *re, pcre2_match_data *md, const char *msg)
+{
+    size_t len = strlen(msg);
+    tr_nvtx_annotation a;
+    parse(msg, &a);
+    if (pcre2_match(re, (PCRE2_SPTR)msg, len, 0, 0, md, NULL) < 0)
+        return 0;   /* the whole pattern always matches: its suffixes are optional */
+    int annotated = 0;
+    static const char *const groups[] = {"seq", "op", "sizes", "ids"};
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+    for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
+        annotated |= ov[2 * pcre2_substring_number_from_name(re, (PCRE2_SPTR)groups[i])] != PCRE2_UNSET;
+    size_t name_len = ov[3] - ov[2];
+    if (!annotated || name_len == 0)
+        name_len = len;
+    return a.annotated == annotated && a.name == msg && a.name_len == name_len
+           && a.seq == group_i64(md, re, "seq", msg) && a.op_id == group_i64(md, re, "op", msg)
+           && group_at(md, re, "sizes", msg, a.sizes, a.sizes_len)
+           && group_at(md, re, "ids", msg, a.input_op_ids, a.input_op_ids_len);
+}
+
+static void test_same_split_as_one_pattern(void)
+{
+    static const char *const pieces[] = {
+        "aten::addmm", "fwd", ", ", ",", " ", "\n", "x", "-", "1", "42", "[", "]", "(", ")",
+        ", seq = ", ", seq=", ", stashed seq=", "seq", " = ", "=", ", op_id = ", ", op_id=",
+        ", sizes = ", ", input_op_ids = ", "[[2, 3], [4], []]", "[[-1, 2]", "[]", "[(1,0), (2,-1)]",
+        "[(3,4)]", "(5,6)", "123456789012345678", "1234567890123456789", "12345678901234567890",
+    };
+    const size_t n_pieces = sizeof pieces / sizeof *pieces;
+    int ec;
+    PCRE2_SIZE eo;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)whole_pattern, PCRE2_ZERO_TERMINATED, PCRE2_DOTALL,
+                                   &ec, &eo, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(re);
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    uint64_t state = 0x9e3779b97f4a7c15u;
+    char msg[1024];
+    int differ = 0;
+    for (int round = 0; round < 200000 && differ < 5; round++) {
+        size_t len = 0;
+        int n = 1 + (int)(round % 12);
+        for (int k = 0; k < n; k++) {
+            state = state * 6364136223846793005u + 1442695040888963407u;
+            const char *piece = pieces[(state >> 33) % n_pieces];
+            size_t pl = strlen(piece);
+            memcpy(msg + len, piece, pl);
+            len += pl;
+        }
+        msg[len] = '\0';
+        if (!splits_as_whole_pattern(re, md, msg)) {
+            fprintf(stderr, "split differs: \"%s\"\n", msg);
+            differ++;
+        }
+    }
+    CU_ASSERT_EQUAL(differ, 0);
+    pcre2_match_data_free(md);
+    pcre2_code_free(re);
 }
 
 static void test_demangle(void)
@@ -188,6 +284,7 @@ TR_SUITE(names,
          {"older emit_nvtx formats", test_old_formats},
          {"plain names stay whole", test_not_annotations},
          {"hostile long message", test_hostile_length},
+         {"same split as the one-pattern definition", test_same_split_as_one_pattern},
          {"demangle only mangled names", test_demangle},
          {"API names by callback id", test_api_names},
          {"short C++ names", test_short_names})
