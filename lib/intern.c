@@ -151,6 +151,7 @@ static int rehash(tr_intern *t, size_t nslots)
     tr_spill_free(by_home);
     tr_spill_free(t->slots);
     t->slots = slots;
+    t->slots_in_file = tr_spill_in_file(slots);
     t->nslots = nslots;
     t->id_bits = id_bits;
     return 0;
@@ -200,8 +201,13 @@ uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
             return 0;
     }
     uint32_t h = hash_bytes(s, len);
-    /* the slot is written when s is new: ask for its page writable at once */
-    __atomic_fetch_or(&t->slots[h & (t->nslots - 1)], 0, __ATOMIC_RELAXED);
+    /* In a spill file, a new string's slot would be read (a fault that maps
+     * its page read-only) and then written (a second fault): an atomic or of 0
+     * makes the first touch a write.  On the heap every page is already
+     * written (zeroed when made), and the locked instruction would only hold
+     * up the probe behind it. */
+    if (t->slots_in_file)
+        __atomic_fetch_or(&t->slots[h & (t->nslots - 1)], 0, __ATOMIC_RELAXED);
     size_t i = probe(t, s, len, h);
     if (t->slots[i])
         return t->slots[i] & ~tag_bits(t->id_bits);
@@ -230,6 +236,7 @@ void tr_intern_drop_index(tr_intern *t)
 {
     tr_spill_free(t->slots);
     t->slots = NULL;
+    t->slots_in_file = 0;
     t->nslots = 0;
     t->id_bits = 0;
 }

@@ -29,6 +29,7 @@ typedef struct {
                                    the hash's bits above them (see intern.c) */
     size_t nslots;              /* 2^id_bits, or more when id_bits is 32 */
     unsigned id_bits;
+    int slots_in_file;          /* the slots are a spill file's pages (lib/spill.h) */
     tr_arena_block *arena;
     size_t arena_bytes;         /* capacity of the arena's blocks */
 } tr_intern;

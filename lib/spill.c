@@ -645,6 +645,15 @@ void *tr_spill_calloc_table(size_t n, size_t size)
     return calloc_as(n, size, 1);
 }
 
+int tr_spill_in_file(const void *p)
+{
+    pthread_mutex_lock(&lock);
+    const spill_block *b = p ? find_block(p) : NULL;
+    int in_file = b && b->fd >= 0;
+    pthread_mutex_unlock(&lock);
+    return in_file;
+}
+
 void tr_spill_free(void *p)
 {
     if (!p)

@@ -59,6 +59,9 @@ void *tr_spill_calloc(size_t n, size_t size);
  * in order takes one fault per few pages). */
 void *tr_spill_calloc_table(size_t n, size_t size);
 void tr_spill_free(void *p);
+/* 1 when p, from one of the functions above, is held in a file: its pages
+ * are then faulted in from the page cache, read-only on a first read. */
+int tr_spill_in_file(const void *p);
 
 /* The directory for spill files (copied); NULL restores the default.  A
  * directory on tmpfs saves nothing: its pages are memory too. */

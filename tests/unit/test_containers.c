@@ -5,6 +5,7 @@
 #include "lib/format.h"
 #include "lib/i64map.h"
 #include "lib/intern.h"
+#include "lib/spill.h"
 #include "tests/unit/unit.h"
 
 static void test_intern(void)
@@ -64,6 +65,39 @@ static void test_intern_drop_index(void)
     }
     CU_ASSERT_EQUAL(lost, 0);
     tr_intern_free(&t);
+}
+
+/* Under a small memory limit the slots move into a spill file, where a new
+ * string's slot is asked for writable before the probe: every id is still
+ * handed out once and found again. */
+static void test_intern_slots_in_file(void)
+{
+    tr_spill_set_dir(tr_unit_tmpdir());
+    tr_spill_set_limit((size_t)8 << 20);   /* 2 MiB of large arrays on the heap */
+    tr_intern t;
+    tr_intern_init(&t);
+    char buf[32];
+    int n = 1 << 21, wrong = 0;
+    for (int i = 0; i < n; i++) {
+        int len = snprintf(buf, sizeof buf, "k%d", i);
+        wrong += tr_intern_add(&t, buf, (size_t)len) != (uint32_t)(i + 1);
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+    CU_ASSERT(t.slots_in_file);
+    CU_ASSERT(tr_spill_in_file(t.slots));
+    for (int i = 0; i < n; i += 7) {
+        int len = snprintf(buf, sizeof buf, "k%d", i);
+        wrong += tr_intern_add(&t, buf, (size_t)len) != (uint32_t)(i + 1);
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+    CU_ASSERT_EQUAL(tr_intern_count(&t), (size_t)n);
+    tr_intern_free(&t);
+    tr_intern_init(&t);
+    CU_ASSERT_EQUAL(tr_intern_cstr(&t, "small"), 1);
+    CU_ASSERT_FALSE(t.slots_in_file);   /* 2048 slots: plain heap */
+    tr_intern_free(&t);
+    tr_spill_set_limit(TR_SPILL_DEFAULT_LIMIT);
+    tr_spill_set_dir(NULL);
 }
 
 /* The hash reads eight bytes a step, then the tail: strings that differ only
@@ -157,5 +191,6 @@ TR_SUITE(containers,
          {"string interning", test_intern},
          {"string interning: word boundaries, NULs, growth", test_intern_words},
          {"string interning without its index", test_intern_drop_index},
+         {"string interning with its slots in a spill file", test_intern_slots_in_file},
          {"int64 map with deletion", test_i64map},
          {"PyTorch number formats", test_format})

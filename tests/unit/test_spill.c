@@ -33,6 +33,7 @@ static void test_spill_moves(void)
     unsigned char *small = tr_spill_realloc(NULL, 0, 1000);
     CU_ASSERT_PTR_NOT_NULL_FATAL(small);
     CU_ASSERT_EQUAL(tr_spill_files(), before);   /* small: plain heap */
+    CU_ASSERT_FALSE(tr_spill_in_file(small));
     size_t n = (size_t)2 << 20;
     unsigned char *p = tr_spill_realloc(NULL, 0, n);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -46,6 +47,8 @@ static void test_spill_moves(void)
         fill(p, n, 7);
     }
     CU_ASSERT(tr_spill_files() > before);   /* past the budget: in a file */
+    CU_ASSERT(tr_spill_in_file(p));
+    CU_ASSERT_FALSE(tr_spill_in_file(NULL));
     tr_spill_poll();   /* trimming drops mapped pages, never data */
     CU_ASSERT(filled(p, n, 7));
     unsigned char *r = tr_spill_realloc(p, n, n / 4);
