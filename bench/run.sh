@@ -3,7 +3,8 @@
 # database, a Kineto JSON trace and a trace-record raw file of the same size (made
 # by gen-nvprof, gen-kineto and gen-raw), and the ingest of an Nsight Systems export
 # of the nvprof database's events (gen-nvprof -f nsys), beside the PyTorch 1.13 pipeline, a bare
-# sqlite3 GROUP BY and a plain read of the input.  The ingest of a raw file is
+# sqlite3 GROUP BY and a plain read of the input, and a yardstick of fixed work before
+# each size, so that the machine's own drift is in the table too.  The ingest of a raw file is
 # measured again on a `trace-record --backtrace` file of the same events (gen-raw
 # --stacks), whose launch calls carry native stacks the ingest names from the
 # symbols and DWARF source lines of the files the generator had mapped.
@@ -78,6 +79,8 @@ IN_MEMORY="trace-ingest, in memory (--max-memory half the RAM)"
     echo "it half the RAM: its large arrays stay on the heap up to a quarter of that."
     echo "raw --backtrace: the raw file's events, each kernel launch call with one of $STACKS native stacks of"
     echo "20-30 frames, which the ingest names from the ELF symbols and DWARF lines (libdwfl) of the files gen-raw had mapped (gen-raw --stacks)."
+    echo "yardstick: the same fixed work before each size and after the last (\"end\"): the CPU, and the page cache. The"
+    echo "machine's speed drifts within a run and between runs; compare a time with another run's only where they agree."
     echo
     echo "| events | format | step | seconds | CPU s | events/s | MB/s | peak RSS MB |"
     echo "|---:|---|---|---:|---:|---:|---:|---:|"
@@ -137,6 +140,21 @@ dbsize() {
     printf '%s\t%s\trun.db bytes\t\t\t\t%s\t%s\n' "$size" "$1" "$2" "$b" >> "$log"
 }
 
+# yardstick: the same fixed work before each size and after the last, so that the
+# machine's speed through the run is in the table.  It drifts: this 2-core VM has run
+# the same commands at half the speed of an hour before.  Two rows: the CPU (sqlite3
+# summing 3x10^6 integers in memory) and the page cache (zeros written into a new file
+# and the file removed, the kernel's part of an ingest that writes run.db and spill
+# files).  A time here is comparable with another run's only where the yardsticks agree.
+YARD_MB=512
+[ "${BENCH_SMOKE:-0}" = 1 ] && YARD_MB=16
+yardstick() {
+    step yardstick "CPU: sqlite3 sums 3x10^6 integers in memory" 0 0 sqlite3 :memory: \
+        'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT sum(x) FROM c'
+    step yardstick "page cache: $YARD_MB MiB of zeros into a new file, removed" 0 $((YARD_MB << 20)) \
+        sh -c "dd if=/dev/zero of='$W/yardstick' bs=1M count=$YARD_MB status=none && rm -f '$W/yardstick'"
+}
+
 # make_input FORMAT SIZE: the generator's input of that format and size; sets $in
 make_input() {
     case $1 in
@@ -149,6 +167,7 @@ make_input() {
 
 for size in $SIZES; do
     echo "bench: $size events" >&2
+    yardstick
     for fmt in nvprof nsys kineto raw; do
         make_input "$fmt" "$size"
         bytes=$(stat -c %s "$in")
@@ -293,6 +312,7 @@ fi
 # Ingest's peak memory where it matters most: the largest sizes, ingest only.
 for size in $RSS_SIZES; do
     echo "bench: $size events, ingest peak RSS" >&2
+    yardstick
     for fmt in nvprof nsys kineto raw; do
         make_input "$fmt" "$size"
         bytes=$(stat -c %s "$in")
@@ -383,6 +403,9 @@ if [ -x "$REC/fake_app" ] && [ -x "$BIN/trace-record" ] && [ "$RECORD_ITERS" -gt
     rm -rf "$W/rec.db.raw"
 fi
 
+size=end
+yardstick
+
 # Against the goals of the speed work: the first benchmark's figures (bench/RESULTS.md
 # of 2026-11-22, the same machine class) beside this run's, measured above.
 {
@@ -393,7 +416,11 @@ fi
     echo "|---|---:|---|---|---|"
     awk -F '\t' -v mem="$IN_MEMORY" '
     { k = $1 SUBSEP $2 SUBSEP $3; wall[k] = $4; cpu[k] = $5; rss[k] = $6; n[k] = $7; by[k] = $8
-      if ($1 ~ /^[0-9]+$/) sizes[$1] = 1 }
+      if ($1 ~ /^[0-9]+$/) sizes[$1] = 1
+      if ($2 == "yardstick") {
+          if (!($3 in yard)) yards[++nyards] = $3
+          yard[$3] = yard[$3] (yard[$3] == "" ? "" : ", ") sprintf("%s: %.2f s", $1, $4)
+      } }
     function has(s, f, st) { return ((s SUBSEP f SUBSEP st) in wall) }
     function w(s, f, st) { return wall[s SUBSEP f SUBSEP st] }
     function r(s, f, st) { return rss[s SUBSEP f SUBSEP st] / 1024 }
@@ -446,6 +473,8 @@ fi
                     sprintf("%.1fx time, %.1fx memory", w(s, "nvprof", "PyTorch 1.13 pipeline") / t, r(s, "nvprof", "PyTorch 1.13 pipeline") / r(s, "nvprof", "trace-ingest")), ">= 50x time, >= 10x memory")
             }
         }
+        for (i = 1; i <= nyards; i++)
+            row("yardstick, " yards[i] " (before each size; end: after the last)", "", "", yard[yards[i]], "the same work: compare runs where it agrees")
     }' "$log"
 } >> "$out"
 
