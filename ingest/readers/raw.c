@@ -88,6 +88,10 @@ typedef struct {
     tr_nvtx_parser *nvtx;
     /* syncs and streams seen before their context record: device resolved at the end */
     TR_VEC(pending_stream) pending;
+    /* the last thread and stream found (id 0: none yet): a buffer holds runs of one
+     * thread's calls and of one stream's activities, and each lookup is a hash */
+    struct { uint32_t process, tid, id; } last_thread;
+    struct { uint32_t device, context, stream, id; } last_stream;
 } raw_reader;
 
 #define NO_EVENT ((size_t)-1)
@@ -156,13 +160,29 @@ static void kernel_name(raw_reader *r, uint32_t sid, tr_event *e)
 
 static uint32_t thread_of(raw_reader *r, uint32_t tid)
 {
-    return tid ? tr_thread_get(r->t, r->process, tid) : 0;
+    if (!tid)
+        return 0;
+    if (r->last_thread.id && r->last_thread.tid == tid && r->last_thread.process == r->process)
+        return r->last_thread.id;
+    uint32_t id = tr_thread_get(r->t, r->process, tid);
+    r->last_thread.process = r->process;
+    r->last_thread.tid = tid;
+    r->last_thread.id = id;
+    return id;
 }
 
 static uint32_t stream_of(raw_reader *r, uint32_t device, uint32_t context, uint32_t stream)
 {
+    if (r->last_stream.id && r->last_stream.device == device && r->last_stream.context == context
+        && r->last_stream.stream == stream)
+        return r->last_stream.id;
     uint32_t d = tr_device_get(r->t, r->source, device);
-    return d ? tr_stream_get(r->t, d, context, stream) : 0;
+    uint32_t id = d ? tr_stream_get(r->t, d, context, stream) : 0;
+    r->last_stream.device = device;
+    r->last_stream.context = context;
+    r->last_stream.stream = stream;
+    r->last_stream.id = id;
+    return id;
 }
 
 /* Gives the event (unless NO_EVENT) the stream (device, context, stream). */

@@ -1014,6 +1014,63 @@ static void test_clock_joins_queries_status(void)
  * driver call or an internal launch with the same number, in whatever order
  * they come; among those, the first.  The join is made after the whole file
  * is read, from the calls in order. */
+/* The reader keeps the last thread and stream it looked up: calls of two
+ * threads, and copies on streams that differ by one of device, context and
+ * stream, each interleaved, must each keep their own. */
+static void test_interleaved_threads_and_streams(void)
+{
+    rbuf b = {0};
+    header(&b, TR_RAW_MAJOR);
+    const uint32_t tid[5] = {11, 12, 11, 12, 12};
+    tr_raw_api api[5];
+    memset(api, 0, sizeof api);
+    for (int i = 0; i < 5; i++) {
+        api[i].start = T0_MONO + 100 * (uint64_t)(i + 1);
+        api[i].end = api[i].start + 50;
+        api[i].cbid = 211;
+        api[i].tid = tid[i];
+        api[i].domain = TR_RAW_API_RUNTIME;
+    }
+    records(&b, TR_RAW_REC_API, api, 5);
+    /* each neighbour differs by one: context, device, stream; then all, then none */
+    const uint32_t where[6][3] = {{0, 1, 7}, {0, 2, 7}, {1, 2, 7}, {1, 2, 8}, {0, 1, 7}, {0, 1, 7}};
+    tr_raw_memcpy m[6];
+    memset(m, 0, sizeof m);
+    for (int i = 0; i < 6; i++) {
+        m[i].start = T0_MONO + 1000 + 100 * (uint64_t)i;
+        m[i].end = m[i].start + 10;
+        m[i].bytes = 64;
+        m[i].copy_kind = 1;
+        m[i].device = where[i][0], m[i].context = where[i][1], m[i].stream = where[i][2];
+    }
+    records(&b, TR_RAW_REC_MEMCPY, m, 6);
+    uint64_t end[3] = {0};
+    chunk(&b, TR_RAW_CH_END, end, sizeof end);
+
+    tr_trace tt, *t = &tt;
+    warns w;
+    tr_error err;
+    CU_ASSERT_FATAL(tr_trace_init(t, &err) == TR_OK);
+    CU_ASSERT_EQUAL_FATAL(read_bytes(b.d, b.n, t, &w, &err), TR_OK);
+    for (int i = 0; i < 5; i++) {
+        const tr_event *e = find(t, TR_KIND_RUNTIME, (size_t)i);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+        CU_ASSERT_EQUAL(t->threads.v[e->thread].tid, tid[i]);
+    }
+    for (int i = 0; i < 6; i++) {
+        const tr_event *e = find(t, TR_KIND_MEMCPY, (size_t)i);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+        const tr_stream *s = &t->streams.v[e->stream];
+        CU_ASSERT_EQUAL(t->devices.v[s->device].device, where[i][0]);
+        CU_ASSERT_EQUAL(s->context, where[i][1]);
+        CU_ASSERT_EQUAL(s->stream, where[i][2]);
+    }
+    CU_ASSERT_EQUAL(t->threads.n, 3);   /* 0 is none */
+    CU_ASSERT_EQUAL(t->streams.n, 5);
+    tr_trace_free(t);
+    free(b.d);
+}
+
 static void test_join_prefers_runtime_call(void)
 {
     rbuf b = {0};
@@ -1081,6 +1138,7 @@ static void test_join_prefers_runtime_call(void)
 TR_SUITE(raw_reader,
          {"CUPTI's clock, copy joins, queries, STATUS warnings", test_clock_joins_queries_status},
          {"a runtime call's correlation over a driver call's", test_join_prefers_runtime_call},
+         {"interleaved threads and streams keep their own", test_interleaved_threads_and_streams},
          {"round trip of every record kind", test_round_trip},
          {"truncation at every byte offset", test_truncation_every_offset},
          {"truncation warning says what was lost", test_truncated_warning_says_what},
