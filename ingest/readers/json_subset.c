@@ -14,6 +14,8 @@ typedef struct {
     void *(*alloc)(size_t);
     tr_json_region *region;   /* NULL: every allocation through alloc() */
     int depth;
+    const unsigned char *text;          /* where the root's text starts */
+    tr_json_member_numbers *members;    /* NULL: none wanted */
 } js_parser;
 
 /* n bytes from the region when they fit (a call per node and string was a
@@ -205,6 +207,27 @@ static int finish_container(cJSON *item, int type, cJSON *head, cJSON *tail)
     return 0;
 }
 
+/* Notes the root object's member n, whose value's text is [value, js->p),
+ * when it is the first of a wanted name. */
+static void note_member(js_parser *js, const cJSON *n, const unsigned char *value)
+{
+    tr_json_member_numbers *m = js->members;
+    for (int k = 0; k < m->nkeys; k++) {
+        if (n->string[0] != m->keys[k][0] || strcmp(n->string, m->keys[k]) != 0)
+            continue;
+        if ((m->number | m->other) >> k & 1)
+            return;
+        if (n->type == cJSON_Number) {
+            m->number |= 1u << k;
+            m->off[k] = (size_t)(value - js->text);
+            m->len[k] = (size_t)(js->p - value);
+        } else {
+            m->other |= 1u << k;
+        }
+        return;
+    }
+}
+
 /* js->p at '[' or '{'. */
 static int parse_container(js_parser *js, cJSON *item)
 {
@@ -234,8 +257,11 @@ static int parse_container(js_parser *js, cJSON *item)
             js->p++;
             skip_space(js);
         }
+        const unsigned char *value = js->p;
         if (parse_value(js, n) < 0)
             return -1;
+        if (object && js->depth == 1 && js->members)
+            note_member(js, n, value);
         skip_space(js);
         if (js->p >= js->end)
             return -1;
@@ -285,11 +311,14 @@ static int parse_value(js_parser *js, cJSON *item)
 
 /* The first value of text[0..len) and where it ends. */
 static cJSON *parse_root(const char *text, size_t len, tr_json_region *region, void *(*alloc)(size_t),
-                         size_t *used)
+                         size_t *used, tr_json_member_numbers *members)
 {
     if (!text || !len || (unsigned char)text[0] == 0xEF)   /* cJSON skips a byte order mark */
         return NULL;
-    js_parser js = {(const unsigned char *)text, (const unsigned char *)text + len, alloc, region, 0};
+    const unsigned char *u = (const unsigned char *)text;
+    js_parser js = {u, u + len, alloc, region, 0, u, members};
+    if (members)
+        members->number = members->other = 0;
     skip_space(&js);
     cJSON *root = new_node(&js);
     if (!root || parse_value(&js, root) < 0)
@@ -298,12 +327,19 @@ static cJSON *parse_root(const char *text, size_t len, tr_json_region *region, v
     return root;
 }
 
+cJSON *tr_json_subset_parse_prefix_members(const char *text, size_t len, tr_json_region *region,
+                                           void *(*alloc)(size_t), size_t *used,
+                                           tr_json_member_numbers *members)
+{
+    cJSON *root = parse_root(text, len, region, alloc, used, members);
+    /* a number that reaches len may have more digits beyond it */
+    return root && !(root->type == cJSON_Number && *used == len) ? root : NULL;
+}
+
 cJSON *tr_json_subset_parse_prefix_in(const char *text, size_t len, tr_json_region *region,
                                       void *(*alloc)(size_t), size_t *used)
 {
-    cJSON *root = parse_root(text, len, region, alloc, used);
-    /* a number that reaches len may have more digits beyond it */
-    return root && !(root->type == cJSON_Number && *used == len) ? root : NULL;
+    return tr_json_subset_parse_prefix_members(text, len, region, alloc, used, NULL);
 }
 
 cJSON *tr_json_subset_parse_prefix(const char *text, size_t len, void *(*alloc)(size_t),
@@ -315,7 +351,7 @@ cJSON *tr_json_subset_parse_prefix(const char *text, size_t len, void *(*alloc)(
 cJSON *tr_json_subset_parse(const char *text, size_t len, void *(*alloc)(size_t))
 {
     size_t used = 0;
-    cJSON *root = parse_root(text, len, NULL, alloc, &used);
+    cJSON *root = parse_root(text, len, NULL, alloc, &used, NULL);
     /* cJSON does not skip the spaces after the value: the caller's check that
      * it read the whole text fails there */
     return root && used == len ? root : NULL;

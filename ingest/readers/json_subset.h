@@ -78,6 +78,26 @@ static inline void *tr_json_region_take(tr_json_region *r, size_t n)
 cJSON *tr_json_subset_parse_prefix_in(const char *text, size_t len, tr_json_region *region,
                                       void *(*alloc)(size_t), size_t *used);
 
+/* Where the root object's members named keys[k] hold their numbers in the
+ * text: for a reader that needs a number's digits, not its double (a
+ * timestamp in microseconds with a nanosecond fraction has more digits than a
+ * double holds).  The first member of a name decides, as a lookup in the
+ * tree does.  The caller sets keys and nkeys; the parse sets the rest. */
+#define TR_JSON_MEMBER_NUMBERS_MAX 8
+typedef struct {
+    const char *const *keys;
+    int nkeys;                 /* at most TR_JSON_MEMBER_NUMBERS_MAX */
+    unsigned number;           /* bit k: the first keys[k] holds a number, text[off[k]..+len[k]) */
+    unsigned other;            /* bit k: the first keys[k] holds some other value */
+    size_t off[TR_JSON_MEMBER_NUMBERS_MAX], len[TR_JSON_MEMBER_NUMBERS_MAX];
+} tr_json_member_numbers;
+
+/* tr_json_subset_parse_prefix_in() that also fills *members (when not NULL)
+ * for a root that is an object; left unset when it returns NULL. */
+cJSON *tr_json_subset_parse_prefix_members(const char *text, size_t len, tr_json_region *region,
+                                           void *(*alloc)(size_t), size_t *used,
+                                           tr_json_member_numbers *members);
+
 /* The first '"' or '\\' in [p, end), or end: inside a string nothing else
  * matters, and most of a trace's bytes are inside strings (names, keys). */
 static inline const unsigned char *tr_json_string_special(const unsigned char *p,

@@ -88,6 +88,15 @@ typedef enum {
     A_NKEYS
 } kin_arg_key;
 
+/* ts and dur as read from an event's text (read_item_times()), judged by
+ * event_times() once the event's phase says whether dur counts. */
+enum { TIME_TS = 1, TIME_DUR = 2 };
+typedef struct {
+    unsigned found;   /* TIME_*: present and converted */
+    unsigned bad;     /* TIME_*: present but not a number of ns in range */
+    int64_t ts, dur;  /* ns */
+} kin_times;
+
 /* One parsed trace event, its text (ts and dur are read from the text) and
  * the values under its keys and its args' (NULL where absent; see find_keys()). */
 typedef struct {
@@ -98,6 +107,13 @@ typedef struct {
     int escaped;   /* its text has a backslash in a string: it may hold \u0000 */
     const cJSON *key[K_NKEYS];
     const cJSON *arg[A_NKEYS];
+    /* where its ts and dur are in its text, when parse_in_place() found them
+     * (time_spans; bit k of time_found: time_keys[k] is there); else the
+     * text is scanned for them */
+    int time_spans;
+    unsigned time_found;
+    size_t time_off[2], time_len[2];
+    kin_times times;
 } kin_item;
 typedef struct { int64_t pyid, parent; size_t event; } kin_py;
 
@@ -582,6 +598,9 @@ int tr_kineto_us_to_ns(const char *s, size_t n, int64_t *out)
     return 0;
 }
 
+/* The keys an event's times are under, in kin_times' order (TIME_TS, TIME_DUR). */
+static const char *const time_keys[2] = {"ts", "dur"};
+
 /* The texts of numbers (or numeric strings) stored under keys[0..nkeys) at
  * the top level of the object in buf, found in one scan so that no precision
  * is lost to a double.  Returns a bitmask of the keys found; vs[k]/vn[k] are
@@ -771,10 +790,38 @@ static void find_keys(const kin_key_table *t, const cJSON *o, const cJSON **out)
     }
 }
 
+/* ts and dur from the event's text, so that no precision is lost to a
+ * double: where the parse found them, else in one scan of the text. */
+static void read_item_times(kin_item *it)
+{
+    const char *tv[2];
+    size_t tn[2];
+    kin_times *t = &it->times;
+    *t = (kin_times){0, 0, 0, 0};
+    unsigned have = it->time_found;
+    if (it->time_spans) {
+        for (int k = 0; k < 2; k++) {
+            tv[k] = it->text + it->time_off[k];
+            tn[k] = it->time_len[k];
+        }
+    } else {
+        have = top_numbers(it->text, it->len, time_keys, 2, tv, tn);
+    }
+    for (int k = 0; k < 2; k++) {
+        int64_t *v = k ? &t->dur : &t->ts;
+        if (have >> k & 1)
+            t->found |= tr_kineto_us_to_ns(tv[k], tn[k], v) < 0 ? 0 : 1u << k;
+        if ((have >> k & 1) && !(t->found >> k & 1))
+            t->bad |= 1u << k;
+    }
+}
+
+/* Done by whichever thread would otherwise wait (see KEYS_LEFT). */
 static void find_item_keys(kin_item *it)
 {
     find_keys(&ev_key_table, it->ev, it->key);
     find_keys(&arg_key_table, it->key[K_ARGS], it->arg);
+    read_item_times(it);
 }
 
 /* pid/tid: numbers or strings ("4093687616", "stream 7", "Spans"). */
@@ -1197,18 +1244,18 @@ static const kin_category *classify(kin_reader *r, const kin_item *it, const cha
 static tr_status event_times(kin_reader *r, const kin_item *it, int complete, int64_t *ts,
                              int64_t *dur, int *ok)
 {
-    static const char *const time_keys[] = {"ts", "dur"};
-    const char *tv[2];
-    size_t tn[2];
+    const kin_times *t = &it->times;
     *ts = *dur = 0;
     *ok = 0;
-    unsigned have = top_numbers(it->text, it->len, time_keys, complete ? 2 : 1, tv, tn);
-    if (!(have & 1) || tr_kineto_us_to_ns(tv[0], tn[0], ts) < 0) {
+    if (!(t->found & TIME_TS)) {
         r->no_ts++;
         return TR_OK;
     }
-    if (complete && (have & 2) && (tr_kineto_us_to_ns(tv[1], tn[1], dur) < 0 || *dur < 0))
+    *ts = t->ts;
+    if (complete && ((t->bad & TIME_DUR) || ((t->found & TIME_DUR) && t->dur < 0)))
         return bad(r, it->off, "%s", "bad event duration");
+    if (complete && (t->found & TIME_DUR))
+        *dur = t->dur;
     if (*ts > INT64_MAX - *dur)
         return bad(r, it->off, "%s", "event time out of range");
     *ok = 1;
@@ -1396,20 +1443,31 @@ typedef struct {
 
 /* The object at the read position, parsed where it lies when the whole of it
  * is in the buffer and json_subset.h takes it: its text is appended to out and
- * *ev set.  Otherwise nothing is consumed and *ev stays NULL.  Parsing it here
- * spares a second pass over its bytes: cutting and parsing are the same work. */
-static tr_status parse_in_place(kin_reader *r, kin_buf *out, cJSON **ev)
+ * it->ev set, with where its times are (kin_item.time_spans).  Otherwise
+ * nothing is consumed and it->ev stays NULL.  Parsing it here spares a second
+ * pass over its bytes: cutting and parsing are the same work, and so is
+ * finding the times. */
+static tr_status parse_in_place(kin_reader *r, kin_buf *out, kin_item *it)
 {
     kin_in *in = &r->in;
     size_t used;
-    cJSON *j = tr_json_subset_parse_prefix_in((const char *)in->buf + in->pos, in->len - in->pos,
-                                              &cur_arena->free, arena_alloc, &used);
+    tr_json_member_numbers times = {.keys = time_keys, .nkeys = 2};
+    cJSON *j = tr_json_subset_parse_prefix_members((const char *)in->buf + in->pos,
+                                                   in->len - in->pos, &cur_arena->free,
+                                                   arena_alloc, &used, &times);
     if (!j)
         return TR_OK;
+    /* a first ts or dur that is not a number (a numeric string) is the scan's to read */
+    it->time_spans = !times.other;
+    it->time_found = times.number;
+    for (int k = 0; k < 2; k++) {
+        it->time_off[k] = times.off[k];
+        it->time_len[k] = times.len[k];
+    }
     if (buf_add(out, in->buf + in->pos, used) < 0)
         return oom(r);
     in->pos += used;
-    *ev = j;
+    it->ev = j;
     return TR_OK;
 }
 
@@ -1424,17 +1482,18 @@ static tr_status cut_element(kin_reader *r, kin_batch *b, int *end)
     if (c != '{')
         return bad(r, start, "%s", "trace event is not a JSON object");
     size_t at = b->text.n, escapes = r->escapes;
-    cJSON *ev = NULL;
-    tr_status s = parse_in_place(r, &b->text, &ev);
-    if (s == TR_OK && !ev)
+    kin_item *it = &b->items[b->n];
+    *it = (kin_item){.off = start};
+    tr_status s = parse_in_place(r, &b->text, it);
+    if (s == TR_OK && !it->ev)
         s = scan_value_into(r, &b->text);
     if (s != TR_OK)
         return s;
-    size_t len = b->text.n - at;
+    it->len = b->text.n - at;
+    it->escaped = r->escapes != escapes;
     if (buf_add(&b->text, "", 1) < 0)
         return oom(r);
-    b->text_at[b->n] = at;
-    b->items[b->n++] = (kin_item){.ev = ev, .off = start, .len = len, .escaped = r->escapes != escapes};
+    b->text_at[b->n++] = at;
     c = skip_ws(r);
     if (c == ',') {
         r->in.pos++;

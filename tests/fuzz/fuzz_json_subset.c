@@ -5,7 +5,8 @@
  * the same types, strings, valuedouble bit for bit, valueint and links.  The
  * fast parser may give up on any text; it must never disagree.  Its prefix
  * form must take only a leading value cJSON takes whole, to the same tree,
- * with or without a region to allocate from first.
+ * with or without a region to allocate from first, and where it reports a
+ * root member's number as text, that text is cJSON's number there.
  * Build and run: make fuzz && build-fuzz/fuzz/fuzz_json_subset tests/fuzz/corpus/json_subset
  */
 #include <stdint.h>
@@ -83,6 +84,36 @@ static void expect_cjson_agrees(const cJSON *fast, const char *text, size_t len,
     cJSON_Delete(ref);
 }
 
+/* The root's members' numbers as text (tr_json_subset_parse_prefix_members())
+ * against cJSON's lookup of the same keys in its own tree of text[0..used):
+ * a number bit where that member is a number whose text strtod reads to its
+ * value bit for bit, an other bit where it is another value, neither where
+ * there is none. */
+static void expect_member_numbers(const tr_json_member_numbers *m, const char *text, size_t used)
+{
+    cJSON *ref = cJSON_ParseWithLengthOpts(text, used, NULL, 0);
+    if (!ref)
+        abort();
+    for (int k = 0; k < m->nkeys; k++) {
+        const cJSON *v = cJSON_IsObject(ref) ? cJSON_GetObjectItemCaseSensitive(ref, m->keys[k]) : NULL;
+        int number = m->number >> k & 1, other = m->other >> k & 1;
+        if (number + other != (v != NULL) || number != (v && cJSON_IsNumber(v)))
+            abort();
+        if (!number)
+            continue;
+        char digits[64];
+        if (m->len[k] == 0 || m->len[k] >= sizeof digits || m->off[k] + m->len[k] > used)
+            abort();
+        memcpy(digits, text + m->off[k], m->len[k]);
+        digits[m->len[k]] = '\0';
+        char *end;
+        double d = strtod(digits, &end);
+        if (*end || memcmp(&d, &v->valuedouble, sizeof d) != 0)
+            abort();
+    }
+    cJSON_Delete(ref);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = malloc(size + 1);
@@ -115,6 +146,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (in_region)
         expect_cjson_agrees(in_region, text, used_region, "region");
+    free_tracked();
+    /* and with the root's members' numbers found, as the reader finds ts and dur */
+    static const char *const keys[] = {"ts", "dur", "id"};
+    tr_json_member_numbers m = {.keys = keys, .nkeys = 3};
+    size_t used_members = 0;
+    cJSON *members = tr_json_subset_parse_prefix_members(text, size, NULL, tracked_alloc,
+                                                         &used_members, &m);
+    if (!members != !prefix || (members && used_members != used))
+        abort();
+    if (members)
+        expect_member_numbers(&m, text, used_members);
     free_tracked();
     free(text);
     return 0;

@@ -147,6 +147,47 @@ static void test_prefix(void)
     arena_clear();
 }
 
+/* The root's members' numbers as text: the first member of a name decides,
+ * nested members and other roots are not the root's. */
+static void test_member_numbers(void)
+{
+    static const char *const keys[] = {"ts", "dur"};
+    static const struct {
+        const char *text;
+        unsigned number, other;
+        const char *ts, *dur;   /* the texts found, where number has the bit */
+    } cases[] = {
+        {"{\"ph\":\"X\",\"ts\": 1695835542514261.123 ,\"dur\":-2.5e3}", 3, 0,
+         "1695835542514261.123", "-2.5e3"},
+        {"{\"args\":{\"ts\":1,\"dur\":2},\"ts\":7}", 1, 0, "7", NULL},
+        {"{\"ts\":\"12.5\",\"dur\":3,\"ts\":4}", 2, 1, NULL, "3"},
+        {"{\"dur\":null,\"dur\":4,\"ts\":0}", 1, 2, "0", NULL},
+        {"{\"ts\":1,\"ts\":2}", 1, 0, "1", NULL},
+        {"{\"name\":\"\\\"ts\\\":9\",\"t\":1,\"tss\":2}", 0, 0, NULL, NULL},
+        {"[{\"ts\":1}]", 0, 0, NULL, NULL},
+        {"{}", 0, 0, NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *text = cases[i].text;
+        tr_json_member_numbers m = {.keys = keys, .nkeys = 2, .number = ~0u, .other = ~0u};
+        size_t used = 0;
+        cJSON *j = tr_json_subset_parse_prefix_members(text, strlen(text) + 1, NULL, arena_alloc,
+                                                       &used, &m);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(j);
+        CU_ASSERT_EQUAL(m.number, cases[i].number);
+        CU_ASSERT_EQUAL(m.other, cases[i].other);
+        const char *want[2] = {cases[i].ts, cases[i].dur};
+        for (int k = 0; k < 2; k++) {
+            if (!(m.number >> k & 1) || !want[k])
+                continue;
+            CU_ASSERT_EQUAL(m.len[k], strlen(want[k]));
+            CU_ASSERT(m.off[k] + m.len[k] <= used
+                      && strncmp(text + m.off[k], want[k], m.len[k]) == 0);
+        }
+    }
+    arena_clear();
+}
+
 static int counted_allocs;
 
 static void *counted_alloc(size_t n)
@@ -282,6 +323,7 @@ TR_SUITE(json_subset,
          {"takes the subset, as cJSON", test_takes_the_subset},
          {"gives the rest to cJSON", test_gives_up},
          {"a leading value of a buffer", test_prefix},
+         {"the root's members' numbers as text", test_member_numbers},
          {"a region allocated from first", test_region},
          {"numbers as strtod", test_numbers_match_strtod},
          {"shared Kineto traces whole", test_shared_traces})
