@@ -808,10 +808,11 @@ static void read_item_times(kin_item *it)
         have = top_numbers(it->text, it->len, time_keys, 2, tv, tn);
     }
     for (int k = 0; k < 2; k++) {
-        int64_t *v = k ? &t->dur : &t->ts;
-        if (have >> k & 1)
-            t->found |= tr_kineto_us_to_ns(tv[k], tn[k], v) < 0 ? 0 : 1u << k;
-        if ((have >> k & 1) && !(t->found >> k & 1))
+        if (!(have >> k & 1))
+            continue;
+        if (tr_kineto_us_to_ns(tv[k], tn[k], k ? &t->dur : &t->ts) == 0)
+            t->found |= 1u << k;
+        else
             t->bad |= 1u << k;
     }
 }
