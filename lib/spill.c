@@ -277,22 +277,54 @@ static void *trim_loop(void *arg)
     return NULL;
 }
 
+/* The least time between two reads of statm by one thread's ticks.  A read
+ * costs about half a microsecond (more on a machine with many CPUs: the
+ * kernel sums its per-CPU counters), and the ticks of a loop over small
+ * elements come every few microseconds; in 100 us a thread maps at most a
+ * few MB by faults, well inside the eighth of the limit kept in hand. */
+#define POLL_GAP_NS 100000u
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* This thread's last read of statm, and whether it found the process near
+ * the limit after a trim. */
+static _Thread_local uint64_t last_poll_ns;
+static _Thread_local int last_poll_near;
+
 /* Once the process has been trimmed, a loop within an eighth of the limit
  * under the trims' threshold checks again after a quarter of the ticks: an
  * array read in order maps several pages a fault, and the interval between
  * checks bounds how far past the threshold the pages mapped meanwhile take
  * the process.  (Before any trim the checks stay as they were: a process
- * that fits, at 10^6 events, would pay 7% for them.) */
+ * that fits, at 10^6 events, would pay 7% for them.)  A tick that comes
+ * within POLL_GAP_NS of this thread's last read keeps that read's answer. */
 void tr_spill_poll(void)
 {
     size_t resident, files;
     tr_spill_ticks_ = 0;
-    if (!trimmer_running || !read_statm(&resident, &files))
+    if (!trimmer_running)
+        return;
+    uint64_t now = monotonic_ns();
+    if (now - last_poll_ns < POLL_GAP_NS) {
+        if (last_poll_near)
+            tr_spill_ticks_ = TR_SPILL_TICKS - TR_SPILL_TICKS / 4;
+        return;
+    }
+    last_poll_ns = now;
+    last_poll_near = 0;
+    if (!read_statm(&resident, &files))
         return;
     if (resident > rss_limit && files > file_floor)
         trim_if_still_over();
-    else if (trimmed && resident + near_limit > rss_limit)
+    else if (trimmed && resident + near_limit > rss_limit) {
+        last_poll_near = 1;
         tr_spill_ticks_ = TR_SPILL_TICKS - TR_SPILL_TICKS / 4;
+    }
 }
 
 /* memcpy in 4 MiB pieces with a check after each: one memcpy of a large
