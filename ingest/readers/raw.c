@@ -36,10 +36,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <zlib.h>
 
 #include "ingest/ingest.h"
 #include "ingest/native_frames.h"
+#include "lib/crc32.h"
 #include "lib/cuda_enums.h"
 #include "lib/i64map.h"
 #include "lib/names.h"
@@ -98,18 +98,10 @@ typedef struct {
 /* CUPTI's "not applicable" stream of context- and event-level syncs */
 #define NO_STREAM 0xffffffffu
 
-/* The CRC-32 of the format (IEEE, as zlib's): zlib's is table-driven over
- * words, several times faster than the byte loop the recorder carries. */
+/* The CRC-32 of the format (IEEE, as zlib's; lib/crc32.h). */
 static uint32_t crc_of(const unsigned char *p, size_t n)
 {
-    uLong c = crc32(0L, Z_NULL, 0);
-    while (n) {
-        uInt step = n > (1u << 30) ? 1u << 30 : (uInt)n;
-        c = crc32(c, p, step);
-        p += step;
-        n -= step;
-    }
-    return (uint32_t)c;
+    return tr_crc32(0, p, n);
 }
 
 static tr_status oom(tr_error *err)
