@@ -115,6 +115,60 @@ static void test_mapping(void)
     tr_trace_free(&t);
 }
 
+/* Each category under both its names, names that nearly are one, and the
+ * op names PyTorch leaves out beside names that nearly are one. */
+static void test_category_names(void)
+{
+    static const struct { const char *cat; int kind; } cats[] = {
+        {"cpu_op", TR_KIND_OP}, {"Operator", TR_KIND_OP}, {"user_annotation", TR_KIND_RANGE},
+        {"cuda_runtime", TR_KIND_RUNTIME}, {"Runtime", TR_KIND_RUNTIME}, {"cuda_driver", TR_KIND_DRIVER},
+        {"Driver", TR_KIND_DRIVER}, {"cuda_sync", TR_KIND_SYNC}, {"kernel", TR_KIND_KERNEL},
+        {"Kernel", TR_KIND_KERNEL}, {"gpu_memcpy", TR_KIND_MEMCPY}, {"Memcpy", TR_KIND_MEMCPY},
+        {"gpu_memset", TR_KIND_MEMSET}, {"Memset", TR_KIND_MEMSET}, {"python_function", TR_KIND_PYTHON},
+        {"openacc_data", TR_KIND_OPENACC_DATA}, {"openacc_launch", TR_KIND_OPENACC_LAUNCH},
+        {"openacc_other", TR_KIND_OPENACC_OTHER}, {"cuda_event", TR_KIND_CUDA_EVENT},
+        /* left out: */
+        {"gpu_user_annotation", -1}, {"Trace", -1}, {"overhead", -1}, {"kerne", -1}, {"kernels", -1},
+        {"Kernel ", -1}, {"", -1}, {"cpu_opx", -1}, {"Overhead", -1}, {"runtime", -1}};
+    static const struct { const char *name; int kept; } ops[] = {
+        {"profiler::_record_function_enter", 0}, {"profiler::_record_function_enter_new", 0},
+        {"profiler::_record_function_exit", 0}, {"aten::is_leaf", 0}, {"aten::output_nr", 0},
+        {"aten::_version", 0}, {"aten::is_lea", 1}, {"aten::is_leaf_", 1}, {"aten::output_nR", 1},
+        {"profiler::_record_function_exi", 1}, {"aten::_versioN", 1}, {"", 1}};
+    char json[16384];
+    size_t n = 0;
+    int ts = 1, want[TR_KIND_COUNT_] = {0};
+    n += (size_t)snprintf(json + n, sizeof json - n, "[");
+    for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++, ts += 10) {
+        n += (size_t)snprintf(json + n, sizeof json - n,
+                              "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"n\",\"pid\":1,\"tid\":1,\"ts\":%d,"
+                              "\"dur\":5,\"args\":{\"device\":0,\"stream\":7}},", cats[i].cat, ts);
+        if (cats[i].kind >= 0)
+            want[cats[i].kind]++;
+    }
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++, ts += 10) {
+        n += (size_t)snprintf(json + n, sizeof json - n,
+                              "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"%s\",\"pid\":1,\"tid\":1,"
+                              "\"ts\":%d,\"dur\":5},", ops[i].name, ts);
+        want[TR_KIND_OP] += ops[i].kept;
+    }
+    snprintf(json + n, sizeof json - n, "{}]");
+    CU_ASSERT_FATAL(n < sizeof json - 8);
+    tr_trace t;
+    tr_error err;
+    CU_ASSERT_EQUAL_FATAL(tr_trace_init(&t, &err), TR_OK);
+    CU_ASSERT_EQUAL_FATAL(read_str(&t, json, &err), TR_OK);
+    int got[TR_KIND_COUNT_] = {0};
+    for (size_t i = 0; i < t.events.n; i++)
+        got[t.events.v[i].kind]++;
+    for (int k = 0; k < TR_KIND_COUNT_; k++) {
+        if (got[k] != want[k])
+            fprintf(stderr, "kind %d: %d events, %d expected\n", k, got[k], want[k]);
+        CU_ASSERT_EQUAL(got[k], want[k]);
+    }
+    tr_trace_free(&t);
+}
+
 static void test_base_time(void)
 {
     const char *json = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"x\",\"pid\":1,"
@@ -253,6 +307,7 @@ TR_SUITE(kineto,
          {"microseconds text to ns", test_us_to_ns},
          {"tokenizer: strings with braces and escaped quotes", test_tokenizer_strings},
          {"category mapping, stacks, memory", test_mapping},
+         {"categories by either name; the ops left out", test_category_names},
          {"baseTimeNanoseconds", test_base_time},
          {"ts and dur: strings, order, nesting, duplicates", test_time_keys},
          {"bad and truncated input", test_bad_input},
