@@ -281,7 +281,7 @@ static void *trim_loop(void *arg)
  * costs about half a microsecond (more on a machine with many CPUs: the
  * kernel sums its per-CPU counters), and the ticks of a loop over small
  * elements come every few microseconds; in 100 us a thread maps at most a
- * few MB by faults, well inside the eighth of the limit kept in hand. */
+ * few MB by faults, inside the eighth of the limit kept in hand. */
 #define POLL_GAP_NS 100000u
 
 static uint64_t monotonic_ns(void)
