@@ -295,6 +295,12 @@ static uint64_t monotonic_ns(void)
  * the limit after a trim. */
 static _Thread_local uint64_t last_poll_ns;
 static _Thread_local int last_poll_near;
+static _Thread_local size_t polls_read;   /* for tr_spill_polls_read() */
+
+size_t tr_spill_polls_read(void)
+{
+    return polls_read;
+}
 
 /* Once the process has been trimmed, a loop within an eighth of the limit
  * under the trims' threshold checks again after a quarter of the ticks: an
@@ -317,6 +323,7 @@ void tr_spill_poll(void)
     }
     last_poll_ns = now;
     last_poll_near = 0;
+    polls_read++;
     if (!read_statm(&resident, &files))
         return;
     if (resident > rss_limit && files > file_floor)

@@ -84,10 +84,15 @@ size_t tr_spill_files(void);
  * The helper thread does the same every millisecond, but a busy machine can
  * keep it waiting long enough for a fast pass to map hundreds of MB; the
  * tick bounds that on the thread doing the touching.  Near the limit, once
- * the process has been trimmed, every 256 calls. */
+ * the process has been trimmed, every 256 calls.  A thread reads the
+ * resident memory at most once per 100 us: a call sooner keeps the last
+ * answer (a loop over small elements would otherwise read it every few
+ * microseconds). */
 #define TR_SPILL_TICKS 1024
 extern _Thread_local unsigned tr_spill_ticks_;
 void tr_spill_poll(void);
+/* For tests: how many of this thread's polls read the resident memory. */
+size_t tr_spill_polls_read(void);
 static inline void tr_spill_tick(void)
 {
     if (++tr_spill_ticks_ >= TR_SPILL_TICKS)

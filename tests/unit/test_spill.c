@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "lib/spill.h"
 #include "tests/unit/unit.h"
@@ -321,6 +323,40 @@ static void test_spill_table_budget(void)
     tr_spill_set_dir(NULL);
 }
 
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* With an array in a file (so the checks run), a thread's polls read the
+ * resident memory at most once per 100 us, and again once that has passed. */
+static void test_spill_poll_gate(void)
+{
+    tr_spill_set_dir(tr_unit_tmpdir());
+    tr_spill_set_limit((size_t)16 << 20);
+    size_t n = (size_t)32 << 20;
+    unsigned char *p = tr_spill_realloc(NULL, 0, n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_FATAL(tr_spill_in_file(p));
+    usleep(300);
+    size_t before = tr_spill_polls_read();
+    double t0 = now_us();
+    for (int i = 0; i < 20000; i++)
+        tr_spill_poll();
+    double spent = now_us() - t0;
+    size_t reads = tr_spill_polls_read() - before;
+    CU_ASSERT(reads >= 1);                            /* the first, past the gap */
+    CU_ASSERT(reads <= (size_t)(spent / 100) + 1);    /* then one per 100 us at most */
+    usleep(300);
+    before = tr_spill_polls_read();
+    tr_spill_poll();
+    CU_ASSERT_EQUAL(tr_spill_polls_read() - before, 1);
+    tr_spill_free(p);
+    tr_spill_set_dir(NULL);
+}
+
 TR_SUITE(spill, {"an array moves from the heap to a file and keeps its bytes", test_spill_moves},
          {"arrays read in order map ahead, the others a page at a time", test_spill_sequential},
          {"a move while the registry grows", test_spill_move_full_registry},
@@ -329,4 +365,5 @@ TR_SUITE(spill, {"an array moves from the heap to a file and keeps its bytes", t
          {"sizes: digits and a binary unit", test_spill_sizes},
          {"the sort is stable, in a file and on the heap", test_spill_sort},
          {"the primary array's heap budget of its own", test_spill_primary},
-         {"hash tables borrow the budget of a primary array in a file", test_spill_table_budget})
+         {"hash tables borrow the budget of a primary array in a file", test_spill_table_budget},
+         {"a thread reads its resident memory at most once per 100 us", test_spill_poll_gate})
