@@ -303,22 +303,29 @@ typedef struct { uint64_t *key; uint32_t *idx; } keyed;
 
 /* LSD radix, 8 bits a pass, skipping bytes that are the same in every key
  * (differ: the bits in which some key differs from the first); b is the
- * spare.  Stable.  Returns the buffer that holds the result. */
+ * spare.  Stable.  Returns the buffer that holds the result.  Every pass's
+ * counts come from one read of the keys before the first: a byte's counts
+ * do not depend on the order the keys are in. */
 static keyed radix_sort_keyed(keyed a, keyed b, size_t n, uint64_t differ)
 {
-    for (int shift = 0; shift < 64; shift += 8) {
+    size_t count[8][257];
+    memset(count, 0, sizeof count);
+    for (size_t k = 0; k < n; k++) {
+        tr_spill_tick();
+        uint64_t key = a.key[k];
+        for (int d = 0; d < 8; d++)
+            count[d][((key >> (8 * d)) & 0xff) + 1]++;
+    }
+    for (int d = 0; d < 8; d++) {
+        int shift = 8 * d;
         if (!((differ >> shift) & 0xff))
             continue;
-        size_t count[257] = {0};
+        size_t *at = count[d];
+        for (int v = 0; v < 256; v++)
+            at[v + 1] += at[v];
         for (size_t k = 0; k < n; k++) {
             tr_spill_tick();
-            count[((a.key[k] >> shift) & 0xff) + 1]++;
-        }
-        for (int d = 0; d < 256; d++)
-            count[d + 1] += count[d];
-        for (size_t k = 0; k < n; k++) {
-            tr_spill_tick();
-            size_t to = count[(a.key[k] >> shift) & 0xff]++;
+            size_t to = at[(a.key[k] >> shift) & 0xff]++;
             b.key[to] = a.key[k];
             b.idx[to] = a.idx[k];
         }
@@ -465,8 +472,9 @@ static tr_status radix_sort_on_tracks(const track_keys *tk, uint32_t *order, siz
  * threads interleaved by start time: a sort on (start, thread) does most of
  * the work in a few linear passes (qsort through an index into the events
  * was a tenth of the ingest time); runs of equal keys are then finished with
- * cmp_on_track.  Where the two do not fit in 64 bits (starts more than 4.9 hours
- * apart, or 2^20 threads) the key is the start alone, and cmp_on_track orders the
+ * cmp_on_track.  Where the two do not fit in 64 bits (k bits for the largest
+ * track, starts 2^(64-k) ns apart: 146 years for tracks up to 3, 52 days up to
+ * 4095) the key is the start alone, and cmp_on_track orders the
  * threads within each run of equal starts; every walk over the order needs
  * only each thread's events in cmp_on_track order.  (A qsort through it did
  * that before: one random read of the event array a comparison, which on a
@@ -484,8 +492,10 @@ static tr_status sort_on_tracks(const tr_event *ev, uint32_t *order, size_t n, k
     sort_by_stream = by_stream;
     if (n < 2)
         return TR_OK;
-    int thread_bits = 20;   /* and 44 bits of time: 4.9 hours of nanoseconds */
-    if ((uint64_t)r.hi - (uint64_t)r.lo >= (1ull << (64 - thread_bits)) || r.max_track >= (1u << thread_bits))
+    /* the track's bits, and the rest for the time: each byte fewer in the
+     * keys is a radix pass fewer */
+    int thread_bits = r.max_track ? 64 - __builtin_clzll(r.max_track) : 1;
+    if ((uint64_t)r.hi - (uint64_t)r.lo >= (1ull << (64 - thread_bits)))
         thread_bits = 0;
     track_keys tk = {ev, (uint64_t)r.lo, thread_bits};
     size_t starts[MERGE_RUNS_MAX + 1];

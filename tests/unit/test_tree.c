@@ -414,7 +414,8 @@ static void test_extreme_times_saturate(void)
 }
 
 /* Many nested events in shuffled order give the same tree whether the sort
- * takes its radix path (times within hours) or its fallback (times far apart). */
+ * takes its radix path (times and tracks within 64 bits) or its fallback
+ * (times more than 2^62 ns apart). */
 static void check_shuffled_nesting(int64_t base, int64_t far)
 {
     setup();
@@ -445,8 +446,29 @@ static void check_shuffled_nesting(int64_t base, int64_t far)
 static void test_sort_paths(void)
 {
     check_shuffled_nesting(1000, 2000000);                        /* radix */
-    check_shuffled_nesting(1700000000000000000, 1800000000000000000); /* the start alone as key */
+    check_shuffled_nesting(1700000000000000000, 1800000000000000000); /* radix, years apart */
+    check_shuffled_nesting(-4000000000000000000, 4000000000000000000); /* the start alone as key */
     check_shuffled_nesting(-5000000, 0);                          /* negative times */
+}
+
+/* Starts 2^62 ns apart leave no room for two tracks beside the time in the
+ * sort key: an inner range that starts just past 2^62 ns after the first
+ * event still nests in the outer one that starts just before. */
+static void test_sort_key_room(void)
+{
+    setup();
+    const int64_t edge = (int64_t)1 << 62;
+    size_t first = add(TR_KIND_RANGE, "first", 0, 10, thread1, -1);
+    size_t other = add(TR_KIND_RANGE, "other", 5, 20, thread2, -1);
+    size_t outer = add(TR_KIND_RANGE, "outer", edge - 1000, edge + 5000, thread1, -1);
+    size_t inner = add(TR_KIND_RANGE, "inner", edge + 1000, edge + 2000, thread1, -1);
+    build();
+    CU_ASSERT_EQUAL(EV(first)->parent, -1);
+    CU_ASSERT_EQUAL(EV(other)->parent, -1);
+    CU_ASSERT_EQUAL(EV(outer)->parent, -1);
+    CU_ASSERT_EQUAL(EV(inner)->parent, (int64_t)outer);
+    CU_ASSERT_EQUAL(EV(outer)->cpu_self, 5000);
+    tr_trace_free(&t);
 }
 
 /* Starts days apart leave no room for the thread in the sort key: events of
@@ -843,6 +865,7 @@ TR_SUITE(tree,
          {"sync waits take their call's thread", test_sync_adopts_thread},
          {"sorted the same with and without the thread in the key", test_sort_paths},
          {"days apart: each thread nests its own events", test_sort_wide_span},
+         {"starts 2^62 ns apart: the time alone in the key", test_sort_key_room},
          {"a few runs in time order merged", test_sort_runs_merged},
          {"the same tree whatever the order of the events", test_tree_whatever_the_order},
          {"correlation ids found in any order", test_correlation_lookups},
