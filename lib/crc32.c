@@ -75,14 +75,16 @@ static __attribute__((target("pclmul,sse2"))) uint32_t fold(uint32_t reg, const 
     return (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(x1, 4));
 }
 
+/* Asked once; threads that ask together all find the same answer. */
 int tr_crc32_folds(void)
 {
-    static int folds = -1;   /* a benign race: every thread finds the same */
-    if (folds < 0) {
+    static _Atomic int folds = -1;
+    int f = folds;
+    if (f < 0) {
         __builtin_cpu_init();
-        folds = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
+        folds = f = __builtin_cpu_supports("pclmul") != 0;   /* SSE2 is part of x86-64 */
     }
-    return folds;
+    return f;
 }
 
 uint32_t tr_crc32(uint32_t crc, const void *data, size_t n)

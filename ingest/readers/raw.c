@@ -36,7 +36,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 #include "ingest/ingest.h"
 #include "ingest/native_frames.h"
 #include "lib/crc32.h"
