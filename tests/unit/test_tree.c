@@ -609,6 +609,99 @@ static void test_tree_whatever_the_order(void)
     }
 }
 
+/* Past 65,536 events out of order the sort spreads them by the top bits of
+ * their keys into groups, then merges each group's runs or sorts it by its
+ * lower bits, and spreads a group larger than the cache again.  Each of
+ * those gives the tree that the events in time order give (no sort at
+ * all): events shuffled (groups of many runs), in chunks of each thread's
+ * events in time order (groups of a few runs), and with nearly all of them
+ * within 3 ms and the rest hours away (one group holding most, spread
+ * again).  Each time slot holds, on each thread, an outer
+ * range and an inner one with the same start (a tie) and a call within. */
+enum { LARGE_SLOTS = 30000, LARGE_N = LARGE_SLOTS * 6 };
+
+static int64_t large_slot_start(int g, int skewed)
+{
+    return skewed && g >= LARGE_SLOTS - 50 ? (int64_t)g * 1000000000 : (int64_t)g * 100;
+}
+
+/* Where a slot's outer range (which 0), inner range (1) and call (2) of a
+ * thread lie in time order: both threads' ranges at the slot's start, then
+ * both calls. */
+static size_t large_at(int slot, uint32_t th, int which)
+{
+    return (size_t)slot * 6 + (which < 2 ? (th - 1) * 2 + (size_t)which : 4 + (th - 1));
+}
+
+static void build_large(const gen_event *g, const uint32_t *perm, int64_t *parent_key, int64_t *depth,
+                        int64_t *self)
+{
+    setup();
+    for (size_t i = 0; i < LARGE_N; i++) {
+        const gen_event *e = &g[perm[i]];
+        add(e->kind, "e", e->s, e->e, e->th == 1 ? thread1 : thread2, -1);
+    }
+    build();
+    /* by the event's place in g, not its index */
+    for (size_t i = 0; i < LARGE_N; i++) {
+        int32_t p = EV(i)->parent;
+        parent_key[perm[i]] = p < 0 ? -1 : (int64_t)perm[p];
+        depth[perm[i]] = tr_depth(&t, EV(i));
+        self[perm[i]] = EV(i)->cpu_self;
+    }
+    tr_trace_free(&t);
+}
+
+static void test_sort_large_whatever_the_order(void)
+{
+    static gen_event g[LARGE_N];
+    static uint32_t perm[LARGE_N];
+    static int64_t pa[LARGE_N], da[LARGE_N], sa[LARGE_N], pb[LARGE_N], db[LARGE_N], sb[LARGE_N];
+    for (int skewed = 0; skewed < 2; skewed++) {
+        /* g in the sort's order: by start, then thread */
+        for (int slot = 0; slot < LARGE_SLOTS; slot++)
+            for (uint32_t th = 1; th <= 2; th++) {
+                int64_t s = large_slot_start(slot, skewed);
+                g[large_at(slot, th, 0)] = (gen_event){TR_KIND_RANGE, s, s + 80, th};
+                g[large_at(slot, th, 1)] = (gen_event){TR_KIND_RANGE, s, s + 40, th};
+                g[large_at(slot, th, 2)] = (gen_event){TR_KIND_RUNTIME, s + 10, s + 30, th};
+            }
+        for (uint32_t i = 0; i < LARGE_N; i++)
+            perm[i] = i;
+        build_large(g, perm, pa, da, sa);
+        int ok = 1;   /* the inner range in the outer one, the call in the inner */
+        for (int slot = 0; slot < LARGE_SLOTS; slot++)
+            for (uint32_t th = 1; th <= 2; th++) {
+                ok &= pa[large_at(slot, th, 0)] == -1 && sa[large_at(slot, th, 0)] == 40;
+                ok &= pa[large_at(slot, th, 1)] == (int64_t)large_at(slot, th, 0);
+                ok &= pa[large_at(slot, th, 2)] == (int64_t)large_at(slot, th, 1);
+                ok &= da[large_at(slot, th, 2)] == 2 && sa[large_at(slot, th, 2)] == 20;
+            }
+        CU_ASSERT(ok);
+        for (int order = 0; order < 2; order++) {
+            if (order == 0) {   /* shuffled */
+                unsigned seed = 777;
+                for (uint32_t i = LARGE_N - 1; i > 0; i--) {
+                    seed = seed * 1103515245u + 12345u;
+                    uint32_t j = (seed >> 4) % (i + 1), x = perm[i];
+                    perm[i] = perm[j];
+                    perm[j] = x;
+                }
+            } else {            /* chunks of 500 events of one thread, in time order */
+                size_t at = 0;
+                for (uint32_t chunk = 0; at < LARGE_N; chunk++)
+                    for (uint32_t th = 1; th <= 2; th++)
+                        for (uint32_t i = chunk * 500; i < (chunk + 1) * 500 && i < LARGE_N / 2; i++)
+                            perm[at++] = large_at((int)(i / 3), th, (int)(i % 3));
+            }
+            build_large(g, perm, pb, db, sb);
+            CU_ASSERT(memcmp(pa, pb, sizeof pa) == 0);
+            CU_ASSERT(memcmp(da, db, sizeof da) == 0);
+            CU_ASSERT(memcmp(sa, sb, sizeof sa) == 0);
+        }
+    }
+}
+
 /* Each GPU activity finds its launch by correlation id whatever the order it
  * comes in: the search starts where the last one ended, so ids in launch
  * order, in reverse, jumping about, missing (between two launches, before the
@@ -868,6 +961,7 @@ TR_SUITE(tree,
          {"starts 2^62 ns apart: the time alone in the key", test_sort_key_room},
          {"a few runs in time order merged", test_sort_runs_merged},
          {"the same tree whatever the order of the events", test_tree_whatever_the_order},
+         {"past 65,536 events: the same tree whatever their order", test_sort_large_whatever_the_order},
          {"correlation ids found in any order", test_correlation_lookups},
          {"the correlation index whatever the order of the calls", test_correlation_index_orders},
          {"redispatched ops merge into their parent", test_redispatch_merge},
