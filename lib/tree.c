@@ -1114,11 +1114,16 @@ static tr_status link_merged(tr_trace *t, const uint32_t *outer, tr_error *err)
 
 /* (process, seq, tid) -> the first event in (start, -end) order with that key
  * and no backward function above it.  tid INT64_MIN is "any thread", seq
- * INT64_MIN marks a known (process, tid). */
-typedef struct { uint32_t process; int64_t seq, tid; size_t event_plus1; } fwd_slot;
+ * INT64_MIN marks a known (process, tid).  The map grows with its keys,
+ * kept at most half full: sized up front for every CPU event (four slots
+ * of 32 bytes each), it was 1 GiB at 10^7 Kineto events, most of it never
+ * used but all of it faulted in at random places. */
+typedef struct { int64_t seq, tid; uint32_t process, event_plus1; } fwd_slot;
 typedef struct { fwd_slot *s; size_t cap, n; } fwd_map;
 
-static fwd_slot *fwd_find(fwd_map *m, uint32_t process, int64_t seq, int64_t tid)
+#define FWD_MAP_FIRST 1024
+
+static fwd_slot *fwd_find(const fwd_map *m, uint32_t process, int64_t seq, int64_t tid)
 {
     uint64_t h = ((uint64_t)seq * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)tid * 0xff51afd7ed558ccdull)
                  ^ process;
@@ -1130,6 +1135,22 @@ static fwd_slot *fwd_find(fwd_map *m, uint32_t process, int64_t seq, int64_t tid
     return &m->s[i];
 }
 
+static int fwd_grow(fwd_map *m)
+{
+    fwd_map g = {tr_spill_calloc_table(m->cap * 2, sizeof *g.s), m->cap * 2, m->n};
+    if (!g.s)
+        return -1;
+    for (size_t i = 0; i < m->cap; i++) {
+        tr_spill_tick();
+        const fwd_slot *o = &m->s[i];
+        if (o->event_plus1)
+            *fwd_find(&g, o->process, o->seq, o->tid) = *o;
+    }
+    tr_spill_free(m->s);
+    *m = g;
+    return 0;
+}
+
 static int earlier(const tr_event *ev, size_t a, size_t b)
 {
     if (ev[a].start != ev[b].start)
@@ -1139,16 +1160,19 @@ static int earlier(const tr_event *ev, size_t a, size_t b)
     return a < b;
 }
 
-static void fwd_offer(fwd_map *m, const tr_event *ev, uint32_t process, int64_t seq, int64_t tid,
-                      size_t i)
+/* -1 when the map cannot grow. */
+static int fwd_offer(fwd_map *m, const tr_event *ev, uint32_t process, int64_t seq, int64_t tid,
+                     size_t i)
 {
     fwd_slot *s = fwd_find(m, process, seq, tid);
     if (!s->event_plus1) {
-        *s = (fwd_slot){process, seq, tid, i + 1};
-        m->n++;
+        *s = (fwd_slot){seq, tid, process, (uint32_t)i + 1};
+        if (++m->n * 2 > m->cap)
+            return fwd_grow(m);
     } else if (seq != INT64_MIN && earlier(ev, i, s->event_plus1 - 1)) {
-        s->event_plus1 = i + 1;
+        s->event_plus1 = (uint32_t)i + 1;
     }
+    return 0;
 }
 
 /* Every event under a backward function b (b included) takes the stack of
@@ -1162,21 +1186,15 @@ static tr_status set_backward_stacks(tr_trace *t, const tree_links *l, tr_error 
     size_t nev = t->events.n;
     int64_t *fwd_tid = tr_spill_calloc(nev, sizeof *fwd_tid);
     uint32_t *bw = tr_spill_calloc(nev, sizeof *bw);   /* backward function above, + 1 */
-    fwd_map m = {NULL, 64, 0};
-    while (m.cap < (l->n + t->threads.n) * 4)
-        m.cap *= 2;
-    m.s = tr_spill_calloc(m.cap, sizeof *m.s);
-    if (!fwd_tid || !bw || !m.s) {
-        tr_spill_free(fwd_tid);
-        tr_spill_free(bw);
-        tr_spill_free(m.s);
-        return oom(err);
+    fwd_map m = {tr_spill_calloc_table(FWD_MAP_FIRST, sizeof *m.s), FWD_MAP_FIRST, 0};
+    int ok = fwd_tid && bw && m.s;
+    if (ok) {
+        for (size_t k = 0; k < t->backward.n; k++)
+            fwd_tid[t->backward.v[k].event] = t->backward.v[k].fwd_tid;
+        for (size_t th = 1; th < t->threads.n && ok; th++)
+            ok = fwd_offer(&m, ev, t->threads.v[th].process, INT64_MIN, t->threads.v[th].tid, 0) == 0;
     }
-    for (size_t k = 0; k < t->backward.n; k++)
-        fwd_tid[t->backward.v[k].event] = t->backward.v[k].fwd_tid;
-    for (size_t th = 1; th < t->threads.n; th++)
-        fwd_offer(&m, ev, t->threads.v[th].process, INT64_MIN, t->threads.v[th].tid, 0);
-    for (size_t k = 0; k < l->n; k++) {   /* parents come before their children */
+    for (size_t k = 0; k < l->n && ok; k++) {   /* parents come before their children */
         tr_spill_tick();
         size_t i = l->order[k];
         tr_event *e = &ev[i];
@@ -1188,8 +1206,14 @@ static tr_status set_backward_stacks(tr_trace *t, const tree_links *l, tr_error 
             continue;
         const tr_thread *th = &t->threads.v[e->thread];
         int64_t seq = tr_extra(t, e).seq;
-        fwd_offer(&m, ev, th->process, seq, th->tid, i);
-        fwd_offer(&m, ev, th->process, seq, INT64_MIN, i);
+        ok = fwd_offer(&m, ev, th->process, seq, th->tid, i) == 0
+             && fwd_offer(&m, ev, th->process, seq, INT64_MIN, i) == 0;
+    }
+    if (!ok) {
+        tr_spill_free(fwd_tid);
+        tr_spill_free(bw);
+        tr_spill_free(m.s);
+        return oom(err);
     }
     for (size_t k = 0; k < l->n; k++) {
         tr_spill_tick();

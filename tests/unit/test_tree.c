@@ -1,4 +1,5 @@
 /* Tree rebuild and derived metrics, on the edge cases of docs/semantics.md. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -339,6 +340,43 @@ static void test_backward_stacks(void)
     CU_ASSERT_EQUAL(EV(orphan)->stack, 0);
     CU_ASSERT_EQUAL(EV(acc)->stack, 0);
     CU_ASSERT_EQUAL(EV(f2)->stack, late);   /* forward events keep their own */
+    tr_trace_free(&t);
+}
+
+/* The forward ops' map starts small and grows as their sequence numbers
+ * come: 3000 forward ops, each with a stack of its own (and a later one
+ * with its number, which does not win), then a backward function for each
+ * number with a child: every one finds its forward op's stack. */
+static void test_backward_stacks_many(void)
+{
+    enum { N = 3000 };
+    setup();
+    static uint32_t stack[N];
+    static size_t bwd[N], child[N];
+    char frame[64];
+    for (int k = 0; k < N; k++) {
+        snprintf(frame, sizeof frame, "model.py(%d): forward", k);
+        stack[k] = stack_of(frame);
+        size_t f = add(TR_KIND_OP, "aten::mm", 10 * k, 10 * k + 5, thread1, -1);
+        set_seq(f, k);
+        EV(f)->stack = stack[k];
+    }
+    uint32_t late = stack_of("other.py(1): f");
+    for (int k = 0; k < N; k++) {
+        size_t f = add(TR_KIND_OP, "aten::mm", 100000 + 10 * k, 100000 + 10 * k + 5, thread1, -1);
+        set_seq(f, k);
+        EV(f)->stack = late;
+    }
+    for (int k = 0; k < N; k++) {
+        int64_t at = 1000000 + 100 * k;
+        bwd[k] = backward_fn("MmBackward0", at, at + 50, thread2, k, 1);
+        child[k] = add(TR_KIND_OP, "aten::mm", at + 10, at + 20, thread2, -1);
+    }
+    build();
+    int ok = 1;
+    for (int k = 0; k < N; k++)
+        ok &= EV(bwd[k])->stack == stack[k] && EV(child[k])->stack == stack[k];
+    CU_ASSERT(ok);
     tr_trace_free(&t);
 }
 
@@ -966,6 +1004,7 @@ TR_SUITE(tree,
          {"the correlation index whatever the order of the calls", test_correlation_index_orders},
          {"redispatched ops merge into their parent", test_redispatch_merge},
          {"backward ops take their forward op's stack", test_backward_stacks},
+         {"3000 sequence numbers: each backward op finds its forward op", test_backward_stacks_many},
          {"memory: deepest holder of the closed window", test_memory_closed_windows},
          {"Python frames hold no GPU self time", test_python_frames_hold_no_gpu_self},
          {"a sync without its call keeps its self time", test_orphan_sync_self},
