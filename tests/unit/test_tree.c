@@ -654,8 +654,8 @@ static void test_tree_whatever_the_order(void)
  * all): events shuffled (groups of many runs), in chunks of each thread's
  * events in time order (groups of a few runs), and with nearly all of them
  * within 3 ms and the rest hours away (one group holding most, spread
- * again).  Each time slot holds, on each thread, an outer
- * range and an inner one with the same start (a tie) and a call within. */
+ * again).  Each time slot holds, on each thread, an outer range and an
+ * inner one with the same start (a tie) and a call within. */
 enum { LARGE_SLOTS = 30000, LARGE_N = LARGE_SLOTS * 6 };
 
 static int64_t large_slot_start(int g, int skewed)
