@@ -287,6 +287,82 @@ static void test_redispatch_merge(void)
     tr_trace_free(&t);
 }
 
+/* Ops that merge are taken out of the tree where they were (tree.c's
+ * unlink_merged()) rather than by a second walk: the tree must be the one
+ * built from the same events without them.  Random ops on two threads, with
+ * same-named ops nested in others (some the same interval, some chains of
+ * them), siblings that overlap, memory instants and a few ranges, so that
+ * many merge. */
+typedef struct { tr_kind kind; int64_t s, e; uint32_t th; const char *name; } merge_gen;
+
+static size_t gen_merge_events(merge_gen *g, size_t cap)
+{
+    unsigned seed = 777;
+    size_t n = 0;
+    while (n + 3 <= cap) {
+        seed = seed * 1103515245u + 12345u;
+        int64_t s = (int64_t)((seed >> 8) % 3000) - 1500;   /* negative times too */
+        int64_t len = (seed >> 4) % 7 == 0 ? 0 : 1 + (seed >> 6) % 200;
+        unsigned pick = (seed >> 20) % 10;
+        uint32_t th = 1 + (seed >> 24) % 2;
+        const char *name = (seed >> 26) % 3 == 0 ? "y" : "x";
+        if (pick == 0) {
+            g[n++] = (merge_gen){TR_KIND_MEMORY, s, s, th, "[memory]"};
+            continue;
+        }
+        tr_kind kind = pick == 1 ? TR_KIND_RANGE : TR_KIND_OP;
+        g[n++] = (merge_gen){kind, s, s + len, th, name};
+        /* a redispatch: the same name within, sometimes twice */
+        for (int d = 0; d < 2 && kind == TR_KIND_OP && (seed >> (12 + d)) % 3 == 0; d++) {
+            int64_t in = len > 4 ? (seed >> (14 + d)) % 2 : 0;
+            s += in;
+            len -= 2 * in;
+            g[n++] = (merge_gen){kind, s, s + len, th, name};
+        }
+    }
+    return n;
+}
+
+static void test_merge_patches_tree(void)
+{
+    enum { N = 6000 };
+    static merge_gen g[N];
+    static size_t in_b[N];
+    size_t n = gen_merge_events(g, N);
+    setup();
+    for (size_t i = 0; i < n; i++)
+        add(g[i].kind, g[i].name, g[i].s, g[i].e, g[i].th == 1 ? thread1 : thread2, -1);
+    build();
+    tr_trace a = t;   /* the trace with every event, merged ops flagged */
+    CU_ASSERT(a.merged_redispatch > 300);
+    setup();
+    for (size_t i = 0; i < n; i++) {
+        in_b[i] = t.events.n;
+        if (!(a.events.v[i].flags & TR_FLAG_MERGED))
+            add(g[i].kind, g[i].name, g[i].s, g[i].e, g[i].th == 1 ? thread1 : thread2, -1);
+    }
+    build();
+    CU_ASSERT_EQUAL(t.merged_redispatch, 0);
+    size_t same = 0, merged_ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tr_event *ea = &a.events.v[i];
+        if (ea->flags & TR_FLAG_MERGED) {
+            const tr_event *o = ea->parent >= 0 ? &a.events.v[ea->parent] : NULL;
+            merged_ok += o && !(o->flags & TR_FLAG_MERGED) && o->name == ea->name
+                         && ea->cpu_self == 0 && tr_depth(&a, ea) == tr_depth(&a, o) + 1;
+            continue;
+        }
+        const tr_event *eb = EV(in_b[i]);
+        int64_t pa = ea->parent < 0 ? -1 : (int64_t)in_b[ea->parent];
+        same += pa == eb->parent && tr_depth(&a, ea) == tr_depth(&t, eb) && ea->cpu_self == eb->cpu_self
+                && (ea->flags & ~TR_FLAG_UNNESTED) == (eb->flags & ~TR_FLAG_UNNESTED);
+    }
+    CU_ASSERT_EQUAL(merged_ok, a.merged_redispatch);
+    CU_ASSERT_EQUAL(same, n - a.merged_redispatch);
+    tr_trace_free(&t);
+    tr_trace_free(&a);
+}
+
 static uint32_t stack_of(const char *frame)
 {
     uint32_t f = tr_str(&t, frame);
@@ -1003,6 +1079,7 @@ TR_SUITE(tree,
          {"correlation ids found in any order", test_correlation_lookups},
          {"the correlation index whatever the order of the calls", test_correlation_index_orders},
          {"redispatched ops merge into their parent", test_redispatch_merge},
+         {"merged ops taken out: the tree of the events without them", test_merge_patches_tree},
          {"backward ops take their forward op's stack", test_backward_stacks},
          {"3000 sequence numbers: each backward op finds its forward op", test_backward_stacks_many},
          {"memory: deepest holder of the closed window", test_memory_closed_windows},
