@@ -28,6 +28,7 @@ void tr_btree_set_pending_byte(uint32_t offset)
 
 struct tr_btree_file {
     int fd;
+    int db_fd;                    /* apart: the database, read for its header and roots; else -1 */
     char *path;
     unsigned char header[100];
     uint32_t page_size, usable;   /* usable: less the reserved bytes at each page's end */
@@ -42,6 +43,8 @@ struct tr_btree_file {
     size_t record_size;
     unsigned char *body;          /* its body, while it is encoded */
     size_t body_size;
+    unsigned char *root_page;     /* apart: the root's page, written by tr_btree_append_apart() */
+    uint32_t root;
 };
 
 /* ---- integers as the file format stores them ---- */
@@ -341,7 +344,21 @@ static tr_status write_overflow(tr_btree_file *f, const unsigned char *data, siz
 static tr_status write_root(tr_btree_file *f, uint32_t root, const unsigned char *p, tr_error *err)
 {
     f->roots_written = 1;
+    if (f->root_page) {   /* apart */
+        memcpy(f->root_page, p, f->page_size);
+        f->root = root;
+        return TR_OK;
+    }
     return write_at(f, p, f->page_size, (uint64_t)(root - 1) * f->page_size, err);
+}
+
+static ssize_t read_at(int fd, unsigned char *p, size_t n, uint64_t off)
+{
+    ssize_t r;
+    do
+        r = pread(fd, p, n, (off_t)off);
+    while (r < 0 && errno == EINTR);
+    return r;
 }
 
 /* The root must be one of the file's pages before the load, an empty leaf of
@@ -349,12 +366,9 @@ static tr_status write_root(tr_btree_file *f, uint32_t root, const unsigned char
 static tr_status check_root(tr_btree_file *f, uint32_t root, unsigned char type, tr_error *err)
 {
     unsigned char *p = f->pages;
-    if (root < 2 || root > f->old_pages || root == f->lock_page)
+    if (root < 2 || root > f->old_pages || root == pending_byte / f->page_size + 1)
         return tr_fail(err, TR_ERR_RUNTIME, "%s: root page %u is not a b-tree page", f->path, root);
-    ssize_t r;
-    do
-        r = pread(f->fd, p, f->page_size, (off_t)(root - 1) * f->page_size);
-    while (r < 0 && errno == EINTR);
+    ssize_t r = read_at(f->db_fd >= 0 ? f->db_fd : f->fd, p, f->page_size, (uint64_t)(root - 1) * f->page_size);
     if (r != (ssize_t)f->page_size) {
         if (r >= 0)
             errno = EIO;
@@ -366,7 +380,9 @@ static tr_status check_root(tr_btree_file *f, uint32_t root, unsigned char type,
     return TR_OK;
 }
 
-tr_status tr_btree_open(tr_btree_file **out, const char *path, tr_error *err)
+/* The writer for the database at path: appending to it, or apart (its pages
+ * into a file of their own, the database only read). */
+static tr_status open_writer(tr_btree_file **out, const char *path, int apart, tr_error *err)
 {
     *out = NULL;
     tr_btree_file *f = calloc(1, sizeof *f);
@@ -374,20 +390,19 @@ tr_status tr_btree_open(tr_btree_file **out, const char *path, tr_error *err)
         free(f);
         return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
     }
-    f->fd = open(path, O_RDWR | O_CLOEXEC);
-    if (f->fd < 0) {
+    f->fd = f->db_fd = -1;
+    int fd = open(path, (apart ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+    *(apart ? &f->db_fd : &f->fd) = fd;
+    if (fd < 0) {
         tr_status st = io_fail(f, err, "open");
         tr_btree_abort(f);
         return st;
     }
     struct stat sb;
-    ssize_t r;
-    do
-        r = pread(f->fd, f->header, sizeof f->header, 0);
-    while (r < 0 && errno == EINTR);
+    ssize_t r = read_at(fd, f->header, sizeof f->header, 0);
     const unsigned char *h = f->header;
     uint32_t ps = get2(h + 16) == 1 ? 65536 : get2(h + 16);
-    if (fstat(f->fd, &sb) != 0 || r != (ssize_t)sizeof f->header) {
+    if (fstat(fd, &sb) != 0 || r != (ssize_t)sizeof f->header) {
         if (r >= 0)
             errno = EIO;
         tr_status st = io_fail(f, err, "read");
@@ -409,18 +424,40 @@ tr_status tr_btree_open(tr_btree_file **out, const char *path, tr_error *err)
     f->usable = ps - h[20];
     f->old_pages = f->npages = get4(h + 28);
     f->lock_page = pending_byte / ps + 1;
+    if (apart) {
+        /* numbered from 1 in a file of their own: no lock-byte page there */
+        f->npages = 0;
+        f->lock_page = 0;
+        f->fd = tr_spill_open_file();
+        if (f->fd < 0) {
+            tr_status st = tr_fail(err, TR_ERR_RUNTIME, "cannot make a file beside %s: %s", path, strerror(errno));
+            tr_btree_abort(f);
+            return st;
+        }
+        f->root_page = malloc(ps);
+    }
     f->int01 = get4(h + 44) >= 4;
     f->wbuf = malloc((size_t)WRITE_PAGES * ps);
     f->pages = malloc(3 * (size_t)ps);
     f->record_size = f->body_size = (size_t)ps + 8;
     f->record = malloc(f->record_size);
     f->body = malloc(f->body_size);
-    if (!f->wbuf || !f->pages || !f->record || !f->body) {
+    if (!f->wbuf || !f->pages || !f->record || !f->body || (apart && !f->root_page)) {
         tr_btree_abort(f);
         return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
     }
     *out = f;
     return TR_OK;
+}
+
+tr_status tr_btree_open(tr_btree_file **out, const char *path, tr_error *err)
+{
+    return open_writer(out, path, 0, err);
+}
+
+tr_status tr_btree_open_apart(tr_btree_file **out, const char *path, tr_error *err)
+{
+    return open_writer(out, path, 1, err);
 }
 
 void tr_btree_abort(tr_btree_file *f)
@@ -429,6 +466,9 @@ void tr_btree_abort(tr_btree_file *f)
         return;
     if (f->fd >= 0)
         close(f->fd);
+    if (f->db_fd >= 0)
+        close(f->db_fd);
+    free(f->root_page);
     free(f->wbuf);
     free(f->pages);
     free(f->record);
@@ -439,6 +479,10 @@ void tr_btree_abort(tr_btree_file *f)
 
 tr_status tr_btree_close(tr_btree_file *f, tr_error *err)
 {
+    if (f->root_page) {
+        tr_btree_abort(f);
+        return tr_fail(err, TR_ERR_RUNTIME, "an index built apart is appended, not closed");
+    }
     tr_status st = flush(f, err);
     if (st == TR_OK && (f->npages != f->old_pages || f->roots_written)) {
         /* 1.3.8, 1.3.9: the page count, valid for the next change counter */
@@ -674,6 +718,8 @@ tr_status tr_btree_table(tr_btree_file *f, uint32_t root, int ncols, size_t nrow
 {
     if (ncols < 1 || ncols > MAX_COLUMNS)
         return tr_fail(err, TR_ERR_RUNTIME, "%s: %d columns", f->path, ncols);
+    if (f->root_page)
+        return tr_fail(err, TR_ERR_RUNTIME, "%s: a table is not built apart", f->path);
     tr_status st = check_root(f, root, LEAF_TABLE, err);
     if (st != TR_OK)
         return st;
@@ -780,4 +826,61 @@ tr_status tr_btree_index(tr_btree_file *f, uint32_t root, int ncols, size_t n,
         return st;
     }
     return leaves_finish(f, &lf, root, INTERIOR_INDEX, err);
+}
+
+/* ---- an index built apart, appended ---- */
+
+/* The number append_page() gives the r-th page (from 1) appended to f after
+ * its page `last`. */
+static uint32_t appended_number(const tr_btree_file *f, uint32_t last, uint32_t r)
+{
+    uint32_t p = last + r;
+    return f->lock_page > last && p >= f->lock_page ? p + 1 : p;
+}
+
+/* An interior page's children (1.6: each cell starts with its left child's
+ * number, the header holds the right-most), from apart's numbers to those
+ * they get appended to f after its page `last`. */
+static void renumber_children(const tr_btree_file *f, uint32_t last, unsigned char *p)
+{
+    put4(p + 8, appended_number(f, last, get4(p + 8)));
+    for (uint32_t i = 0, n = get2(p + 3); i < n; i++) {
+        unsigned char *cell = p + get2(p + 12 + 2 * i);
+        put4(cell, appended_number(f, last, get4(cell)));
+    }
+}
+
+tr_status tr_btree_append_apart(tr_btree_file *f, tr_btree_file *apart, tr_error *err)
+{
+    tr_status st = apart->page_size == f->page_size && apart->usable == f->usable
+                   ? flush(apart, err)
+                   : tr_fail(err, TR_ERR_RUNTIME, "%s: an index built apart for another page size", f->path);
+    uint32_t n = apart->npages, last = f->npages;
+    unsigned char *buf = apart->wbuf;   /* written out: free */
+    for (uint32_t at = 0; at < n && st == TR_OK;) {
+        uint32_t chunk = n - at < WRITE_PAGES ? n - at : WRITE_PAGES;
+        size_t len = (size_t)chunk * apart->page_size;
+        ssize_t r = read_at(apart->fd, buf, len, (uint64_t)at * apart->page_size);
+        if (r != (ssize_t)len) {
+            if (r >= 0)
+                errno = EIO;
+            st = io_fail(apart, err, "read back");
+            break;
+        }
+        for (uint32_t k = 0; k < chunk && st == TR_OK; k++) {
+            unsigned char *p = buf + (size_t)k * apart->page_size;
+            uint32_t pgno = 0;
+            if (p[0] == INTERIOR_INDEX)
+                renumber_children(f, last, p);
+            st = append_page(f, p, &pgno, err);
+        }
+        at += chunk;
+    }
+    if (st == TR_OK && apart->roots_written) {
+        if (apart->root_page[0] == INTERIOR_INDEX)
+            renumber_children(f, last, apart->root_page);
+        st = write_root(f, apart->root, apart->root_page, err);
+    }
+    tr_btree_abort(apart);
+    return st;
 }

@@ -56,6 +56,21 @@ tr_status tr_btree_table(tr_btree_file *f, uint32_t root, int ncols, size_t nrow
 tr_status tr_btree_index(tr_btree_file *f, uint32_t root, int ncols, size_t n,
                          tr_row_fill fill, const void *ctx, tr_error *err);
 
+/* An index built apart, so that another thread can build it while the file
+ * takes other pages: tr_btree_open_apart() checks the database at path as
+ * tr_btree_open() does, without writing to it, and gives a writer whose pages
+ * go to an unnamed file in the spill directory (lib/spill.h), numbered from
+ * 1, with its root kept aside; it takes tr_btree_index() only (a table's
+ * overflow pointers are not renumbered).  tr_btree_append_apart() then
+ * appends those pages to f as if they had been built there, renumbering
+ * the child pointers of interior pages and leaving the lock-byte page out,
+ * writes the root, and frees apart, whatever the result: the database's
+ * bytes are those tr_btree_index() on f would give.  Nothing but reads of
+ * the header and the root may touch the database at path while apart is
+ * open, and f must be on that database. */
+tr_status tr_btree_open_apart(tr_btree_file **out, const char *path, tr_error *err);
+tr_status tr_btree_append_apart(tr_btree_file *f, tr_btree_file *apart, tr_error *err);
+
 /* Writes the pages still buffered and the header's page count; frees f. */
 tr_status tr_btree_close(tr_btree_file *f, tr_error *err);
 void tr_btree_abort(tr_btree_file *f);

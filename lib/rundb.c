@@ -584,11 +584,16 @@ static tr_status sort_by_parent(const tr_trace *t, parent_order *p, tr_error *er
 }
 
 /* While the first thread writes the events' pages, a second sorts the events
- * by parent for events_parent, then gathers the aggregates' groups; both
- * only read the trace.  The first thread waits for the sort before the
- * index, and for the groups before it inserts them, last. */
+ * by parent and builds events_parent's pages apart (lib/btree_append.h),
+ * then gathers the aggregates' groups; it only reads the trace.  The first
+ * thread waits for the index before appending its pages after the events',
+ * and for the groups before it inserts them, last.  Where the index cannot
+ * be built apart (no file for it), the first thread builds it from the
+ * order, as it would without a second thread. */
 typedef struct {
     const tr_trace *t;
+    tr_btree_file *index;   /* events_parent built apart, or NULL */
+    uint32_t index_root;
     parent_order order;
     size_t bucket;
     tr_status sort_st, agg_st;
@@ -601,10 +606,22 @@ typedef struct {
     int threaded;
 } beside_events_job;
 
+/* The events' order by parent, and events_parent's pages from it where
+ * they are built apart (the order's memory then goes back at once). */
+static tr_status index_by_parent(beside_events_job *j, tr_error *err)
+{
+    tr_status st = sort_by_parent(j->t, &j->order, err);
+    if (st == TR_OK && j->index) {
+        st = tr_btree_index(j->index, j->index_root, 2, j->t->events.n, fill_parent_entry, &j->order, err);
+        parent_order_free(&j->order);
+    }
+    return st;
+}
+
 static void *run_beside_events(void *arg)
 {
     beside_events_job *j = arg;
-    tr_status st = sort_by_parent(j->t, &j->order, &j->sort_err);
+    tr_status st = index_by_parent(j, &j->sort_err);
     pthread_mutex_lock(&j->lock);
     j->sort_st = st;
     j->sorted = 1;
@@ -614,11 +631,16 @@ static void *run_beside_events(void *arg)
     return NULL;
 }
 
-static void beside_events_start(beside_events_job *j, const tr_trace *t)
+static void beside_events_start(beside_events_job *j, const tr_trace *t, const char *path,
+                                uint32_t index_root)
 {
     memset(j, 0, sizeof *j);
     j->t = t;
     j->order.bucket = &j->bucket;
+    j->index_root = index_root;
+    tr_error ignored;
+    if (tr_btree_open_apart(&j->index, path, &ignored) != TR_OK)
+        j->index = NULL;
     j->threaded = pthread_mutex_init(&j->lock, NULL) == 0;
     if (j->threaded && pthread_cond_init(&j->cond, NULL) != 0) {
         pthread_mutex_destroy(&j->lock);
@@ -631,8 +653,9 @@ static void beside_events_start(beside_events_job *j, const tr_trace *t)
     }
 }
 
-/* The events in events_parent's order (sorted here, without a thread). */
-static tr_status beside_events_sorted(beside_events_job *j, tr_error *err)
+/* events_parent built apart, or else the events in its order (made here,
+ * without a thread). */
+static tr_status beside_events_indexed(beside_events_job *j, tr_error *err)
 {
     if (j->threaded) {
         pthread_mutex_lock(&j->lock);
@@ -640,7 +663,7 @@ static tr_status beside_events_sorted(beside_events_job *j, tr_error *err)
             pthread_cond_wait(&j->cond, &j->lock);
         pthread_mutex_unlock(&j->lock);
     } else if (!j->sorted) {
-        j->sort_st = sort_by_parent(j->t, &j->order, &j->sort_err);
+        j->sort_st = index_by_parent(j, &j->sort_err);
         j->sorted = 1;
     }
     return j->sort_st == TR_OK ? TR_OK : tr_error_copy(err, &j->sort_err);
@@ -658,6 +681,8 @@ static tr_status beside_events_finish(beside_events_job *j, sqlite3 *db, tr_stat
         j->agg_st = tr_aggregates_compute(j->t, &j->ag, &j->agg_err);
     }
     parent_order_free(&j->order);
+    tr_btree_abort(j->index);   /* left when the write failed first */
+    j->index = NULL;
     if (st == TR_OK && j->agg_st != TR_OK)
         st = tr_error_copy(err, &j->agg_err);
     if (st == TR_OK)
@@ -731,8 +756,13 @@ static tr_status write_event_pages(const char *path, const tr_trace *t, const ui
     tr_status st = tr_btree_open(&f, path, err);
     if (st == TR_OK
         && (st = tr_btree_table(f, roots[ROOT_EVENTS], 26, t->events.n, fill_event, t, err)) == TR_OK
-        && (st = beside_events_sorted(job, err)) == TR_OK) {
-        st = tr_btree_index(f, roots[ROOT_EVENTS_PARENT], 2, t->events.n, fill_parent_entry, &job->order, err);
+        && (st = beside_events_indexed(job, err)) == TR_OK) {
+        if (job->index) {
+            st = tr_btree_append_apart(f, job->index, err);
+            job->index = NULL;
+        } else {
+            st = tr_btree_index(f, roots[ROOT_EVENTS_PARENT], 2, t->events.n, fill_parent_entry, &job->order, err);
+        }
         parent_order_free(&job->order);   /* the second thread is done with it: its memory back now */
     }
     return close_pages(f, st, err);
@@ -900,7 +930,7 @@ tr_status tr_rundb_write_end(tr_rundb_writer *w, const tr_trace *t, const tr_met
                              size_t nmeta, tr_error *err)
 {
     beside_events_job job;
-    beside_events_start(&job, t);
+    beside_events_start(&job, t, w->af.tmp_path, w->roots[ROOT_EVENTS_PARENT]);
     tr_status st = write_event_pages(w->af.tmp_path, t, w->roots, &job, err);
     if (st == TR_OK && (st = reopen_db(w, err)) == TR_OK)
         st = write_after_tree(w->db, t, w->nstrings, meta, nmeta, err);

@@ -377,8 +377,7 @@ static const char *dir_for_spill(void)
     return d && *d ? d : "/var/tmp";
 }
 
-/* An unnamed file in the spill directory; -1 when none can be made. */
-static int open_spill_file(void)
+int tr_spill_open_file(void)
 {
     const char *dir = dir_for_spill();
     int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -452,7 +451,7 @@ static void advise(const spill_block *b)
  * thread the kernel pauses in file work must not keep the trims waiting. */
 static spill_block make_block(size_t len, int sequential)
 {
-    spill_block b = {NULL, len, open_spill_file(), sequential};
+    spill_block b = {NULL, len, tr_spill_open_file(), sequential};
     if (b.fd < 0)
         return b;
     void *addr = reserve(b.fd, 0, len) == 0

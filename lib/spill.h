@@ -75,6 +75,10 @@ void tr_spill_set_limit(size_t bytes);
  * 1024), "i" and "B", as in 256M or 2GiB; -1 when s is not one or is zero. */
 int tr_spill_parse_size(const char *s, size_t *out);
 
+/* An unnamed file in the spill directory, opened read-write, for a caller's
+ * own side data (the caller closes it); -1 with errno set when none can be made. */
+int tr_spill_open_file(void);
+
 /* Arrays now in files, for tests. */
 size_t tr_spill_files(void);
 

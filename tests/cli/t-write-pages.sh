@@ -3,8 +3,8 @@
 # pass SQLite's own integrity check, the index must give what a scan gives,
 # the ids must be 1..n in the order of the events so that the detail tables
 # and the tree's links name the right rows, and SQLite must be able to write
-# on after it.  Held to a small memory limit (the arrays in files) the
-# database is the same.
+# on after it.  Held to a small memory limit (the arrays in files), or with
+# the index built in place, the database is the same.
 "$BIN/gen-nvprof" -n 100000 -o w.nvvp || fail "gen-nvprof"
 expect_status 0 "$BIN/trace-ingest" -q -o w.db w.nvvp
 n=$(q w.db 'SELECT count(*) FROM events')
@@ -32,6 +32,15 @@ expect_eq "$(q w.db 'SELECT count(*) FROM events p WHERE (SELECT count(*) FROM e
 # the same database held to a small limit, and SQLite writing on after
 expect_status 0 "$BIN/trace-ingest" -q --max-memory 24M -o small.db w.nvvp
 expect_eq "$(sqlite3 small.db .dump | md5sum)" "$(sqlite3 w.db .dump | md5sum)" "held to 24 MiB"
+# events_parent is built beside the events, apart, in an unnamed file of the
+# spill directory, then appended; where no such file can be made, in place
+# after them: the same bytes either way, and nothing left in the directory
+mkdir spill
+expect_status 0 env TRACEKIT_SPILL_DIR="$PWD/spill" "$BIN/trace-ingest" -q -o apart.db w.nvvp
+expect_status 0 env TRACEKIT_SPILL_DIR="$PWD/no-such-dir" "$BIN/trace-ingest" -q -o in-place.db w.nvvp
+cmp -s apart.db w.db || fail "events_parent built apart: other bytes"
+cmp -s in-place.db w.db || fail "events_parent built in place: other bytes"
+expect_eq "$(ls -A spill)" "" "files left in the spill directory"
 sqlite3 w.db "INSERT INTO events(kind, name_id, start_ns, end_ns, parent_id, depth, flags, cpu_total_ns,
               cpu_self_ns, gpu_total_ns, gpu_self_ns, cpu_mem_total, cpu_mem_self, gpu_mem_total,
               gpu_mem_self) SELECT kind, name_id, start_ns, end_ns, 7, depth, flags, 0, 0, 0, 0, 0, 0, 0, 0

@@ -323,6 +323,101 @@ static void test_btree_lock_page(void)
     tr_btree_set_pending_byte(0x40000000u);
 }
 
+/* The indexes built apart (on another thread, in rundb.c), then appended
+ * after the table: the file's bytes are those of the load in place. */
+static int load_apart(const char *path, const table *t, size_t n, const uint32_t root[3], tr_error *err)
+{
+    tr_btree_file *a = NULL, *s = NULL, *f = NULL;
+    tr_status st = tr_btree_open_apart(&a, path, err);
+    if (st == TR_OK && (st = tr_btree_index(a, root[1], 2, t->kept, fill_by_a, t, err)) == TR_OK
+        && (st = tr_btree_open_apart(&s, path, err)) == TR_OK
+        && (st = tr_btree_index(s, root[2], 2, t->kept, fill_by_s, t, err)) == TR_OK
+        && (st = tr_btree_open(&f, path, err)) == TR_OK
+        && (st = tr_btree_table(f, root[0], 4, n, fill_row, t, err)) == TR_OK) {
+        st = tr_btree_append_apart(f, a, err);
+        a = NULL;
+        if (st == TR_OK)
+            st = tr_btree_append_apart(f, s, err);
+        s = NULL;
+        if (st == TR_OK) {
+            st = tr_btree_close(f, err);
+            f = NULL;
+        }
+    }
+    tr_btree_abort(a);
+    tr_btree_abort(s);
+    tr_btree_abort(f);
+    return st == TR_OK;
+}
+
+static int same_bytes(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb;
+    while (same) {
+        int ca = getc(fa), cb = getc(fb);
+        same = ca == cb;
+        if (ca == EOF)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+static void check_apart(int page_size, size_t n)
+{
+    char in_place[512], apart[512];
+    snprintf(in_place, sizeof in_place, "%s/btree-in-place.db", tr_unit_tmpdir());
+    snprintf(apart, sizeof apart, "%s/btree-apart.db", tr_unit_tmpdir());
+    table t;
+    table_make(&t, n);
+    uint32_t root[3], root2[3];
+    tr_error err;
+    tr_error_clear(&err);
+    CU_ASSERT_FATAL(make_empty(in_place, page_size, "OFF", root) && make_empty(apart, page_size, "OFF", root2));
+    CU_ASSERT_FATAL(same_bytes(in_place, apart));
+    CU_ASSERT_FATAL(load(in_place, &t, n, root, &err));
+    int loaded = load_apart(apart, &t, n, root, &err);
+    if (!loaded)
+        fprintf(stderr, "apart, page size %d, %zu rows: %s\n", page_size, n, err.msg);
+    CU_ASSERT(loaded);
+    int same = same_bytes(in_place, apart);
+    if (!same)
+        fprintf(stderr, "apart, page size %d, %zu rows: not the same bytes\n", page_size, n);
+    CU_ASSERT(same);
+    sqlite3 *db = NULL;
+    CU_ASSERT_FATAL(sqlite3_open(apart, &db) == SQLITE_OK);
+    CU_ASSERT(integrity_ok(db));
+    sqlite3_close(db);
+    remove(in_place);
+    remove(apart);
+    table_free(&t);
+}
+
+static void test_btree_apart(void)
+{
+    static const int page_sizes[] = {512, 4096, 65536};
+    static const size_t counts[] = {0, 1, 121, 1201, 20000};
+    for (size_t p = 0; p < sizeof page_sizes / sizeof page_sizes[0]; p++)
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+            check_apart(page_sizes[p], counts[c]);
+    /* at 512-byte pages the table is pages 16-13000, t_a 13001-13442, t_s
+     * 13443-15165: the lock-byte page in the table, at the first page after
+     * it, within t_a, within t_s */
+    static const uint32_t pending[] = {0x8000, 13000 * 512, 13200 * 512, 14000 * 512};
+    int old = sqlite3_test_control(SQLITE_TESTCTRL_PENDING_BYTE, 0x8000);
+    for (size_t i = 0; i < sizeof pending / sizeof pending[0]; i++) {
+        sqlite3_test_control(SQLITE_TESTCTRL_PENDING_BYTE, pending[i]);
+        tr_btree_set_pending_byte(pending[i]);
+        check_apart(512, 20000);
+    }
+    sqlite3_test_control(SQLITE_TESTCTRL_PENDING_BYTE, old);
+    tr_btree_set_pending_byte(0x40000000u);
+}
+
 static int fill_reversed(const void *ctx, size_t i, tr_cell *c)
 {
     (void)ctx;
@@ -402,4 +497,5 @@ static void test_btree_refusals(void)
 
 TR_SUITE(btree_append, {"loads checked against INSERT and CREATE INDEX", test_btree_loads},
          {"the lock-byte page is skipped", test_btree_lock_page},
+         {"indexes built apart: the bytes of the load in place", test_btree_apart},
          {"refused inputs", test_btree_refusals})
