@@ -607,13 +607,21 @@ typedef struct {
 } beside_events_job;
 
 /* The events' order by parent, and events_parent's pages from it where
- * they are built apart (the order's memory then goes back at once). */
+ * they are built apart (the order's memory then goes back at once).  When
+ * the side file fails (a full disk), the order stays for the first thread
+ * to build them in place. */
 static tr_status index_by_parent(beside_events_job *j, tr_error *err)
 {
     tr_status st = sort_by_parent(j->t, &j->order, err);
     if (st == TR_OK && j->index) {
-        st = tr_btree_index(j->index, j->index_root, 2, j->t->events.n, fill_parent_entry, &j->order, err);
-        parent_order_free(&j->order);
+        tr_error ignored;
+        if (tr_btree_index(j->index, j->index_root, 2, j->t->events.n, fill_parent_entry, &j->order,
+                           &ignored) == TR_OK) {
+            parent_order_free(&j->order);
+        } else {
+            tr_btree_abort(j->index);
+            j->index = NULL;
+        }
     }
     return st;
 }
