@@ -559,8 +559,8 @@ static void merge_track_runs(const track_keys *tk, int (*listed)(const tr_event 
     finish_ties(order, tie_from, k);
 }
 
-/* Any other order: an LSD radix sort of (key, index) pairs, then the ties
- * finished. */
+/* Any other order: a radix sort of (key, index) pairs (radix_sort_keyed()),
+ * then the ties finished. */
 static tr_status radix_sort_on_tracks(const track_keys *tk, uint32_t *order, size_t n, tr_error *err)
 {
     uint64_t *ka = tr_spill_calloc(n, sizeof *ka), *kb = tr_spill_calloc(n, sizeof *kb);
