@@ -183,24 +183,29 @@ uint32_t tr_intern_find(const tr_intern *t, const char *s, size_t len)
     return t->slots[probe(t, s, len, hash_bytes(s, len))] & ~tag_bits(t->id_bits);
 }
 
-uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
+/* Makes the table and its index, if this is the first string or the index
+ * was dropped; -1 on out-of-memory. */
+static int ensure_index(tr_intern *t)
 {
-    if (len > UINT32_MAX - 1)
-        return 0;
     if (t->count == 0) {
         t->cap = 1024;
         t->entries = tr_spill_calloc(t->cap, sizeof *t->entries);
         if (!t->entries || rehash(t, 2048) < 0)
-            return 0;
+            return -1;
         t->count = 1;
     } else if (!t->nslots) {
         size_t nslots = 2048;
         while (nslots < t->count * 2)
             nslots *= 2;
         if (rehash(t, nslots) < 0)
-            return 0;
+            return -1;
     }
-    uint32_t h = hash_bytes(s, len);
+    return 0;
+}
+
+/* tr_intern_add() once the index exists and the hash is known. */
+static uint32_t add_hashed(tr_intern *t, const char *s, size_t len, uint32_t h)
+{
     /* In a spill file, a new string's slot would be read (a fault that maps
      * its page read-only) and then written (a second fault): an atomic or of 0
      * makes the first touch a write.  On the heap every page is already
@@ -230,6 +235,51 @@ uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
     t->entries[id] = (tr_intern_entry){copy, (uint32_t)len, h};
     t->slots[i] = (h & tag_bits(t->id_bits)) | id;
     return id;
+}
+
+uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len)
+{
+    if (len > UINT32_MAX - 1 || ensure_index(t) < 0)
+        return 0;
+    return add_hashed(t, s, len, hash_bytes(s, len));
+}
+
+/* How many strings ahead of the one being added its home slot is fetched:
+ * enough to cover a miss to memory with the adds in between. */
+#define FETCH_AHEAD 8
+
+static void fetch_slot(const tr_intern *t, uint32_t h)
+{
+    __builtin_prefetch(&t->slots[h & (t->nslots - 1)], 1, 3);
+}
+
+void tr_intern_prefetch(const tr_intern *t, const char *s, size_t len)
+{
+    if (t->nslots)
+        fetch_slot(t, hash_bytes(s, len));
+}
+
+int tr_intern_add_many(tr_intern *t, size_t n, const char *const *s, const uint32_t *len,
+                       uint32_t *ids)
+{
+    uint32_t h[TR_INTERN_MANY];
+    if (n > TR_INTERN_MANY || (n && ensure_index(t) < 0))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (len[i] > UINT32_MAX - 1)
+            return -1;
+        h[i] = hash_bytes(s[i], len[i]);
+        if (i < FETCH_AHEAD)
+            fetch_slot(t, h[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        /* a rehash in between moves the slots: a stale fetch is only wasted */
+        if (i + FETCH_AHEAD < n)
+            fetch_slot(t, h[i + FETCH_AHEAD]);
+        if (!(ids[i] = add_hashed(t, s[i], len[i], h[i])))
+            return -1;
+    }
+    return 0;
 }
 
 void tr_intern_drop_index(tr_intern *t)

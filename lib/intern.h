@@ -40,6 +40,17 @@ void tr_intern_free(tr_intern *t);
 /* Returns the id of s[0..len), adding it if new; 0 on out-of-memory. */
 uint32_t tr_intern_add(tr_intern *t, const char *s, size_t len);
 uint32_t tr_intern_cstr(tr_intern *t, const char *s);
+/* Asks for the memory where s[0..len) is or would go, ahead of its
+ * tr_intern_add(), for a caller that sees its next strings coming; it
+ * changes nothing. */
+void tr_intern_prefetch(const tr_intern *t, const char *s, size_t len);
+/* Adds s[i][0..len[i]) for i < n (n at most TR_INTERN_MANY) in that order, as
+ * n calls of tr_intern_add() would, and puts their ids in ids[]; 0, or -1 on
+ * out-of-memory or n too large.  Faster where many strings are new: each
+ * one's slot is fetched from memory while those before it are added. */
+#define TR_INTERN_MANY 64
+int tr_intern_add_many(tr_intern *t, size_t n, const char *const *s, const uint32_t *len,
+                       uint32_t *ids);
 /* Returns the id if present, else 0. */
 uint32_t tr_intern_find(const tr_intern *t, const char *s, size_t len);
 /* Frees the hash index, keeping every string and id: for when the lookups

@@ -314,6 +314,43 @@ static void sort_strings(ct_reader *r)
     }
 }
 
+/* A string table's texts, interned a batch at a time (tr_intern_add_many()):
+ * in a large trace most kernel and marker names are new, and a batch lets
+ * each one's slot come from memory while those before it are added.  The
+ * texts are copied, since a row's cells last only until the next row. */
+typedef struct {
+    char bytes[16384];
+    size_t used, n;
+    const char *s[TR_INTERN_MANY];
+    uint32_t len[TR_INTERN_MANY], ids[TR_INTERN_MANY];
+    size_t at[TR_INTERN_MANY];   /* the row's place in r->str */
+} text_batch;
+
+static int intern_texts(ct_reader *r, text_batch *b)
+{
+    int rc = tr_intern_add_many(&r->t->strings, b->n, b->s, b->len, b->ids);
+    for (size_t i = 0; rc == 0 && i < b->n; i++)
+        r->str[b->at[i]].raw = b->ids[i];
+    b->n = b->used = 0;
+    return rc;
+}
+
+/* Queues the text of r->str[at]; -1 on out-of-memory. */
+static int queue_text(ct_reader *r, text_batch *b, size_t at, const char *v, size_t len)
+{
+    if (b->n == TR_INTERN_MANY || sizeof b->bytes - b->used < len)
+        if (intern_texts(r, b) < 0)
+            return -1;
+    if (len > sizeof b->bytes)
+        return (r->str[at].raw = tr_intern_add(&r->t->strings, v, len)) ? 0 : -1;
+    memcpy(b->bytes + b->used, v, len);
+    b->s[b->n] = b->bytes + b->used;
+    b->len[b->n] = (uint32_t)len;
+    b->at[b->n++] = at;
+    b->used += len;
+    return 0;
+}
+
 tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err)
 {
     ct_row w;
@@ -323,6 +360,8 @@ tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err)
         return s;
     int rc, vc = w.col[CT_TEXT], sorted = 1;
     size_t cap = r->nstr;
+    text_batch texts;
+    texts.n = texts.used = 0;
     while ((w.cells = tr_sql_ahead_next(a, &rc, err)) != NULL) {
         tr_spill_tick();
         if (r->nstr == cap) {
@@ -339,14 +378,16 @@ tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err)
         int len = w.cells[vc].len;
         struct ct_string *x = &r->str[r->nstr];
         x->id = row_int(&w, w.col[CT_ID]);
-        x->raw = tr_intern_add(&r->t->strings, v ? v : "", v ? (size_t)len : 0);
+        x->raw = 0;
         x->kernel = 0;
-        if (!x->raw)
+        if (queue_text(r, &texts, r->nstr, v ? v : "", v ? (size_t)len : 0) < 0)
             return ahead_oom(r, &w, a, err);
         if (r->nstr && x[-1].id >= x->id)
             sorted = 0;
         r->nstr++;
     }
+    if (intern_texts(r, &texts) < 0)
+        return ahead_oom(r, &w, a, err);
     if (!sorted)
         sort_strings(r);
     r->str_dense = r->nstr && (uint64_t)r->str[r->nstr - 1].id - (uint64_t)r->str[0].id == r->nstr - 1;

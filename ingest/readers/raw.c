@@ -215,42 +215,71 @@ static tr_status resolve_pending(raw_reader *r, tr_error *err)
     return s;
 }
 
+/* Grows the maps from the file's string ids so that id fits. */
+static tr_status fit_string_id(raw_reader *r, uint32_t id, tr_error *err)
+{
+    if (id < r->nstrs)
+        return TR_OK;
+    size_t nn = r->nstrs ? r->nstrs : 64;
+    while (nn <= id)
+        nn *= 2;
+    if (nn > (1u << 26))
+        return tr_fail(err, TR_ERR_INPUT, "%s: string id %u out of range", r->path, id);
+    uint32_t *a = tr_spill_realloc(r->strs, r->nstrs * sizeof *a, nn * sizeof *a);
+    if (!a)
+        return oom(err);
+    r->strs = a;
+    uint32_t *b = tr_spill_realloc(r->kname, r->nstrs * sizeof *b, nn * sizeof *b);
+    if (!b)
+        return oom(err);
+    r->kname = b;
+    memset(r->strs + r->nstrs, 0, (nn - r->nstrs) * sizeof *a);
+    memset(r->kname + r->nstrs, 0, (nn - r->nstrs) * sizeof *b);
+    r->nstrs = nn;
+    return TR_OK;
+}
+
+/* The strings of a STRINGS chunk, interned a batch at a time: in a PyTorch
+ * recording nearly every NVTX text is new, and a batch lets each one's slot
+ * in the string table come from memory while the ones before it are added. */
+typedef struct {
+    const char *s[TR_INTERN_MANY];
+    uint32_t len[TR_INTERN_MANY], file_id[TR_INTERN_MANY], ids[TR_INTERN_MANY];
+    size_t n;
+} string_batch;
+
+static tr_status intern_batch(raw_reader *r, string_batch *sb, tr_error *err)
+{
+    if (tr_intern_add_many(&r->t->strings, sb->n, sb->s, sb->len, sb->ids) < 0)
+        return oom(err);
+    for (size_t i = 0; i < sb->n; i++) {
+        r->strs[sb->file_id[i]] = sb->ids[i];
+        r->kname[sb->file_id[i]] = 0;
+    }
+    sb->n = 0;
+    return TR_OK;
+}
+
 static tr_status read_strings(raw_reader *r, const unsigned char *p, size_t n, tr_error *err)
 {
+    string_batch sb;
+    sb.n = 0;
     size_t off = 0;
-    while (off + 8 <= n) {
+    tr_status s = TR_OK;
+    while (off + 8 <= n && s == TR_OK) {
         uint32_t id = tr_raw_ld32(p + off), len = tr_raw_ld32(p + off + 4);
         if (len > n - off - 8)
             break;   /* padding or damage: the CRC passed, so padding */
-        if (id == 0) {
-            off += 8 + ((len + 3u) & ~3u);
-            continue;
+        if (id != 0 && (s = fit_string_id(r, id, err)) == TR_OK) {
+            sb.s[sb.n] = (const char *)p + off + 8;
+            sb.len[sb.n] = len;
+            sb.file_id[sb.n++] = id;
+            if (sb.n == TR_INTERN_MANY)
+                s = intern_batch(r, &sb, err);
         }
-        if (id >= r->nstrs) {
-            size_t nn = r->nstrs ? r->nstrs : 64;
-            while (nn <= id)
-                nn *= 2;
-            if (nn > (1u << 26))
-                return tr_fail(err, TR_ERR_INPUT, "%s: string id %u out of range", r->path, id);
-            uint32_t *a = tr_spill_realloc(r->strs, r->nstrs * sizeof *a, nn * sizeof *a);
-            if (!a)
-                return oom(err);
-            r->strs = a;
-            uint32_t *b = tr_spill_realloc(r->kname, r->nstrs * sizeof *b, nn * sizeof *b);
-            if (!b)
-                return oom(err);
-            r->kname = b;
-            memset(r->strs + r->nstrs, 0, (nn - r->nstrs) * sizeof *a);
-            memset(r->kname + r->nstrs, 0, (nn - r->nstrs) * sizeof *b);
-            r->nstrs = nn;
-        }
-        r->strs[id] = tr_intern_add(&r->t->strings, (const char *)p + off + 8, len);
-        r->kname[id] = 0;
-        if (!r->strs[id])
-            return oom(err);
         off += 8 + (((size_t)len + 3u) & ~(size_t)3u);
     }
-    return TR_OK;
+    return s == TR_OK ? intern_batch(r, &sb, err) : s;
 }
 
 static void read_meta(raw_reader *r, const unsigned char *p, size_t n)

@@ -100,6 +100,56 @@ static void test_intern_slots_in_file(void)
     tr_spill_set_dir(NULL);
 }
 
+/* Batches of new, repeated and in-batch duplicate strings, of every size up
+ * to TR_INTERN_MANY, some added one at a time, across many growths of the
+ * table and after its index is dropped: each id is the one tr_intern_add()
+ * gives for the same sequence. */
+static void test_intern_add_many(void)
+{
+    tr_intern one, many;
+    tr_intern_init(&one);
+    tr_intern_init(&many);
+    char text[TR_INTERN_MANY][24];
+    const char *s[TR_INTERN_MANY];
+    uint32_t len[TR_INTERN_MANY], ids[TR_INTERN_MANY];
+    unsigned seed = 12345, wrong = 0, batches = 0;
+    CU_ASSERT_EQUAL(tr_intern_add_many(&many, 0, s, len, ids), 0);   /* nothing, no table */
+    CU_ASSERT_EQUAL(tr_intern_count(&many), 0);
+    for (size_t total = 0; total < 300000; batches++) {
+        size_t n = batches % (TR_INTERN_MANY + 1);
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            /* one in four repeats an earlier string, some within the batch */
+            unsigned k = (seed >> 8) % 4 == 0 ? (seed >> 12) % (unsigned)(total + 1) : (unsigned)(total + i);
+            len[i] = (uint32_t)snprintf(text[i], sizeof text[i], "s%u", k);
+            s[i] = text[i];
+        }
+        total += n;
+        if (batches == 700) {
+            tr_intern_drop_index(&one);
+            tr_intern_drop_index(&many);
+        }
+        if (batches % 5 == 4) {   /* the two ways into one table */
+            for (size_t i = 0; i < n; i++)
+                ids[i] = tr_intern_add(&many, s[i], len[i]);
+        } else if (tr_intern_add_many(&many, n, s, len, ids) != 0) {
+            wrong++;
+            break;
+        }
+        for (size_t i = 0; i < n; i++)
+            wrong += tr_intern_add(&one, s[i], len[i]) != ids[i];
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+    CU_ASSERT(tr_intern_count(&many) > 200000);
+    CU_ASSERT_EQUAL(tr_intern_count(&many), tr_intern_count(&one));
+    for (size_t id = 1; id <= tr_intern_count(&many); id += 97)
+        wrong += strcmp(tr_intern_str(&many, (uint32_t)id), tr_intern_str(&one, (uint32_t)id)) != 0;
+    CU_ASSERT_EQUAL(wrong, 0);
+    CU_ASSERT_EQUAL(tr_intern_add_many(&many, TR_INTERN_MANY + 1, s, len, ids), -1);
+    tr_intern_free(&one);
+    tr_intern_free(&many);
+}
+
 /* The hash reads eight bytes a step, then the tail: strings that differ only
  * past a word boundary, by length, or after a NUL must stay distinct, and every
  * id must still be found after the table has grown many times. */
@@ -191,6 +241,7 @@ TR_SUITE(containers,
          {"string interning", test_intern},
          {"string interning: word boundaries, NULs, growth", test_intern_words},
          {"string interning without its index", test_intern_drop_index},
+         {"string interning a batch at a time: the ids one at a time gives", test_intern_add_many},
          {"string interning with its slots in a spill file", test_intern_slots_in_file},
          {"int64 map with deletion", test_i64map},
          {"PyTorch number formats", test_format})
