@@ -367,6 +367,15 @@ const tr_sql_cell *tr_sql_ahead_next(tr_sql_ahead *a, int *rc, tr_error *err)
     }
 }
 
+const tr_sql_cell *tr_sql_ahead_peek(const tr_sql_ahead *a, size_t k)
+{
+    const ahead_batch *b = &a->batch[a->taken % TR_AHEAD_NBATCH];
+    /* a->row > 0: next() gave a row of this batch, which it waited to be filled */
+    if (a->row == 0 || k >= b->n - (a->row - 1))
+        return NULL;
+    return b->cells + (a->row - 1 + k) * (size_t)a->ncols;
+}
+
 void tr_sql_ahead_stop(tr_sql_ahead *a)
 {
     if (!a)

@@ -61,6 +61,11 @@ size_t tr_sql_ahead_direct_rows(const tr_sql_ahead *ahead);
 
 /* The next row's ncols cells; NULL at the end (*rc 0) or on error (*rc -1, err filled). */
 const tr_sql_cell *tr_sql_ahead_next(tr_sql_ahead *ahead, int *rc, tr_error *err);
+/* The cells of the row k rows after the one tr_sql_ahead_next() last gave,
+ * while that row is already at hand (in the same batch); NULL otherwise.
+ * They live as the last row's do.  For a loop that asks for memory ahead of
+ * the rows it will read. */
+const tr_sql_cell *tr_sql_ahead_peek(const tr_sql_ahead *ahead, size_t k);
 /* Stops the helper (it may be ahead of the caller) and frees; st stays the caller's. */
 void tr_sql_ahead_stop(tr_sql_ahead *ahead);
 

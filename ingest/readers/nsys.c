@@ -143,6 +143,9 @@ static tr_status add_nvtx_event(ct_reader *r, const tr_sql_cell *c, size_t *unte
     return TR_OK;
 }
 
+/* How many rows ahead of the one being added a text's slot is asked for. */
+#define NVTX_FETCH_AHEAD 8
+
 /* NVTX_EVENTS, read ahead on a second thread (lib/sql_ahead.h) like the
  * activity tables: on an export of PyTorch's emit_nvtx ranges, stepping it
  * on the reading thread made that thread the busy one (docs/ingest.md). */
@@ -166,8 +169,14 @@ static tr_status read_nvtx(ct_reader *r, const ct_table *table, tr_error *err)
     ct_bad bad = {tab, 0, 0};
     const tr_sql_cell *c;
     int rc = 0;
-    while (s == TR_OK && (c = tr_sql_ahead_next(ahead, &rc, err)) != NULL)
+    while (s == TR_OK && (c = tr_sql_ahead_next(ahead, &rc, err)) != NULL) {
+        /* an export of PyTorch's emit_nvtx ranges has a new text a range: its
+         * slot in the string table asked for a few rows ahead of its add */
+        const tr_sql_cell *soon = tr_sql_ahead_peek(ahead, NVTX_FETCH_AHEAD);
+        if (soon && soon[3].p)
+            tr_intern_prefetch(&r->t->strings, soon[3].p, (size_t)soon[3].len);
         s = add_nvtx_event(r, c, &unterminated, &bad, err);
+    }
     tr_sql_ahead_stop(ahead);
     sqlite3_finalize(st);
     if (s != TR_OK)

@@ -175,6 +175,59 @@ static void test_failure(void)
     sqlite3_close(db);
 }
 
+/* A peek k rows ahead shows the row that next() gives k rows later, with its
+ * text, or nothing when that row is not yet at hand; it never moves the rows. */
+static void test_peek(void)
+{
+    enum { N = 20000, ROWS = N - N / 7 };
+    static const size_t ks[] = {0, 1, 8, 3000};
+    for (int threaded = 0; threaded < 2; threaded++) {
+        sqlite3 *db, *peer;
+        open_table(N, &db, &peer);
+        sqlite3_stmt *st;
+        CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(peer, "SELECT id, v, t FROM r", -1, &st, NULL), SQLITE_OK);
+        tr_sql_ahead *a;
+        tr_error err;
+        CU_ASSERT_EQUAL_FATAL(tr_sql_ahead_start(&a, st, 3, "iit", "rows", threaded, &err), TR_OK);
+        CU_ASSERT_PTR_NULL(tr_sql_ahead_peek(a, 0));   /* no row given yet */
+        static int64_t ids[ROWS], seen[ROWS][4];
+        int rc, rows = 0, wrong = 0, shown[4] = {0}, hidden[4] = {0};
+        const tr_sql_cell *c;
+        while ((c = tr_sql_ahead_next(a, &rc, &err)) != NULL && rows < ROWS) {
+            ids[rows] = c[0].i;
+            for (int j = 0; j < 4; j++) {
+                const tr_sql_cell *p = tr_sql_ahead_peek(a, ks[j]);
+                seen[rows][j] = p ? p[0].i : -1;
+                if (!p) {
+                    hidden[j]++;
+                    continue;
+                }
+                shown[j]++;
+                char t[32];
+                snprintf(t, sizeof t, "row %d", (int)p[0].i);
+                wrong += j == 0 && p != c;
+                wrong += !p[2].p || strcmp(p[2].p, t) != 0;
+            }
+            rows++;
+        }
+        CU_ASSERT_EQUAL(rc, 0);
+        CU_ASSERT_EQUAL(rows, ROWS);
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < 4; j++)
+                wrong += seen[r][j] != -1 && (r + ks[j] >= (size_t)rows || seen[r][j] != ids[r + ks[j]]);
+        CU_ASSERT_EQUAL(wrong, 0);
+        CU_ASSERT_EQUAL(shown[0], ROWS);   /* the row itself: always at hand */
+        CU_ASSERT(shown[2] > ROWS / 2 && hidden[2] > 0);   /* eight ahead: but at a batch's end */
+        CU_ASSERT(hidden[3] > 0);
+        CU_ASSERT_PTR_NULL(tr_sql_ahead_peek(a, (size_t)-1));
+        tr_sql_ahead_stop(a);
+        sqlite3_finalize(st);
+        sqlite3_close(peer);
+        sqlite3_close(db);
+    }
+}
+
 TR_SUITE(sql_ahead, {"merged read-aheads give every row in order", test_merge},
          {"blocks of ids cover the span once, at the ends of int64", test_blocks_edges},
-         {"a failing step is reported", test_failure});
+         {"a failing step is reported", test_failure},
+         {"a peek ahead shows the row next() gives later", test_peek});
