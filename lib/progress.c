@@ -23,12 +23,19 @@ struct tr_progress {
     const atomic_size_t *counter;
     char label[512];
     size_t count0, phase_count0;   /* counter at start and at the phase's start */
-    uint64_t bytes_total, rchar0;
+    uint64_t bytes_total, rchar0, mapped0;
     int rchar_ok;
     double phase_t0;
     double next_draw;              /* CLOCK_MONOTONIC seconds */
     size_t shown;                  /* columns the line occupies now, 0 = none */
 };
+
+atomic_uint_least64_t tr_progress_mapped_bytes;
+
+static uint64_t mapped_now(void)
+{
+    return atomic_load_explicit(&tr_progress_mapped_bytes, memory_order_relaxed);
+}
 
 int tr_progress_wanted(void)
 {
@@ -162,9 +169,10 @@ static void redraw(tr_progress *p)
         }
     }
     uint64_t rchar;
-    if (p->bytes_total && p->rchar_ok && read_rchar(&rchar) == 0 && rchar > p->rchar0) {
+    uint64_t done = p->bytes_total && p->rchar_ok && read_rchar(&rchar) == 0 && rchar >= p->rchar0
+                    ? rchar - p->rchar0 + (mapped_now() - p->mapped0) : 0;
+    if (done) {
         /* a reader may read a page twice (SQLite): never past the end */
-        uint64_t done = rchar - p->rchar0;
         if (done > p->bytes_total)
             done = p->bytes_total;
         tr_progress_fmt_bytes(a, sizeof a, done);
@@ -260,6 +268,7 @@ void tr_progress_phase(tr_progress *p, const char *label, uint64_t bytes_total)
             *q = '?';
     p->bytes_total = bytes_total;
     p->rchar_ok = bytes_total && read_rchar(&p->rchar0) == 0;
+    p->mapped0 = mapped_now();
     p->phase_count0 = count_now(p);
     p->phase_t0 = now_s();
     pthread_cond_signal(&p->cv);

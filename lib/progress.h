@@ -27,6 +27,10 @@
 #include <stdio.h>
 
 typedef struct tr_progress tr_progress;
+/* Bytes read from files mapped into memory: rchar does not see them, so a
+ * reader that maps its input adds here (relaxed) what it has gone past, and
+ * the line counts them with rchar's growth. */
+extern atomic_uint_least64_t tr_progress_mapped_bytes;
 
 /* 1 when a progress line is wanted on stderr: TR_PROGRESS=1 forces it,
  * TR_PROGRESS=0 turns it off, otherwise only when stderr is a terminal. */

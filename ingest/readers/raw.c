@@ -42,6 +42,7 @@
 #include "lib/cuda_enums.h"
 #include "lib/i64map.h"
 #include "lib/names.h"
+#include "lib/progress.h"
 #include "lib/spill.h"
 #include "record/raw_format.h"
 
@@ -977,6 +978,7 @@ static void release_before(raw_input *in, size_t off)
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t upto = off / page * page;
     madvise((void *)(in->d + in->released), upto - in->released, MADV_DONTNEED);
+    atomic_fetch_add_explicit(&tr_progress_mapped_bytes, upto - in->released, memory_order_relaxed);
     in->released = upto;
 }
 
