@@ -12,6 +12,7 @@
 
 #include "ingest/ingest.h"
 #include "lib/elf_symbols.h"
+#include "lib/progress.h"
 #include "record/raw_format.h"
 #include "tests/unit/elf_fixture.h"
 #include "tests/unit/unit.h"
@@ -1135,6 +1136,57 @@ static void test_join_prefers_runtime_call(void)
     free(b.d);
 }
 
+/* A file of many STRINGS chunks, some ids given twice: an id names the last
+ * text given it, every text is interned, and the bytes the reader went past
+ * count for the progress line (rchar does not see a mapping). */
+static void test_many_strings(void)
+{
+    rbuf b = {0};
+    header(&b, TR_RAW_MAJOR);
+    enum { PER_CHUNK = 40, CHUNKS = 10000 };
+    char text[PER_CHUNK][32];
+    const char *s[PER_CHUNK];
+    for (int c = 0; c < CHUNKS; c++) {
+        for (int i = 0; i < PER_CHUNK; i++) {
+            snprintf(text[i], sizeof text[i], "text %d of chunk %d", c * PER_CHUNK + i, c);
+            s[i] = text[i];
+        }
+        /* every 100th chunk gives the ids of the chunk before again */
+        uint32_t first = 1 + (uint32_t)(c % 100 == 99 ? c - 1 : c) * PER_CHUNK;
+        strings(&b, s, first, PER_CHUNK);
+    }
+    /* marks named by the first id, and by an id chunk 99 gave again */
+    tr_raw_marker mk[2] = {{T0_MONO + 100, 0, TR_RAW_MK_MARK, 11, 1, 0},
+                           {T0_MONO + 200, 0, TR_RAW_MK_MARK, 11, 1 + 98 * PER_CHUNK + 5, 0}};
+    records(&b, TR_RAW_REC_MARKER, mk, 2);
+    unsigned char end[8] = {0};
+    chunk(&b, TR_RAW_CH_END, end, sizeof end);
+    tr_trace t;
+    warns w;
+    tr_error err;
+    CU_ASSERT_FATAL(tr_trace_init(&t, &err) == TR_OK);
+    uint64_t mapped0 = atomic_load(&tr_progress_mapped_bytes);
+    CU_ASSERT_EQUAL_FATAL(read_bytes(b.d, b.n, &t, &w, &err), TR_OK);
+    uint64_t mapped = atomic_load(&tr_progress_mapped_bytes) - mapped0;
+    CU_ASSERT(b.n > (12u << 20));
+    CU_ASSERT(mapped <= b.n && mapped + (5u << 20) >= b.n);
+    CU_ASSERT_EQUAL(w.n, 0);
+    const tr_event *m0 = find(&t, TR_KIND_MARK, 0), *m1 = find(&t, TR_KIND_MARK, 1);
+    CU_ASSERT_FATAL(m0 && m1);
+    CU_ASSERT_STRING_EQUAL(tr_str_of(&t, m0->name), "text 0 of chunk 0");
+    CU_ASSERT_STRING_EQUAL(tr_str_of(&t, m1->name), "text 3965 of chunk 99");
+    size_t texts = (size_t)CHUNKS * PER_CHUNK, wrong = 0;
+    CU_ASSERT(tr_intern_count(&t.strings) >= texts);
+    for (size_t k = 0; k < texts; k += 7) {
+        char want[32];
+        snprintf(want, sizeof want, "text %zu of chunk %zu", k, k / PER_CHUNK);
+        wrong += tr_intern_find(&t.strings, want, strlen(want)) == 0;
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+    tr_trace_free(&t);
+    free(b.d);
+}
+
 TR_SUITE(raw_reader,
          {"CUPTI's clock, copy joins, queries, STATUS warnings", test_clock_joins_queries_status},
          {"a runtime call's correlation over a driver call's", test_join_prefers_runtime_call},
@@ -1146,7 +1198,8 @@ TR_SUITE(raw_reader,
          {"newer major version refused", test_newer_version_refused},
          {"unknown record kinds and chunk types skipped", test_unknown_kind_and_chunk_skipped},
          {"streams and syncs before their context record", test_context_after_its_streams},
-         {"zlib's CRC-32 is the recorder's", test_crc_matches_recorder})
+         {"zlib's CRC-32 is the recorder's", test_crc_matches_recorder},
+         {"many strings chunks: every text, and the bytes gone past", test_many_strings})
 
 TR_SUITE(raw_native_frames,
          {"frames named through the recorded build-id", test_native_by_build_id},
