@@ -55,8 +55,9 @@ static unsigned char simple_escape(unsigned char c)
     }
 }
 
-/* js->p at the opening '"'; *out: the unescaped text, NUL-terminated. */
-static int parse_string(js_parser *js, char **out)
+/* js->p at the opening '"'; *out: the unescaped text, NUL-terminated, *len
+ * its length. */
+static int parse_string(js_parser *js, char **out, size_t *len)
 {
     const unsigned char *start = js->p + 1, *q = start;
     size_t escapes = 0;
@@ -91,6 +92,7 @@ static int parse_string(js_parser *js, char **out)
     }
     s[n] = '\0';
     *out = s;
+    *len = n;
     js->p = q + 1;
     return 0;
 }
@@ -207,13 +209,24 @@ static int finish_container(cJSON *item, int type, cJSON *head, cJSON *tail)
     return 0;
 }
 
-/* Notes the root object's member n, whose value's text is [value, js->p),
- * when it is the first of a wanted name. */
-static void note_member(js_parser *js, const cJSON *n, const unsigned char *value)
+/* strcmp(name, s) == 0 for s of n bytes and a NUL, as a lookup in the tree
+ * compares (a key may hold a NUL byte: the lookup stops there), without a
+ * call (strcmp was 5% of the parsing thread's time at 10^7 events). */
+static int same_name(const char *name, const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && s[i] && name[i] == s[i])
+        i++;
+    return !name[i] && (i == n || !s[i]);
+}
+
+/* Notes the root object's member n, whose key is keylen bytes long and whose
+ * value's text is [value, js->p), when it is the first of a wanted name. */
+static void note_member(js_parser *js, const cJSON *n, size_t keylen, const unsigned char *value)
 {
     tr_json_member_numbers *m = js->members;
     for (int k = 0; k < m->nkeys; k++) {
-        if (n->string[0] != m->keys[k][0] || strcmp(n->string, m->keys[k]) != 0)
+        if (n->string[0] != m->keys[k][0] || !same_name(m->keys[k], n->string, keylen))
             continue;
         if ((m->number | m->other) >> k & 1)
             return;
@@ -248,8 +261,9 @@ static int parse_container(js_parser *js, cJSON *item)
         if (!n)
             return -1;
         link_item(&head, &tail, n);
+        size_t keylen = 0;
         if (object) {
-            if (js->p >= js->end || *js->p != '"' || parse_string(js, &n->string) < 0)
+            if (js->p >= js->end || *js->p != '"' || parse_string(js, &n->string, &keylen) < 0)
                 return -1;
             skip_space(js);
             if (js->p >= js->end || *js->p != ':')
@@ -261,7 +275,7 @@ static int parse_container(js_parser *js, cJSON *item)
         if (parse_value(js, n) < 0)
             return -1;
         if (object && js->depth == 1 && js->members)
-            note_member(js, n, value);
+            note_member(js, n, keylen, value);
         skip_space(js);
         if (js->p >= js->end)
             return -1;
@@ -293,9 +307,11 @@ static int parse_value(js_parser *js, cJSON *item)
     if (js->p >= js->end)
         return -1;
     switch (*js->p) {
-    case '"':
+    case '"': {
+        size_t len;
         item->type = cJSON_String;
-        return parse_string(js, &item->valuestring);
+        return parse_string(js, &item->valuestring, &len);
+    }
     case '{': case '[':
         return parse_container(js, item);
     case 'n':

@@ -185,6 +185,16 @@ static void test_member_numbers(void)
                       && strncmp(text + m.off[k], want[k], m.len[k]) == 0);
         }
     }
+    /* a key holding a NUL byte is found as a lookup finds it: up to the NUL */
+    static const char nul_keys[] = "{\"t\0\":1,\"ts\0x\":6,\"d\0ur\":2,\"dur\0\":3}";
+    tr_json_member_numbers m = {.keys = keys, .nkeys = 2};
+    size_t used = 0;
+    CU_ASSERT_PTR_NOT_NULL(tr_json_subset_parse_prefix_members(nul_keys, sizeof nul_keys - 1, NULL,
+                                                               arena_alloc, &used, &m));
+    CU_ASSERT_EQUAL(m.number, 3u);
+    CU_ASSERT_EQUAL(m.other, 0u);
+    CU_ASSERT(m.len[0] == 1 && nul_keys[m.off[0]] == '6');
+    CU_ASSERT(m.len[1] == 1 && nul_keys[m.off[1]] == '3');
     arena_clear();
 }
 
