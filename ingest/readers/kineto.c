@@ -97,8 +97,9 @@ typedef struct {
     int64_t ts, dur;  /* ns */
 } kin_times;
 
-/* One parsed trace event, its text (ts and dur are read from the text) and
- * the values under its keys and its args' (NULL where absent; see find_keys()). */
+/* One parsed trace event, its text (ts and dur are read from the text; of
+ * an event parse_in_place() took, only their digits) and the values under
+ * its keys and its args' (NULL where absent; see find_keys()). */
 typedef struct {
     const cJSON *ev;
     uint64_t off;
@@ -1480,11 +1481,20 @@ typedef struct {
 } kin_pipe;
 
 /* The object at the read position, parsed where it lies when the whole of it
- * is in the buffer and json_subset.h takes it: its text is appended to out and
- * it->ev set, with where its times are (kin_item.time_spans).  Otherwise
- * nothing is consumed and it->ev stays NULL.  Parsing it here spares a second
- * pass over its bytes: cutting and parsing are the same work, and so is
- * finding the times. */
+ * is in the buffer and json_subset.h takes it: it->ev set, and appended to
+ * out what the reading thread reads of its text: the digits of its ts and
+ * dur, with where they are (kin_item.time_spans), or, where one of them is
+ * not a number, the whole text.  Otherwise nothing is consumed and it->ev
+ * stays NULL.  Parsing it here spares a second pass over its bytes: cutting
+ * and parsing are the same work, and so is finding the times. */
+/* parse_in_place()'s end: the used bytes read, into the item's tree j. */
+static tr_status consume(kin_in *in, size_t used, kin_item *it, cJSON *j)
+{
+    in->pos += used;
+    it->ev = j;
+    return TR_OK;
+}
+
 static tr_status parse_in_place(kin_reader *r, kin_buf *out, kin_item *it)
 {
     kin_in *in = &r->in;
@@ -1498,15 +1508,36 @@ static tr_status parse_in_place(kin_reader *r, kin_buf *out, kin_item *it)
     /* a first ts or dur that is not a number (a numeric string) is the scan's to read */
     it->time_spans = !times.other;
     it->time_found = times.number;
-    for (int k = 0; k < 2; k++) {
-        it->time_off[k] = times.off[k];
-        it->time_len[k] = times.len[k];
-    }
-    if (buf_add(out, in->buf + in->pos, used) < 0)
+    if (!it->time_spans)
+        return buf_add(out, in->buf + in->pos, used) < 0 ? oom(r) : consume(in, used, it, j);
+    size_t base = out->n, len[2];
+    for (int k = 0; k < 2; k++)
+        len[k] = times.number >> k & 1 ? times.len[k] : 0;
+    if (buf_reserve(out, len[0] + len[1]) < 0)
         return oom(r);
-    in->pos += used;
-    it->ev = j;
-    return TR_OK;
+    for (int k = 0; k < 2; k++) {
+        it->time_off[k] = out->n - base;
+        it->time_len[k] = len[k];
+        memcpy(out->v + out->n, in->buf + in->pos + times.off[k], len[k]);
+        out->n += len[k];
+    }
+    out->v[out->n] = 0;
+    return consume(in, used, it, j);
+}
+/* The item for the element at off, its fields set as cutting begins.  Its
+ * key and arg arrays, a few hundred bytes, are left as they are: find_keys()
+ * fills them before any read (zeroing every item on the parsing thread was
+ * 1% of its instructions, and its stores). */
+static kin_item *item_start(kin_item *it, uint64_t off)
+{
+    it->ev = NULL;
+    it->off = off;
+    it->text = NULL;
+    it->len = 0;
+    it->escaped = 0;
+    it->time_spans = 0;
+    it->time_found = 0;
+    return it;
 }
 
 /* Cuts the next element into b (parsed already when parse_in_place() takes
@@ -1520,8 +1551,7 @@ static tr_status cut_element(kin_reader *r, kin_batch *b, int *end)
     if (c != '{')
         return bad(r, start, "%s", "trace event is not a JSON object");
     size_t at = b->text.n, escapes = r->escapes;
-    kin_item *it = &b->items[b->n];
-    *it = (kin_item){.off = start};
+    kin_item *it = item_start(&b->items[b->n], start);
     tr_status s = parse_in_place(r, &b->text, it);
     if (s == TR_OK && !it->ev)
         s = scan_value_into(r, &b->text);

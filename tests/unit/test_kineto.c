@@ -242,8 +242,9 @@ static void test_probe(void)
     CU_ASSERT(tr_kineto_probe("x.json", d, sizeof d - 1));
 }
 
-/* ts and dur come from one scan of the event text: numeric strings, either
- * order, a nested "ts" that is not the event's, and the first of two keys. */
+/* ts and dur come from the event text (the parse's spans or one scan):
+ * numeric strings, either order, a nested "ts" that is not the event's, the
+ * first of two keys, a string beside a number, all the digits, no dur. */
 static void test_time_keys(void)
 {
     const char *json =
@@ -252,12 +253,24 @@ static void test_time_keys(void)
         "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"b\",\"pid\":1,\"tid\":1,"
         "\"args\":{\"ts\":99,\"dur\":99},\"dur\":3,\"ts\":10},"
         "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"c\",\"pid\":1,\"tid\":1,"
-        "\"ts\":20,\"dur\":4,\"dur\":7}]";
+        "\"ts\":20,\"dur\":4,\"dur\":7},"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"d\",\"pid\":1,\"tid\":1,"
+        "\"ts\":30,\"dur\":\"5\"},"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"e\",\"pid\":1,\"tid\":2,"
+        "\"dur\":6.25,\"ts\":1669783687464181.123},"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"f\",\"pid\":1,\"tid\":3,\"ts\":40}]";
     tr_trace t;
     tr_error err;
     CU_ASSERT_EQUAL_FATAL(tr_trace_init(&t, &err), TR_OK);
     CU_ASSERT_EQUAL_FATAL(read_str(&t, json, &err), TR_OK);
-    CU_ASSERT_EQUAL_FATAL(t.events.n, 3);
+    CU_ASSERT_EQUAL_FATAL(t.events.n, 6);
+    /* a numeric string beside a number; more digits than a double holds; no dur */
+    CU_ASSERT_EQUAL(t.events.v[3].start, 30000);
+    CU_ASSERT_EQUAL(t.events.v[3].end, 35000);
+    CU_ASSERT_EQUAL(t.events.v[4].start, 1669783687464181123LL);
+    CU_ASSERT_EQUAL(t.events.v[4].end, 1669783687464181123LL + 6250);
+    CU_ASSERT_EQUAL(t.events.v[5].start, 40000);
+    CU_ASSERT_EQUAL(t.events.v[5].end, 40000);
     CU_ASSERT_EQUAL(t.events.v[0].start, 5000);
     CU_ASSERT_EQUAL(t.events.v[0].end, 7000);
     CU_ASSERT_EQUAL(t.events.v[1].start, 10000);
