@@ -56,7 +56,7 @@ static unsigned char simple_escape(unsigned char c)
 }
 
 /* js->p at the opening '"'; *out: the unescaped text, NUL-terminated, *len
- * its length. */
+ * (when not NULL) its length. */
 static int parse_string(js_parser *js, char **out, size_t *len)
 {
     const unsigned char *start = js->p + 1, *q = start;
@@ -92,7 +92,8 @@ static int parse_string(js_parser *js, char **out, size_t *len)
     }
     s[n] = '\0';
     *out = s;
-    *len = n;
+    if (len)
+        *len = n;
     js->p = q + 1;
     return 0;
 }
@@ -307,11 +308,9 @@ static int parse_value(js_parser *js, cJSON *item)
     if (js->p >= js->end)
         return -1;
     switch (*js->p) {
-    case '"': {
-        size_t len;
+    case '"':
         item->type = cJSON_String;
-        return parse_string(js, &item->valuestring, &len);
-    }
+        return parse_string(js, &item->valuestring, NULL);
     case '{': case '[':
         return parse_container(js, item);
     case 'n':

@@ -1487,14 +1487,6 @@ typedef struct {
  * not a number, the whole text.  Otherwise nothing is consumed and it->ev
  * stays NULL.  Parsing it here spares a second pass over its bytes: cutting
  * and parsing are the same work, and so is finding the times. */
-/* parse_in_place()'s end: the used bytes read, into the item's tree j. */
-static tr_status consume(kin_in *in, size_t used, kin_item *it, cJSON *j)
-{
-    in->pos += used;
-    it->ev = j;
-    return TR_OK;
-}
-
 static tr_status parse_in_place(kin_reader *r, kin_buf *out, kin_item *it)
 {
     kin_in *in = &r->in;
@@ -1508,22 +1500,20 @@ static tr_status parse_in_place(kin_reader *r, kin_buf *out, kin_item *it)
     /* a first ts or dur that is not a number (a numeric string) is the scan's to read */
     it->time_spans = !times.other;
     it->time_found = times.number;
-    if (!it->time_spans)
-        return buf_add(out, in->buf + in->pos, used) < 0 ? oom(r) : consume(in, used, it, j);
-    size_t base = out->n, len[2];
-    for (int k = 0; k < 2; k++)
-        len[k] = times.number >> k & 1 ? times.len[k] : 0;
-    if (buf_reserve(out, len[0] + len[1]) < 0)
+    if (!it->time_spans && buf_add(out, in->buf + in->pos, used) < 0)
         return oom(r);
-    for (int k = 0; k < 2; k++) {
+    size_t base = out->n;
+    for (int k = 0; k < 2 && it->time_spans; k++) {
         it->time_off[k] = out->n - base;
-        it->time_len[k] = len[k];
-        memcpy(out->v + out->n, in->buf + in->pos + times.off[k], len[k]);
-        out->n += len[k];
+        it->time_len[k] = times.number >> k & 1 ? times.len[k] : 0;
+        if (buf_add(out, in->buf + in->pos + times.off[k], it->time_len[k]) < 0)
+            return oom(r);
     }
-    out->v[out->n] = 0;
-    return consume(in, used, it, j);
+    in->pos += used;
+    it->ev = j;
+    return TR_OK;
 }
+
 /* The item for the element at off, its fields set as cutting begins.  Its
  * key and arg arrays, a few hundred bytes, are left as they are: find_keys()
  * fills them before any read (zeroing every item on the parsing thread was
