@@ -15,6 +15,9 @@
  * (lib/sqlite_format.h). */
 #define MAX_DEPTH 20
 #define MAX_HEADER 98307
+/* Bytes kept past the end of every buffer a record is decoded from, so an
+ * integer of fewer bytes can be read with one 8-byte load. */
+#define SLACK 8
 
 /* ---- the plan: what SQLite would do with the statement ---- */
 
@@ -246,12 +249,13 @@ static int gather_overflow(tr_btree_reader *r, const unsigned char *p, uint64_t 
     if (r->visited + pages > r->npages)
         return 0;
     if (size > r->overflow_cap) {
-        unsigned char *b = realloc(r->overflow, (size_t)size);
+        unsigned char *b = realloc(r->overflow, (size_t)size + SLACK);
         if (!b)
             return 0;
         r->overflow = b;
         r->overflow_cap = (size_t)size;
     }
+    memset(r->overflow + size, 0, SLACK);
     memcpy(r->overflow, p, (size_t)local);
     uint64_t have = local;
     uint32_t next = first;
@@ -277,12 +281,12 @@ static int decode_value(uint64_t type, const unsigned char *p, tr_btree_value *v
     if (type == 0) {
         v->type = SQLITE_NULL;
     } else if (type <= 6) {
-        unsigned n = int_len[type];
-        uint64_t x = p[0] & 0x80 ? ~(uint64_t)0 : 0;
-        for (unsigned k = 0; k < n; k++)
-            x = x << 8 | p[k];
+        /* big-endian two's complement in 1-8 bytes: read as 8 (a record's
+         * buffer has SLACK bytes past its end), the bytes after shifted out */
+        uint64_t x;
+        memcpy(&x, p, 8);
         v->type = SQLITE_INTEGER;
-        v->i = (int64_t)x;
+        v->i = (int64_t)__builtin_bswap64(x) >> (64 - 8 * int_len[type]);
     } else if (type == 7) {
         uint64_t x = 0;
         for (unsigned k = 0; k < 8; k++)
@@ -310,6 +314,38 @@ static uint64_t field_len(uint64_t type)
     return type < 12 ? len[type] : (type - 12) / 2;
 }
 
+/* The bytes of a field of each one-byte serial type (below 0x80, most of
+ * them): SQLite's table to 11, then (type - 12) / 2; BAD_TYPE for the
+ * reserved 10 and 11. */
+#define BAD_TYPE 0xFF
+static const unsigned char small_type_len[0x80] = {
+#define LEN2(t) (((t) - 12) / 2), (((t) + 1 - 12) / 2)
+#define LEN8(t) LEN2(t), LEN2((t) + 2), LEN2((t) + 4), LEN2((t) + 6)
+    0, 1, 2, 3, 4, 6, 8, 8, 0, 0, BAD_TYPE, BAD_TYPE, LEN2(12), LEN2(14),
+    LEN2(16), LEN2(18), LEN2(20), LEN2(22), LEN8(24), LEN8(32), LEN8(40), LEN8(48), LEN8(56),
+    LEN8(64), LEN8(72), LEN8(80), LEN8(88), LEN8(96), LEN8(104), LEN8(112), LEN8(120),
+#undef LEN8
+#undef LEN2
+};
+
+/* The next serial type of a header at h (before hend) and the bytes its field
+ * takes: the bytes of the type's varint, 0 where it does not end before hend
+ * or the type is reserved. */
+static unsigned header_type(const unsigned char *h, const unsigned char *hend, uint64_t *type,
+                            uint64_t *len)
+{
+    if (*h < 0x80) {
+        *type = *h;
+        *len = small_type_len[*h];
+        return *len != BAD_TYPE;
+    }
+    unsigned k = get_varint(h, hend, type);
+    if (!k)
+        return 0;
+    *len = field_len(*type);
+    return *type != 10 && *type != 11 ? k : 0;
+}
+
 /* The plan's values from a record.  The whole header is read and its fields
  * must fill the record exactly, as SQLite requires when it reads a header to
  * its end; fields past the header's end read as NULL (a column added later). */
@@ -321,24 +357,40 @@ static int decode_record(tr_btree_reader *r, int64_t rowid, const unsigned char 
     if (!n || hsize < n || hsize > size || hsize > MAX_HEADER)
         return 0;
     const unsigned char *h = rec + n, *hend = rec + hsize;
-    uint64_t body = hsize;
+    uint64_t body = hsize, len;
     int nfields = 0;
     uint64_t types[TR_BTREE_READ_MAXCOLS];
     uint64_t starts[TR_BTREE_READ_MAXCOLS];
-    while (h < hend) {
-        uint64_t t = *h;
-        unsigned k = t < 0x80 ? 1 : get_varint(h, hend, &t);   /* most types are one byte */
-        if (!k || t == 10 || t == 11)
+    /* the fields up to the last the plan reads: where each starts */
+    while (nfields <= r->max_field && h < hend) {
+        unsigned k = header_type(h, hend, &types[nfields], &len);
+        if (!k)
             return 0;
         h += k;
-        if (nfields <= r->max_field && nfields < TR_BTREE_READ_MAXCOLS) {
-            types[nfields] = t;
-            starts[nfields] = body;
-        }
-        body += field_len(t);
+        starts[nfields++] = body;
+        body += len;
         if (body > size)
             return 0;
-        nfields++;
+    }
+    /* the rest only for their lengths, which with these must fill the record;
+     * one-byte types add at most 57 a field, so body cannot wrap before the
+     * check at the end */
+    while (h < hend) {
+        if (*h < 0x80) {
+            len = small_type_len[*h++];
+            if (len == BAD_TYPE)
+                return 0;
+            body += len;
+            continue;
+        }
+        uint64_t t;
+        unsigned k = header_type(h, hend, &t, &len);
+        if (!k)
+            return 0;
+        h += k;
+        body += len;
+        if (body > size)
+            return 0;
     }
     if (body != size)
         return 0;
@@ -469,7 +521,7 @@ tr_btree_reader *tr_btree_reader_open(const char *path, const tr_btree_plan *pla
     int ok = r->fd >= 0 && read_header(r) && r->max_field < TR_BTREE_READ_MAXCOLS
              && (r->scratch = malloc(r->page_size)) != NULL;
     for (int d = 0; ok && d < MAX_DEPTH; d++)
-        ok = (r->stack[d].page = malloc(r->page_size)) != NULL;
+        ok = (r->stack[d].page = calloc(1, r->page_size + SLACK)) != NULL;
     if (!ok) {
         tr_btree_reader_close(r);
         return NULL;
