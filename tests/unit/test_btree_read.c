@@ -935,58 +935,6 @@ static void test_refused(void)
     }
 }
 
-/* A reserved serial type (10, 11) in a field after the last the plan reads,
- * in place of one whose value takes no bytes (NULL, 0, 1), so the lengths
- * still fill the record: the reader reads the whole header and gives up there,
- * as SQLite does when it reads a header to its end. */
-static void test_reserved_type_past_plan(void)
-{
-    char path[4096];
-    path_of(path, sizeof path, "reserved-type");
-    sqlite3 *db = create_db(path, 4096, 0);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(db);
-    CU_ASSERT(exec_ok(db, "CREATE TABLE t(a INTEGER, b INTEGER, c INTEGER);"
-                          "INSERT INTO t VALUES (-7, NULL, 5), (300, 0, 6), (70000, 1, 7)"));
-    close_checked(db, path, 4096, 0);
-    image im;
-    CU_ASSERT_FATAL(load_image(path, &im));
-    uint32_t root = root_of(path, "t");
-    CU_ASSERT_FATAL(root > 1 && root <= im.npages);
-    const tr_btree_plan plan = {root, 1, {0}};
-    for (unsigned row = 0; row < 3; row++) {
-        for (unsigned char type = 10; type <= 11; type++) {
-            /* the cell: payload size, rowid, then the record: its header size, a's type, b's type */
-            unsigned off = cell_of(&im, root, row);
-            uint64_t v;
-            off += varint(page_of(&im, root) + off, &v);
-            off += varint(page_of(&im, root) + off, &v);
-            size_t at = (size_t)(root - 1) * im.ps + off + 2;
-            CU_ASSERT_FATAL(im.b[at] <= 9);
-            FILE *f = fopen(path, "r+b");
-            CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-            CU_ASSERT(fseek(f, (long)at, SEEK_SET) == 0 && fputc(type, f) == type);
-            fclose(f);
-            tr_btree_reader *r = tr_btree_reader_open(path, &plan);
-            CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-            tr_btree_value vals[TR_BTREE_READ_MAXCOLS];
-            int64_t rowid;
-            static const int64_t a[] = {-7, 300, 70000};
-            for (unsigned k = 0; k < row; k++) {
-                CU_ASSERT_EQUAL(tr_btree_reader_next(r, &rowid, vals), 1);
-                CU_ASSERT(vals[0].type == SQLITE_INTEGER && vals[0].i == a[k]);
-            }
-            CU_ASSERT_EQUAL(tr_btree_reader_next(r, &rowid, vals), -1);
-            tr_btree_reader_close(r);
-            f = fopen(path, "r+b");
-            CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-            CU_ASSERT(fseek(f, (long)at, SEEK_SET) == 0 && fputc(im.b[at], f) == im.b[at]);
-            fclose(f);
-        }
-    }
-    free(im.b);
-    remove(path);
-}
-
 /* ---- damaged files ---- */
 
 typedef struct {
@@ -1029,6 +977,55 @@ static void read_damaged(damage_ctx *dc, const char *what, long at)
 static void patch(int fd, size_t off, const void *bytes, size_t n)
 {
     CU_ASSERT_EQUAL(pwrite(fd, bytes, n, (off_t)off), (ssize_t)n);
+}
+
+/* A reserved serial type (10, 11) in a field after the last the plan reads,
+ * in place of one whose value takes no bytes (NULL, 0, 1), so the lengths
+ * still fill the record: the reader reads the whole header and gives up there,
+ * as SQLite does when it reads a header to its end. */
+static void test_reserved_type_past_plan(void)
+{
+    char path[4096];
+    path_of(path, sizeof path, "reserved-type");
+    sqlite3 *db = create_db(path, 4096, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(db);
+    CU_ASSERT(exec_ok(db, "CREATE TABLE t(a INTEGER, b INTEGER, c INTEGER);"
+                          "INSERT INTO t VALUES (-7, NULL, 5), (300, 0, 6), (70000, 1, 7)"));
+    close_checked(db, path, 4096, 0);
+    image im;
+    CU_ASSERT_FATAL(load_image(path, &im));
+    uint32_t root = root_of(path, "t");
+    CU_ASSERT_FATAL(root > 1 && root <= im.npages);
+    const tr_btree_plan plan = {root, 1, {0}};
+    for (unsigned row = 0; row < 3; row++) {
+        for (unsigned char type = 10; type <= 11; type++) {
+            /* the cell: payload size, rowid, then the record: its header size, a's type, b's type */
+            unsigned off = cell_of(&im, root, row);
+            uint64_t v;
+            off += varint(page_of(&im, root) + off, &v);
+            off += varint(page_of(&im, root) + off, &v);
+            size_t at = (size_t)(root - 1) * im.ps + off + 2;
+            CU_ASSERT_FATAL(im.b[at] <= 9);
+            int fd = open(path, O_RDWR);
+            CU_ASSERT_FATAL(fd >= 0);
+            patch(fd, at, &type, 1);
+            tr_btree_reader *r = tr_btree_reader_open(path, &plan);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+            tr_btree_value vals[TR_BTREE_READ_MAXCOLS];
+            int64_t rowid;
+            static const int64_t a[] = {-7, 300, 70000};
+            for (unsigned k = 0; k < row; k++) {
+                CU_ASSERT_EQUAL(tr_btree_reader_next(r, &rowid, vals), 1);
+                CU_ASSERT(vals[0].type == SQLITE_INTEGER && vals[0].i == a[k]);
+            }
+            CU_ASSERT_EQUAL(tr_btree_reader_next(r, &rowid, vals), -1);
+            tr_btree_reader_close(r);
+            patch(fd, at, &im.b[at], 1);
+            close(fd);
+        }
+    }
+    free(im.b);
+    remove(path);
 }
 
 /* Each byte of [from, to) of page pgno set to 0, 0xFF and itself with the low bit flipped, in turn. */
