@@ -144,29 +144,37 @@ static __attribute__((noinline)) int reserve_bytes(unsigned char **buf, size_t *
  * longer than max or a buffer cannot grow.  One pass over the cells: the
  * serial types go to a buffer on the stack and the body to f->body as each
  * cell is seen, then both behind the header's length.  The integers go in
- * as 8-byte stores (so the body keeps 8 bytes to spare), shifted by a
- * table and counted for their body_len[] bytes, without a branch on the
- * data. */
+ * as 8-byte stores, shifted by a table and counted for their body_len[]
+ * bytes, without a branch on the data; the body has room for a store of
+ * every cell left (reserved before the loop and at each text), so the
+ * integers do not check it one by one. */
 static size_t encode_record(tr_btree_file *f, const tr_cell *cells, int n, int rowid_alias, size_t max)
 {
     unsigned char types[MAX_COLUMNS * 9];
     size_t nt = 0, nb = 0;
     int int01 = f->int01;
-    for (int i = 0; i < n; i++) {
+    size_t room = (size_t)n * 8 + 8;
+    if (room > f->body_size && reserve_bytes(&f->body, &f->body_size, room) < 0)
+        return RECORD_NO_MEMORY;
+    int i = 0;
+    if (rowid_alias && n > 0) {
+        types[nt++] = 0;
+        i = 1;
+    }
+    for (; i < n; i++) {
         const tr_cell *c = &cells[i];
-        if (c->type == TR_CELL_INT && !(i == 0 && rowid_alias)) {
+        if (c->type == TR_CELL_INT) {
             unsigned t = int_type(c->i, int01);
             types[nt++] = (unsigned char)t;
-            if (nb + 8 > f->body_size && reserve_bytes(&f->body, &f->body_size, nb + 8) < 0)
-                return RECORD_NO_MEMORY;
             uint64_t be = __builtin_bswap64((uint64_t)c->i << body_shift[t]);
             memcpy(f->body + nb, &be, 8);
             nb += body_len[t];
-        } else if (c->type == TR_CELL_TEXT && c->s && !(i == 0 && rowid_alias)) {
+        } else if (c->type == TR_CELL_TEXT && c->s) {
             size_t len = c->len < 0 ? strlen(c->s) : (size_t)c->len;
             if (nb + len > max)
                 return RECORD_TOO_LONG;
-            if (nb + len + 8 > f->body_size && reserve_bytes(&f->body, &f->body_size, nb + len + 8) < 0)
+            room = nb + len + (size_t)(n - i) * 8 + 8;
+            if (room > f->body_size && reserve_bytes(&f->body, &f->body_size, room) < 0)
                 return RECORD_NO_MEMORY;
             nt += put_varint(types + nt, 2 * (uint64_t)len + 13);
             memcpy(f->body + nb, c->s, len);

@@ -12,12 +12,14 @@
 #include "tests/unit/unit.h"
 
 #define TEXT_MAX 80   /* an index entry of (s, rowid) fits a 512-byte page */
+#define T_COLS 6      /* t: id, a, s, x, b, c */
 
 typedef struct {
     int64_t id, a;
     int a_null, kept;
     char s[TEXT_MAX + 1];
     size_t xlen;   /* x: a text of xlen bytes, on overflow pages past a page */
+    int64_t b, c;  /* integers after the texts: a long x is followed by their stores */
 } row;
 
 typedef struct {
@@ -37,6 +39,8 @@ static void make_row(row *r, size_t i, size_t n)
     r->xlen = i % 97 == 4 || i == 4 ? (i * 7919 + 1000) % X_MAX : 0;
     r->id = (int64_t)i * 3 + 1 + (i >= n / 2 ? ((int64_t)1 << 40) : 0);
     r->a_null = i % 7 == 0;
+    r->b = ((int64_t)i << 41) + (int64_t)i;
+    r->c = i % 3 == 0 ? (int64_t)(i % 2) : -(int64_t)i * 65537;
     switch (i % 7) {
     case 1: r->a = 0; break;
     case 2: r->a = 1; break;
@@ -110,6 +114,8 @@ static int fill_row(const void *ctx, size_t i, tr_cell *c)
         tr_cell_int(&c[1], r->a);
     tr_cell_text(&c[2], r->s, -1);
     tr_cell_text(&c[3], t->x, (int)r->xlen);
+    tr_cell_int(&c[4], r->b);
+    tr_cell_int(&c[5], r->c);
     return 1;
 }
 
@@ -148,7 +154,7 @@ static const char *schema =
     "CREATE TABLE filler(x TEXT);"
     "WITH RECURSIVE c(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM c WHERE k < 40) "
     "INSERT INTO filler SELECT printf('%.*c', 100, 'x') FROM c;"
-    "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, s TEXT, x TEXT);"
+    "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, s TEXT, x TEXT, b INTEGER, c INTEGER);"
     "CREATE INDEX t_a ON t(a); CREATE INDEX t_s ON t(s)";
 
 /* A database with the schema above and t empty, `reserve` bytes at the end
@@ -186,9 +192,10 @@ static int make_reference(const char *path, const table *t, size_t n)
     sqlite3_stmt *st = NULL;
     remove(path);
     int ok = sqlite3_open(path, &db) == SQLITE_OK
-             && sqlite3_exec(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, s TEXT, x TEXT); BEGIN",
+             && sqlite3_exec(db, "CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, s TEXT, x TEXT, b INTEGER,"
+                             " c INTEGER); BEGIN",
                              NULL, NULL, NULL) == SQLITE_OK
-             && sqlite3_prepare_v2(db, "INSERT INTO t VALUES(?, ?, ?, ?)", -1, &st, NULL) == SQLITE_OK;
+             && sqlite3_prepare_v2(db, "INSERT INTO t VALUES(?, ?, ?, ?, ?, ?)", -1, &st, NULL) == SQLITE_OK;
     for (size_t i = 0; ok && i < n; i++) {
         const row *r = &t->rows[i];
         if (!r->kept)
@@ -200,6 +207,8 @@ static int make_reference(const char *path, const table *t, size_t n)
         else
             sqlite3_bind_int64(st, 2, r->a);
         sqlite3_bind_text(st, 3, r->s, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, r->b);
+        sqlite3_bind_int64(st, 6, r->c);
         ok = sqlite3_step(st) == SQLITE_DONE && sqlite3_reset(st) == SQLITE_OK;
     }
     sqlite3_finalize(st);
@@ -212,7 +221,7 @@ static int load(const char *path, const table *t, size_t n, const uint32_t root[
 {
     tr_btree_file *f = NULL;
     tr_status st = tr_btree_open(&f, path, err);
-    if (st == TR_OK && (st = tr_btree_table(f, root[0], 4, n, fill_row, t, err)) == TR_OK
+    if (st == TR_OK && (st = tr_btree_table(f, root[0], T_COLS, n, fill_row, t, err)) == TR_OK
         && (st = tr_btree_index(f, root[1], 2, t->kept, fill_by_a, t, err)) == TR_OK
         && (st = tr_btree_index(f, root[2], 2, t->kept, fill_by_s, t, err)) == TR_OK)
         return tr_btree_close(f, err) == TR_OK;
@@ -265,8 +274,8 @@ static void check_load_reserved(int page_size, int reserve, size_t n)
     CU_ASSERT_FATAL(sqlite3_exec(db, attach, NULL, NULL, NULL) == SQLITE_OK);
     CU_ASSERT(integrity_ok(db));
     CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM main.t"), (int64_t)t.kept);
-    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM (SELECT id, a, s, x, typeof(a) FROM main.t "
-                                  "EXCEPT SELECT id, a, s, x, typeof(a) FROM ref.t)"), 0);
+    CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM (SELECT id, a, s, x, b, c, typeof(a), typeof(c) FROM main.t "
+                                  "EXCEPT SELECT id, a, s, x, b, c, typeof(a), typeof(c) FROM ref.t)"), 0);
     CU_ASSERT_EQUAL(tr_unit_query_int(db, "SELECT count(*) FROM (SELECT * FROM ref.t EXCEPT SELECT * FROM main.t)"), 0);
     /* each index in its order, and lookups through it */
     CU_ASSERT(same_text(db, "SELECT group_concat(id) FROM (SELECT id FROM main.t INDEXED BY t_a ORDER BY a, id)",
@@ -333,7 +342,7 @@ static int load_apart(const char *path, const table *t, size_t n, const uint32_t
         && (st = tr_btree_open_apart(&s, path, err)) == TR_OK
         && (st = tr_btree_index(s, root[2], 2, t->kept, fill_by_s, t, err)) == TR_OK
         && (st = tr_btree_open(&f, path, err)) == TR_OK
-        && (st = tr_btree_table(f, root[0], 4, n, fill_row, t, err)) == TR_OK) {
+        && (st = tr_btree_table(f, root[0], T_COLS, n, fill_row, t, err)) == TR_OK) {
         st = tr_btree_append_apart(f, a, err);
         a = NULL;
         if (st == TR_OK)
@@ -468,13 +477,13 @@ static void test_btree_refusals(void)
     /* a root that is not an empty leaf of its kind */
     CU_ASSERT_EQUAL(tr_btree_index(f, root[0], 2, 50, fill_by_a, &t, &err), TR_ERR_RUNTIME);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not an empty index"));
-    CU_ASSERT_EQUAL(tr_btree_table(f, 1, 4, 50, fill_row, &t, &err), TR_ERR_RUNTIME);
+    CU_ASSERT_EQUAL(tr_btree_table(f, 1, T_COLS, 50, fill_row, &t, &err), TR_ERR_RUNTIME);
     tr_btree_abort(f);
     /* a loaded table cannot be loaded again */
     CU_ASSERT_FATAL(make_empty(path, 512, "OFF", root));
     CU_ASSERT_FATAL(load(path, &t, 50, root, &err));
     CU_ASSERT_FATAL(tr_btree_open(&f, path, &err) == TR_OK);
-    CU_ASSERT_EQUAL(tr_btree_table(f, root[0], 4, 50, fill_row, &t, &err), TR_ERR_RUNTIME);
+    CU_ASSERT_EQUAL(tr_btree_table(f, root[0], T_COLS, 50, fill_row, &t, &err), TR_ERR_RUNTIME);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not an empty table"));
     tr_btree_abort(f);
     /* text in UTF-16 */
