@@ -348,7 +348,11 @@ const tr_sql_cell *tr_sql_ahead_next(tr_sql_ahead *a, int *rc, tr_error *err)
 {
     for (;;) {
         ahead_batch *b = &a->batch[a->taken % TR_AHEAD_NBATCH];
-        wait_filled(a, b);
+        /* once a batch is seen filled it stays as it is until taken moves on
+         * (the helper fills only the batches after it), so only its first row
+         * waits, and takes the lock */
+        if (a->row == 0)
+            wait_filled(a, b);
         if (a->row < b->n) {
             *rc = 1;
             return b->cells + a->row++ * (size_t)a->ncols;
