@@ -43,6 +43,7 @@ struct tr_nvtx_parser {
     pcre2_match_data *md;
     pcre2_match_context *mctx;
     uint32_t g_seq, g_op, g_sizes, g_ids;
+    int jit;   /* compiled to machine code: matched through pcre2_jit_match() */
 };
 
 tr_status tr_nvtx_parser_new(tr_nvtx_parser **out, tr_error *err)
@@ -60,7 +61,8 @@ tr_status tr_nvtx_parser_new(tr_nvtx_parser **out, tr_error *err)
         free(p);
         return tr_fail(err, TR_ERR_RUNTIME, "internal regex error at %zu: %s", (size_t)eo, buf);
     }
-    pcre2_jit_compile(p->re, PCRE2_JIT_COMPLETE);   /* optional: falls back to the interpreter */
+    /* optional: without it, pcre2_match() interprets the pattern */
+    p->jit = pcre2_jit_compile(p->re, PCRE2_JIT_COMPLETE) == 0;
     p->md = pcre2_match_data_create_from_pattern(p->re, NULL);
     p->mctx = pcre2_match_context_create(NULL);
     if (!p->md || !p->mctx) {
@@ -107,13 +109,22 @@ static int64_t parse_i64(const char *s, size_t len)
     return neg ? -v : v;
 }
 
+/* 1 when the suffix pattern matches msg from at to its end.  The JIT's own
+ * entry skips pcre2_match()'s checks of the arguments, a quarter of a match
+ * of a PyTorch annotation; the result is the same. */
+static int match_at(tr_nvtx_parser *p, const char *msg, size_t len, size_t at)
+{
+    int rc = p->jit ? pcre2_jit_match(p->re, (PCRE2_SPTR)msg, len, at, 0, p->md, p->mctx)
+                    : pcre2_match(p->re, (PCRE2_SPTR)msg, len, at, 0, p->md, p->mctx);
+    return rc >= 0;
+}
+
 /* The offset the suffix starts at, len when the message has none. */
 static size_t find_suffix(tr_nvtx_parser *p, const char *msg, size_t len)
 {
     for (const char *c = memchr(msg, ',', len); c; c = memchr(c + 1, ',', len - (size_t)(c + 1 - msg))) {
         size_t at = (size_t)(c - msg);
-        if (at + 1 < len && c[1] == ' '
-            && pcre2_match(p->re, (PCRE2_SPTR)msg, len, at, 0, p->md, p->mctx) >= 0)
+        if (at + 1 < len && c[1] == ' ' && match_at(p, msg, len, at))
             return at;
     }
     return len;
