@@ -171,31 +171,9 @@ static tr_status select_row(ct_reader *r, const ct_table *tab, ct_row *w, tr_err
     return tr_sql_select(&r->in, tab->name, cols, tab->ncols, by, &w->st, err);
 }
 
-/* Column c of the current row (read ahead, or from the statement); an absent
- * column (c < 0) reads as NULL, as SQLite reads a column out of range. */
-static int row_type(const ct_row *w, int c)
-{
-    if (c < 0)
-        return SQLITE_NULL;
-    return w->cells ? w->cells[c].type : sqlite3_column_type(w->st, c);
-}
-
-static int64_t row_int(const ct_row *w, int c)
-{
-    if (c < 0)
-        return 0;
-    return w->cells ? w->cells[c].i : sqlite3_column_int64(w->st, c);
-}
-
-int64_t ct_i64(const ct_row *w, ct_field f, int64_t def)
-{
-    int c = w->col[f];
-    return row_type(w, c) == SQLITE_NULL ? def : row_int(w, c);
-}
-
 static ssize_t row_string_index(const ct_reader *r, const ct_row *w, int col)
 {
-    return string_index(r, row_type(w, col), row_int(w, col));
+    return string_index(r, ct_row_type(w, col), ct_row_int(w, col));
 }
 
 uint32_t ct_cell_string(const ct_reader *r, const tr_sql_cell *c)
@@ -215,10 +193,10 @@ static int row_times(const ct_reader *r, const ct_row *w, ct_bad *bad, int64_t *
 {
     int cs = w->col[CT_START], ce = w->col[CT_END];
     if (r->fmt->flags & CT_CHECK_TIMES)
-        return ct_interval_of(bad, row_type(w, cs), row_int(w, cs), row_type(w, ce), row_int(w, ce),
+        return ct_interval_of(bad, ct_row_type(w, cs), ct_row_int(w, cs), ct_row_type(w, ce), ct_row_int(w, ce),
                            start, end);
-    *start = row_int(w, cs);
-    *end = row_int(w, ce);
+    *start = ct_row_int(w, cs);
+    *end = ct_row_int(w, ce);
     return 1;
 }
 
@@ -377,7 +355,7 @@ tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err)
         const char *v = w.cells[vc].p;
         int len = w.cells[vc].len;
         struct ct_string *x = &r->str[r->nstr];
-        x->id = row_int(&w, w.col[CT_ID]);
+        x->id = ct_row_int(&w, w.col[CT_ID]);
         x->raw = 0;
         x->kernel = 0;
         if (queue_text(r, &texts, r->nstr, v ? v : "", v ? (size_t)len : 0) < 0)
@@ -493,7 +471,7 @@ static tr_status fill_api(ct_reader *r, const ct_table *tab, const ct_row *w, tr
                           tr_error *err)
 {
     int cbc = w->col[CT_CBID];
-    int cbid = cbc >= 0 ? (int)row_int(w, cbc) : 0;
+    int cbid = cbc >= 0 ? (int)ct_row_int(w, cbc) : 0;
     if (cbc >= 0)
         e->name = cbid_name(r, tab->kind == TR_KIND_DRIVER, cbid);
     else
@@ -530,7 +508,7 @@ static tr_status kernel_name(ct_reader *r, const ct_row *w, tr_event *e, tr_erro
         char buf[48] = "[unknown kernel]";
         if (r->fmt->flags & CT_KERNEL_ID)
             snprintf(buf, sizeof buf, "[unknown kernel %lld]",
-                     (long long)row_int(w, w->col[CT_MANGLED]));
+                     (long long)ct_row_int(w, w->col[CT_MANGLED]));
         name = tr_str(r->t, buf);
     }
     e->name = name;
@@ -564,7 +542,7 @@ static tr_status fill_kernel(ct_reader *r, const ct_table *tab, const ct_row *w,
 static uint32_t memory_kind(ct_reader *r, const ct_row *w, ct_field f)
 {
     int c = w->col[f];
-    return row_type(w, c) == SQLITE_NULL ? 0 : tr_enum_str(r->t, r->fmt->memory_kinds, row_int(w, c));
+    return ct_row_type(w, c) == SQLITE_NULL ? 0 : tr_enum_str(r->t, r->fmt->memory_kinds, ct_row_int(w, c));
 }
 
 static tr_status fill_memcpy(ct_reader *r, const ct_table *tab, const ct_row *w, tr_event *e,

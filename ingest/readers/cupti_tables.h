@@ -146,8 +146,29 @@ typedef tr_status (*ct_fill_fn)(ct_reader *r, const ct_table *tab, const ct_row 
  * NULL, names every event. */
 tr_status ct_read_events(ct_reader *r, const ct_table *tab, const char *name, ct_fill_fn fill,
                          tr_error *err);
+/* Column c of the current row (read ahead, or from the statement); an absent
+ * column (c < 0) reads as NULL, as SQLite reads a column out of range.  Inline:
+ * a row's fields are read a few times each, for every row of every table. */
+static inline int ct_row_type(const ct_row *w, int c)
+{
+    if (c < 0)
+        return SQLITE_NULL;
+    return w->cells ? w->cells[c].type : sqlite3_column_type(w->st, c);
+}
+
+static inline int64_t ct_row_int(const ct_row *w, int c)
+{
+    if (c < 0)
+        return 0;
+    return w->cells ? w->cells[c].i : sqlite3_column_int64(w->st, c);
+}
+
 /* The field as an integer; def where the format has no such column or the row holds NULL. */
-int64_t ct_i64(const ct_row *w, ct_field f, int64_t def);
+static inline int64_t ct_i64(const ct_row *w, ct_field f, int64_t def)
+{
+    int c = w->col[f];
+    return ct_row_type(w, c) == SQLITE_NULL ? def : ct_row_int(w, c);
+}
 
 /* The shared loops, for a format's table list. */
 tr_status ct_read_strings(ct_reader *r, const ct_table *tab, tr_error *err);
