@@ -372,17 +372,8 @@ static int decode_record(tr_btree_reader *r, int64_t rowid, const unsigned char 
         if (body > size)
             return 0;
     }
-    /* the rest only for their lengths, which with these must fill the record;
-     * one-byte types add at most 57 a field, so body cannot wrap before the
-     * check at the end */
+    /* the rest only for their lengths, which with these must fill the record */
     while (h < hend) {
-        if (*h < 0x80) {
-            len = small_type_len[*h++];
-            if (len == BAD_TYPE)
-                return 0;
-            body += len;
-            continue;
-        }
         uint64_t t;
         unsigned k = header_type(h, hend, &t, &len);
         if (!k)
