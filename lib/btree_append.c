@@ -4,9 +4,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/spill.h"
@@ -16,6 +18,8 @@
 #define MAX_COLUMNS 64
 #define MAX_PAGES 1073741823u   /* SQLite's default SQLITE_MAX_PAGE_COUNT */
 #define MAX_INDEX_CELL 4096     /* an index entry and its size: max_local() of a 16 KiB page */
+#define DIRECT_ALIGN 4096       /* the write buffer's alignment, for O_DIRECT */
+#define PROBE_EVERY 32          /* flushes: one in this many goes the other way, timed again */
 
 /* 1.3.2: the page holding byte 2^30 of the file is never a b-tree page */
 static uint32_t pending_byte = 0x40000000u;
@@ -23,6 +27,14 @@ static uint32_t pending_byte = 0x40000000u;
 void tr_btree_set_pending_byte(uint32_t offset)
 {
     pending_byte = offset;
+}
+
+static const tr_btree_io standard_io = {O_DIRECT, pwrite, pread, pwrite};
+static tr_btree_io io = {O_DIRECT, pwrite, pread, pwrite};
+
+void tr_btree_set_io(const tr_btree_io *how)
+{
+    io = how ? *how : standard_io;
 }
 
 
@@ -45,6 +57,15 @@ struct tr_btree_file {
     size_t body_size;
     unsigned char *root_page;     /* apart: the root's page, written by tr_btree_append_apart() */
     uint32_t root;
+    /* the way the buffers go to the file (open_direct(), flush_way()) */
+    int dfd;                      /* the pages' descriptor with O_DIRECT (apart: fd itself); -1 = none */
+    double cost[2];               /* ns a byte a flush kept the writer waiting: through the page
+                                   * cache [0], past it [1]; 0 = untimed */
+    uint32_t flushes;
+    uint64_t bytes_past;          /* written past the page cache; bytes_cached through it */
+    uint64_t bytes_cached;
+    struct direct_writer *writer; /* the thread of the direct writes, once one is made */
+    unsigned char *wbuf_other;    /* the buffer it writes while wbuf fills */
 };
 
 /* ---- integers as the file format stores them ---- */
@@ -271,7 +292,7 @@ static tr_status io_fail(tr_btree_file *f, tr_error *err, const char *what)
 static tr_status write_at(tr_btree_file *f, const unsigned char *p, size_t n, uint64_t off, tr_error *err)
 {
     while (n > 0) {
-        ssize_t w = pwrite(f->fd, p, n, (off_t)off);
+        ssize_t w = io.cached_pwrite(f->fd, p, n, (off_t)off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
@@ -286,14 +307,240 @@ static tr_status write_at(tr_btree_file *f, const unsigned char *p, size_t n, ui
     return TR_OK;
 }
 
+/* The bulk pages may bypass the page cache (O_DIRECT): a buffered write
+ * copies each page into a page-cache page the kernel must first allocate,
+ * which on a virtual machine was a fifth of a 10^7-event ingest's CPU time
+ * (docs/ingest.md, "run.db past the page cache"), for a file nothing reads
+ * before the ingest ends; but a direct write waits for the device, which a
+ * slow disk or a network file system makes the dearer way.  So both ways are
+ * timed as the pages go, and each buffer takes the cheaper (flush_way()).
+ * Direct I/O is only ever a faster path: where the file system refuses it
+ * (tmpfs, an alignment it does not take) or a direct call fails for any
+ * reason, the writer goes on through the page cache for good, whose writes
+ * then report any real error. */
+static void open_direct(tr_btree_file *f, int apart)
+{
+    f->dfd = -1;
+    if (!io.direct_pwrite)
+        return;
+    if (apart) {   /* its own unnamed file, only ever read and written in whole buffers */
+        int flags = fcntl(f->fd, F_GETFL);
+        if (flags >= 0 && fcntl(f->fd, F_SETFL, flags | io.open_flag) == 0)
+            f->dfd = f->fd;
+    } else {
+        f->dfd = open(f->path, O_WRONLY | io.open_flag | O_CLOEXEC);
+    }
+}
+
+static void drop_direct(tr_btree_file *f)
+{
+    if (f->dfd < 0)
+        return;
+    if (f->dfd == f->fd) {
+        int flags = fcntl(f->fd, F_GETFL);
+        if (flags >= 0)
+            (void)fcntl(f->fd, F_SETFL, flags & ~io.open_flag);
+    } else {
+        close(f->dfd);
+    }
+    f->dfd = -1;
+}
+
+/* Direct writes run on a thread of their own, one buffer at a time, while
+ * the writer fills the other: a direct write waits for the device, which a
+ * buffered one leaves to the kernel's writeback, and that wait is the
+ * writer's only while the device is slower than the pages are made. */
+struct direct_writer {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int busy, quit;             /* a write given and not yet finished; the thread to end */
+    int fd;
+    const unsigned char *p;     /* the write: n bytes at off, of which done went */
+    size_t n, done;
+    uint64_t off;
+};
+
+static void *direct_writer_main(void *arg)
+{
+    struct direct_writer *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->busy && !w->quit)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (!w->busy)
+            break;
+        pthread_mutex_unlock(&w->mu);
+        size_t done = 0;
+        while (done < w->n) {
+            ssize_t r = io.direct_pwrite(w->fd, w->p + done, w->n - done, (off_t)(w->off + done));
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0 || (size_t)r > w->n - done)
+                break;
+            done += (size_t)r;
+        }
+        pthread_mutex_lock(&w->mu);
+        w->done = done;
+        w->busy = 0;
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Hands the n bytes at p to the thread (made on first use); 0 where no
+ * thread could be made. */
+static int start_direct(tr_btree_file *f, const unsigned char *p, size_t n, uint64_t off)
+{
+    struct direct_writer *w = f->writer;
+    if (!w) {
+        if (!(w = calloc(1, sizeof *w)))
+            return 0;
+        pthread_mutex_init(&w->mu, NULL);
+        pthread_cond_init(&w->cv, NULL);
+        if (pthread_create(&w->thread, NULL, direct_writer_main, w) != 0) {
+            pthread_cond_destroy(&w->cv);
+            pthread_mutex_destroy(&w->mu);
+            free(w);
+            return 0;
+        }
+        f->writer = w;
+    }
+    pthread_mutex_lock(&w->mu);
+    w->fd = f->dfd;
+    w->p = p;
+    w->n = n;
+    w->off = off;
+    w->busy = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return 1;
+}
+
+/* Waits for the thread's write; the bytes it wrote of it, its size in *n
+ * and offset in *off (0 and nothing when none was given). */
+static size_t wait_direct(tr_btree_file *f, size_t *n, uint64_t *off)
+{
+    struct direct_writer *w = f->writer;
+    *n = 0;
+    if (!w)
+        return 0;
+    pthread_mutex_lock(&w->mu);
+    while (w->busy)
+        pthread_cond_wait(&w->cv, &w->mu);
+    size_t done = w->done;
+    *n = w->n;
+    *off = w->off;
+    w->n = w->done = 0;
+    pthread_mutex_unlock(&w->mu);
+    return done;
+}
+
+static void end_direct_writer(tr_btree_file *f)
+{
+    struct direct_writer *w = f->writer;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->quit = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);   /* it finishes a write given first */
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+    f->writer = NULL;
+}
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* Past the page cache (1) or through it (0): each way is timed first, then
+ * the cheaper is taken, and the other once in PROBE_EVERY flushes, so that
+ * a change shows (other I/O on the disk, the kernel throttling a writer of
+ * too many dirty pages).  A way's cost is the time it kept the writer
+ * waiting: a cached write's call, a direct write's wait for the one before
+ * it (its own goes on beside the next buffer). */
+static int direct_preferred(const tr_btree_file *f)
+{
+    return f->cost[1] <= f->cost[0];
+}
+
+static int flush_way(const tr_btree_file *f)
+{
+    if (f->dfd < 0)
+        return 0;
+    if (f->cost[1] == 0 || f->cost[0] == 0)
+        return f->cost[1] == 0;
+    int preferred = direct_preferred(f);
+    return f->flushes % PROBE_EVERY == PROBE_EVERY - 1 ? !preferred : preferred;
+}
+
+/* The way taken is averaged over its last few flushes; a probe of the other
+ * replaces its figure, which is PROBE_EVERY flushes old. */
+static void note_cost(tr_btree_file *f, int way, double ns, size_t n)
+{
+    double c = ns > 0 ? ns / (double)n : 1e-6;
+    int probe = f->cost[0] != 0 && f->cost[1] != 0 && way != direct_preferred(f);
+    f->cost[way] = f->cost[way] == 0 || probe ? c : 0.75 * f->cost[way] + 0.25 * c;
+}
+
+/* Waits for the direct write in flight; what it did not write goes through
+ * the page cache, and so does every write after it. */
+static tr_status finish_direct(tr_btree_file *f, tr_error *err)
+{
+    size_t n = 0;
+    uint64_t off = 0;
+    double t0 = now_ns();
+    size_t done = wait_direct(f, &n, &off);
+    if (!n)
+        return TR_OK;
+    f->bytes_past += done;
+    if (done == n) {
+        note_cost(f, 1, now_ns() - t0, n);
+        return TR_OK;
+    }
+    drop_direct(f);
+    f->bytes_cached += n - done;
+    return write_at(f, f->wbuf_other + done, n - done, off + done, err);
+}
+
 static tr_status flush(tr_btree_file *f, tr_error *err)
 {
     if (!f->nbuf)
         return TR_OK;
     uint64_t first = f->npages - f->nbuf;   /* 0-based page index of the first buffered */
-    tr_status st = write_at(f, f->wbuf, f->nbuf * f->page_size, first * f->page_size, err);
+    size_t n = f->nbuf * f->page_size;
+    uint64_t off = first * f->page_size;
     f->nbuf = 0;
+    f->flushes++;
+    tr_status st = finish_direct(f, err);
+    if (st != TR_OK)
+        return st;
+    if (flush_way(f) && start_direct(f, f->wbuf, n, off)) {
+        unsigned char *filled = f->wbuf;
+        f->wbuf = f->wbuf_other;
+        f->wbuf_other = filled;
+        return TR_OK;
+    }
+    double t0 = now_ns();
+    st = write_at(f, f->wbuf, n, off, err);
+    if (st == TR_OK)
+        note_cost(f, 0, now_ns() - t0, n);
+    f->bytes_cached += n;
     return st;
+}
+
+/* Every page written: what reads the file or closes it comes after. */
+static tr_status flush_all(tr_btree_file *f, tr_error *err)
+{
+    tr_status st = flush(f, err);
+    return st == TR_OK ? finish_direct(f, err) : st;
 }
 
 /* Buffers p (NULL: zeros) as the file's next page. */
@@ -361,13 +608,19 @@ static tr_status write_root(tr_btree_file *f, uint32_t root, const unsigned char
     return write_at(f, p, f->page_size, (uint64_t)(root - 1) * f->page_size, err);
 }
 
-static ssize_t read_at(int fd, unsigned char *p, size_t n, uint64_t off)
+static ssize_t read_with(ssize_t (*read_fn)(int, void *, size_t, off_t), int fd, unsigned char *p, size_t n,
+                         uint64_t off)
 {
     ssize_t r;
     do
-        r = pread(fd, p, n, (off_t)off);
+        r = read_fn(fd, p, n, (off_t)off);
     while (r < 0 && errno == EINTR);
     return r;
+}
+
+static ssize_t read_at(int fd, unsigned char *p, size_t n, uint64_t off)
+{
+    return read_with(pread, fd, p, n, off);
 }
 
 /* The root must be one of the file's pages before the load, an empty leaf of
@@ -399,7 +652,7 @@ static tr_status open_writer(tr_btree_file **out, const char *path, int apart, t
         free(f);
         return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
     }
-    f->fd = f->db_fd = -1;
+    f->fd = f->db_fd = f->dfd = -1;
     int fd = open(path, (apart ? O_RDONLY : O_RDWR) | O_CLOEXEC);
     *(apart ? &f->db_fd : &f->fd) = fd;
     if (fd < 0) {
@@ -446,12 +699,14 @@ static tr_status open_writer(tr_btree_file **out, const char *path, int apart, t
         f->root_page = malloc(ps);
     }
     f->int01 = get4(h + 44) >= 4;
-    f->wbuf = malloc((size_t)WRITE_PAGES * ps);
+    open_direct(f, apart);
+    f->wbuf = aligned_alloc(DIRECT_ALIGN, (size_t)WRITE_PAGES * ps);   /* ps >= 512: a multiple */
+    f->wbuf_other = aligned_alloc(DIRECT_ALIGN, (size_t)WRITE_PAGES * ps);
     f->pages = malloc(3 * (size_t)ps);
     f->record_size = f->body_size = (size_t)ps + 8;
     f->record = malloc(f->record_size);
     f->body = malloc(f->body_size);
-    if (!f->wbuf || !f->pages || !f->record || !f->body || (apart && !f->root_page)) {
+    if (!f->wbuf || !f->wbuf_other || !f->pages || !f->record || !f->body || (apart && !f->root_page)) {
         tr_btree_abort(f);
         return tr_fail(err, TR_ERR_RUNTIME, "out of memory");
     }
@@ -473,12 +728,16 @@ void tr_btree_abort(tr_btree_file *f)
 {
     if (!f)
         return;
+    end_direct_writer(f);   /* before its buffer goes */
+    if (f->dfd != f->fd)
+        drop_direct(f);
     if (f->fd >= 0)
         close(f->fd);
     if (f->db_fd >= 0)
         close(f->db_fd);
     free(f->root_page);
     free(f->wbuf);
+    free(f->wbuf_other);
     free(f->pages);
     free(f->record);
     free(f->body);
@@ -492,7 +751,7 @@ tr_status tr_btree_close(tr_btree_file *f, tr_error *err)
         tr_btree_abort(f);
         return tr_fail(err, TR_ERR_RUNTIME, "an index built apart is appended, not closed");
     }
-    tr_status st = flush(f, err);
+    tr_status st = flush_all(f, err);
     if (st == TR_OK && (f->npages != f->old_pages || f->roots_written)) {
         /* 1.3.8, 1.3.9: the page count, valid for the next change counter */
         unsigned char *h = f->header;
@@ -862,14 +1121,21 @@ static void renumber_children(const tr_btree_file *f, uint32_t last, unsigned ch
 tr_status tr_btree_append_apart(tr_btree_file *f, tr_btree_file *apart, tr_error *err)
 {
     tr_status st = apart->page_size == f->page_size && apart->usable == f->usable
-                   ? flush(apart, err)
+                   ? flush_all(apart, err)
                    : tr_fail(err, TR_ERR_RUNTIME, "%s: an index built apart for another page size", f->path);
     uint32_t n = apart->npages, last = f->npages;
     unsigned char *buf = apart->wbuf;   /* written out: free */
+    if (apart->bytes_cached > apart->bytes_past)
+        drop_direct(apart);   /* read most pages from the page cache, where they are */
     for (uint32_t at = 0; at < n && st == TR_OK;) {
         uint32_t chunk = n - at < WRITE_PAGES ? n - at : WRITE_PAGES;
         size_t len = (size_t)chunk * apart->page_size;
-        ssize_t r = read_at(apart->fd, buf, len, (uint64_t)at * apart->page_size);
+        uint64_t off = (uint64_t)at * apart->page_size;
+        ssize_t r = apart->dfd >= 0 ? read_with(io.direct_pread, apart->dfd, buf, len, off) : -1;
+        if (r != (ssize_t)len) {   /* refused past the page cache, or never asked: through it */
+            drop_direct(apart);
+            r = read_at(apart->fd, buf, len, off);
+        }
         if (r != (ssize_t)len) {
             if (r >= 0)
                 errno = EIO;

@@ -25,15 +25,21 @@
  * holds goes on in overflow pages; an index entry longer than a quarter page
  * (at most 4087 bytes) is refused.
  *
- * Ownership: the writer owns its descriptor and buffers; tr_btree_close()
- * and tr_btree_abort() free it.  After a failure the file is to be thrown
- * away (only pages past its old end, and the empty roots, were written).
+ * The new pages are written past the page cache (O_DIRECT) where the file
+ * system allows it and that is the faster way, as timed while they go,
+ * through the cache otherwise: the same bytes either way.
+ *
+ * Ownership: the writer owns its descriptors, buffers and the thread of its
+ * direct writes; tr_btree_close() and tr_btree_abort() free them.  After a
+ * failure the file is to be thrown away (only pages past its old end, and
+ * the empty roots, were written).
  */
 #ifndef TR_LIB_BTREE_APPEND_H
 #define TR_LIB_BTREE_APPEND_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "lib/bulk_insert.h"
 #include "lib/error.h"
@@ -79,5 +85,19 @@ void tr_btree_abort(tr_btree_file *f);
  * SQLITE_TESTCTRL_PENDING_BYTE moves it (the default is 2^30); to be set
  * only while no writer is open. */
 void tr_btree_set_pending_byte(uint32_t offset);
+
+/* For tests: how the pages reach the file, so that a test can make either
+ * way slow, or the direct calls fail or come short on any file system: the
+ * flag the direct descriptor is opened with, the calls that write and read
+ * through it (direct_pwrite NULL: no direct I/O at all), and the call that
+ * writes through the page cache.  NULL restores the default, {O_DIRECT,
+ * pwrite, pread, pwrite}.  To be set only while no writer is open. */
+typedef struct {
+    int open_flag;
+    ssize_t (*direct_pwrite)(int fd, const void *buf, size_t n, off_t off);
+    ssize_t (*direct_pread)(int fd, void *buf, size_t n, off_t off);
+    ssize_t (*cached_pwrite)(int fd, const void *buf, size_t n, off_t off);
+} tr_btree_io;
+void tr_btree_set_io(const tr_btree_io *how);
 
 #endif

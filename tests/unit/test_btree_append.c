@@ -2,11 +2,16 @@
  * passes and reads back as the rows and index orders that INSERT and CREATE
  * INDEX give, across page sizes, row counts around page boundaries, rows left
  * out, rows on overflow pages, large rowids, the lock-byte page, and SQLite
- * writing on afterwards; and the inputs the writer refuses. */
+ * writing on afterwards; the same bytes whichever way the pages reach the
+ * file, whatever fails on the way; and the inputs the writer refuses. */
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/btree_append.h"
 #include "tests/unit/unit.h"
@@ -427,6 +432,197 @@ static void test_btree_apart(void)
     tr_btree_set_pending_byte(0x40000000u);
 }
 
+/* Writes and reads past the page cache that fail or come short, on a
+ * descriptor opened without O_DIRECT so that any file system runs them.
+ * The direct writes run on the writers' threads, several at once. */
+#define LAST_WRITE -2   /* the last direct write, as counted in a run where none fails */
+enum { FAKE_PASS, FAKE_FAIL, FAKE_SHORT, FAKE_SHORT_ODD, FAKE_ALWAYS_EIO, FAKE_READ_FAIL, FAKE_READ_SHORT };
+static struct {
+    int mode, at;               /* what goes wrong, at which call */
+    atomic_int writes, reads;   /* direct calls so far */
+    atomic_int cached;          /* writes through the page cache */
+    atomic_size_t direct_bytes, cached_bytes;
+    atomic_int hit;             /* times it went wrong */
+} fake;
+
+static void fake_reset(int mode, int at)
+{
+    fake.mode = mode;
+    fake.at = at;
+    atomic_store(&fake.writes, 0);
+    atomic_store(&fake.reads, 0);
+    atomic_store(&fake.cached, 0);
+    atomic_store(&fake.direct_bytes, 0);
+    atomic_store(&fake.cached_bytes, 0);
+    atomic_store(&fake.hit, 0);
+}
+
+static ssize_t fake_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    int k = fake.writes++;
+    if (fake.mode == FAKE_ALWAYS_EIO || (fake.mode == FAKE_FAIL && k == fake.at)) {
+        fake.hit++;
+        errno = fake.mode == FAKE_FAIL ? EINVAL : EIO;
+        return -1;
+    }
+    if (k == fake.at && (fake.mode == FAKE_SHORT || fake.mode == FAKE_SHORT_ODD)) {
+        fake.hit++;
+        n = fake.mode == FAKE_SHORT_ODD ? (n > 100 ? 100 : n) : n > 512 ? n / 1024 * 512 : n;
+    }
+    return pwrite(fd, buf, n, off);
+}
+
+static ssize_t counted_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    fake.cached++;
+    fake.cached_bytes += n;
+    return pwrite(fd, buf, n, off);
+}
+
+/* Writes through the page cache made slower than a direct write, so that
+ * the writer takes the direct way but for its probes; the slowest for the
+ * test of that choice, where a loaded machine must not blur it. */
+static ssize_t slow_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    usleep(1000);
+    return counted_pwrite(fd, buf, n, off);
+}
+
+static ssize_t slowest_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    usleep(5000);
+    return counted_pwrite(fd, buf, n, off);
+}
+
+/* Direct writes, counted, and made the slower way: slower than the pages
+ * are made even under a sanitizer, since a direct write costs the writer
+ * only its wait for the one before. */
+static ssize_t counted_direct_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    fake.writes++;
+    fake.direct_bytes += n;
+    return pwrite(fd, buf, n, off);
+}
+
+static ssize_t slow_direct_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    usleep(20000);
+    return counted_direct_pwrite(fd, buf, n, off);
+}
+
+/* Direct writes slow at first (another job on the disk), then fast; writes
+ * through the page cache a little slow throughout. */
+static ssize_t slow_first_direct_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    if (fake.writes < 2)
+        usleep(20000);
+    return counted_direct_pwrite(fd, buf, n, off);
+}
+
+static ssize_t slowish_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    usleep(200);
+    return counted_pwrite(fd, buf, n, off);
+}
+
+static ssize_t fake_pread(int fd, void *buf, size_t n, off_t off)
+{
+    int k = fake.reads++;
+    if (k == fake.at && fake.mode == FAKE_READ_FAIL) {
+        fake.hit++;
+        errno = EIO;
+        return -1;
+    }
+    if (k == fake.at && fake.mode == FAKE_READ_SHORT && n > 512) {
+        fake.hit++;
+        n /= 2;
+    }
+    return pread(fd, buf, n, off);
+}
+
+/* A fresh file of the schema, loaded in place or with its indexes apart. */
+static int load_fresh(const char *path, int page_size, const table *t, size_t n, int apart)
+{
+    uint32_t root[3];
+    tr_error err;
+    tr_error_clear(&err);
+    int ok = make_empty(path, page_size, "OFF", root)
+             && (apart ? load_apart(path, t, n, root, &err) : load(path, t, n, root, &err));
+    if (!ok)
+        fprintf(stderr, "page size %d, %zu rows%s: %s\n", page_size, n, apart ? ", apart" : "", err.msg);
+    return ok;
+}
+
+/* The bytes of a load through the page cache whatever happens past it: with
+ * O_DIRECT where the test directory's file system takes it, and with every
+ * kind of failed or short direct call, after which the writer goes on
+ * through the page cache and calls past it no more. */
+static void test_btree_direct_io(void)
+{
+    static const int page_sizes[] = {512, 16384};
+    static const struct { int mode, at; } cases[] = {
+        {FAKE_PASS, -1}, {FAKE_FAIL, 0}, {FAKE_FAIL, 2}, {FAKE_FAIL, LAST_WRITE}, {FAKE_SHORT, 0}, {FAKE_SHORT, 1},
+        {FAKE_SHORT_ODD, 1}, {FAKE_ALWAYS_EIO, 0}, {FAKE_READ_FAIL, 0}, {FAKE_READ_FAIL, 1},
+        {FAKE_READ_SHORT, 0}};
+    char ref[512], path[512];
+    snprintf(ref, sizeof ref, "%s/btree-buffered.db", tr_unit_tmpdir());
+    snprintf(path, sizeof path, "%s/btree-direct.db", tr_unit_tmpdir());
+    const size_t n = 20000;
+    table t;
+    table_make(&t, n);
+    for (size_t p = 0; p < sizeof page_sizes / sizeof page_sizes[0]; p++) {
+        int ps = page_sizes[p];
+        tr_btree_set_io(&(tr_btree_io){0, NULL, NULL, pwrite});
+        CU_ASSERT_FATAL(load_fresh(ref, ps, &t, n, 0));
+        /* the real thing, and each way made the slower */
+        for (int apart = 0; apart <= 1; apart++) {
+            tr_btree_set_io(NULL);
+            CU_ASSERT(load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path));
+            fake_reset(FAKE_PASS, -1);
+            tr_btree_set_io(&(tr_btree_io){0, slow_direct_pwrite, pread, counted_pwrite});
+            CU_ASSERT(load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path));
+            CU_ASSERT(fake.writes >= 1 && fake.direct_bytes * 2 < fake.cached_bytes);
+            fake_reset(FAKE_PASS, -1);
+            tr_btree_set_io(&(tr_btree_io){0, counted_direct_pwrite, pread, slowest_pwrite});
+            CU_ASSERT(load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path));
+            CU_ASSERT(fake.cached >= 1 && fake.cached_bytes * 2 < fake.direct_bytes);
+            if (ps == 512) {   /* enough flushes to see the change */
+                fake_reset(FAKE_PASS, -1);
+                tr_btree_set_io(&(tr_btree_io){0, slow_first_direct_pwrite, pread, slowish_pwrite});
+                CU_ASSERT(load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path));
+                CU_ASSERT(fake.writes > 2 && fake.cached_bytes * 2 < fake.direct_bytes);
+            }
+        }
+        int pass_writes[2] = {0, 0};
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            for (int apart = 0; apart <= 1; apart++) {
+                fake_reset(cases[c].mode, cases[c].at == LAST_WRITE ? pass_writes[apart] - 1 : cases[c].at);
+                tr_btree_set_io(&(tr_btree_io){0, fake_pwrite, fake_pread, slow_pwrite});
+                int same = load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path);
+                if (!same)
+                    fprintf(stderr, "direct I/O case %zu, page size %d%s: not the same bytes\n", c, ps,
+                            apart ? ", apart" : "");
+                CU_ASSERT(same);
+                int reading = fake.mode == FAKE_READ_FAIL || fake.mode == FAKE_READ_SHORT;
+                int failing = fake.mode == FAKE_FAIL || fake.mode == FAKE_ALWAYS_EIO;
+                CU_ASSERT(fake.hit == (fake.mode == FAKE_PASS || (reading && !apart) ? 0
+                                       : fake.mode == FAKE_ALWAYS_EIO            ? fake.writes
+                                                                                 : 1));
+                if (!failing)   /* every buffer past the page cache */
+                    CU_ASSERT(fake.writes > 2 && (!apart || fake.reads > 0));
+                if (fake.mode == FAKE_PASS)
+                    pass_writes[apart] = fake.writes;
+                if (failing && !apart)   /* one writer: no direct call after its failure */
+                    CU_ASSERT_EQUAL(fake.writes, fake.mode == FAKE_FAIL ? fake.at + 1 : 1);
+            }
+        }
+    }
+    tr_btree_set_io(NULL);
+    remove(ref);
+    remove(path);
+    table_free(&t);
+}
+
 static int fill_reversed(const void *ctx, size_t i, tr_cell *c)
 {
     (void)ctx;
@@ -507,4 +703,5 @@ static void test_btree_refusals(void)
 TR_SUITE(btree_append, {"loads checked against INSERT and CREATE INDEX", test_btree_loads},
          {"the lock-byte page is skipped", test_btree_lock_page},
          {"indexes built apart: the bytes of the load in place", test_btree_apart},
+         {"pages past the page cache, failing or short: the same bytes", test_btree_direct_io},
          {"refused inputs", test_btree_refusals})
