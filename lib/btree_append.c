@@ -390,19 +390,23 @@ static void *direct_writer_main(void *arg)
 }
 
 /* Hands the n bytes at p to the thread (made on first use); 0 where no
- * thread could be made. */
+ * thread could be made, and the writer then goes on through the page cache
+ * rather than try again at every buffer. */
 static int start_direct(tr_btree_file *f, const unsigned char *p, size_t n, uint64_t off)
 {
     struct direct_writer *w = f->writer;
     if (!w) {
-        if (!(w = calloc(1, sizeof *w)))
+        if (!(w = calloc(1, sizeof *w))) {
+            drop_direct(f);
             return 0;
+        }
         pthread_mutex_init(&w->mu, NULL);
         pthread_cond_init(&w->cv, NULL);
         if (pthread_create(&w->thread, NULL, direct_writer_main, w) != 0) {
             pthread_cond_destroy(&w->cv);
             pthread_mutex_destroy(&w->mu);
             free(w);
+            drop_direct(f);
             return 0;
         }
         f->writer = w;
