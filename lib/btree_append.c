@@ -29,12 +29,13 @@ void tr_btree_set_pending_byte(uint32_t offset)
     pending_byte = offset;
 }
 
-static const tr_btree_io standard_io = {O_DIRECT, pwrite, pread, pwrite};
-static tr_btree_io io = {O_DIRECT, pwrite, pread, pwrite};
+#define STANDARD_IO {O_DIRECT, pwrite, pread, pwrite}
+static tr_btree_io io = STANDARD_IO;
 
 void tr_btree_set_io(const tr_btree_io *how)
 {
-    io = how ? *how : standard_io;
+    static const tr_btree_io standard = STANDARD_IO;
+    io = how ? *how : standard;
 }
 
 

@@ -6,6 +6,7 @@
  * file, whatever fails on the way; and the inputs the writer refuses. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -443,12 +444,18 @@ static struct {
     atomic_int cached;          /* writes through the page cache */
     atomic_size_t direct_bytes, cached_bytes;
     atomic_int hit;             /* times it went wrong */
+    /* how much slower each way is made (µs a call): the cached writes, and
+     * the first direct_slow_calls direct ones */
+    useconds_t cached_delay, direct_delay;
+    int direct_slow_calls;
 } fake;
 
 static void fake_reset(int mode, int at)
 {
     fake.mode = mode;
     fake.at = at;
+    fake.cached_delay = fake.direct_delay = 0;
+    fake.direct_slow_calls = 0;
     atomic_store(&fake.writes, 0);
     atomic_store(&fake.reads, 0);
     atomic_store(&fake.cached, 0);
@@ -472,57 +479,33 @@ static ssize_t fake_pwrite(int fd, const void *buf, size_t n, off_t off)
     return pwrite(fd, buf, n, off);
 }
 
+/* The way the writer does not pick is made slower than the other: a direct
+ * write costs the writer only its wait for the one before, so the slow
+ * direct way is slower than the pages are made even under a sanitizer, and
+ * the slow cached way slow enough that a loaded machine does not blur the
+ * choice. */
+static void fake_delays(useconds_t cached, useconds_t direct, int direct_slow_calls)
+{
+    fake.cached_delay = cached;
+    fake.direct_delay = direct;
+    fake.direct_slow_calls = direct_slow_calls;
+}
+
 static ssize_t counted_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
+    if (fake.cached_delay)
+        usleep(fake.cached_delay);
     fake.cached++;
     fake.cached_bytes += n;
     return pwrite(fd, buf, n, off);
 }
 
-/* Writes through the page cache made slower than a direct write, so that
- * the writer takes the direct way but for its probes; the slowest for the
- * test of that choice, where a loaded machine must not blur it. */
-static ssize_t slow_pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-    usleep(1000);
-    return counted_pwrite(fd, buf, n, off);
-}
-
-static ssize_t slowest_pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-    usleep(5000);
-    return counted_pwrite(fd, buf, n, off);
-}
-
-/* Direct writes, counted, and made the slower way: slower than the pages
- * are made even under a sanitizer, since a direct write costs the writer
- * only its wait for the one before. */
 static ssize_t counted_direct_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-    fake.writes++;
+    if (fake.writes++ < fake.direct_slow_calls)
+        usleep(fake.direct_delay);
     fake.direct_bytes += n;
     return pwrite(fd, buf, n, off);
-}
-
-static ssize_t slow_direct_pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-    usleep(20000);
-    return counted_direct_pwrite(fd, buf, n, off);
-}
-
-/* Direct writes slow at first (another job on the disk), then fast; writes
- * through the page cache a little slow throughout. */
-static ssize_t slow_first_direct_pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-    if (fake.writes < 2)
-        usleep(20000);
-    return counted_direct_pwrite(fd, buf, n, off);
-}
-
-static ssize_t slowish_pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-    usleep(200);
-    return counted_pwrite(fd, buf, n, off);
 }
 
 static ssize_t fake_pread(int fd, void *buf, size_t n, off_t off)
@@ -578,17 +561,20 @@ static void test_btree_direct_io(void)
         for (int apart = 0; apart <= 1; apart++) {
             tr_btree_set_io(NULL);
             CU_ASSERT(load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path));
+            tr_btree_set_io(&(tr_btree_io){0, counted_direct_pwrite, pread, counted_pwrite});
             fake_reset(FAKE_PASS, -1);
-            tr_btree_set_io(&(tr_btree_io){0, slow_direct_pwrite, pread, counted_pwrite});
+            fake_delays(0, 20000, INT_MAX);
             CU_ASSERT(load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path));
             CU_ASSERT(fake.writes >= 1 && fake.direct_bytes * 2 < fake.cached_bytes);
             fake_reset(FAKE_PASS, -1);
-            tr_btree_set_io(&(tr_btree_io){0, counted_direct_pwrite, pread, slowest_pwrite});
+            fake_delays(5000, 0, 0);
             CU_ASSERT(load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path));
             CU_ASSERT(fake.cached >= 1 && fake.cached_bytes * 2 < fake.direct_bytes);
             if (ps == 512) {   /* enough flushes to see the change */
+                /* direct slow at first (another job on the disk), then fast;
+                 * cached a little slow throughout */
                 fake_reset(FAKE_PASS, -1);
-                tr_btree_set_io(&(tr_btree_io){0, slow_first_direct_pwrite, pread, slowish_pwrite});
+                fake_delays(200, 20000, 2);
                 CU_ASSERT(load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path));
                 CU_ASSERT(fake.writes > 2 && fake.cached_bytes * 2 < fake.direct_bytes);
             }
@@ -597,7 +583,8 @@ static void test_btree_direct_io(void)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             for (int apart = 0; apart <= 1; apart++) {
                 fake_reset(cases[c].mode, cases[c].at == LAST_WRITE ? pass_writes[apart] - 1 : cases[c].at);
-                tr_btree_set_io(&(tr_btree_io){0, fake_pwrite, fake_pread, slow_pwrite});
+                fake_delays(1000, 0, 0);   /* the direct way taken but for the probes */
+                tr_btree_set_io(&(tr_btree_io){0, fake_pwrite, fake_pread, counted_pwrite});
                 int same = load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path);
                 if (!same)
                     fprintf(stderr, "direct I/O case %zu, page size %d%s: not the same bytes\n", c, ps,
