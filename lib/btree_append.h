@@ -89,14 +89,16 @@ void tr_btree_set_pending_byte(uint32_t offset);
 /* For tests: how the pages reach the file, so that a test can make either
  * way slow, or the direct calls fail or come short on any file system: the
  * flag the direct descriptor is opened with, the calls that write and read
- * through it (direct_pwrite NULL: no direct I/O at all), and the call that
- * writes through the page cache.  NULL restores the default, {O_DIRECT,
- * pwrite, pread, pwrite}.  To be set only while no writer is open. */
+ * through it (direct_pwrite NULL: no direct I/O at all), the call that
+ * writes through the page cache, and the clock the two ways are timed by,
+ * in ns (NULL: CLOCK_MONOTONIC's).  NULL restores the default, {O_DIRECT,
+ * pwrite, pread, pwrite, NULL}.  To be set only while no writer is open. */
 typedef struct {
     int open_flag;
     ssize_t (*direct_pwrite)(int fd, const void *buf, size_t n, off_t off);
     ssize_t (*direct_pread)(int fd, void *buf, size_t n, off_t off);
     ssize_t (*cached_pwrite)(int fd, const void *buf, size_t n, off_t off);
+    double (*now_ns)(void);
 } tr_btree_io;
 void tr_btree_set_io(const tr_btree_io *how);
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/btree_append.h"
@@ -444,17 +445,29 @@ static struct {
     atomic_int cached;          /* writes through the page cache */
     atomic_size_t direct_bytes, cached_bytes;
     atomic_int hit;             /* times it went wrong */
-    /* how much slower each way is made (µs a call): the cached writes, and
-     * the first direct_slow_calls direct ones */
-    useconds_t cached_delay, direct_delay;
+    /* how much slower each way is made: each cached write by cached_charge
+     * ns of the writer's clock (fake_now(): no time passes), the first
+     * direct_slow_calls direct writes by direct_delay µs of sleep */
+    atomic_llong clock_ahead;
+    long long cached_charge;
+    useconds_t direct_delay;
     int direct_slow_calls;
 } fake;
+
+/* The writer's clock: the real one, put ahead by the cached writes' charges. */
+static double fake_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec + (double)atomic_load(&fake.clock_ahead);
+}
 
 static void fake_reset(int mode, int at)
 {
     fake.mode = mode;
     fake.at = at;
-    fake.cached_delay = fake.direct_delay = 0;
+    fake.cached_charge = 0;
+    fake.direct_delay = 0;
     fake.direct_slow_calls = 0;
     atomic_store(&fake.writes, 0);
     atomic_store(&fake.reads, 0);
@@ -479,22 +492,21 @@ static ssize_t fake_pwrite(int fd, const void *buf, size_t n, off_t off)
     return pwrite(fd, buf, n, off);
 }
 
-/* The way the writer does not pick is made slower than the other: a direct
- * write costs the writer only its wait for the one before, so the slow
- * direct way is slower than the pages are made even under a sanitizer, and
- * the slow cached way slow enough that a loaded machine does not blur the
- * choice. */
-static void fake_delays(useconds_t cached, useconds_t direct, int direct_slow_calls)
+/* The way the writer is not to pick is made far slower than the other, so
+ * that a loaded machine's delays cannot blur the choice: a cached write by
+ * a charge to the clock, which costs the test no time; a direct write by a
+ * real sleep (it costs the writer only its wait for it, beside the next
+ * buffer), longer than a buffer takes to make even under a sanitizer. */
+static void fake_slower(long long cached_charge_ns, useconds_t direct_delay, int direct_slow_calls)
 {
-    fake.cached_delay = cached;
-    fake.direct_delay = direct;
+    fake.cached_charge = cached_charge_ns;
+    fake.direct_delay = direct_delay;
     fake.direct_slow_calls = direct_slow_calls;
 }
 
 static ssize_t counted_pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-    if (fake.cached_delay)
-        usleep(fake.cached_delay);
+    atomic_fetch_add(&fake.clock_ahead, fake.cached_charge);
     fake.cached++;
     fake.cached_bytes += n;
     return pwrite(fd, buf, n, off);
@@ -561,20 +573,21 @@ static void test_btree_direct_io(void)
         for (int apart = 0; apart <= 1; apart++) {
             tr_btree_set_io(NULL);
             CU_ASSERT(load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path));
-            tr_btree_set_io(&(tr_btree_io){0, counted_direct_pwrite, pread, counted_pwrite});
+            tr_btree_set_io(&(tr_btree_io){0, counted_direct_pwrite, pread, counted_pwrite, fake_now});
             fake_reset(FAKE_PASS, -1);
-            fake_delays(0, 20000, INT_MAX);
+            fake_slower(0, 50000, INT_MAX);
             CU_ASSERT(load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path));
-            CU_ASSERT(fake.writes >= 1 && fake.direct_bytes * 2 < fake.cached_bytes);
+            /* at 16 KiB pages a writer has a few flushes, two of them direct
+             * before the first is timed (the second's wait) */
+            CU_ASSERT(fake.writes >= 1 && fake.direct_bytes * (ps == 512 ? 2 : 1) < fake.cached_bytes);
             fake_reset(FAKE_PASS, -1);
-            fake_delays(5000, 0, 0);
+            fake_slower(50000000, 0, 0);
             CU_ASSERT(load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path));
             CU_ASSERT(fake.cached >= 1 && fake.cached_bytes * 2 < fake.direct_bytes);
             if (ps == 512) {   /* enough flushes to see the change */
-                /* direct slow at first (another job on the disk), then fast;
-                 * cached a little slow throughout */
+                /* direct slow at first (another job on the disk), then fast */
                 fake_reset(FAKE_PASS, -1);
-                fake_delays(200, 20000, 2);
+                fake_slower(20000000, 50000, 2);
                 CU_ASSERT(load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path));
                 CU_ASSERT(fake.writes > 2 && fake.cached_bytes * 2 < fake.direct_bytes);
             }
@@ -583,8 +596,8 @@ static void test_btree_direct_io(void)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             for (int apart = 0; apart <= 1; apart++) {
                 fake_reset(cases[c].mode, cases[c].at == LAST_WRITE ? pass_writes[apart] - 1 : cases[c].at);
-                fake_delays(1000, 0, 0);   /* the direct way taken but for the probes */
-                tr_btree_set_io(&(tr_btree_io){0, fake_pwrite, fake_pread, counted_pwrite});
+                fake_slower(50000000, 0, 0);   /* the direct way taken but for the probes */
+                tr_btree_set_io(&(tr_btree_io){0, fake_pwrite, fake_pread, counted_pwrite, fake_now});
                 int same = load_fresh(path, ps, &t, n, apart) && same_bytes(ref, path);
                 if (!same)
                     fprintf(stderr, "direct I/O case %zu, page size %d%s: not the same bytes\n", c, ps,
