@@ -70,14 +70,14 @@ static agg_row *agg_find(agg_map *m, const agg_row *k)
 }
 
 /* The event's times and stored totals are ones a trace can hold (as analyze checks). */
-static int event_ok(const tr_event *e, int gpu, int64_t *cpu_total)
+static int event_ok(const tr_trace *t, const tr_event *e, int gpu, int64_t *cpu_total)
 {
     int64_t d = 0;
     if (!gpu && __builtin_sub_overflow(e->end, e->start, &d))
         return 0;
     *cpu_total = gpu ? 0 : d;
-    return tr_times_ok(e->start, e->end) && tr_ns_ok(*cpu_total) && tr_ns_ok(e->cpu_self)
-           && tr_ns_ok(e->gpu_total) && tr_ns_ok(e->gpu_self);
+    return tr_times_ok(e->start, e->end) && tr_ns_ok(*cpu_total) && tr_ns_ok(tr_cpu_self(t, e))
+           && tr_ns_ok(tr_gpu_total(t, e)) && tr_ns_ok(tr_gpu_self(t, e));
 }
 
 static void agg_add(agg_row *a, const tr_trace *t, size_t i, int64_t cpu_total)
@@ -95,9 +95,9 @@ static void agg_add(agg_row *a, const tr_trace *t, size_t i, int64_t cpu_total)
     }
     a->count++;
     tr_sat_acc(&a->cpu_total, cpu_total);
-    tr_sat_acc(&a->cpu_self, e->cpu_self);
-    tr_sat_acc(&a->gpu_total, e->gpu_total);
-    tr_sat_acc(&a->gpu_self, e->gpu_self);
+    tr_sat_acc(&a->cpu_self, tr_cpu_self(t, e));
+    tr_sat_acc(&a->gpu_total, tr_gpu_total(t, e));
+    tr_sat_acc(&a->gpu_self, tr_gpu_self(t, e));
     tr_sat_acc(&a->cmem, m->cpu_total);
     tr_sat_acc(&a->cmem_self, m->cpu_self);
     tr_sat_acc(&a->gmem, m->gpu_total);
@@ -289,7 +289,7 @@ tr_status tr_aggregates_compute(const tr_trace *t, tr_aggregates **out, tr_error
             continue;   /* held by a host event: in its memory columns, no row of its own */
         int gpu = tr_kinds[e->kind].on_gpu;
         int64_t cpu_total;
-        if (!event_ok(e, gpu, &cpu_total)) {
+        if (!event_ok(t, e, gpu, &cpu_total)) {
             ag->skipped++;
             continue;
         }

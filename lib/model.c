@@ -293,7 +293,7 @@ tr_event *tr_add_event(tr_trace *t, tr_kind kind)
 /* The wide map's key: the event's index and which field. */
 static int64_t wide_key(const tr_trace *t, const tr_event *e, int field)
 {
-    return (int64_t)(e - t->events.v) * 4 + field;
+    return (int64_t)(e - t->events.v) * TR_WIDE_FIELDS + field;
 }
 
 int64_t tr_wide_value_(const tr_trace *t, const tr_event *e, int field)
@@ -313,7 +313,7 @@ int tr_set_correlation(tr_trace *t, tr_event *e, int64_t correlation)
         e->correlation32 = TR_CORRELATION_NONE;
         return 0;
     }
-    if (tr_i64map_put(&t->wide, wide_key(t, e, 0), correlation) < 0)
+    if (tr_i64map_put(&t->wide, wide_key(t, e, TR_WIDE_CORRELATION), correlation) < 0)
         return -1;
     e->correlation32 = TR_CORRELATION_WIDE;
     return 0;
@@ -325,15 +325,23 @@ int tr_set_depth(tr_trace *t, tr_event *e, int64_t depth)
         e->depth16 = (uint16_t)depth;
         return 0;
     }
-    if (tr_i64map_put(&t->wide, wide_key(t, e, 1), depth) < 0)
+    if (tr_i64map_put(&t->wide, wide_key(t, e, TR_WIDE_DEPTH), depth) < 0)
         return -1;
     e->depth16 = TR_DEPTH_WIDE;
     return 0;
 }
 
+int tr_set_wide_time_(tr_trace *t, tr_event *e, uint32_t *to, int64_t v, int field)
+{
+    if (tr_i64map_put(&t->wide, wide_key(t, e, field), v) < 0)
+        return -1;
+    *to = TR_TIME_WIDE;
+    return 0;
+}
+
 const tr_event_extra tr_no_extra = {-1, -1, 0, -1, 0};
 
-/* Stores v in a row's 32-bit field, or in the wide map (field 2 or 3). */
+/* Stores v in a row's 32-bit field, or in the wide map (TR_WIDE_SEQ or TR_WIDE_OP_ID). */
 static int set_narrow(tr_trace *t, const tr_event *e, int32_t *to, int64_t v, int field)
 {
     if (v > TR_EXTRA_WIDE && v <= INT32_MAX) {
@@ -357,7 +365,8 @@ int tr_extra_set(tr_trace *t, tr_event *e, const tr_event_extra *x)
     to->bytes = x->bytes;
     to->flops = x->flops;
     to->shape = x->shape;
-    return set_narrow(t, e, &to->seq, x->seq, 2) < 0 || set_narrow(t, e, &to->op_id, x->op_id, 3) < 0 ? -1 : 0;
+    return set_narrow(t, e, &to->seq, x->seq, TR_WIDE_SEQ) < 0
+           || set_narrow(t, e, &to->op_id, x->op_id, TR_WIDE_OP_ID) < 0 ? -1 : 0;
 }
 
 int tr_set_bytes(tr_trace *t, tr_event *e, int64_t bytes)

@@ -93,9 +93,14 @@ typedef struct {
 
 typedef struct {
     int64_t start, end;          /* ns, half-open [start, end) */
-    /* derived by tr_tree_build() */
-    int64_t cpu_self, gpu_self, gpu_total;
-    /* 80 bytes in all: the event array is most of the ingest's peak memory */
+    /* The self and total times tr_tree_build() derives, in 32 bits (4.29 s):
+     * read them with tr_cpu_self(), tr_gpu_self() and tr_gpu_total(), set
+     * them with the tr_set_ functions, which keep a value that does not fit
+     * (a longer time, or a negative one) in tr_trace.wide.
+     * 72 bytes in all (4 of them padding): the event array is most of the
+     * ingest's memory, and past the memory limit each of its bytes is a byte
+     * of new page cache (docs/ingest.md, "A smaller event record"). */
+    uint32_t cpu_self32, gpu_self32, gpu_total32;
     int32_t parent;              /* event index, -1 = none (tr_tree_build() takes < 2^31 events) */
     uint32_t name, raw_name;     /* string ids; raw_name 0 = same as name */
     uint32_t stack;              /* stack node id, 0 = none */
@@ -187,9 +192,8 @@ typedef struct {
     size_t gpu_unlaunched[3];        /* GPU activities without a launching call, by reason (below) */
     int tree_built;
     tr_event_mem *mem;               /* per event, or NULL: all zero (tree.h) */
-    tr_i64map wide;                  /* event index * 4 + field -> a correlation (0),
-                                      * depth (1), seq (2) or op id (3) too wide for
-                                      * its field: rare */
+    tr_i64map wide;                  /* event index * TR_WIDE_FIELDS + field -> a
+                                      * value too wide for its field (TR_WIDE_*): rare */
     /* lookup tables, rebuilt on demand */
     struct tr_idmap *thread_map, *stream_map, *device_map, *process_map, *stack_map;
     struct tr_detail_cache *detail_cache;   /* recent detail rows, shared by equal adds */
@@ -229,8 +233,13 @@ tr_event *tr_add_event(tr_trace *t, tr_kind kind);
  * thread (lib/progress.h): relaxed, a hint that may miss concurrent adds. */
 extern atomic_size_t tr_events_added;
 
-/* A value kept in tr_trace.wide (an event's correlation, depth, seq or op id:
- * field 0 to 3). */
+/* The fields whose values that do not fit are kept in tr_trace.wide. */
+enum {
+    TR_WIDE_CORRELATION, TR_WIDE_DEPTH, TR_WIDE_SEQ, TR_WIDE_OP_ID,
+    TR_WIDE_CPU_SELF, TR_WIDE_GPU_SELF, TR_WIDE_GPU_TOTAL,
+    TR_WIDE_FIELDS
+};
+/* A value kept in tr_trace.wide (field: one of the above). */
 int64_t tr_wide_value_(const tr_trace *t, const tr_event *e, int field);
 
 /* An event's correlation and depth: values the event's narrow fields hold,
@@ -243,11 +252,11 @@ static inline int64_t tr_correlation(const tr_trace *t, const tr_event *e)
 {
     if (e->correlation32 < TR_CORRELATION_WIDE)
         return e->correlation32;
-    return e->correlation32 == TR_CORRELATION_NONE ? -1 : tr_wide_value_(t, e, 0);
+    return e->correlation32 == TR_CORRELATION_NONE ? -1 : tr_wide_value_(t, e, TR_WIDE_CORRELATION);
 }
 static inline int64_t tr_depth(const tr_trace *t, const tr_event *e)
 {
-    return e->depth16 < TR_DEPTH_WIDE ? e->depth16 : tr_wide_value_(t, e, 1);
+    return e->depth16 < TR_DEPTH_WIDE ? e->depth16 : tr_wide_value_(t, e, TR_WIDE_DEPTH);
 }
 int tr_set_correlation(tr_trace *t, tr_event *e, int64_t correlation);
 int tr_set_depth(tr_trace *t, tr_event *e, int64_t depth);
@@ -261,6 +270,47 @@ static inline int tr_set_child_depth(tr_trace *t, tr_event *child, const tr_even
     return tr_set_depth(t, child, tr_depth(t, parent) + 1);
 }
 
+/* An event's derived times: the 32-bit field, else the wide map.  The setters
+ * return 0, or -1 out of memory (only for a value that needs the map). */
+#define TR_TIME_WIDE UINT32_MAX
+static inline int64_t tr_narrow_time_(const tr_trace *t, const tr_event *e, uint32_t v, int field)
+{
+    return v != TR_TIME_WIDE ? v : tr_wide_value_(t, e, field);
+}
+static inline int64_t tr_cpu_self(const tr_trace *t, const tr_event *e)
+{
+    return tr_narrow_time_(t, e, e->cpu_self32, TR_WIDE_CPU_SELF);
+}
+static inline int64_t tr_gpu_self(const tr_trace *t, const tr_event *e)
+{
+    return tr_narrow_time_(t, e, e->gpu_self32, TR_WIDE_GPU_SELF);
+}
+static inline int64_t tr_gpu_total(const tr_trace *t, const tr_event *e)
+{
+    return tr_narrow_time_(t, e, e->gpu_total32, TR_WIDE_GPU_TOTAL);
+}
+int tr_set_wide_time_(tr_trace *t, tr_event *e, uint32_t *to, int64_t v, int field);
+static inline int tr_set_narrow_time_(tr_trace *t, tr_event *e, uint32_t *to, int64_t v, int field)
+{
+    if (v >= 0 && v < TR_TIME_WIDE) {
+        *to = (uint32_t)v;
+        return 0;
+    }
+    return tr_set_wide_time_(t, e, to, v, field);
+}
+static inline int tr_set_cpu_self(tr_trace *t, tr_event *e, int64_t v)
+{
+    return tr_set_narrow_time_(t, e, &e->cpu_self32, v, TR_WIDE_CPU_SELF);
+}
+static inline int tr_set_gpu_self(tr_trace *t, tr_event *e, int64_t v)
+{
+    return tr_set_narrow_time_(t, e, &e->gpu_self32, v, TR_WIDE_GPU_SELF);
+}
+static inline int tr_set_gpu_total(tr_trace *t, tr_event *e, int64_t v)
+{
+    return tr_set_narrow_time_(t, e, &e->gpu_total32, v, TR_WIDE_GPU_TOTAL);
+}
+
 /* An event's extra fields: its own row's, or tr_no_extra's defaults (seq,
  * op_id and flops -1, bytes and shape 0) when it has none. */
 extern const tr_event_extra tr_no_extra;
@@ -271,9 +321,9 @@ static inline tr_event_extra tr_extra(const tr_trace *t, const tr_event *e)
     const tr_extra_row *r = &t->extras.v[e->extra];
     tr_event_extra x = {r->seq, r->op_id, r->bytes, r->flops, r->shape};
     if (r->seq == TR_EXTRA_WIDE)
-        x.seq = tr_wide_value_(t, e, 2);
+        x.seq = tr_wide_value_(t, e, TR_WIDE_SEQ);
     if (r->op_id == TR_EXTRA_WIDE)
-        x.op_id = tr_wide_value_(t, e, 3);
+        x.op_id = tr_wide_value_(t, e, TR_WIDE_OP_ID);
     return x;
 }
 /* Sets e's extra fields to *x, adding a row only when x differs from the

@@ -301,9 +301,9 @@ static int fill_event(const void *ctx, size_t i, tr_cell *c)
     tr_cell_opt(&c[16], x.flops, -1);
     tr_cell_int(&c[17], e->flags);
     tr_cell_int(&c[18], tr_kinds[e->kind].on_gpu ? 0 : tr_sat_sub(e->end, e->start));
-    tr_cell_int(&c[19], e->cpu_self);
-    tr_cell_int(&c[20], e->gpu_total);
-    tr_cell_int(&c[21], e->gpu_self);
+    tr_cell_int(&c[19], tr_cpu_self(t, e));
+    tr_cell_int(&c[20], tr_gpu_total(t, e));
+    tr_cell_int(&c[21], tr_gpu_self(t, e));
     static const tr_event_mem none;
     const tr_event_mem *m = t->mem ? &t->mem[i] : &none;
     tr_cell_int(&c[22], m->cpu_total);

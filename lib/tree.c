@@ -648,9 +648,11 @@ static tr_status sort_on_tracks(const tr_event *ev, uint32_t *order, size_t n, k
 /* The open frames of one thread, innermost last. */
 typedef TR_VEC(open_frame) frame_stack;
 
-static void close_frame(tr_event *ev, const open_frame *f)
+/* 0, or -1 out of memory */
+static int close_frame(tr_trace *t, const open_frame *f)
 {
-    ev[f->event].cpu_self = tr_sat_sub(span_of(&ev[f->event]), f->covered);
+    tr_event *e = &t->events.v[f->event];
+    return tr_set_cpu_self(t, e, tr_sat_sub(span_of(e), f->covered));
 }
 
 /* Adds child e, the next in start order, to the time f's children cover. */
@@ -674,7 +676,8 @@ static int nest_event(tr_trace *t, frame_stack *st, tr_event *e, uint32_t i)
         open_frame *f = &st->v[st->n - 1];
         tr_event *p = &ev[f->event];
         if (e->start >= p->end || e->end > p->end) {
-            close_frame(ev, f);
+            if (close_frame(t, f) < 0)
+                return -1;
             st->n--;
             continue;
         }
@@ -750,7 +753,7 @@ static tr_status build_cpu_tree(tr_trace *t, const uint32_t *order, size_t n, in
     }
     for (size_t th = 0; stacks && th < t->threads.n; th++) {
         for (size_t d = stacks[th].n; d-- > 0;)
-            close_frame(ev, &stacks[th].v[d]);
+            failed |= close_frame(t, &stacks[th].v[d]) < 0;
         tr_spill_free(stacks[th].v);
     }
     free(stacks);
@@ -936,8 +939,8 @@ static void reset_event(tr_event *e)
         e->parent = -1;
     if (e->depth16)
         e->depth16 = 0;
-    if (e->cpu_self || e->gpu_self || e->gpu_total)
-        e->cpu_self = e->gpu_self = e->gpu_total = 0;
+    if (e->cpu_self32 || e->gpu_self32 || e->gpu_total32)
+        e->cpu_self32 = e->gpu_self32 = e->gpu_total32 = 0;
     if (e->flags & (TR_FLAG_MERGED | TR_FLAG_UNNESTED))
         e->flags &= (uint8_t)~(TR_FLAG_MERGED | TR_FLAG_UNNESTED);
     if (e->end < e->start)
@@ -977,8 +980,8 @@ static tr_status reset_and_list_calls(tr_trace *t, tree_links *l, tr_error *err)
 /* Second pass: sync waits recorded without a thread take the thread of their
  * API call; the CPU events of a thread go into the order for the tree, and
  * those outside it (a sync whose API call is not in the trace) are their own
- * self time (async ranges have none, as in PyTorch). */
-static void list_cpu_events(tr_trace *t, tree_links *l, key_range *r)
+ * self time (async ranges have none, as in PyTorch).  0, or -1 out of memory. */
+static int list_cpu_events(tr_trace *t, tree_links *l, key_range *r)
 {
     tr_event *ev = t->events.v;
     *r = (key_range){INT64_MAX, INT64_MIN, 0};
@@ -994,7 +997,8 @@ static void list_cpu_events(tr_trace *t, tree_links *l, key_range *r)
         if (tr_kinds[e->kind].on_gpu || (e->flags & (TR_FLAG_ASYNC | TR_FLAG_MERGED)))
             continue;
         if (!in_cpu_tree(e)) {   /* on no thread */
-            e->cpu_self = span_of(e);
+            if (tr_set_cpu_self(t, e, span_of(e)) < 0)
+                return -1;
             continue;
         }
         l->order[l->n++] = (uint32_t)i;
@@ -1003,6 +1007,7 @@ static void list_cpu_events(tr_trace *t, tree_links *l, key_range *r)
         r->hi = e->start > r->hi ? e->start : r->hi;
         r->max_track = e->thread > r->max_track ? e->thread : r->max_track;
     }
+    return 0;
 }
 
 /* Maps correlation ids to API calls and nests the CPU events of each thread. */
@@ -1015,7 +1020,8 @@ static tr_status build_links(tr_trace *t, tree_links *l, tr_error *err)
     if (!l->order || index_api_calls(t, l) < 0)
         return oom(err);
     key_range r;
-    list_cpu_events(t, l, &r);
+    if (list_cpu_events(t, l, &r) < 0)
+        return oom(err);
     st = sort_on_tracks(t->events.v, l->order, l->n, r, 0, in_cpu_tree, err);
     /* the passes so far read the events in order, or in a few streams in
      * order (the merges): read ahead.  The walks from here read them in each
@@ -1124,7 +1130,7 @@ static tr_status unlink_merged(tr_trace *t, tree_links *l, uint32_t *outer, size
                 outer[o] = (uint32_t)++nframes;
             }
             e->parent = (int32_t)o;   /* o comes first in the order: its depth is set */
-            e->cpu_self = 0;
+            e->cpu_self32 = 0;
             failed = tr_set_child_depth(t, e, &ev[o]) < 0;
             continue;
         }
@@ -1138,9 +1144,9 @@ static tr_status unlink_merged(tr_trace *t, tree_links *l, uint32_t *outer, size
             cover_child(&frames[outer[e->parent] - 1], e);
     }
     l->n = kept;
-    for (size_t f = 0; f < nframes; f++) {
+    for (size_t f = 0; f < nframes && !failed; f++) {
         tr_spill_tick();   /* the outer ops lie all over the event array */
-        close_frame(ev, &frames[f]);
+        failed = close_frame(t, &frames[f]) < 0;
     }
     tr_spill_free(frames);
     return failed ? oom(err) : TR_OK;
@@ -1362,7 +1368,8 @@ static tr_status attribute_gpu(tr_trace *t, tree_links *l, gpu_order *go, tr_err
         if (!tr_kinds[g->kind].on_gpu)
             continue;
         int64_t dur = span_of(g);
-        g->gpu_self = g->gpu_total = dur;
+        if (tr_set_gpu_self(t, g, dur) < 0 || tr_set_gpu_total(t, g, dur) < 0)
+            return oom(err);
         go->order[go->n++] = (uint32_t)i;
         go->r.lo = g->start < go->r.lo ? g->start : go->r.lo;
         go->r.hi = g->start > go->r.hi ? g->start : go->r.hi;
@@ -1390,7 +1397,8 @@ static tr_status attribute_gpu(tr_trace *t, tree_links *l, gpu_order *go, tr_err
                 break;
             }
         }
-        target->gpu_self = tr_sat_add(target->gpu_self, dur);
+        if (tr_set_gpu_self(t, target, tr_sat_add(tr_gpu_self(t, target), dur)) < 0)
+            return oom(err);
     }
     return TR_OK;
 }
@@ -1400,15 +1408,16 @@ static tr_status attribute_gpu(tr_trace *t, tree_links *l, gpu_order *go, tr_err
  * before its parent: an event's total is its children's (added as each was
  * seen) plus its own.  The sums saturate and add non-negative times, so their
  * order does not change them. */
-static void sum_totals(tr_trace *t, const tree_links *l)
+static tr_status sum_totals(tr_trace *t, const tree_links *l, tr_error *err)
 {
     tr_event *ev = t->events.v;
     for (size_t k = l->n; k-- > 0;) {
         tr_spill_tick();
         tr_event *e = &ev[l->order[k]];
         /* adding 0 stores nothing: the page stays clean (reset_event()) */
-        if (e->gpu_self)
-            e->gpu_total = tr_sat_add(e->gpu_total, e->gpu_self);
+        if (e->gpu_self32
+            && tr_set_gpu_total(t, e, tr_sat_add(tr_gpu_total(t, e), tr_gpu_self(t, e))) < 0)
+            return oom(err);
         tr_event_mem *m = t->mem ? &t->mem[l->order[k]] : NULL;
         if (m && e->kind == TR_KIND_MEMORY) {
             int64_t bytes = tr_extra(t, e).bytes;
@@ -1422,8 +1431,10 @@ static void sum_totals(tr_trace *t, const tree_links *l)
         }
         if (e->parent < 0)
             continue;
-        if (e->gpu_total)
-            ev[e->parent].gpu_total = tr_sat_add(ev[e->parent].gpu_total, e->gpu_total);
+        tr_event *p = &ev[e->parent];
+        if (e->gpu_total32
+            && tr_set_gpu_total(t, p, tr_sat_add(tr_gpu_total(t, p), tr_gpu_total(t, e))) < 0)
+            return oom(err);
         if (!m)
             continue;
         tr_event_mem *pm = &t->mem[e->parent];
@@ -1434,6 +1445,7 @@ static void sum_totals(tr_trace *t, const tree_links *l)
             pm->gpu_self += m->gpu_self;
         }
     }
+    return TR_OK;
 }
 
 tr_status tr_tree_build(tr_trace *t, tr_error *err)
@@ -1466,7 +1478,7 @@ tr_status tr_tree_build(tr_trace *t, tr_error *err)
         st = attribute_gpu(t, &l, &go, err);
     corr_index_free(&l.cm);   /* the launches are found: the index's memory back before the totals */
     if (st == TR_OK)
-        sum_totals(t, &l);
+        st = sum_totals(t, &l, err);
     tr_spill_free(outer);
     links_free(&l);
     if (st == TR_OK)

@@ -150,10 +150,10 @@ static void test_openacc(void)
     size_t icc = (size_t)(cc - t.events.v), ilaunch = (size_t)(launch - t.events.v);
     CU_ASSERT_EQUAL(launch->parent, (int64_t)icc);
     CU_ASSERT_EQUAL(api->parent, (int64_t)ilaunch);
-    CU_ASSERT_EQUAL(launch->gpu_self, 500);
-    CU_ASSERT_EQUAL(cc->gpu_self, 0);
-    CU_ASSERT_EQUAL(cc->gpu_total, 500);
-    CU_ASSERT_EQUAL(cc->cpu_self, 900 - 300);
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, launch), 500);
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, cc), 0);
+    CU_ASSERT_EQUAL(tr_gpu_total(&t, cc), 500);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, cc), 900 - 300);
     tr_trace_free(&t);
 }
 
@@ -238,7 +238,7 @@ static void test_cuda_events_and_overhead(void)
         if (t.events.v[i].kind == TR_KIND_RUNTIME && t.events.v[i].start == 2000)
             call = &t.events.v[i];
     CU_ASSERT_PTR_NOT_NULL_FATAL(call);
-    CU_ASSERT_EQUAL(call->cpu_self, 1000 - 100 - 100);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, call), 1000 - 100 - 100);
     CU_ASSERT_EQUAL(ev->parent, (int64_t)(call7 - t.events.v));
     tr_trace_free(&t);
 }

@@ -52,9 +52,9 @@ static void test_partial_overlap(void)
     build();
     CU_ASSERT_EQUAL(EV(c1)->parent, (int64_t)p);
     CU_ASSERT_EQUAL(EV(c2)->parent, (int64_t)p);
-    CU_ASSERT_EQUAL(EV(p)->cpu_self, 10);
-    CU_ASSERT_EQUAL(EV(c1)->cpu_self, 80);
-    CU_ASSERT_EQUAL(EV(c2)->cpu_self, 80);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(p)), 10);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(c1)), 80);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(c2)), 80);
     CU_ASSERT_EQUAL(tr_depth(&t, EV(c2)), 1);
     tr_trace_free(&t);
 }
@@ -125,7 +125,7 @@ static void test_touching_and_zero_length(void)
     CU_ASSERT_EQUAL(EV(z)->parent, (int64_t)b);
     CU_ASSERT_EQUAL(EV(w)->parent, (int64_t)a);
     CU_ASSERT_EQUAL(EV(z2)->parent, (int64_t)b);   /* not a child of the zero-length Z */
-    CU_ASSERT_EQUAL(EV(a)->cpu_self, 10);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(a)), 10);
     tr_trace_free(&t);
 }
 
@@ -139,7 +139,7 @@ static void test_threads_kept_apart(void)
     build();
     CU_ASSERT_EQUAL(EV(q)->parent, -1);
     CU_ASSERT_EQUAL(EV(d)->parent, (int64_t)p);
-    CU_ASSERT_EQUAL(EV(p)->cpu_self, 90);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(p)), 90);
     tr_trace_free(&t);
 }
 
@@ -177,15 +177,15 @@ static void test_gpu_attribution(void)
     CU_ASSERT_EQUAL(EV(k1)->parent, (int64_t)l1);
     CU_ASSERT_EQUAL(tr_depth(&t, EV(k1)), 3);
     CU_ASSERT_EQUAL(EV(k4)->parent, -1);
-    CU_ASSERT_EQUAL(EV(inner)->gpu_self, 40);
-    CU_ASSERT_EQUAL(EV(inner)->gpu_total, 40);
-    CU_ASSERT_EQUAL(EV(op)->gpu_self, 5);
-    CU_ASSERT_EQUAL(EV(op)->gpu_total, 45);
-    CU_ASSERT_EQUAL(EV(l1)->gpu_self, 0);       /* counted once: in the op, not the call */
-    CU_ASSERT_EQUAL(EV(l3)->gpu_self, 7);       /* no enclosing range: the call itself */
-    CU_ASSERT_EQUAL(EV(k3)->gpu_self, 7);
-    CU_ASSERT_EQUAL(EV(k2)->gpu_total, 5);
-    CU_ASSERT_EQUAL(EV(op)->cpu_self, 100 - 50 - 10);
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(inner)), 40);
+    CU_ASSERT_EQUAL(tr_gpu_total(&t, EV(inner)), 40);
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(op)), 5);
+    CU_ASSERT_EQUAL(tr_gpu_total(&t, EV(op)), 45);
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(l1)), 0);       /* counted once: in the op, not the call */
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(l3)), 7);       /* no enclosing range: the call itself */
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(k3)), 7);
+    CU_ASSERT_EQUAL(tr_gpu_total(&t, EV(k2)), 5);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(op)), 100 - 50 - 10);
     (void)l2;
     tr_trace_free(&t);
 }
@@ -200,9 +200,9 @@ static void test_idempotent_and_async(void)
     build();
     build();   /* a second build gives the same answer (PyTorch's asserts) */
     CU_ASSERT_EQUAL(EV(a)->parent, -1);
-    CU_ASSERT_EQUAL(EV(a)->cpu_self, 0);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(a)), 0);
     CU_ASSERT_EQUAL(EV(c)->parent, (int64_t)p);
-    CU_ASSERT_EQUAL(EV(p)->cpu_self, 90);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(p)), 90);
     tr_trace_free(&t);
 }
 
@@ -238,7 +238,7 @@ static void test_sync_adopts_thread(void)
     build();
     CU_ASSERT_EQUAL(EV(sync)->thread, thread2);
     CU_ASSERT_EQUAL(EV(sync)->parent, (int64_t)call);
-    CU_ASSERT_EQUAL(EV(call)->cpu_self, 20);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(call)), 20);
     tr_trace_free(&t);
 }
 
@@ -271,11 +271,11 @@ static void test_redispatch_merge(void)
     CU_ASSERT_EQUAL(EV(kern)->parent, (int64_t)call);
     CU_ASSERT_EQUAL(EV(a2)->parent, (int64_t)a1);
     CU_ASSERT_EQUAL(EV(a3)->parent, (int64_t)a1);
-    CU_ASSERT_EQUAL(EV(a1)->cpu_self, 8);           /* 10 - k - the call */
-    CU_ASSERT_EQUAL(EV(a2)->cpu_self, 0);
-    CU_ASSERT_EQUAL(EV(a3)->cpu_self, 0);
-    CU_ASSERT_EQUAL(EV(a1)->gpu_self, 30);
-    CU_ASSERT_EQUAL(EV(a3)->gpu_self, 0);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(a1)), 8);           /* 10 - k - the call */
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(a2)), 0);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(a3)), 0);
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(a1)), 30);
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(a3)), 0);
     CU_ASSERT_EQUAL(MEM(a1)->cpu_self, 64);
     CU_ASSERT(!(EV(b2)->flags & TR_FLAG_MERGED));   /* its parent has two children */
     CU_ASSERT_EQUAL(EV(b3)->parent, (int64_t)b1);
@@ -283,7 +283,7 @@ static void test_redispatch_merge(void)
     CU_ASSERT_EQUAL(EV(r2)->parent, (int64_t)r1);
     build();                                        /* idempotent */
     CU_ASSERT_EQUAL(t.merged_redispatch, 2);
-    CU_ASSERT_EQUAL(EV(a1)->cpu_self, 8);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(a1)), 8);
     tr_trace_free(&t);
 }
 
@@ -349,12 +349,13 @@ static void test_merge_patches_tree(void)
         if (ea->flags & TR_FLAG_MERGED) {
             const tr_event *o = ea->parent >= 0 ? &a.events.v[ea->parent] : NULL;
             merged_ok += o && !(o->flags & TR_FLAG_MERGED) && o->name == ea->name
-                         && ea->cpu_self == 0 && tr_depth(&a, ea) == tr_depth(&a, o) + 1;
+                         && tr_cpu_self(&a, ea) == 0 && tr_depth(&a, ea) == tr_depth(&a, o) + 1;
             continue;
         }
         const tr_event *eb = EV(in_b[i]);
         int64_t pa = ea->parent < 0 ? -1 : (int64_t)in_b[ea->parent];
-        same += pa == eb->parent && tr_depth(&a, ea) == tr_depth(&t, eb) && ea->cpu_self == eb->cpu_self
+        same += pa == eb->parent && tr_depth(&a, ea) == tr_depth(&t, eb)
+                && tr_cpu_self(&a, ea) == tr_cpu_self(&t, eb)
                 && (ea->flags & ~TR_FLAG_UNNESTED) == (eb->flags & ~TR_FLAG_UNNESTED);
     }
     CU_ASSERT_EQUAL(merged_ok, a.merged_redispatch);
@@ -496,9 +497,9 @@ static void test_python_frames_hold_no_gpu_self(void)
     size_t call = add(TR_KIND_RUNTIME, "cudaLaunchKernel", 10, 20, thread1, 4);
     add(TR_KIND_KERNEL, "k", 30, 70, 0, 4);
     build();
-    CU_ASSERT_EQUAL(EV(py)->gpu_self, 0);
-    CU_ASSERT_EQUAL(EV(py)->gpu_total, 40);
-    CU_ASSERT_EQUAL(EV(call)->gpu_self, 40);
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(py)), 0);
+    CU_ASSERT_EQUAL(tr_gpu_total(&t, EV(py)), 40);
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(call)), 40);
     tr_trace_free(&t);
 }
 
@@ -510,7 +511,7 @@ static void test_orphan_sync_self(void)
     EV(sync)->thread = 0;
     EV(sync)->stream = stream1;
     build();
-    CU_ASSERT_EQUAL(EV(sync)->cpu_self, 80);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(sync)), 80);
     tr_trace_free(&t);
 }
 
@@ -521,8 +522,8 @@ static void test_extreme_times_saturate(void)
     size_t p = add(TR_KIND_RANGE, "P", INT64_MIN + 10, INT64_MAX - 10, thread1, -1);
     size_t c = add(TR_KIND_RANGE, "C", -100, 100, thread1, -1);
     build();
-    CU_ASSERT(EV(p)->cpu_self > 0);
-    CU_ASSERT_EQUAL(EV(c)->cpu_self, 200);
+    CU_ASSERT(tr_cpu_self(&t, EV(p)) > 0);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(c)), 200);
     CU_ASSERT_EQUAL(EV(c)->parent, (int64_t)p);
     tr_trace_free(&t);
 }
@@ -547,7 +548,7 @@ static void check_shuffled_nesting(int64_t base, int64_t far)
     build();
     int ok = 1;
     for (int g = 0; g < N / 3; g++) {
-        ok &= EV(idx[3 * g])->parent == -1 && EV(idx[3 * g])->cpu_self == 400;
+        ok &= EV(idx[3 * g])->parent == -1 && tr_cpu_self(&t, EV(idx[3 * g])) == 400;
         ok &= EV(idx[3 * g + 1])->parent == (int64_t)idx[3 * g];
         ok &= EV(idx[3 * g + 2])->parent == (int64_t)idx[3 * g + 1];
         ok &= tr_depth(&t, EV(idx[3 * g + 2])) == 2;
@@ -581,7 +582,7 @@ static void test_sort_key_room(void)
     CU_ASSERT_EQUAL(EV(other)->parent, -1);
     CU_ASSERT_EQUAL(EV(outer)->parent, -1);
     CU_ASSERT_EQUAL(EV(inner)->parent, (int64_t)outer);
-    CU_ASSERT_EQUAL(EV(outer)->cpu_self, 5000);
+    CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(outer)), 5000);
     tr_trace_free(&t);
 }
 
@@ -605,7 +606,7 @@ static void test_sort_wide_span(void)
         for (int th = 0; th < 2; th++) {
             ok &= EV(outer[th][g])->parent == -1;
             ok &= EV(inner[th][g])->parent == (int64_t)outer[th][g];
-            ok &= EV(outer[th][g])->cpu_self == 90;
+            ok &= tr_cpu_self(&t, EV(outer[th][g])) == 90;
         }
     CU_ASSERT(ok);
     tr_trace_free(&t);
@@ -632,7 +633,7 @@ static void test_sort_runs_merged(void)
     build();
     int ok = 1;
     for (int g = 0; g < G; g++) {
-        ok &= EV(outer[g])->parent == -1 && EV(outer[g])->cpu_self == 300;
+        ok &= EV(outer[g])->parent == -1 && tr_cpu_self(&t, EV(outer[g])) == 300;
         ok &= EV(inner[g])->parent == (int64_t)outer[g] && tr_depth(&t, EV(inner[g])) == 1;
         ok &= EV(call[g])->parent == (int64_t)inner[g] && tr_depth(&t, EV(call[g])) == 2;
         ok &= EV(other[g])->parent == -1;
@@ -675,7 +676,7 @@ static void build_from(const gen_event *g, size_t n, int64_t *parent_key, int64_
         int32_t p = EV(i)->parent;
         parent_key[i] = p < 0 ? -1 : (EV(p)->start << 22) + (EV(p)->end << 3) + EV(p)->kind;
         depth[i] = tr_depth(&t, EV(i));
-        self[i] = EV(i)->cpu_self;
+        self[i] = tr_cpu_self(&t, EV(i));
     }
     tr_trace_free(&t);
 }
@@ -761,7 +762,7 @@ static void build_large(const gen_event *g, const uint32_t *perm, int64_t *paren
         int32_t p = EV(i)->parent;
         parent_key[perm[i]] = p < 0 ? -1 : (int64_t)perm[p];
         depth[perm[i]] = tr_depth(&t, EV(i));
-        self[perm[i]] = EV(i)->cpu_self;
+        self[perm[i]] = tr_cpu_self(&t, EV(i));
     }
     tr_trace_free(&t);
 }
@@ -856,8 +857,8 @@ static void test_correlation_lookups(void)
     for (size_t m = 0; m < sizeof missing / sizeof missing[0]; m++)
         CU_ASSERT_EQUAL(EV(missing[m])->parent, -1);
     CU_ASSERT_EQUAL(EV(again)->parent, (int64_t)launch[500]);   /* the runtime call, not the driver's */
-    CU_ASSERT_EQUAL(EV(driver)->gpu_self, 0);
-    CU_ASSERT_EQUAL(EV(dup)->gpu_self, 0);
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(driver)), 0);
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(dup)), 0);
     tr_trace_free(&t);
 }
 
@@ -953,11 +954,69 @@ static void test_wide_correlation_and_depth(void)
     CU_ASSERT_EQUAL(tr_depth(&t, EV(launch)), (int64_t)deep);
     CU_ASSERT_EQUAL(tr_depth(&t, EV(k)), (int64_t)deep + 1);
     CU_ASSERT_EQUAL(EV(k)->parent, (int32_t)launch);
-    CU_ASSERT_EQUAL(EV(first + deep - 1)->gpu_self, 10);
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(first + deep - 1)), 10);
     /* a rebuild gives the same depths */
     build();
     CU_ASSERT_EQUAL(tr_depth(&t, EV(k)), (int64_t)deep + 1);
     CU_ASSERT_EQUAL(tr_depth(&t, EV(first + 100)), 100);
+    tr_trace_free(&t);
+}
+
+/* The derived times are 32-bit fields: longer ones (4.29 s and up), negative
+ * ones, and sums that pass 32 bits all read back whole. */
+static void test_wide_times(void)
+{
+    const int64_t S = 1000000000;   /* ns a second */
+    setup();
+    size_t op = add(TR_KIND_OP, "step", 0, 10 * S, thread1, -1);
+    size_t inner = add(TR_KIND_RANGE, "inner", S, 2 * S, thread1, -1);
+    add(TR_KIND_RUNTIME, "cudaLaunchKernel", 3 * S, 3 * S + 10, thread1, 1);
+    add(TR_KIND_RUNTIME, "cudaLaunchKernel", 4 * S, 4 * S + 10, thread1, 2);
+    add(TR_KIND_RUNTIME, "cudaLaunchKernel", S + 100, S + 110, thread1, 3);
+    add(TR_KIND_RUNTIME, "cudaLaunchKernel", 5 * S, 5 * S + 10, thread1, 4);
+    size_t k1 = add(TR_KIND_KERNEL, "k1", 11 * S, 14 * S, 0, 1);        /* 3 s: narrow */
+    add(TR_KIND_KERNEL, "k2", 14 * S, 17 * S, 0, 2);                     /* 3 s: their sum is not */
+    size_t k3 = add(TR_KIND_KERNEL, "k3", 17 * S, 22 * S, 0, 3);        /* 5 s: wide alone */
+    add(TR_KIND_KERNEL, "k4", 22 * S, 23 * S, 0, 4);                     /* added to a wide sum */
+    size_t edge = add(TR_KIND_KERNEL, "edge", 0, (int64_t)UINT32_MAX - 1, 0, -1);
+    size_t past = add(TR_KIND_KERNEL, "past", 0, UINT32_MAX, 0, -1);
+    size_t sync = add(TR_KIND_SYNC, "[sync] device", 0, 5 * S, 0, 77);   /* outside the tree */
+    EV(sync)->thread = 0;
+    EV(sync)->stream = stream1;
+    for (int pass = 0; pass < 2; pass++) {   /* a rebuild reads and sets them again */
+        build();
+        CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(op)), 10 * S - S - 30);
+        CU_ASSERT_EQUAL(EV(op)->cpu_self32, TR_TIME_WIDE);
+        CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(inner)), S - 10);
+        CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(op)), 7 * S);
+        CU_ASSERT_EQUAL(tr_gpu_total(&t, EV(op)), 12 * S);
+        CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(inner)), 5 * S);
+        CU_ASSERT_EQUAL(tr_gpu_total(&t, EV(inner)), 5 * S);
+        CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(k1)), 3 * S);
+        CU_ASSERT_EQUAL(tr_gpu_total(&t, EV(k3)), 5 * S);
+        CU_ASSERT_EQUAL(EV(edge)->gpu_self32, UINT32_MAX - 1);   /* the widest narrow value */
+        CU_ASSERT_EQUAL(tr_gpu_total(&t, EV(edge)), (int64_t)UINT32_MAX - 1);
+        CU_ASSERT_EQUAL(EV(past)->gpu_self32, TR_TIME_WIDE);
+        CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(past)), UINT32_MAX);
+        CU_ASSERT_EQUAL(tr_gpu_total(&t, EV(past)), UINT32_MAX);
+        CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(sync)), 5 * S);
+    }
+    /* negative and extreme values through the setters, then a narrow one again;
+     * the next event's wide correlation stays its own */
+    CU_ASSERT_EQUAL(tr_set_correlation(&t, EV(k1 + 1), ((int64_t)1 << 41) + 5), 0);
+    const int64_t vals[] = {-1, INT64_MIN, INT64_MAX, (int64_t)1 << 40, 0, 7};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        CU_ASSERT_EQUAL(tr_set_cpu_self(&t, EV(k1), vals[i]), 0);
+        CU_ASSERT_EQUAL(tr_set_gpu_self(&t, EV(k1), vals[i] / 2), 0);
+        CU_ASSERT_EQUAL(tr_set_gpu_total(&t, EV(k1), vals[i] / 3), 0);
+        CU_ASSERT_EQUAL(tr_cpu_self(&t, EV(k1)), vals[i]);
+        CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(k1)), vals[i] / 2);
+        CU_ASSERT_EQUAL(tr_gpu_total(&t, EV(k1)), vals[i] / 3);
+    }
+    CU_ASSERT_EQUAL(tr_correlation(&t, EV(k1 + 1)), ((int64_t)1 << 41) + 5);
+    CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(k1 + 1)), 3 * S);
+    /* the record stays small: past the memory limit each byte is new page cache */
+    CU_ASSERT(sizeof(tr_event) <= 72);
     tr_trace_free(&t);
 }
 
@@ -1088,4 +1147,5 @@ TR_SUITE(tree,
          {"extreme times saturate", test_extreme_times_saturate},
          {"extra fields: a row only where set", test_extra_rows_only_where_set},
          {"equal detail rows are one", test_detail_rows_shared},
-         {"correlations and depths past 32 and 16 bits", test_wide_correlation_and_depth})
+         {"correlations and depths past 32 and 16 bits", test_wide_correlation_and_depth},
+         {"self and total times past 32 bits", test_wide_times})
