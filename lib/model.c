@@ -145,6 +145,7 @@ tr_status tr_trace_init(tr_trace *t, tr_error *err)
     memset(t, 0, sizeof *t);
     tr_intern_init(&t->strings);
     tr_i64map_init(&t->wide);
+    tr_i64map_init(&t->raw_names);
     return TR_OK;
 }
 
@@ -152,6 +153,7 @@ void tr_trace_free(tr_trace *t)
 {
     tr_intern_free(&t->strings);
     tr_i64map_free(&t->wide);
+    tr_i64map_free(&t->raw_names);
     tr_spill_free(t->events.v);
     tr_spill_free(t->extras.v);
     tr_spill_free(t->mem);
@@ -337,6 +339,43 @@ int tr_set_wide_time_(tr_trace *t, tr_event *e, uint32_t *to, int64_t v, int fie
         return -1;
     *to = TR_TIME_WIDE;
     return 0;
+}
+
+/* tr_trace.raw_names' value: the raw name, with this bit once an event of
+ * that name holds a raw name of its own in the wide map. */
+#define RAW_NAME_OWNED ((int64_t)1 << 32)
+
+uint32_t tr_raw_name_of_(const tr_trace *t, const tr_event *e)
+{
+    if (e->extra && t->extras.v[e->extra].raw_name)
+        return t->extras.v[e->extra].raw_name;
+    int64_t v = 0, own;
+    tr_i64map_get(&t->raw_names, e->name, &v);
+    if ((v & RAW_NAME_OWNED) && tr_i64map_get(&t->wide, wide_key(t, e, TR_WIDE_RAW_NAME), &own))
+        return (uint32_t)own;
+    return (uint32_t)v;
+}
+
+int tr_set_raw_name(tr_trace *t, tr_event *e, uint32_t raw)
+{
+    if (e->extra)
+        t->extras.v[e->extra].raw_name = raw;
+    if (!raw) {
+        e->flags &= (uint8_t)~TR_FLAG_RAW_NAMED;
+        return 0;
+    }
+    e->flags |= TR_FLAG_RAW_NAMED;
+    if (e->extra)
+        return 0;
+    int64_t v, own;
+    if (!tr_i64map_get(&t->raw_names, e->name, &v))
+        return tr_i64map_put(&t->raw_names, e->name, raw);
+    int64_t key = wide_key(t, e, TR_WIDE_RAW_NAME);
+    if ((uint32_t)v == raw && (!(v & RAW_NAME_OWNED) || !tr_i64map_get(&t->wide, key, &own)))
+        return 0;   /* the name's (an own one set before is replaced below) */
+    if (!(v & RAW_NAME_OWNED) && tr_i64map_put(&t->raw_names, e->name, v | RAW_NAME_OWNED) < 0)
+        return -1;
+    return tr_i64map_put(&t->wide, key, raw);
 }
 
 const tr_event_extra tr_no_extra = {-1, -1, 0, -1, 0};

@@ -61,14 +61,18 @@ const tr_kind_info *tr_kind_lookup(const char *name);
 enum {
     TR_FLAG_ASYNC = 1,          /* began and ended on different threads: not nested */
     TR_FLAG_UNTERMINATED = 2,   /* range start without an end: closed at the trace's last timestamp */
-    TR_FLAG_DEMANGLED = 4,      /* name is the demangled form of raw_name */
+    TR_FLAG_DEMANGLED = 4,      /* name is the demangled form of the raw name */
     TR_FLAG_GPU_MEMORY = 8,     /* a memory event on a device, not on the host */
     TR_FLAG_BACKWARD = 16,      /* an autograd backward function (PyTorch's BACKWARD_FUNCTION scope) */
     TR_FLAG_MERGED = 32,        /* a redispatch of its parent op, merged into it (tree.h): no metrics */
-    TR_FLAG_UNNESTED = 64       /* partially overlaps a longer event of its thread or stream
+    TR_FLAG_UNNESTED = 64,      /* partially overlaps a longer event of its thread or stream
                                  * (tree.h): a viewer cannot draw it nested, so the chrome
                                  * export writes it async */
+    TR_FLAG_RAW_NAMED = 128     /* in memory only, not stored: the event has a raw name
+                                 * (tr_event_raw_name()) */
 };
+/* The flags run.db stores. */
+#define TR_FLAGS_STORED 127
 
 /* The fields most events lack (an op's sequence numbers and shape, a copy's
  * bytes), kept beside the events in tr_trace.extras, so that the event array,
@@ -89,6 +93,7 @@ typedef struct {
     int64_t bytes, flops;
     int32_t seq, op_id;
     uint32_t shape;
+    uint32_t raw_name;           /* the event's raw name when set here (tr_set_raw_name()) */
 } tr_extra_row;
 
 typedef struct {
@@ -97,12 +102,12 @@ typedef struct {
      * read them with tr_cpu_self(), tr_gpu_self() and tr_gpu_total(), set
      * them with the tr_set_ functions, which keep a value that does not fit
      * (a longer time, or a negative one) in tr_trace.wide.
-     * 72 bytes in all (4 of them padding): the event array is most of the
-     * ingest's memory, and past the memory limit each of its bytes is a byte
-     * of new page cache (docs/ingest.md, "A smaller event record"). */
+     * 64 bytes in all: the event array is most of the ingest's memory, and
+     * past the memory limit each of its bytes is a byte of new page cache
+     * (docs/ingest.md, "A smaller event record"). */
     uint32_t cpu_self32, gpu_self32, gpu_total32;
     int32_t parent;              /* event index, -1 = none (tr_tree_build() takes < 2^31 events) */
-    uint32_t name, raw_name;     /* string ids; raw_name 0 = same as name */
+    uint32_t name;               /* string id; the raw name is beside it: tr_event_raw_name() */
     uint32_t stack;              /* stack node id, 0 = none */
     uint32_t thread;             /* thread index, 0 = none (GPU activities) */
     uint32_t stream;             /* stream index, 0 = none (CPU events) */
@@ -194,6 +199,8 @@ typedef struct {
     tr_event_mem *mem;               /* per event, or NULL: all zero (tree.h) */
     tr_i64map wide;                  /* event index * TR_WIDE_FIELDS + field -> a
                                       * value too wide for its field (TR_WIDE_*): rare */
+    tr_i64map raw_names;             /* name id -> the raw name of the events of that
+                                      * name (tr_set_raw_name()) */
     /* lookup tables, rebuilt on demand */
     struct tr_idmap *thread_map, *stream_map, *device_map, *process_map, *stack_map;
     struct tr_detail_cache *detail_cache;   /* recent detail rows, shared by equal adds */
@@ -236,7 +243,7 @@ extern atomic_size_t tr_events_added;
 /* The fields whose values that do not fit are kept in tr_trace.wide. */
 enum {
     TR_WIDE_CORRELATION, TR_WIDE_DEPTH, TR_WIDE_SEQ, TR_WIDE_OP_ID,
-    TR_WIDE_CPU_SELF, TR_WIDE_GPU_SELF, TR_WIDE_GPU_TOTAL,
+    TR_WIDE_CPU_SELF, TR_WIDE_GPU_SELF, TR_WIDE_GPU_TOTAL, TR_WIDE_RAW_NAME,
     TR_WIDE_FIELDS
 };
 /* A value kept in tr_trace.wide (field: one of the above). */
@@ -310,6 +317,21 @@ static inline int tr_set_gpu_total(tr_trace *t, tr_event *e, int64_t v)
 {
     return tr_set_narrow_time_(t, e, &e->gpu_total32, v, TR_WIDE_GPU_TOTAL);
 }
+
+/* An event's raw name, the string the source gave before it was made its
+ * name (a mangled kernel name, a versioned API name, a PyTorch op's NVTX
+ * message): 0 = none, the name itself.  Most events with one share it with
+ * every event of their name (a kernel's mangled name), so it is kept once a
+ * name, in tr_trace.raw_names; an event whose raw name differs from the one
+ * kept for its name holds it in its extra row or in the wide map.
+ * tr_set_raw_name() wants the event's final name, and its extra row if it
+ * will have one (tr_extra_set() first); 0, or -1 out of memory. */
+uint32_t tr_raw_name_of_(const tr_trace *t, const tr_event *e);
+static inline uint32_t tr_event_raw_name(const tr_trace *t, const tr_event *e)
+{
+    return e->flags & TR_FLAG_RAW_NAMED ? tr_raw_name_of_(t, e) : 0;
+}
+int tr_set_raw_name(tr_trace *t, tr_event *e, uint32_t raw);
 
 /* An event's extra fields: its own row's, or tr_no_extra's defaults (seq,
  * op_id and flops -1, bytes and shape 0) when it has none. */

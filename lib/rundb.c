@@ -285,7 +285,7 @@ static int fill_event(const void *ctx, size_t i, tr_cell *c)
     tr_cell_int(&c[0], (int64_t)i + 1);
     tr_cell_int(&c[1], e->kind);
     tr_cell_int(&c[2], e->name);
-    tr_cell_opt(&c[3], e->raw_name, 0);
+    tr_cell_opt(&c[3], tr_event_raw_name(t, e), 0);
     tr_cell_int(&c[4], e->start);
     tr_cell_int(&c[5], e->end);
     tr_cell_opt(&c[6], e->thread, 0);
@@ -299,7 +299,7 @@ static int fill_event(const void *ctx, size_t i, tr_cell *c)
     tr_cell_opt(&c[14], x.op_id, -1);
     tr_cell_int(&c[15], x.bytes);
     tr_cell_opt(&c[16], x.flops, -1);
-    tr_cell_int(&c[17], e->flags);
+    tr_cell_int(&c[17], e->flags & TR_FLAGS_STORED);
     tr_cell_int(&c[18], tr_kinds[e->kind].on_gpu ? 0 : tr_sat_sub(e->end, e->start));
     tr_cell_int(&c[19], tr_cpu_self(t, e));
     tr_cell_int(&c[20], tr_gpu_total(t, e));

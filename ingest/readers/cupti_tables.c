@@ -131,13 +131,12 @@ int ct_nvtx_name(ct_reader *r, tr_event *e, uint32_t raw, int op_ok)
     if (a.annotated && op_ok) {
         e->kind = TR_KIND_OP;
         e->name = tr_intern_add(&r->t->strings, a.name, a.name_len);
-        e->raw_name = raw;
         tr_event_extra x = tr_no_extra;
         x.seq = a.seq;
         x.op_id = a.op_id;
         if (a.sizes)
             (void)tr_shape_get(r->t, a.sizes, a.sizes_len, &x.shape);   /* 0 on OOM: no shape */
-        if (tr_extra_set(r->t, e, &x) < 0)
+        if (tr_extra_set(r->t, e, &x) < 0 || tr_set_raw_name(r->t, e, raw) < 0)
             return -1;
     } else {
         e->name = raw;
@@ -452,17 +451,18 @@ static uint32_t cbid_name(ct_reader *r, int driver, int cbid)
     return id;
 }
 
-/* By name string: "cudaLaunchKernel_v7000" -> "cudaLaunchKernel" (raw kept). */
-static void versioned_name(ct_reader *r, uint32_t raw, tr_event *e)
+/* By name string: "cudaLaunchKernel_v7000" -> "cudaLaunchKernel" (raw kept).
+ * 0, or -1 out of memory. */
+static int versioned_name(ct_reader *r, uint32_t raw, tr_event *e)
 {
     const char *s = tr_str_of(r->t, raw);
     const char *v = strrchr(s, '_');
     if (v && v > s && v[1] == 'v' && v[2] && strspn(v + 2, "0123456789") == strlen(v + 2)) {
         e->name = tr_intern_add(&r->t->strings, s, (size_t)(v - s));
-        e->raw_name = raw;
-    } else {
-        e->name = raw && *s ? raw : tr_str(r->t, "[unknown API]");
+        return tr_set_raw_name(r->t, e, raw);
     }
+    e->name = raw && *s ? raw : tr_str(r->t, "[unknown API]");
+    return 0;
 }
 
 /* API calls are named by callback id where the format has one (and then carry it and
@@ -474,8 +474,8 @@ static tr_status fill_api(ct_reader *r, const ct_table *tab, const ct_row *w, tr
     int cbid = cbc >= 0 ? (int)ct_row_int(w, cbc) : 0;
     if (cbc >= 0)
         e->name = cbid_name(r, tab->kind == TR_KIND_DRIVER, cbid);
-    else
-        versioned_name(r, ct_row_string(r, w, CT_NAME), e);
+    else if (versioned_name(r, ct_row_string(r, w, CT_NAME), e) < 0)
+        return ct_oom(r, err);
     e->thread = row_thread(r, w);
     if (cbc >= 0) {
         tr_api_detail d = {cbid, ct_i64(w, CT_RETURN, 0)};
@@ -513,8 +513,9 @@ static tr_status kernel_name(ct_reader *r, const ct_row *w, tr_event *e, tr_erro
     }
     e->name = name;
     if (mang && mang != name) {
-        e->raw_name = mang;
         e->flags |= TR_FLAG_DEMANGLED;
+        if (tr_set_raw_name(r->t, e, mang) < 0)
+            return ct_oom(r, err);
     }
     return TR_OK;
 }

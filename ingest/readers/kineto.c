@@ -926,18 +926,24 @@ static int repr(kin_buf *b, const cJSON *j, int depth)
     return buf_add(b, "None", 4);
 }
 
-static void set_name(kin_reader *r, tr_event *e, const char *name)
+/* 0, or -1 out of memory */
+static int set_name(kin_reader *r, tr_event *e, const char *name)
 {
     e->name = tr_str(r->t, name);
+    if (!e->name)
+        return -1;
     if (name[0] == '_' && name[1] == 'Z') {
         char *d = tr_demangle(name);
         if (d) {
-            e->raw_name = e->name;
+            uint32_t raw = e->name;
             e->name = tr_str(r->t, d);
             e->flags |= TR_FLAG_DEMANGLED;
             free(d);
+            if (!e->name || tr_set_raw_name(r->t, e, raw) < 0)
+                return -1;
         }
     }
+    return 0;
 }
 
 /* "Call stack": frames separated by ';', innermost first. */
@@ -1404,8 +1410,7 @@ static tr_status handle_event(kin_reader *r, const kin_item *it)
     size_t idx = r->t->events.n - 1;
     e->start = ts;
     e->end = ts + dur;
-    set_name(r, e, name);
-    if (!e->name)
+    if (set_name(r, e, name) < 0)
         return oom(r);
     if (c->on_gpu) {
         uint32_t stream = gpu_stream(r, it);

@@ -132,11 +132,12 @@ static uint32_t str_of(raw_reader *r, uint32_t sid)
     return sid ? tr_str(r->t, "[unknown string]") : 0;
 }
 
-static void kernel_name(raw_reader *r, uint32_t sid, tr_event *e)
+/* 0, or -1 out of memory */
+static int kernel_name(raw_reader *r, uint32_t sid, tr_event *e)
 {
     if (!sid || sid >= r->nstrs || !r->strs[sid]) {
         e->name = tr_str(r->t, "[unknown kernel]");
-        return;
+        return 0;
     }
     if (!r->kname[sid]) {
         char *d = tr_demangle(tr_str_of(r->t, r->strs[sid]));
@@ -144,10 +145,10 @@ static void kernel_name(raw_reader *r, uint32_t sid, tr_event *e)
         free(d);
     }
     e->name = r->kname[sid];
-    if (e->name != r->strs[sid]) {
-        e->raw_name = r->strs[sid];
-        e->flags |= TR_FLAG_DEMANGLED;
-    }
+    if (e->name == r->strs[sid])
+        return 0;
+    e->flags |= TR_FLAG_DEMANGLED;
+    return tr_set_raw_name(r->t, e, r->strs[sid]);
 }
 
 static uint32_t thread_of(raw_reader *r, uint32_t tid)
@@ -353,7 +354,8 @@ static tr_status read_kernel(raw_reader *r, const unsigned char *p, tr_error *er
     if (tr_set_correlation(r->t, e, k.corr) < 0)
         return oom(err);
     e->stream = stream_of(r, k.device, k.context, k.stream);
-    kernel_name(r, k.name_sid, e);
+    if (kernel_name(r, k.name_sid, e) < 0)
+        return oom(err);
     tr_kernel_detail d;
     for (int j = 0; j < 3; j++) {
         d.grid[j] = k.grid[j];
@@ -498,12 +500,11 @@ static tr_status name_marker(raw_reader *r, tr_event *e, uint32_t raw, tr_error 
         return oom(err);
     e->kind = TR_KIND_OP;
     e->name = name;
-    e->raw_name = raw;
     tr_event_extra x = tr_extra(r->t, e);
     x.seq = a.seq;
     x.op_id = a.op_id;
     x.shape = shape;
-    return tr_extra_set(r->t, e, &x) < 0 ? oom(err) : TR_OK;
+    return tr_extra_set(r->t, e, &x) < 0 || tr_set_raw_name(r->t, e, raw) < 0 ? oom(err) : TR_OK;
 }
 
 static tr_status read_marker(raw_reader *r, const unsigned char *p, tr_error *err)

@@ -75,7 +75,7 @@ static void test_read(void)
         const char *name = tr_str_of(&t, e->name);
         if (e->kind == TR_KIND_RUNTIME) {
             CU_ASSERT_STRING_EQUAL(name, "cudaMemcpyAsync");
-            CU_ASSERT_STRING_EQUAL(tr_str_of(&t, e->raw_name), "cudaMemcpyAsync_v3020");
+            CU_ASSERT_STRING_EQUAL(tr_str_of(&t, tr_event_raw_name(&t, e)), "cudaMemcpyAsync_v3020");
             CU_ASSERT_EQUAL(tr_correlation(&t, e), 5);
             const tr_thread *th = &t.threads.v[e->thread];
             CU_ASSERT_EQUAL(th->tid, 101);
@@ -209,7 +209,7 @@ static void test_same_as_nvprof(void)
         }
         if (x->kind == TR_KIND_KERNEL) {
             CU_ASSERT_STRING_EQUAL(tr_str_of(&a, x->name), "void k<int>(int)");
-            CU_ASSERT_STRING_EQUAL(tr_str_of(&b, y->raw_name), "_Z1kIiEvi");
+            CU_ASSERT_STRING_EQUAL(tr_str_of(&b, tr_event_raw_name(&b, y)), "_Z1kIiEvi");
             CU_ASSERT_EQUAL(a.kernels.v[x->detail].grid[0], b.kernels.v[y->detail].grid[0]);
             CU_ASSERT_EQUAL(b.kernels.v[y->detail].block[0], 256);
             CU_ASSERT_EQUAL(b.kernels.v[y->detail].grid[1], -1);

@@ -3,6 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sqlite3.h>
+
+#include "lib/rundb.h"
 #include "lib/tree.h"
 #include "tests/unit/unit.h"
 
@@ -1016,7 +1019,79 @@ static void test_wide_times(void)
     CU_ASSERT_EQUAL(tr_correlation(&t, EV(k1 + 1)), ((int64_t)1 << 41) + 5);
     CU_ASSERT_EQUAL(tr_gpu_self(&t, EV(k1 + 1)), 3 * S);
     /* the record stays small: past the memory limit each byte is new page cache */
-    CU_ASSERT(sizeof(tr_event) <= 72);
+    CU_ASSERT(sizeof(tr_event) <= 64);
+    tr_trace_free(&t);
+}
+
+/* Raw names are kept once a name; an event whose raw name differs from its
+ * name's keeps its own (in its extra row, or beside it), and each reads back
+ * its own whatever the order they were set in. */
+static void test_raw_names(void)
+{
+    setup();
+    uint32_t mangled = tr_str(&t, "_Z1kv"), other = tr_str(&t, "_Z1kIiEvv");
+    uint32_t msg1 = tr_str(&t, "aten::add, seq = 1"), msg2 = tr_str(&t, "aten::add, seq = 2");
+    enum { N = 9 };
+    size_t e[N];
+    const char *names[N] = {"k", "k", "k", "k", "aten::add", "aten::add", "aten::add", "k", "k"};
+    for (int i = 0; i < N; i++)
+        e[i] = add(TR_KIND_KERNEL, names[i], 10 * i, 10 * i + 5, 0, -1);
+    tr_event_extra x = tr_no_extra;
+    x.seq = 1;
+    CU_ASSERT_EQUAL(tr_extra_set(&t, EV(e[4]), &x), 0);
+    x.seq = 2;
+    CU_ASSERT_EQUAL(tr_extra_set(&t, EV(e[5]), &x), 0);
+    const uint32_t raw[N] = {mangled, mangled, other, 0, msg1, msg2, msg1, mangled, other};
+    for (int i = 0; i < N; i++)
+        CU_ASSERT_EQUAL(tr_set_raw_name(&t, EV(e[i]), raw[i]), 0);
+    x.seq = 8;   /* a row made after the raw name was set */
+    CU_ASSERT_EQUAL(tr_extra_set(&t, EV(e[7]), &x), 0);
+    CU_ASSERT_EQUAL(tr_extra_set(&t, EV(e[8]), &x), 0);
+    int ok = 1;
+    for (int i = 0; i < N; i++)
+        ok &= tr_event_raw_name(&t, EV(e[i])) == raw[i];
+    CU_ASSERT(ok);
+    CU_ASSERT_FALSE(EV(e[3])->flags & TR_FLAG_RAW_NAMED);
+    /* set again: to the name's own (an own one set before must not win), to none */
+    CU_ASSERT_EQUAL(tr_set_raw_name(&t, EV(e[2]), mangled), 0);
+    CU_ASSERT_EQUAL(tr_event_raw_name(&t, EV(e[2])), mangled);
+    CU_ASSERT_EQUAL(tr_set_raw_name(&t, EV(e[2]), other), 0);
+    CU_ASSERT_EQUAL(tr_event_raw_name(&t, EV(e[2])), other);
+    CU_ASSERT_EQUAL(tr_set_raw_name(&t, EV(e[0]), 0), 0);
+    CU_ASSERT_EQUAL(tr_event_raw_name(&t, EV(e[0])), 0);
+    CU_ASSERT_EQUAL(tr_set_raw_name(&t, EV(e[4]), 0), 0);
+    CU_ASSERT_EQUAL(tr_event_raw_name(&t, EV(e[4])), 0);
+    CU_ASSERT_EQUAL(tr_event_raw_name(&t, EV(e[1])), mangled);
+    CU_ASSERT_EQUAL(tr_event_raw_name(&t, EV(e[5])), msg2);
+    CU_ASSERT_EQUAL(tr_event_raw_name(&t, EV(e[8])), other);
+    /* run.db holds each event's raw name, and not the flag that says it has one */
+    build();
+    char path[512];
+    snprintf(path, sizeof path, "%s/raw_names.db", tr_unit_tmpdir());
+    remove(path);
+    tr_error err;
+    CU_ASSERT_EQUAL_FATAL(tr_rundb_write(&t, path, NULL, 0, &err), TR_OK);
+    const uint32_t now[N] = {0, mangled, other, 0, 0, msg2, msg1, mangled, other};
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    CU_ASSERT_FATAL(sqlite3_open(path, &db) == SQLITE_OK);
+    CU_ASSERT_FATAL(sqlite3_prepare_v2(db, "SELECT e.flags, r.value FROM events e LEFT JOIN strings r "
+                                           "ON r.id = e.raw_name_id ORDER BY e.id", -1, &st, NULL) == SQLITE_OK);
+    int rows = 0;
+    for (; sqlite3_step(st) == SQLITE_ROW; rows++) {
+        const char *want = rows < N && now[rows] ? tr_str_of(&t, now[rows]) : NULL;
+        const char *got = (const char *)sqlite3_column_text(st, 1);
+        ok &= sqlite3_column_int64(st, 0) == 0 && (want && got ? !strcmp(want, got) : want == got);
+    }
+    CU_ASSERT_EQUAL(rows, N);
+    CU_ASSERT(ok);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    remove(path);
+    CU_ASSERT_EQUAL(TR_FLAG_RAW_NAMED & TR_FLAGS_STORED, 0);
+    CU_ASSERT_EQUAL(TR_FLAGS_STORED, (TR_FLAG_ASYNC | TR_FLAG_UNTERMINATED | TR_FLAG_DEMANGLED
+                                      | TR_FLAG_GPU_MEMORY | TR_FLAG_BACKWARD | TR_FLAG_MERGED
+                                      | TR_FLAG_UNNESTED));
     tr_trace_free(&t);
 }
 
@@ -1148,4 +1223,5 @@ TR_SUITE(tree,
          {"extra fields: a row only where set", test_extra_rows_only_where_set},
          {"equal detail rows are one", test_detail_rows_shared},
          {"correlations and depths past 32 and 16 bits", test_wide_correlation_and_depth},
-         {"self and total times past 32 bits", test_wide_times})
+         {"self and total times past 32 bits", test_wide_times},
+         {"raw names: once a name, an event's own where it differs", test_raw_names})
