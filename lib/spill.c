@@ -49,6 +49,8 @@ static _Atomic size_t rss_limit, file_floor, near_limit;   /* read by the checks
 static size_t heap_bytes;   /* large arrays on the heap */
 /* The primary array (tr_spill_realloc_primary()) has a budget of its own. */
 static size_t primary_budget, primary_bytes;
+/* What the hash tables may borrow of the heap while the primary array is in a file. */
+static size_t table_lend;
 static int limit_set;
 
 static pthread_t trimmer;
@@ -69,15 +71,20 @@ static size_t env_size(const char *name, size_t fallback)
     return errno || *end ? fallback : (size_t)v;
 }
 
-/* A quarter of the limit for large arrays on the heap, and half for the
- * primary one (the events) where the limit leaves room for it; the spilled
+/* A quarter of the limit for large arrays on the heap, and three eighths
+ * for the primary one (the events) where the limit leaves room for it: at
+ * half, a 64-byte event array of 2^21 events (128 MiB) fitted, and beside
+ * the others' quarter and the rest of the process a 10^7-event raw ingest
+ * peaked at 247-253 MiB while it read; at three eighths the array leaves the
+ * heap at 2^20 events (64 MiB), as the 80-byte one did at half.  The spilled
  * arrays' mapped pages then take what the rest of the process leaves under
  * seven eighths of it (the last eighth absorbs the growth between two
  * checks), and never less than an eighth.  A trace whose arrays all fit is
- * then never trimmed: at 10^6 events the heap holds the events' 126 MB and
- * 66 MB of the others, the files the rest.  The heap's three quarters, the
- * mapped pages' eighth and the 30 MB or so the rest of the process takes
- * (SQLite, the program, the small arrays) fit in the limit from
+ * then never trimmed: at 10^6 events the heap holds the events' 64 MiB and
+ * up to 64 MiB of the others, the files the rest.  The heap's five eighths
+ * (three quarters while the tables borrow), the mapped pages' eighth and
+ * the 30-50 MB the rest of the process takes (SQLite, the page writers'
+ * buffers, the program, the small arrays) fit in the limit from
  * PRIMARY_MIN_LIMIT on; below it the primary array shares the others'
  * quarter, as every array did before it had a budget of its own.
  * Before, the mapped pages had a fixed three eighths: the event array of a
@@ -88,7 +95,8 @@ static size_t env_size(const char *name, size_t fallback)
 static void apply_limit(size_t limit)
 {
     heap_budget = limit / 4;
-    primary_budget = limit >= PRIMARY_MIN_LIMIT ? limit / 2 : 0;
+    primary_budget = limit >= PRIMARY_MIN_LIMIT ? limit / 8 * 3 : 0;
+    table_lend = primary_budget ? limit / 4 : 0;
     rss_limit = limit - limit / 8;
     near_limit = limit / 8;
     file_floor = limit / 8;
@@ -539,6 +547,28 @@ static void *heap_resize(void *p, spill_block *b, size_t new_size, int primary)
     return out;
 }
 
+/* The copy of an array leaving the heap, which is freed next: each piece's
+ * source pages are handed back once copied (MADV_DONTNEED on the whole pages
+ * inside the array; the allocator's own words lie before it or in its last
+ * partial page), so the move holds one copy of the array, not two.  The
+ * event array leaves the heap at half the memory limit: holding both copies
+ * took a 10^7-event ingest's peak from 223 to 249 MiB. */
+static void move_from_heap(void *dst, void *src, size_t n)
+{
+    const size_t chunk = (size_t)4 << 20;
+    uintptr_t from = (uintptr_t)src, released = (from + page_size - 1) / page_size * page_size;
+    for (size_t at = 0; at < n; at += chunk) {
+        size_t len = n - at < chunk ? n - at : chunk;
+        memcpy((char *)dst + at, (const char *)src + at, len);
+        uintptr_t upto = (from + at + len) / page_size * page_size;
+        if (upto > released) {
+            (void)madvise((void *)released, upto - released, MADV_DONTNEED);
+            released = upto;
+        }
+        tr_spill_poll();
+    }
+}
+
 /* Moves a heap array (registered or not) into a new file block, or returns
  * NULL with p untouched.  The copy runs without the lock, checking as it
  * goes; the new block is registered first, so the trims may drop its pages
@@ -556,7 +586,7 @@ static void *to_file(void *p, size_t old_size, size_t new_size, size_t len, int 
     if (added < 0)
         return NULL;
     if (p) {
-        tr_spill_copy(nb.addr, p, old_size < new_size ? old_size : new_size);
+        move_from_heap(nb.addr, p, old_size < new_size ? old_size : new_size);
         pthread_mutex_lock(&lock);
         spill_block *b = find_block(p);
         if (b) {
@@ -578,11 +608,12 @@ static int primary_in_file(void)
 }
 
 /* What the heap may hold of arrays of the class asked for.  While the primary
- * array is in a file, half its budget is lent to the hash tables
+ * array is in a file, a quarter of the limit is lent to the hash tables
  * (tr_spill_calloc_table()), whose every lookup lands on a page of its own:
- * in a file, a fault a lookup once the pages are trimmed.  Half: the tables
- * cannot be trimmed, and the mapped pages of the spilled arrays need room
- * beside them under the limit (all of it took the peak of a 10^7-event raw
+ * in a file, a fault a lookup once the pages are trimmed.  A quarter (half
+ * the primary budget when that was half the limit): the tables cannot be
+ * trimmed, and the mapped pages of the spilled arrays need room beside them
+ * under the limit (all of the budget took the peak of a 10^7-event raw
  * ingest from 229 to 255 MiB, and was slower).  A new primary array then has
  * what the tables leave of its budget.  Called with the lock held. */
 static size_t budget_for(int primary, int table)
@@ -590,7 +621,7 @@ static size_t budget_for(int primary, int table)
     size_t lent = heap_bytes > heap_budget ? heap_bytes - heap_budget : 0;
     if (primary)
         return primary_budget > lent ? primary_budget - lent : 0;
-    size_t lend = primary_budget / 2;
+    size_t lend = table_lend;
     return heap_budget + (table && lend > primary_bytes && primary_in_file() ? lend - primary_bytes : 0);
 }
 

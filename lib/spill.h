@@ -5,9 +5,9 @@
  *
  * An array smaller than TR_SPILL_MIN_BYTES (default 4 MiB) is ordinary heap
  * memory.  Larger ones stay on the heap while their sum is within a budget
- * (and the primary array, tr_spill_realloc_primary(), within one of its own,
- * half of which the hash tables, tr_spill_calloc_table(), may use while the
- * primary array is in a file)
+ * (and the primary array, tr_spill_realloc_primary(), within one of its own;
+ * the hash tables, tr_spill_calloc_table(), may borrow a quarter of the
+ * limit more while the primary array is in a file)
  * set from the memory limit (tr_spill_set_limit(), else $TRACEKIT_MAX_MEMORY,
  * else TR_SPILL_DEFAULT_LIMIT or half the machine's memory, whichever is
  * less); past it, an array that grows or is made
@@ -42,10 +42,10 @@ void *tr_spill_realloc(void *p, size_t old_size, size_t new_size);
 void *tr_spill_realloc_sequential(void *p, size_t old_size, size_t new_size);
 /* As tr_spill_realloc_sequential(), for the one array that is most of the
  * process's memory (the events): with a limit of 240 MiB or more it stays
- * on the heap within a budget of its own, half the limit, beside the other
- * arrays' quarter, so a trace whose events fit in it never maps them from a
- * file (at 10^6 events, 92 MB of capacity); past it, the array moves into a file as
- * the others do.  Under a smaller limit it is one of the others.  Which it
+ * on the heap within a budget of its own, three eighths of the limit, beside
+ * the other arrays' quarter, so a trace whose events fit in it never maps
+ * them from a file (at 10^6 events, 64 MiB of capacity); past it, the array
+ * moves into a file as the others do.  Under a smaller limit it is one of the others.  Which it
  * is, is decided when it is made: set the limit before. */
 void *tr_spill_realloc_primary(void *p, size_t old_size, size_t new_size);
 /* Marks an array sequential or not from now on (a phase that reads it at
@@ -66,8 +66,8 @@ int tr_spill_in_file(const void *p);
 /* The directory for spill files (copied); NULL restores the default.  A
  * directory on tmpfs saves nothing: its pages are memory too. */
 void tr_spill_set_dir(const char *dir);
-/* The memory limit in bytes: a quarter for large arrays on the heap, half
- * for the primary one; the spilled arrays' mapped pages are dropped when
+/* The memory limit in bytes: a quarter for large arrays on the heap, three
+ * eighths for the primary one; the spilled arrays' mapped pages are dropped when
  * the process passes seven eighths of it (or they alone pass an eighth). */
 void tr_spill_set_limit(size_t bytes);
 #define TR_SPILL_DEFAULT_LIMIT ((size_t)256 << 20)

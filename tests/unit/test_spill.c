@@ -235,7 +235,7 @@ static void test_spill_sort(void)
 }
 
 /* With the default 256 MiB limit: the primary array stays on the heap up
- * to 128 MiB whatever the others hold of their 64 MiB, then moves to a file
+ * to 96 MiB whatever the others hold of their 64 MiB, then moves to a file
  * with its bytes; another array of that size goes to a file at once.  Under
  * a limit below 240 MiB it shares the others' quarter. */
 static void test_spill_primary(void)
@@ -249,17 +249,19 @@ static void test_spill_primary(void)
     unsigned char *p = tr_spill_realloc_primary(NULL, 0, 32 * mib);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     fill(p, 32 * mib, 9);
-    unsigned char *q = tr_spill_realloc_primary(p, 32 * mib, 128 * mib);
+    unsigned char *q = tr_spill_realloc_primary(p, 32 * mib, 96 * mib);
     CU_ASSERT_PTR_NOT_NULL_FATAL(q);
     CU_ASSERT(filled(q, 32 * mib, 9));
-    CU_ASSERT_EQUAL(tr_spill_files(), before);   /* 128 MiB of primary, 48 of the others: all on the heap */
+    CU_ASSERT_EQUAL(tr_spill_files(), before);   /* 96 MiB of primary, 48 of the others: all on the heap */
     unsigned char *big = tr_spill_realloc(NULL, 0, 32 * mib);
     CU_ASSERT_PTR_NOT_NULL_FATAL(big);
     CU_ASSERT_EQUAL(tr_spill_files(), before + 1);   /* not primary: past the others' budget */
-    p = tr_spill_realloc_primary(q, 128 * mib, 160 * mib);
+    fill(q + 32 * mib, 64 * mib, 5);
+    p = tr_spill_realloc_primary(q, 96 * mib, 104 * mib);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_EQUAL(tr_spill_files(), before + 2);   /* past its own budget: in a file */
     CU_ASSERT(filled(p, 32 * mib, 9));
+    CU_ASSERT(filled(p + 32 * mib, 64 * mib, 5));   /* moved whole, its heap pages handed back as copied */
     CU_ASSERT(filled(other, 48 * mib, 3));
     /* the primary budget is free again: a new primary array is on the heap */
     q = tr_spill_realloc_primary(NULL, 0, 64 * mib);
