@@ -71,8 +71,8 @@ enum {
     TR_FLAG_RAW_NAMED = 128     /* in memory only, not stored: the event has a raw name
                                  * (tr_event_raw_name()) */
 };
-/* The flags run.db stores. */
-#define TR_FLAGS_STORED 127
+/* The flags run.db stores: all but the in-memory one. */
+#define TR_FLAGS_STORED (0xFF & ~TR_FLAG_RAW_NAMED)
 
 /* The fields most events lack (an op's sequence numbers and shape, a copy's
  * bytes), kept beside the events in tr_trace.extras, so that the event array,
