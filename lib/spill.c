@@ -49,8 +49,6 @@ static _Atomic size_t rss_limit, file_floor, near_limit;   /* read by the checks
 static size_t heap_bytes;   /* large arrays on the heap */
 /* The primary array (tr_spill_realloc_primary()) has a budget of its own. */
 static size_t primary_budget, primary_bytes;
-/* What the hash tables may borrow of the heap while the primary array is in a file. */
-static size_t table_lend;
 static int limit_set;
 
 static pthread_t trimmer;
@@ -96,7 +94,6 @@ static void apply_limit(size_t limit)
 {
     heap_budget = limit / 4;
     primary_budget = limit >= PRIMARY_MIN_LIMIT ? limit / 8 * 3 : 0;
-    table_lend = primary_budget ? limit / 4 : 0;
     rss_limit = limit - limit / 8;
     near_limit = limit / 8;
     file_floor = limit / 8;
@@ -343,14 +340,31 @@ void tr_spill_poll(void)
 }
 
 /* memcpy in 4 MiB pieces with a check after each: one memcpy of a large
- * array would map all of it between two checks. */
-void tr_spill_copy(void *dst, const void *src, size_t n)
+ * array would map all of it between two checks.  With release (a heap array
+ * freed next), each piece's source pages are handed back once copied
+ * (MADV_DONTNEED on the whole pages inside the array; the allocator's own
+ * words lie before it or in its last partial page), so a move off the heap
+ * holds one copy of the array, not two: holding both took a 10^7-event
+ * ingest's peak from 223 to 249 MiB when the event array left the heap. */
+static void copy_in_pieces(void *dst, const void *src, size_t n, int release)
 {
     const size_t chunk = (size_t)4 << 20;
+    uintptr_t from = (uintptr_t)src, released = (from + page_size - 1) / page_size * page_size;
     for (size_t at = 0; at < n; at += chunk) {
-        memcpy((char *)dst + at, (const char *)src + at, n - at < chunk ? n - at : chunk);
+        size_t len = n - at < chunk ? n - at : chunk;
+        memcpy((char *)dst + at, (const char *)src + at, len);
+        uintptr_t upto = (from + at + len) / page_size * page_size;
+        if (release && upto > released) {
+            (void)madvise((void *)released, upto - released, MADV_DONTNEED);
+            released = upto;
+        }
         tr_spill_poll();
     }
+}
+
+void tr_spill_copy(void *dst, const void *src, size_t n)
+{
+    copy_in_pieces(dst, src, n, 0);
 }
 
 /* Called with the lock held, after a block was added. */
@@ -547,28 +561,6 @@ static void *heap_resize(void *p, spill_block *b, size_t new_size, int primary)
     return out;
 }
 
-/* The copy of an array leaving the heap, which is freed next: each piece's
- * source pages are handed back once copied (MADV_DONTNEED on the whole pages
- * inside the array; the allocator's own words lie before it or in its last
- * partial page), so the move holds one copy of the array, not two.  The
- * event array leaves the heap at half the memory limit: holding both copies
- * took a 10^7-event ingest's peak from 223 to 249 MiB. */
-static void move_from_heap(void *dst, void *src, size_t n)
-{
-    const size_t chunk = (size_t)4 << 20;
-    uintptr_t from = (uintptr_t)src, released = (from + page_size - 1) / page_size * page_size;
-    for (size_t at = 0; at < n; at += chunk) {
-        size_t len = n - at < chunk ? n - at : chunk;
-        memcpy((char *)dst + at, (const char *)src + at, len);
-        uintptr_t upto = (from + at + len) / page_size * page_size;
-        if (upto > released) {
-            (void)madvise((void *)released, upto - released, MADV_DONTNEED);
-            released = upto;
-        }
-        tr_spill_poll();
-    }
-}
-
 /* Moves a heap array (registered or not) into a new file block, or returns
  * NULL with p untouched.  The copy runs without the lock, checking as it
  * goes; the new block is registered first, so the trims may drop its pages
@@ -586,7 +578,7 @@ static void *to_file(void *p, size_t old_size, size_t new_size, size_t len, int 
     if (added < 0)
         return NULL;
     if (p) {
-        move_from_heap(nb.addr, p, old_size < new_size ? old_size : new_size);
+        copy_in_pieces(nb.addr, p, old_size < new_size ? old_size : new_size, 1);
         pthread_mutex_lock(&lock);
         spill_block *b = find_block(p);
         if (b) {
@@ -621,7 +613,7 @@ static size_t budget_for(int primary, int table)
     size_t lent = heap_bytes > heap_budget ? heap_bytes - heap_budget : 0;
     if (primary)
         return primary_budget > lent ? primary_budget - lent : 0;
-    size_t lend = table_lend;
+    size_t lend = primary_budget ? heap_budget : 0;   /* a quarter of the limit */
     return heap_budget + (table && lend > primary_bytes && primary_in_file() ? lend - primary_bytes : 0);
 }
 
